@@ -1,0 +1,420 @@
+"""The memory log: command handlers for write, update and forget on the eventsourcing Application.
+
+Every command validates meaning against the current state, records its events in one transaction
+and only then acknowledges, with the log position. A rejected command records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError
+
+from domain import beliefs
+from domain.commands import (
+    Adjustment,
+    ForgetOutcome,
+    ImportOutcome,
+    NewMemory,
+    TruthUpdate,
+    UpdateOutcome,
+    UtilityUpdate,
+    WriteOutcome,
+)
+from domain.errors import Conflict, InvalidInput, NotFound
+from domain.ids import memory_id, parse_memory_id
+from domain.memory import Memory
+from domain.sanitise import sanitise
+
+T = TypeVar("T")
+
+CONFLICT_RETRIES = 5
+"""Optimistic-concurrency retries when another writer appended to the same memory first."""
+
+
+class _Session:
+    """The memories one command touches: looked up once, modified in memory, saved together."""
+
+    def __init__(self, app: MemoryLog) -> None:
+        self._app = app
+        self.touched: dict[UUID, Memory | None] = {}
+        self.dirty: dict[UUID, Memory] = {}
+
+    def find(self, mid: UUID) -> Memory | None:
+        if mid not in self.touched:
+            self.touched[mid] = self._app.find(mid)
+        return self.touched[mid]
+
+    def add(self, memory: Memory) -> None:
+        self.touched[memory.id] = memory
+        self.dirty[memory.id] = memory
+
+    def changed(self, memory: Memory) -> None:
+        self.dirty[memory.id] = memory
+
+    def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
+        """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
+        mid = parse_memory_id(raw_id)
+        memory = self.find(mid) if mid else None
+        if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
+            raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
+        if memory.status == "forgotten":
+            raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
+        return memory
+
+
+class MemoryLog(Application[UUID]):
+    """The event-sourced log of memories and the commands that append to it."""
+
+    name = "Strata"
+
+    # --- reading the write side (by id only: queries belong to the projections) -----------------
+
+    def find(self, mid: UUID) -> Memory | None:
+        try:
+            return self.repository.get(mid)
+        except AggregateNotFoundError:
+            return None
+
+    def memory(self, raw_id: str, repo_id: str | None = None) -> Memory:
+        """One memory for display; with `repo_id`, only if visible there."""
+        mid = parse_memory_id(raw_id)
+        memory = self.find(mid) if mid else None
+        if memory is None or (repo_id is not None and not memory.visible_to(repo_id)):
+            where = f" in repo {repo_id!r}" if repo_id is not None else ""
+            raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
+        return memory
+
+    def history(self, mid: UUID) -> list[Any]:
+        return list(self.events.get(mid))
+
+    def position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    def recent(self, limit: int) -> list[tuple[int, Any]]:
+        """The last `limit` events of the log with their positions, oldest first."""
+        top = self.position()
+        start = max(1, top - limit + 1)
+        return list(self.read_log(start, limit))
+
+    def read_log(self, start: int, limit: int, topics: Iterable[str] = ()) -> Iterator[tuple[int, Any]]:
+        for n in self.recorder.select_notifications(start, limit, topics=list(topics)):
+            yield n.id, self.mapper.to_domain_event(n)
+
+    # --- commands ---------------------------------------------------------------------------------
+
+    def write(self, cmd: NewMemory, *, status: str = "active") -> WriteOutcome:
+        def run(session: _Session) -> WriteOutcome:
+            return self._write_one(session, cmd, status)
+
+        outcome, position = self._run(run)
+        outcome.position = position
+        return outcome
+
+    def write_many(self, cmds: list[NewMemory], *, status: str = "active") -> ImportOutcome:
+        """All or nothing: every command is validated (later ones may link to earlier ones) before
+        one transaction records them all. An error names the failing item as `[i].field`."""
+
+        def run(session: _Session) -> ImportOutcome:
+            result = ImportOutcome()
+            for i, cmd in enumerate(cmds):
+                try:
+                    outcome = self._write_one(session, cmd, status)
+                except (InvalidInput, NotFound, Conflict) as exc:
+                    for problem in exc.problems:
+                        problem.path = f"[{i}].{problem.path}"
+                    raise
+                result.outcomes.append(outcome)
+                result.redactions += outcome.redactions
+                if outcome.outcome == "created":
+                    result.created += 1
+                else:
+                    result.reinforced += 1
+            return result
+
+        result, position = self._run(run)
+        result.position = position
+        for outcome in result.outcomes:
+            outcome.position = position
+        return result
+
+    def update(
+        self,
+        repo_id: str,
+        raw_id: str,
+        *,
+        truth: TruthUpdate | None = None,
+        utility: UtilityUpdate | None = None,
+        commit: bool,
+    ) -> UpdateOutcome:
+        if truth is None and utility is None:
+            raise InvalidInput("nothing_to_update", "updates", "give at least one of updates.truth or updates.utility")
+        if truth is not None and not truth.evidence_refs:
+            raise InvalidInput(
+                "evidence_required",
+                "updates.truth.evidence_refs",
+                "a truth update needs at least one evidence reference (the file, test or output that shows it)",
+            )
+
+        def run(session: _Session) -> UpdateOutcome:
+            memory = session.visible(raw_id, repo_id, "memory_id")
+            outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
+            if truth is not None:
+                outcome.truth, n = self._adjust_truth(memory, truth, commit)
+                outcome.redactions += n
+            if utility is not None:
+                outcome.utility, n = self._observe_utility(session, repo_id, memory, utility, commit)
+                outcome.redactions += n
+            if commit:
+                session.changed(memory)
+            return outcome
+
+        outcome, position = self._run(run)
+        outcome.position = position
+        return outcome
+
+    def forget(self, repo_id: str, raw_id: str, reason: str) -> ForgetOutcome:
+        def run(session: _Session) -> ForgetOutcome:
+            mid = parse_memory_id(raw_id)
+            memory = session.find(mid) if mid else None
+            if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
+                return ForgetOutcome(memory_id=memory.memory_id, forgotten=False)
+            memory = session.visible(raw_id, repo_id, "memory_id")
+            memory._forget(reason=sanitise(reason).text)
+            session.changed(memory)
+            return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
+
+        outcome, position = self._run(run)
+        outcome.position = position
+        return outcome
+
+    # --- the write rules --------------------------------------------------------------------------
+
+    def _write_one(self, session: _Session, cmd: NewMemory, status: str) -> WriteOutcome:
+        text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
+        refs = [sanitise(r) for r in cmd.evidence_refs]
+        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
+        evidence = [r.text for r in refs]
+        problem, related, targets = self._check_links(session, cmd)
+        mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
+
+        existing = session.find(mid)
+        if existing is not None:
+            self._reinforce(session, existing, cmd, evidence, problem, related, targets)
+            return WriteOutcome(str(mid), "reinforced", cmd.kind, cmd.scope, existing.status, redactions)
+
+        memory = Memory(
+            id=mid,
+            text=text.text.strip(),
+            kind=cmd.kind,
+            scope=cmd.scope,
+            repo_id=cmd.repo_id,
+            confidence=cmd.confidence,
+            rationale=rationale.text,
+            problem_id=problem.memory_id if problem else None,
+            related_ids=[m.memory_id for m in related],
+            change_targets=[m.memory_id for m in targets],
+            evidence_refs=evidence,
+            author=cmd.author,
+            status=status,
+            redactions=redactions,
+        )
+        session.add(memory)
+        self._record_change_on(session, memory, targets, evidence)
+        return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
+
+    def _reinforce(
+        self,
+        session: _Session,
+        existing: Memory,
+        cmd: NewMemory,
+        evidence: list[str],
+        problem: Memory | None,
+        related: list[Memory],
+        targets: list[Memory],
+    ) -> None:
+        if existing.status == "forgotten":
+            raise Conflict(
+                "memory_forgotten", "memory.text", f"this memory ({existing.memory_id}) was forgotten; it is not written again"
+            )
+        if existing.status == "rejected":
+            raise Conflict(
+                "memory_rejected",
+                "memory.text",
+                f"this memory ({existing.memory_id}) was proposed before and rejected in review; it is not proposed again",
+            )
+        existing._adjust_truth(
+            target=cmd.confidence,
+            confidence=cmd.confidence,
+            rationale="written again",
+            evidence_refs=evidence,
+            source="reinforcement",
+            weight=beliefs.reinforcement_weight(cmd.confidence),
+        )
+        new_problems = [problem.memory_id] if problem and problem.memory_id not in existing.problem_ids else []
+        new_related = [m.memory_id for m in related if m.memory_id not in existing.related_ids]
+        new_targets = [m for m in targets if m.memory_id not in existing.change_targets]
+        if new_problems or new_related or new_targets:
+            existing._add_links(
+                problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
+            )
+            self._record_change_on(session, existing, new_targets, evidence)
+        session.changed(existing)
+
+    def _record_change_on(self, session: _Session, change: Memory, targets: list[Memory], evidence: list[str]) -> None:
+        """A change memory is recorded on each target and pulls the target's truth down."""
+        for target in targets:
+            target._record_change(change_memory_id=change.memory_id, summary=change.text[:280])
+            target._adjust_truth(
+                target=0.0,
+                confidence=change.confidence,
+                rationale=f"changed by memory {change.memory_id}",
+                evidence_refs=evidence or [f"memory:{change.memory_id}"],
+                source="change",
+                weight=beliefs.change_weight(change.confidence),
+            )
+            session.changed(target)
+
+    def _check_links(self, session: _Session, cmd: NewMemory) -> tuple[Memory | None, list[Memory], list[Memory]]:
+        base = "memory.links"
+        if cmd.kind in ("solution", "failed_tactic") and not cmd.problem_id:
+            raise InvalidInput(
+                "problem_required",
+                f"{base}.problem_id",
+                f"a {cmd.kind} must name the problem it belongs to in links.problem_id (write the problem first)",
+            )
+        if cmd.kind == "change" and not cmd.change_targets:
+            raise InvalidInput(
+                "change_targets_required",
+                f"{base}.change_targets",
+                "a change must name the memories it affects in links.change_targets",
+            )
+        if cmd.kind != "change" and cmd.change_targets:
+            raise InvalidInput(
+                "change_targets_not_allowed",
+                f"{base}.change_targets",
+                f"only a change may have change_targets; this memory is a {cmd.kind}",
+            )
+        problem = None
+        if cmd.problem_id:
+            problem = session.visible(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
+            if problem.kind != "problem":
+                raise InvalidInput(
+                    "not_a_problem", f"{base}.problem_id", f"memory {cmd.problem_id} is a {problem.kind}, not a problem"
+                )
+        related = [
+            session.visible(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]") for i, raw in enumerate(cmd.related_ids)
+        ]
+        targets = [
+            session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
+        ]
+        if cmd.scope == "global":
+            linked = [(f"{base}.problem_id", problem)] if problem else []
+            linked += [(f"{base}.related_memory_ids[{i}]", m) for i, m in enumerate(related)]
+            linked += [(f"{base}.change_targets[{i}]", m) for i, m in enumerate(targets)]
+            for path, m in linked:
+                if m.scope == "repo":
+                    raise InvalidInput(
+                        "global_links_repo_memory",
+                        path,
+                        f"a global memory may not point at repo memory {m.memory_id}: "
+                        "write this memory with scope 'repo', or link only global memories",
+                    )
+        return problem, _unique(related), _unique(targets)
+
+    # --- the update rules -------------------------------------------------------------------------
+
+    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool) -> tuple[Adjustment, int]:
+        rationale = sanitise(cmd.rationale)
+        refs = [sanitise(r) for r in cmd.evidence_refs]
+        weight = beliefs.truth_weight(cmd.confidence, len(refs))
+        before = memory.truth_value
+        after = beliefs.value(beliefs.observe(memory.truth, cmd.target, weight))
+        tiny = beliefs.is_tiny(before, after)
+        if commit and not tiny:
+            memory._adjust_truth(
+                target=cmd.target,
+                confidence=cmd.confidence,
+                rationale=rationale.text,
+                evidence_refs=[r.text for r in refs],
+                source="update",
+                weight=weight,
+            )
+        adjustment = Adjustment(before, before if tiny else after, weight, commit and not tiny, _note(tiny, commit))
+        return adjustment, rationale.redactions + sum(r.redactions for r in refs)
+
+    def _observe_utility(
+        self, session: _Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool
+    ) -> tuple[Adjustment, int]:
+        context = None
+        if cmd.context_problem_id:
+            problem = session.visible(cmd.context_problem_id, repo_id, "updates.utility.context_problem_id")
+            if problem.kind != "problem":
+                raise InvalidInput(
+                    "not_a_problem",
+                    "updates.utility.context_problem_id",
+                    f"memory {cmd.context_problem_id} is a {problem.kind}, not a problem",
+                )
+            context = problem.memory_id
+        rationale = sanitise(cmd.rationale)
+        refs = [sanitise(r) for r in cmd.evidence_refs]
+        weight = beliefs.utility_weight(cmd.confidence, len(refs))
+        key = context or beliefs.NO_CONTEXT
+        ledger = beliefs.add_utility(memory.utility, key, cmd.target, weight)
+        before, after = memory.utility_for(context), beliefs.utility_for(ledger, context)
+        global_before, global_after = memory.global_utility, beliefs.global_utility(ledger)
+        tiny = beliefs.is_tiny(before, after) and beliefs.is_tiny(global_before, global_after)
+        if commit and not tiny:
+            memory._observe_utility(
+                target=cmd.target,
+                confidence=cmd.confidence,
+                rationale=rationale.text,
+                problem_id=context,
+                evidence_refs=[r.text for r in refs],
+                read_id=cmd.read_id,
+                weight=weight,
+            )
+        if tiny:
+            after, global_after = before, global_before
+        adjustment = Adjustment(
+            before, after, weight, commit and not tiny, _note(tiny, commit), context, global_before, global_after
+        )
+        return adjustment, rationale.redactions + sum(r.redactions for r in refs)
+
+    # --- transactions -----------------------------------------------------------------------------
+
+    def _run(self, command: Callable[[_Session], T]) -> tuple[T, int | None]:
+        """Run a command on a fresh session and record what it changed in one transaction.
+        A concurrent writer that got there first makes the whole command run again on fresh state."""
+        for attempt in range(CONFLICT_RETRIES):
+            session = _Session(self)
+            result = command(session)
+            try:
+                return result, self._record(session.dirty.values())
+            except IntegrityError:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _record(self, memories: Iterable[Memory]) -> int | None:
+        events = [e for m in memories for e in m.collect_events()]
+        if not events:
+            return None
+        recordings = self.events.put(events)
+        return recordings[-1].notification.id if recordings else None
+
+
+def _note(tiny: bool, commit: bool) -> str:
+    if tiny:
+        return f"change below {beliefs.MIN_MOVE}: nothing recorded"
+    return "recorded" if commit else "dry run: would be recorded"
+
+
+def _unique(memories: list[Memory]) -> list[Memory]:
+    seen: dict[UUID, Memory] = {}
+    for m in memories:
+        seen.setdefault(m.id, m)
+    return list(seen.values())

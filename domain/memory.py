@@ -1,0 +1,181 @@
+"""The Memory aggregate and its events — the permanent API of the log.
+
+Stored topics are ``domain.memory:Memory.<Event>``: never rename this module, the class or its
+events; reshape an event only with an upcaster. A memory's text never changes: truth, utility,
+change chains and status move through new events. Weights are computed by the command handlers and
+stored in the events, so a replay reproduces exactly what the writer saw.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain import beliefs
+
+KINDS = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
+SCOPES = ("repo", "global")
+STATUSES = ("active", "pending", "rejected", "forgotten")
+
+
+class Memory(Aggregate):
+    """One memory: immutable text plus the evolving belief about it."""
+
+    class MemoryWritten(Aggregate.Created):
+        text: str
+        kind: str
+        scope: str
+        repo_id: str
+        confidence: float
+        rationale: str
+        problem_id: str | None
+        related_ids: list[str]
+        change_targets: list[str]
+        evidence_refs: list[str]
+        author: str | None
+        status: str
+        redactions: int
+
+    class TruthAdjusted(Aggregate.Event):
+        target: float
+        confidence: float
+        rationale: str
+        evidence_refs: list[str]
+        source: str  # "update" | "reinforcement" | "change"
+        weight: float
+
+    class UtilityObserved(Aggregate.Event):
+        target: float
+        confidence: float
+        rationale: str
+        problem_id: str | None
+        evidence_refs: list[str]
+        read_id: str | None
+        weight: float
+
+    class ChangeRecorded(Aggregate.Event):
+        change_memory_id: str
+        summary: str
+
+    class LinksAdded(Aggregate.Event):
+        """A duplicate write brought links the memory did not have yet."""
+
+        problem_ids: list[str]
+        related_ids: list[str]
+        change_targets: list[str]
+
+    class MemoryForgotten(Aggregate.Event):
+        reason: str
+
+    @event(MemoryWritten)
+    def __init__(
+        self,
+        id: UUID,  # noqa: A002 - deterministic, see domain.ids; eventsourcing moves it to originator_id
+        text: str,
+        kind: str,
+        scope: str,
+        repo_id: str,
+        confidence: float,
+        rationale: str,
+        problem_id: str | None,
+        related_ids: list[str],
+        change_targets: list[str],
+        evidence_refs: list[str],
+        author: str | None,
+        status: str,
+        redactions: int,
+    ) -> None:
+        self.text = text
+        self.kind = kind
+        self.scope = scope
+        self.repo_id = repo_id
+        self.confidence = confidence
+        self.rationale = rationale
+        self.problem_ids: list[str] = [problem_id] if problem_id else []
+        self.related_ids = list(related_ids)
+        self.change_targets = list(change_targets)
+        self.evidence_refs = list(evidence_refs)
+        self.author = author
+        self.status = status
+        self.truth: beliefs.Belief = beliefs.prior(confidence)
+        self.utility: dict[str, tuple[float, float]] = {}
+        self.changes: list[dict[str, str]] = []
+        self.validations = 0
+        self.reinforcements = 0
+        self.last_validated: datetime = self.created_on
+
+    # --- the private recorders: each applies one event -------------------------------------------
+
+    @event(TruthAdjusted)
+    def _adjust_truth(
+        self,
+        target: float,
+        confidence: float,
+        rationale: str,
+        evidence_refs: list[str],
+        source: str,
+        weight: float,
+    ) -> None:
+        self.truth = beliefs.observe(self.truth, target, weight)
+        if source == "reinforcement":
+            self.reinforcements += 1
+        if target >= 0.5 and source != "change":
+            self.validations += 1
+            self.last_validated = self.modified_on
+
+    @event(UtilityObserved)
+    def _observe_utility(
+        self,
+        target: float,
+        confidence: float,
+        rationale: str,
+        problem_id: str | None,
+        evidence_refs: list[str],
+        read_id: str | None,
+        weight: float,
+    ) -> None:
+        self.utility = beliefs.add_utility(self.utility, problem_id or beliefs.NO_CONTEXT, target, weight)
+
+    @event(ChangeRecorded)
+    def _record_change(self, change_memory_id: str, summary: str) -> None:
+        self.changes.append({"change_memory_id": change_memory_id, "summary": summary})
+
+    @event(LinksAdded)
+    def _add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
+        self.problem_ids.extend(problem_ids)
+        self.related_ids.extend(related_ids)
+        self.change_targets.extend(change_targets)
+
+    @event(MemoryForgotten)
+    def _forget(self, reason: str) -> None:
+        self.status = "forgotten"
+
+    # --- derived views ----------------------------------------------------------------------------
+
+    @property
+    def memory_id(self) -> str:
+        return str(self.id)
+
+    @property
+    def truth_value(self) -> float:
+        return beliefs.value(self.truth)
+
+    @property
+    def global_utility(self) -> float:
+        return beliefs.global_utility(self.utility)
+
+    @property
+    def problem_id(self) -> str | None:
+        return self.problem_ids[0] if self.problem_ids else None
+
+    @property
+    def is_alive(self) -> bool:
+        return self.status in ("active", "pending")
+
+    def visible_to(self, repo_id: str) -> bool:
+        return self.scope == "global" or self.repo_id == repo_id
+
+    def utility_for(self, problem_id: str | None) -> float:
+        return beliefs.utility_for(self.utility, problem_id)

@@ -1,0 +1,234 @@
+"""The thin command API every interface calls: JSON in, contract models out, StrataError on refusal.
+
+Shape is checked here by the schemas; meaning is checked by the domain. Nothing below this module
+knows about JSON, and nothing above it knows about events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from domain.application import MemoryLog
+from domain.commands import Adjustment, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
+from domain.errors import InvalidInput, Problem, StrataError
+from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
+from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
+
+M = TypeVar("M", bound=BaseModel)
+log = structlog.get_logger("strata.api")
+
+MAX_IMPORT_ERRORS = 20
+
+# pydantic error types -> our stable codes
+_CODES = {
+    "missing": "missing_field",
+    "extra_forbidden": "unknown_field",
+    "literal_error": "invalid_choice",
+    "enum": "invalid_choice",
+    "greater_than": "out_of_range",
+    "greater_than_equal": "out_of_range",
+    "less_than": "out_of_range",
+    "less_than_equal": "out_of_range",
+    "finite_number": "out_of_range",
+    "string_too_short": "empty_text",
+    "string_too_long": "too_long",
+    "too_long": "too_many_items",
+    "too_short": "too_few_items",
+    "json_invalid": "invalid_json",
+    "json_type": "invalid_json",
+}
+
+
+def format_path(loc: Iterable[Any]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def problems_of(exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        code = _CODES.get(kind) or ("wrong_type" if kind.endswith("_type") or kind.endswith("_parsing") else kind)
+        path = format_path(err["loc"])
+        if code == "invalid_json":
+            message = f"the request is not valid JSON: {err['msg']}"
+        elif code == "missing_field":
+            message = f"{path} is required"
+        elif code == "unknown_field":
+            message = f"{path} is not a field of this request"
+        else:
+            message = f"{path or 'request'}: {err['msg']}"
+        problems.append(Problem(code, path, message))
+    return problems
+
+
+def parse(model: type[M], payload: str | bytes | dict[str, Any]) -> M:
+    """Validate a request from JSON text or an already-decoded object."""
+    try:
+        if isinstance(payload, dict):
+            return model.model_validate(payload)
+        if isinstance(payload, (str, bytes)) and not (payload.strip() if payload else payload):
+            raise InvalidInput("invalid_json", "", "the request is empty: expected a JSON object")
+        return model.model_validate_json(payload)
+    except ValidationError as exc:
+        raise InvalidInput.of(problems_of(exc)) from None
+
+
+class CommandAPI:
+    """write / update / forget / import over one MemoryLog."""
+
+    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False) -> None:
+        self.log = memory_log
+        self.status = "pending" if review_writes else "active"
+
+    def write(self, payload: str | bytes | dict[str, Any]) -> WriteResponse:
+        request = parse(WriteRequest, payload)
+        outcome = self.log.write(to_new_memory(request), status=self.status)
+        log.info("write", repo_id=request.repo_id, memory_id=outcome.memory_id, outcome=outcome.outcome,
+                 position=outcome.position, redactions=outcome.redactions)
+        return write_response(outcome)
+
+    def update(self, payload: str | bytes | dict[str, Any]) -> UpdateResponse:
+        request = parse(UpdateRequest, payload)
+        truth = request.updates.truth
+        utility = request.updates.utility
+        outcome = self.log.update(
+            request.repo_id,
+            request.memory_id,
+            truth=TruthUpdate(truth.target, truth.confidence, truth.rationale, tuple(truth.evidence_refs))
+            if truth
+            else None,
+            utility=UtilityUpdate(
+                utility.target,
+                utility.confidence,
+                utility.rationale,
+                utility.context_problem_id,
+                tuple(utility.evidence_refs),
+                utility.read_id,
+            )
+            if utility
+            else None,
+            commit=request.mode == "commit",
+        )
+        log.info("update", repo_id=request.repo_id, memory_id=outcome.memory_id, mode=request.mode,
+                 position=outcome.position)
+        return UpdateResponse(
+            memory_id=outcome.memory_id,
+            mode=request.mode,
+            truth=_value_change(outcome.truth),
+            utility=_utility_change(outcome.utility),
+            redactions=outcome.redactions,
+            position=outcome.position,
+        )
+
+    def forget(self, payload: str | bytes | dict[str, Any]) -> ForgetResponse:
+        request = parse(ForgetRequest, payload)
+        outcome = self.log.forget(request.repo_id, request.memory_id, request.reason)
+        log.info("forget", repo_id=request.repo_id, memory_id=outcome.memory_id, forgotten=outcome.forgotten,
+                 position=outcome.position)
+        return ForgetResponse(memory_id=outcome.memory_id, forgotten=outcome.forgotten, position=outcome.position)
+
+    def import_lines(self, lines: Iterable[str | bytes]) -> ImportResponse:
+        """Bulk-load JSONL write requests, all or nothing. Error paths read `<line>:<field>`."""
+        commands: list[NewMemory] = []
+        line_numbers: list[int] = []
+        problems: list[Problem] = []
+        count = 0
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            count += 1
+            try:
+                commands.append(to_new_memory(parse(WriteRequest, line)))
+                line_numbers.append(number)
+            except InvalidInput as exc:
+                problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
+                if len(problems) >= MAX_IMPORT_ERRORS:
+                    break
+        if problems:
+            raise InvalidInput.of(problems[:MAX_IMPORT_ERRORS])
+        try:
+            outcome = self.log.write_many(commands, status="active")
+        except StrataError as exc:
+            raise _at_lines(exc, line_numbers) from None
+        log.info("import", lines=count, created=outcome.created, reinforced=outcome.reinforced,
+                 position=outcome.position)
+        return ImportResponse(
+            lines=count,
+            created=outcome.created,
+            reinforced=outcome.reinforced,
+            redactions=outcome.redactions,
+            position=outcome.position,
+        )
+
+
+def to_new_memory(request: WriteRequest) -> NewMemory:
+    memory = request.memory
+    return NewMemory(
+        repo_id=request.repo_id,
+        text=memory.text,
+        kind=memory.kind,
+        scope=memory.scope,
+        confidence=memory.confidence,
+        rationale=memory.rationale,
+        problem_id=memory.links.problem_id,
+        related_ids=tuple(memory.links.related_memory_ids),
+        change_targets=tuple(memory.links.change_targets),
+        evidence_refs=tuple(memory.evidence_refs),
+        author=request.author,
+    )
+
+
+def write_response(outcome: WriteOutcome) -> WriteResponse:
+    return WriteResponse(
+        memory_id=outcome.memory_id,
+        resolved=Resolved(scope=outcome.scope, kind=outcome.kind),
+        needs_review=outcome.status == "pending",
+        outcome=outcome.outcome,
+        status=outcome.status,
+        redactions=outcome.redactions,
+        position=outcome.position,
+    )
+
+
+def _value_change(a: Adjustment | None) -> ValueChange | None:
+    if a is None:
+        return None
+    return ValueChange(before=a.before, after=a.after, weight=a.weight, recorded=a.recorded, note=a.note)
+
+
+def _utility_change(a: Adjustment | None) -> UtilityValueChange | None:
+    if a is None:
+        return None
+    return UtilityValueChange(
+        before=a.before,
+        after=a.after,
+        weight=a.weight,
+        recorded=a.recorded,
+        note=a.note,
+        context_problem_id=a.context_problem_id,
+        global_before=a.global_before if a.global_before is not None else a.before,
+        global_after=a.global_after if a.global_after is not None else a.after,
+    )
+
+
+def _at_lines(exc: StrataError, line_numbers: list[int]) -> StrataError:
+    """Turn the domain's `[i].field` paths into `<line>:field`."""
+    for problem in exc.problems:
+        if problem.path.startswith("["):
+            index, _, rest = problem.path[1:].partition("].")
+            if index.isdigit():
+                line = line_numbers[int(index)]
+                problem.path = f"{line}:{rest}"
+                problem.message = f"line {line}: {problem.message}"
+    return exc

@@ -1,0 +1,280 @@
+"""The `strata` command: JSON requests in (argument, file or stdin), JSON out when piped,
+readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
+4 conflict."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+import orjson
+import structlog
+import typer
+from pydantic import BaseModel
+
+from domain.errors import InvalidInput, StrataError
+from interface import render
+from interface.api import CommandAPI
+from interface.bootstrap import Strata, build
+from interface.logs import configure_logging
+from interface.settings import load_settings
+from interface.views import event_record, memory_state
+from schemas.errors import ErrorDetail, ErrorResponse
+from schemas.registry import CONTRACTS, render as render_schema
+
+EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
+
+app = typer.Typer(
+    name="strata",
+    help="Long-term memory for coding agents: write what you learned, read it back, rate what helped.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+log = structlog.get_logger("strata.cli")
+
+
+@dataclass
+class Options:
+    data_dir: Path | None
+    config: Path | None
+    json_output: bool | None
+
+    @property
+    def as_json(self) -> bool:
+        return self.json_output if self.json_output is not None else not sys.stdout.isatty()
+
+
+class Failed(Exception):
+    """Raised after an error has been printed; carries the exit code."""
+
+    def __init__(self, code: int) -> None:
+        self.exit_code = code
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where the SQLite files live [env STRATA_DATA_DIR]."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A TOML config file [env STRATA_CONFIG]."),
+    json_output: Optional[bool] = typer.Option(None, "--json/--text", help="Force JSON or readable output."),
+) -> None:
+    """Long-term memory for coding agents.
+
+    Example: strata write '{"repo_id": "acme/api", "memory": {"text": "...", "kind": "fact", "scope": "repo", "confidence": 0.8}}'
+    """
+    ctx.obj = Options(data_dir, config, json_output)
+
+
+# --- plumbing -------------------------------------------------------------------------------------
+
+
+def _fail(opts: Options, exc: StrataError) -> Failed:
+    details = [ErrorDetail(**p.as_dict()) for p in exc.problems]
+    response = ErrorResponse(error=details[0], errors=details)
+    if opts.as_json:
+        sys.stdout.write(response.model_dump_json() + "\n")
+    else:
+        sys.stderr.write(render.error(response) + "\n")
+    return Failed(EXIT_CODES.get(exc.family, 1))
+
+
+@contextmanager
+def _session(ctx: typer.Context) -> Iterator[Strata]:
+    """Build the application from settings, map every error to a structured answer, close."""
+    opts: Options = ctx.obj
+    strata = None
+    settings = None
+    try:
+        settings = load_settings(opts.config, data_dir=opts.data_dir)
+        configure_logging(settings.log_level, settings.log_format)
+        strata = build(settings)
+        yield strata
+    except StrataError as exc:
+        log.info("refused", code=exc.code, path=exc.path)
+        raise _fail(opts, exc) from None
+    except Failed:
+        raise
+    except Exception as exc:  # the last line of defence: never a traceback at the user
+        debug = settings is not None and settings.log_level == "debug"
+        log.error("internal_error", error=type(exc).__name__, detail=str(exc), exc_info=debug)
+        internal = StrataError("internal_error", "", f"internal error ({type(exc).__name__}): {exc}")
+        raise _fail(opts, internal) from None
+    finally:
+        if strata is not None:
+            strata.close()
+
+
+def _emit(opts: Options, payload: BaseModel | dict[str, Any], human: Callable[[Any], str]) -> None:
+    if opts.as_json:
+        data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
+        sys.stdout.write(orjson.dumps(data).decode() + "\n")
+    else:
+        sys.stdout.write(human(payload) + "\n")
+
+
+def _request_text(request: str | None) -> str:
+    """A request is inline JSON, a path to a JSON file, or '-' / nothing for stdin."""
+    if request is None or request == "-":
+        if request is None and sys.stdin.isatty():
+            raise InvalidInput("missing_request", "", "give a JSON request as an argument, a file path, or on stdin")
+        return sys.stdin.read()
+    if request.lstrip().startswith(("{", "[")):
+        return request
+    path = Path(request)
+    if path.is_file():
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput("unreadable_file", "", f"cannot read {request}: {exc}") from None
+    raise InvalidInput("invalid_json", "", f"{request[:80]!r} is neither a JSON object nor a readable file")
+
+
+def _api(strata: Strata) -> CommandAPI:
+    return CommandAPI(strata.log, review_writes=strata.settings.review_writes)
+
+
+REQUEST_ARG = typer.Argument(None, help="JSON request, a path to a JSON file, or '-' for stdin (the default).")
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+@app.command()
+def write(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """Record a memory (problem, solution, failed_tactic, fact, preference or change).
+
+    Example: strata write '{"repo_id": "acme/api", "memory": {"text": "Migrations need DB_URL set", "kind": "fact", "scope": "repo", "confidence": 0.9, "evidence_refs": ["file:Makefile"]}}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _api(strata).write(_request_text(request)), render.write)
+
+
+@app.command()
+def update(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """Adjust a memory's truth and/or its utility for a problem; mode dry_run shows, commit records.
+
+    Example: strata update '{"repo_id": "acme/api", "memory_id": "<id>", "mode": "dry_run", "updates": {"truth": {"target": 0.1, "confidence": 0.9, "rationale": "the Makefile no longer reads DB_URL", "evidence_refs": ["file:Makefile#L12"]}}}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _api(strata).update(_request_text(request)), render.update)
+
+
+@app.command()
+def forget(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """Forget a memory: it stays in the log but is dead to every read and update.
+
+    Example: strata forget '{"repo_id": "acme/api", "memory_id": "<id>", "reason": "asked by the user"}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _api(strata).forget(_request_text(request)), render.forget)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., help="The memory's id."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only if visible from this repo."),
+) -> None:
+    """Show a memory's current state and its full event history.
+
+    Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api
+    """
+    with _session(ctx) as strata:
+        memory = strata.log.memory(memory_id, repo)
+        view = {
+            "ok": True,
+            "memory": memory_state(memory),
+            "history": [event_record(e) for e in strata.log.history(memory.id)],
+        }
+        _emit(ctx.obj, view, render.show)
+
+
+@app.command("log")
+def show_log(
+    ctx: typer.Context, limit: int = typer.Option(20, "--limit", "-n", min=1, max=10_000, help="How many events.")
+) -> None:
+    """Show the most recent events of the log, oldest first, with their positions.
+
+    Example: strata log --limit 50
+    """
+    with _session(ctx) as strata:
+        records = [event_record(e, position) for position, e in strata.log.recent(limit)]
+        _emit(ctx.obj, {"ok": True, "position": strata.log.position(), "events": records}, lambda v: render.events(v["events"]))
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context, file: str = typer.Argument(..., help="A JSONL file of write requests, or '-' for stdin.")
+) -> None:
+    """Bulk-load write requests, one JSON object per line; all or nothing.
+
+    Example: strata import memories.jsonl
+    """
+    with _session(ctx) as strata:
+        if file == "-":
+            response = _api(strata).import_lines(sys.stdin.buffer)
+        else:
+            try:
+                handle = open(file, "rb")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                raise InvalidInput("unreadable_file", "", f"cannot read {file}: {exc.strerror}") from None
+            with handle:
+                response = _api(strata).import_lines(handle)
+        _emit(ctx.obj, response, render.imported)
+
+
+@app.command()
+def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omit to list them.")) -> None:
+    """Print the JSON Schema of a request or response contract.
+
+    Example: strata schema write-request
+    """
+    if name is None:
+        sys.stdout.write("\n".join(CONTRACTS) + "\n")
+        return
+    if name not in CONTRACTS:
+        sys.stderr.write(f"error (unknown_schema): no contract {name!r}; one of: {', '.join(CONTRACTS)}\n")
+        raise typer.Exit(EXIT_CODES["not_found"])
+    sys.stdout.write(render_schema(name))
+
+
+@app.command()
+def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
+    """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
+    update truth and utility; show the result.
+
+    Example: strata --data-dir /tmp/strata demo
+    """
+    from interface.demo import run_demo
+
+    with _session(ctx) as strata:
+        run_demo(_api(strata), strata.log, repo, sys.stdout)
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        app(standalone_mode=False)
+    except Failed as failed:
+        sys.exit(failed.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_CODES["invalid_input"])
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Readable terminal views of the contract models (JSON is the default when output is piped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.errors import ErrorResponse
+from schemas.forget import ForgetResponse
+from schemas.update import UpdateResponse, ValueChange
+from schemas.write import ImportResponse, WriteResponse
+
+
+def write(r: WriteResponse) -> str:
+    review = "  (pending review)" if r.needs_review else ""
+    lines = [f"{r.outcome} {r.resolved.kind} ({r.resolved.scope}) {r.memory_id}{review}", f"position {r.position}"]
+    if r.redactions:
+        lines.append(f"{r.redactions} secret(s) redacted before recording")
+    return "\n".join(lines)
+
+
+def _change(name: str, c: ValueChange | None) -> list[str]:
+    if c is None:
+        return []
+    return [f"{name}: {c.before:.3f} -> {c.after:.3f}  (weight {c.weight:.2f}; {c.note})"]
+
+
+def update(r: UpdateResponse) -> str:
+    lines = [f"{r.mode} {r.memory_id}"]
+    lines += _change("truth", r.truth)
+    if r.utility is not None:
+        ctx = r.utility.context_problem_id or "no problem context"
+        lines += _change(f"utility for {ctx}", r.utility)
+        lines.append(f"global utility: {r.utility.global_before:.3f} -> {r.utility.global_after:.3f}")
+    if r.position is not None:
+        lines.append(f"position {r.position}")
+    return "\n".join(lines)
+
+
+def forget(r: ForgetResponse) -> str:
+    return f"forgot {r.memory_id}" if r.forgotten else f"{r.memory_id} was already forgotten"
+
+
+def imported(r: ImportResponse) -> str:
+    return (
+        f"imported {r.lines} line(s): {r.created} created, {r.reinforced} reinforced, "
+        f"{r.redactions} redaction(s), position {r.position}"
+    )
+
+
+def error(r: ErrorResponse) -> str:
+    lines = []
+    for e in r.errors:
+        where = f" [{e.path}]" if e.path else ""
+        lines.append(f"error ({e.code}){where}: {e.message}")
+    return "\n".join(lines)
+
+
+def show(view: dict[str, Any]) -> str:
+    m = view["memory"]
+    lines = [
+        f"{m['kind']} ({m['scope']}, repo {m['repo_id']}) {m['memory_id']}  [{m['status']}]",
+        f"  {m['text']}",
+        f"  truth {m['truth']:.3f}  utility {m['utility']:.3f}  maturity {m['maturity']}  "
+        f"validations {m['validations']}  reinforcements {m['reinforcements']}",
+    ]
+    for problem, value in m["utility_by_problem"].items():
+        lines.append(f"  utility for problem {problem}: {value:.3f}")
+    if m["problem_ids"]:
+        lines.append(f"  problem: {', '.join(m['problem_ids'])}")
+    for change in m["change_chain"]:
+        lines.append(f"  changed by {change['change_memory_id']}: {change['summary']}")
+    lines.append("history:")
+    lines += [f"  {_event_line(e)}" for e in view["history"]]
+    return "\n".join(lines)
+
+
+def events(records: list[dict[str, Any]]) -> str:
+    return "\n".join(_event_line(e) for e in records) or "(the log is empty)"
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    f = e["fields"]
+    detail = {
+        "MemoryWritten": lambda: f"{f['kind']}/{f['scope']} {f['text'][:60]!r}",
+        "TruthAdjusted": lambda: f"{f['source']} -> {f['target']} (weight {f['weight']:.2f})",
+        "UtilityObserved": lambda: f"-> {f['target']} for {f['problem_id'] or 'no problem'} (weight {f['weight']:.2f})",
+        "ChangeRecorded": lambda: f"by {f['change_memory_id']}",
+        "MemoryForgotten": lambda: f"reason {f['reason']!r}",
+    }.get(e["type"], lambda: "")()
+    where = f"#{e['position']} " if "position" in e else ""
+    return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"

@@ -1,0 +1,82 @@
+"""One settings object: defaults < config file (TOML) < STRATA_* environment < explicit overrides.
+
+Nothing is read at import time; `load_settings()` is called by the composition root.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from domain.errors import InvalidInput
+
+ENV_PREFIX = "STRATA_"
+
+
+def default_data_dir() -> Path:
+    """The platform's per-user data directory."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "strata"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local")) / "strata"
+    return Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "strata"
+
+
+def default_config_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "strata" / "config.toml"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    review_writes: bool = Field(False, description="Agent writes land pending a person's review.")
+    log_level: Literal["debug", "info", "warning", "error"] = "warning"
+    log_format: Literal["console", "json"] = "console"
+
+    @property
+    def event_db(self) -> Path:
+        return self.data_dir / "events.sqlite"
+
+
+def _from_env(environ: dict[str, str]) -> dict[str, Any]:
+    known = Settings.model_fields
+    out: dict[str, Any] = {}
+    for key, value in environ.items():
+        if key.startswith(ENV_PREFIX):
+            name = key[len(ENV_PREFIX) :].lower()
+            if name in known:
+                out[name] = value
+    return out
+
+
+def load_settings(
+    config_file: Path | None = None, environ: dict[str, str] | None = None, **overrides: Any
+) -> Settings:
+    env = dict(os.environ if environ is None else environ)
+    explicit = config_file or (Path(env["STRATA_CONFIG"]) if env.get("STRATA_CONFIG") else None)
+    path = explicit or default_config_file()
+    values: dict[str, Any] = {}
+    if path.exists():
+        try:
+            values.update(tomllib.loads(path.read_text(encoding="utf-8")).get("strata", {}))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise InvalidInput("invalid_config", str(path), f"cannot read config file: {exc}") from exc
+    elif explicit:
+        raise InvalidInput("invalid_config", str(path), "config file does not exist")
+    values.update(_from_env(env))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        settings = Settings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise InvalidInput("invalid_config", field, f"setting {field}: {first['msg']}") from exc
+    return settings.model_copy(update={"data_dir": settings.data_dir.expanduser()})

@@ -1,0 +1,79 @@
+"""Shared field types and limits of the contracts."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
+Scope = Literal["repo", "global"]
+KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+SCOPES: tuple[str, ...] = Scope.__args__  # type: ignore[attr-defined]
+
+# Limits, documented in the README. A memory is a paragraph, not a log: long output belongs in the
+# evidence a reference points at.
+MAX_TEXT_CHARS = 4000
+MAX_QUERY_CHARS = 2000
+MAX_RATIONALE_CHARS = 2000
+MAX_REPO_ID_CHARS = 200
+MAX_REF_CHARS = 500
+MAX_REFS = 32
+MAX_LINKS = 32
+
+# C0 controls other than tab, newline and carriage return; DEL; C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _no_control_characters(value: str) -> str:
+    match = _CONTROL.search(value)
+    if match:
+        raise PydanticCustomError(
+            "control_characters",
+            "contains the control character {char} at offset {offset}; only tab and newline are allowed",
+            {"char": repr(match.group()), "offset": match.start()},
+        )
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("empty_text", "must not be empty or only whitespace")
+    return value
+
+
+def _single_line(value: str) -> str:
+    if value != value.strip() or "\n" in value or "\t" in value:
+        raise PydanticCustomError("invalid_identifier", "must be one line without surrounding whitespace")
+    return value
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise PydanticCustomError("out_of_range", "must be a finite number")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_control_characters)]
+MemoryText = Annotated[Text, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_not_blank)]
+QueryText = Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_not_blank)]
+Rationale = Annotated[Text, Field(max_length=MAX_RATIONALE_CHARS)]
+RepoId = Annotated[
+    Text, Field(min_length=1, max_length=MAX_REPO_ID_CHARS), AfterValidator(_not_blank), AfterValidator(_single_line)
+]
+MemoryId = Annotated[Text, Field(min_length=1, max_length=64), AfterValidator(_single_line)]
+EvidenceRef = Annotated[Text, Field(min_length=1, max_length=MAX_REF_CHARS), AfterValidator(_not_blank)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
+
+
+class Request(BaseModel):
+    """Requests reject unknown fields (a typo must not be silently ignored) and wrong types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(extra="forbid")

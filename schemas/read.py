@@ -1,0 +1,71 @@
+"""read: recall the memories relevant to a problem, with the reasons they were chosen."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.common import Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+
+
+class Expand(Request):
+    semantic_hops: int = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
+    include_problem_links: bool = Field(True, description="A problem brings its solutions and failed tactics, and back.")
+    include_update_links: bool = Field(True, description="Every result carries its change chain.")
+
+
+class Consistency(Request):
+    """Extension: read-your-writes. Wait until the projections have reached a log position."""
+
+    after_position: int = Field(ge=0, description="A `position` returned by write/update/forget.")
+    timeout_ms: int = Field(2000, ge=0, le=30000)
+
+
+class ReadRequest(Request):
+    op: Literal["read"] | None = None
+    repo_id: RepoId
+    mode: Literal["ambient", "targeted", "auto"] = Field(
+        "targeted",
+        description="ambient (no explicit question, strict), targeted (a question), auto (extension: pick a read profile by archetype).",
+    )
+    query: QueryText
+    include_global: bool = True
+    kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
+    limit: int = Field(20, ge=1, le=100)
+    expand: Expand = Field(default_factory=Expand)
+    token_budget: int | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
+    current_problem_id: MemoryId | None = Field(
+        None, description="Extension: the problem being worked on, for problem-specific utility."
+    )
+    consistency: Consistency | None = None
+
+
+class ChangeLink(Response):
+    memory_id: str
+    text: str
+
+
+class ReadResult(Response):
+    memory_id: str
+    scope: Scope
+    kind: Kind
+    text: str
+    truth: float
+    utility: float
+    problem_id: str | None
+    evidence_refs: list[str]
+    retrieval_reason: str = Field(
+        description="Why it was returned: vector, keyword, problem_link, change_chain or semantic_hop_<n>."
+    )
+    maturity: Literal["candidate", "established", "proven"]
+    change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
+
+
+class ReadResponse(Response):
+    ok: Literal[True] = True
+    read_id: str = Field(description="Extension: cite it in later utility updates.")
+    results: list[ReadResult]
+    suppressed: dict[str, int] = Field(default_factory=dict, description="Extension: what was held back, by reason.")
+    guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
+    position: int = Field(description="Extension: the log position this answer reflects.")

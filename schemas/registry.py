@@ -1,0 +1,57 @@
+"""Every contract by name, and its JSON Schema export (kept in schemas/json/, checked by a test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from schemas.errors import ErrorResponse
+from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.read import ReadRequest, ReadResponse
+from schemas.update import UpdateRequest, UpdateResponse
+from schemas.write import ImportResponse, WriteRequest, WriteResponse
+
+CONTRACTS: dict[str, type[BaseModel]] = {
+    "read-request": ReadRequest,
+    "read-response": ReadResponse,
+    "write-request": WriteRequest,
+    "write-response": WriteResponse,
+    "update-request": UpdateRequest,
+    "update-response": UpdateResponse,
+    "forget-request": ForgetRequest,
+    "forget-response": ForgetResponse,
+    "import-response": ImportResponse,
+    "error": ErrorResponse,
+}
+
+JSON_DIR = Path(__file__).parent / "json"
+
+
+def json_schema(name: str) -> dict:
+    model = CONTRACTS[name]
+    mode = "validation" if name.endswith("request") else "serialization"
+    schema = model.model_json_schema(mode=mode)
+    schema["$id"] = f"strata/{name}"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def render(name: str) -> str:
+    return json.dumps(json_schema(name), indent=2, sort_keys=True) + "\n"
+
+
+def export(folder: Path = JSON_DIR) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in CONTRACTS:
+        path = folder / f"{name}.schema.json"
+        path.write_text(render(name), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # python -m schemas.registry: regenerate the exported files
+    for p in export():
+        print(p)

@@ -1,0 +1,78 @@
+"""write: record one memory."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.common import (
+    MAX_LINKS,
+    MAX_REFS,
+    EvidenceRef,
+    Kind,
+    MemoryId,
+    MemoryText,
+    Probability,
+    Rationale,
+    RepoId,
+    Request,
+    Response,
+    Scope,
+)
+
+
+class Links(Request):
+    problem_id: MemoryId | None = Field(
+        None, description="The problem a solution or failed_tactic belongs to (required for those kinds)."
+    )
+    related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
+    change_targets: list[MemoryId] = Field(
+        default_factory=list, max_length=MAX_LINKS, description="The memories a change affects (required for kind change)."
+    )
+
+
+class MemoryIn(Request):
+    text: MemoryText
+    scope: Scope
+    kind: Kind
+    confidence: Probability = Field(description="The writer's belief that this is true; the truth prior.")
+    rationale: Rationale = ""
+    links: Links = Field(default_factory=Links)
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)
+
+
+class WriteRequest(Request):
+    op: Literal["write"] | None = None
+    repo_id: RepoId
+    memory: MemoryIn
+    author: RepoId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
+
+
+class Resolved(Response):
+    scope: Scope
+    kind: Kind
+
+
+class WriteResponse(Response):
+    ok: Literal[True] = True
+    memory_id: str
+    resolved: Resolved
+    needs_review: bool
+    outcome: Literal["created", "reinforced"] = Field(
+        description="Extension: 'reinforced' when the same memory already existed and this write strengthened it."
+    )
+    status: Literal["active", "pending"] = Field(description="Extension: 'pending' waits for a person's review.")
+    redactions: int = Field(description="Extension: secrets replaced before anything reached the log.")
+    position: int | None = Field(description="Extension: the log position that acknowledges this write.")
+
+
+class ImportResponse(Response):
+    """The answer of a bulk import of write requests (all or nothing)."""
+
+    ok: Literal[True] = True
+    lines: int
+    created: int
+    reinforced: int
+    redactions: int
+    position: int | None
