@@ -261,7 +261,7 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
 def main() -> None:
     """Console entry point."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns typer.Exit codes instead of raising them here
     except Failed as failed:
         sys.exit(failed.exit_code)
     except typer.Exit as exc:
@@ -274,6 +274,8 @@ def main() -> None:
         sys.exit(EXIT_CODES["invalid_input"])
     except KeyboardInterrupt:
         sys.exit(130)
+    if isinstance(code, int):
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
@@ -57,15 +57,22 @@ def _finite(value: float) -> float:
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_control_characters)]
-MemoryText = Annotated[Text, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_not_blank)]
-QueryText = Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_not_blank)]
-Rationale = Annotated[Text, Field(max_length=MAX_RATIONALE_CHARS)]
-RepoId = Annotated[
-    Text, Field(min_length=1, max_length=MAX_REPO_ID_CHARS), AfterValidator(_not_blank), AfterValidator(_single_line)
-]
-MemoryId = Annotated[Text, Field(min_length=1, max_length=64), AfterValidator(_single_line)]
-EvidenceRef = Annotated[Text, Field(min_length=1, max_length=MAX_REF_CHARS), AfterValidator(_not_blank)]
+def _text(min_length: int, max_length: int, *checks: object) -> object:
+    """A string type whose length limits apply to characters (before the semantic checks run)."""
+    return Annotated[
+        str,
+        StringConstraints(min_length=min_length, max_length=max_length),
+        AfterValidator(_no_control_characters),
+        *(AfterValidator(c) for c in checks),
+    ]
+
+
+MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
+QueryText = _text(1, MAX_QUERY_CHARS, _not_blank)
+Rationale = _text(0, MAX_RATIONALE_CHARS)
+RepoId = _text(1, MAX_REPO_ID_CHARS, _not_blank, _single_line)
+MemoryId = _text(1, 64, _single_line)
+EvidenceRef = _text(1, MAX_REF_CHARS, _not_blank)
 Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 
 

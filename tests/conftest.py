@@ -1,0 +1,37 @@
+"""Shared fixtures: real SQLite files in a temporary data directory, built through the composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interface.api import CommandAPI
+from interface.bootstrap import Strata, build
+from interface.settings import load_settings
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def strata(data_dir: Path) -> Iterator[Strata]:
+    app = build(load_settings(environ={}, data_dir=data_dir))
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def api(strata: Strata) -> CommandAPI:
+    return CommandAPI(strata.log)
+
+
+def memory(text: str, kind: str = "fact", scope: str = "repo", confidence: float = 0.8, **extra: object) -> dict:
+    return {"text": text, "kind": kind, "scope": scope, "confidence": confidence, **extra}
+
+
+def write_request(repo: str, text: str, kind: str = "fact", scope: str = "repo", **extra: object) -> dict:
+    return {"repo_id": repo, "memory": memory(text, kind, scope, **extra)}

@@ -1,0 +1,144 @@
+"""The installed `strata` command, end to end: JSON in and out, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STRATA = str(Path(sys.executable).parent / "strata")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "STRATA_DATA_DIR": str(tmp_path / "data")}
+
+
+def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([STRATA, *args], input=stdin, capture_output=True, text=True, env=env, timeout=60)
+
+
+def ok_json(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+WRITE = {"repo_id": "acme/api", "memory": {"text": "Lint with ruff", "kind": "preference", "scope": "repo",
+                                            "confidence": 0.8}}
+
+
+def test_write_from_argument_stdin_and_file(env: dict[str, str], tmp_path: Path) -> None:
+    first = ok_json(run(env, "write", json.dumps(WRITE)))
+    assert first["ok"] is True and first["outcome"] == "created" and first["position"] == 1
+    assert first["resolved"] == {"scope": "repo", "kind": "preference"} and first["needs_review"] is False
+    again = ok_json(run(env, "write", stdin=json.dumps(WRITE)))
+    assert again["outcome"] == "reinforced" and again["memory_id"] == first["memory_id"]
+    request = tmp_path / "req.json"
+    request.write_text(json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": "Format with ruff"}}))
+    assert ok_json(run(env, "write", str(request)))["outcome"] == "created"
+
+
+def test_exit_codes_are_distinct_and_errors_structured(env: dict[str, str]) -> None:
+    invalid = run(env, "write", '{"repo_id": "r", "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 1}}')
+    assert invalid.returncode == 2
+    error = json.loads(invalid.stdout)
+    assert error["ok"] is False and error["error"]["code"] == "invalid_choice" and error["error"]["path"] == "memory.kind"
+
+    malformed = run(env, "write", "{oops")
+    assert malformed.returncode == 2 and json.loads(malformed.stdout)["error"]["code"] == "invalid_json"
+
+    missing = run(env, "update", json.dumps({"repo_id": "r", "memory_id": "00000000-0000-0000-0000-000000000000",
+                                              "mode": "commit", "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}}))
+    assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"
+
+    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
+    ok_json(run(env, "forget", json.dumps({"repo_id": "acme/api", "memory_id": mid})))
+    conflict = run(env, "update", json.dumps({"repo_id": "acme/api", "memory_id": mid, "mode": "commit",
+                                               "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}}))
+    assert conflict.returncode == 4 and json.loads(conflict.stdout)["error"]["code"] == "memory_forgotten"
+    for result in (invalid, malformed, missing, conflict):
+        no_traceback(result)
+
+
+def test_internal_errors_are_structured_without_traceback(env: dict[str, str], tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "events.sqlite").write_bytes(b"this is not a database" * 100)
+    result = run(env, "write", json.dumps(WRITE))
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["error"]["code"] == "internal_error"
+    no_traceback(result)
+
+
+def test_update_dry_run_then_commit(env: dict[str, str]) -> None:
+    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
+    request = {"repo_id": "acme/api", "memory_id": mid, "updates": {"truth": {
+        "target": 0.0, "confidence": 1.0, "rationale": "the repo uses black", "evidence_refs": ["pyproject.toml"]}}}
+    dry = ok_json(run(env, "update", json.dumps({**request, "mode": "dry_run"})))
+    assert dry["position"] is None and dry["truth"]["after"] < dry["truth"]["before"]
+    assert ok_json(run(env, "log"))["position"] == 1
+    committed = ok_json(run(env, "update", json.dumps({**request, "mode": "commit"})))
+    assert committed["position"] == 2 and committed["truth"]["after"] == dry["truth"]["after"]
+
+
+def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
+    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
+    run(env, "write", json.dumps(WRITE))
+    view = ok_json(run(env, "show", mid))
+    assert view["memory"]["text"] == "Lint with ruff" and view["memory"]["reinforcements"] == 1
+    assert [e["type"] for e in view["history"]] == ["MemoryWritten", "TruthAdjusted"]
+    hidden = run(env, "show", mid, "--repo", "someone/else")
+    assert hidden.returncode == 3
+
+
+def test_log_lists_recent_events_with_positions(env: dict[str, str]) -> None:
+    for i in range(3):
+        ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))
+    log = ok_json(run(env, "log", "--limit", "2"))
+    assert [e["position"] for e in log["events"]] == [2, 3]
+    assert log["events"][-1]["fields"]["text"] == "fact 2"
+
+
+def test_import_jsonl(env: dict[str, str], tmp_path: Path) -> None:
+    lines = [json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"memory {i}"}}) for i in range(50)]
+    path = tmp_path / "memories.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = ok_json(run(env, "import", str(path)))
+    assert (result["lines"], result["created"], result["position"]) == (50, 50, 50)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(lines[0] + "\n{nope\n")
+    failed = run(env, "import", str(broken))
+    assert failed.returncode == 2 and json.loads(failed.stdout)["error"]["path"].startswith("2:")
+    assert run(env, "import", str(tmp_path / "absent.jsonl")).returncode == 2
+
+
+def test_schema_prints_the_contract(env: dict[str, str]) -> None:
+    names = run(env, "schema").stdout.split()
+    assert "write-request" in names and "error" in names
+    schema = json.loads(run(env, "schema", "update-request").stdout)
+    assert schema["$id"] == "strata/update-request"
+    assert run(env, "schema", "nonsense").returncode == 3
+
+
+def test_readable_output_when_asked(env: dict[str, str]) -> None:
+    text = run(env, "--text", "write", json.dumps(WRITE))
+    assert text.returncode == 0 and text.stdout.startswith("created preference (repo)")
+    error = run(env, "--text", "write", "{}")
+    assert error.returncode == 2 and "error (missing_field) [repo_id]" in error.stderr
+
+
+def test_demo_runs_a_scripted_session(env: dict[str, str]) -> None:
+    result = run(env, "--text", "demo")
+    assert result.returncode == 0, result.stderr
+    assert "reinforced fact" in result.stdout and "changed by" in result.stdout
+    assert "[REDACTED:github_token]" in result.stdout

@@ -1,0 +1,312 @@
+"""The write / update / forget command path on real SQLite files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from domain.errors import Conflict, InvalidInput, NotFound, StrataError
+from interface.api import CommandAPI
+from interface.bootstrap import Strata, build
+from interface.settings import load_settings
+from tests.conftest import write_request
+
+
+def log_bytes(data_dir: Path) -> str:
+    """A digest of every file of the event store: a rejected request must leave it byte-identical."""
+    digest = hashlib.sha256()
+    for name in ("events.sqlite", "events.sqlite-wal"):
+        path = data_dir / name
+        digest.update(path.read_bytes() if path.exists() else b"-")
+    return digest.hexdigest()
+
+
+def truth(strata: Strata, memory_id: str) -> float:
+    return strata.log.memory(memory_id).truth_value
+
+
+def test_state_survives_close_and_reopen(data_dir: Path) -> None:
+    first = build(load_settings(environ={}, data_dir=data_dir))
+    api = CommandAPI(first.log)
+    problem = api.write(write_request("acme/api", "Build fails on a clean checkout", "problem")).memory_id
+    solution = api.write(
+        write_request("acme/api", "Run make generate first", "solution", links={"problem_id": problem})
+    ).memory_id
+    api.update({"repo_id": "acme/api", "memory_id": solution, "mode": "commit",
+                "updates": {"truth": {"target": 1.0, "confidence": 1.0, "rationale": "worked", "evidence_refs": ["ci#12"]}}})
+    before = truth(first, solution)
+    first.close()
+
+    second = build(load_settings(environ={}, data_dir=data_dir))
+    try:
+        reopened = second.log.memory(solution)
+        assert reopened.problem_id == problem
+        assert reopened.text == "Run make generate first"
+        assert reopened.truth_value == pytest.approx(before)
+        assert reopened.validations == 1
+        assert second.log.position() == 3
+    finally:
+        second.close()
+
+
+def test_the_acknowledgement_carries_the_log_position(api: CommandAPI, strata: Strata) -> None:
+    first = api.write(write_request("r", "one fact"))
+    second = api.write(write_request("r", "another fact"))
+    assert (first.position, second.position) == (1, 2)
+    assert strata.log.position() == 2
+
+
+def test_duplicate_write_reinforces_instead_of_duplicating(api: CommandAPI, strata: Strata) -> None:
+    first = api.write(write_request("r", "Use uv, not pip, in this repo", "preference", confidence=0.6))
+    again = api.write(write_request("r", "  Use uv,  not pip, in this repo\n", "preference", confidence=0.9))
+    assert first.outcome == "created" and again.outcome == "reinforced"
+    assert again.memory_id == first.memory_id
+    memory = strata.log.memory(first.memory_id)
+    assert memory.reinforcements == 1
+    assert memory.truth_value > 0.6
+    # a different kind, scope or repo is a different memory
+    assert api.write(write_request("r", "Use uv, not pip, in this repo", "fact")).memory_id != first.memory_id
+    assert api.write(write_request("other", "Use uv, not pip, in this repo", "preference")).memory_id != first.memory_id
+
+
+def test_global_memories_are_one_pool_across_repos(api: CommandAPI) -> None:
+    a = api.write(write_request("repo-a", "Prefer small commits", "preference", "global"))
+    b = api.write(write_request("repo-b", "Prefer small commits", "preference", "global"))
+    assert b.memory_id == a.memory_id and b.outcome == "reinforced"
+
+
+def test_solution_and_failed_tactic_need_a_visible_problem(api: CommandAPI) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("r", "restart it", "solution"))
+    assert (caught.value.code, caught.value.path) == ("problem_required", "memory.links.problem_id")
+
+    fact = api.write(write_request("r", "a fact, not a problem")).memory_id
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("r", "try again", "failed_tactic", links={"problem_id": fact}))
+    assert caught.value.code == "not_a_problem"
+
+    with pytest.raises(NotFound):
+        api.write(write_request("r", "x", "solution", links={"problem_id": "00000000-0000-0000-0000-000000000000"}))
+    with pytest.raises(NotFound):
+        api.write(write_request("r", "x", "solution", links={"problem_id": "not-a-uuid"}))
+
+
+def test_another_repos_memory_is_not_found_and_never_revealed(api: CommandAPI) -> None:
+    secret_problem = api.write(write_request("private/repo", "Payroll export is slow", "problem")).memory_id
+    with pytest.raises(NotFound) as linked:
+        api.write(write_request("other/repo", "Add an index", "solution", links={"problem_id": secret_problem}))
+    with pytest.raises(NotFound) as updated:
+        api.update({"repo_id": "other/repo", "memory_id": secret_problem, "mode": "dry_run",
+                    "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}})
+    with pytest.raises(NotFound):
+        api.forget({"repo_id": "other/repo", "memory_id": secret_problem})
+    missing = "00000000-0000-0000-0000-000000000001"
+    with pytest.raises(NotFound) as absent:
+        api.update({"repo_id": "other/repo", "memory_id": missing, "mode": "dry_run",
+                    "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}})
+    for caught in (linked, updated):
+        assert "Payroll" not in caught.value.message
+        assert "private/repo" not in caught.value.message
+    # the refusal reads the same as for a memory that does not exist at all
+    assert updated.value.message.replace(secret_problem, "ID") == absent.value.message.replace(missing, "ID")
+
+
+def test_global_memory_may_not_point_at_a_repo_memory(api: CommandAPI) -> None:
+    repo_problem = api.write(write_request("r", "Flaky login test", "problem")).memory_id
+    global_problem = api.write(write_request("r", "Flaky tests in general", "problem", "global")).memory_id
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": repo_problem}))
+    assert (caught.value.code, caught.value.path) == ("global_links_repo_memory", "memory.links.problem_id")
+    ok = api.write(write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": global_problem}))
+    assert ok.outcome == "created"
+    # a repo memory may point at a global one
+    assert api.write(write_request("r", "Seed 42 works here", "solution", links={"problem_id": global_problem})).ok
+
+
+def test_change_records_on_every_target_in_the_same_transaction(api: CommandAPI, strata: Strata) -> None:
+    fact = api.write(write_request("r", "The API listens on port 8000", confidence=0.9)).memory_id
+    tactic_problem = api.write(write_request("r", "Local API unreachable", "problem")).memory_id
+    before = truth(strata, fact)
+    change = api.write(write_request("r", "The API moved to port 9000", "change", confidence=0.9,
+                                     links={"change_targets": [fact, tactic_problem]}))
+    for target in (fact, tactic_problem):
+        memory = strata.log.memory(target)
+        assert memory.changes == [{"change_memory_id": change.memory_id, "summary": "The API moved to port 9000"}]
+    assert truth(strata, fact) < before
+    events = [e for _, e in strata.log.read_log(1, 100)]
+    # one transaction: the change and both targets' events are contiguous, ending at the acknowledged position
+    assert strata.log.position() == change.position
+    assert [type(e).__name__ for e in events[-5:]] == [
+        "MemoryWritten", "ChangeRecorded", "TruthAdjusted", "ChangeRecorded", "TruthAdjusted"]
+
+
+def test_change_needs_targets_and_only_changes_have_them(api: CommandAPI) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("r", "Everything changed", "change"))
+    assert caught.value.code == "change_targets_required"
+    fact = api.write(write_request("r", "x")).memory_id
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("r", "y", "fact", links={"change_targets": [fact]}))
+    assert caught.value.code == "change_targets_not_allowed"
+
+
+def test_dry_run_changes_nothing_and_commit_records_exactly_what_it_showed(
+    api: CommandAPI, strata: Strata, data_dir: Path
+) -> None:
+    mid = api.write(write_request("r", "Tests need Docker", confidence=0.9)).memory_id
+    request = {"repo_id": "r", "memory_id": mid, "updates": {
+        "truth": {"target": 0.0, "confidence": 0.9, "rationale": "tests run fine without it", "evidence_refs": ["ci#7"]}}}
+    before = log_bytes(data_dir)
+    preview = api.update({**request, "mode": "dry_run"})
+    assert log_bytes(data_dir) == before
+    assert preview.position is None and not preview.truth.recorded
+    committed = api.update({**request, "mode": "commit"})
+    assert committed.truth.recorded and committed.position is not None
+    assert committed.truth.after == pytest.approx(preview.truth.after)
+    assert truth(strata, mid) == pytest.approx(preview.truth.after)
+
+
+def test_tiny_moves_record_nothing(api: CommandAPI, strata: Strata) -> None:
+    mid = api.write(write_request("r", "It is what it is", confidence=0.5)).memory_id
+    response = api.update({"repo_id": "r", "memory_id": mid, "mode": "commit", "updates": {
+        "truth": {"target": 0.5, "confidence": 1.0, "rationale": "", "evidence_refs": ["x"]}}})
+    assert not response.truth.recorded and response.position is None
+    assert strata.log.memory(mid).version == 1
+
+
+def test_utility_is_kept_per_problem(api: CommandAPI, strata: Strata) -> None:
+    p1 = api.write(write_request("r", "Slow CI", "problem")).memory_id
+    p2 = api.write(write_request("r", "Flaky deploy", "problem")).memory_id
+    tactic = api.write(write_request("r", "Cache the pip wheels", "solution", links={"problem_id": p1})).memory_id
+
+    def rate(problem: str, target: float) -> None:
+        api.update({"repo_id": "r", "memory_id": tactic, "mode": "commit", "updates": {
+            "utility": {"target": target, "confidence": 1.0, "rationale": "", "context_problem_id": problem,
+                        "evidence_refs": ["session"]}}})
+
+    rate(p1, 1.0)
+    rate(p2, 0.0)
+    memory = strata.log.memory(tactic)
+    assert memory.utility_for(p1) > 0.6 > 0.4 > memory.utility_for(p2)
+    with pytest.raises(InvalidInput):
+        rate(tactic, 1.0)  # the context must be a problem
+
+
+def test_forgotten_memories_cannot_be_updated_linked_or_rewritten(api: CommandAPI, strata: Strata) -> None:
+    problem = api.write(write_request("r", "Old problem", "problem")).memory_id
+    first = api.forget({"repo_id": "r", "memory_id": problem, "reason": "obsolete"})
+    assert first.forgotten and first.position
+    assert api.forget({"repo_id": "r", "memory_id": problem}).forgotten is False
+    assert strata.log.memory(problem).status == "forgotten"
+    with pytest.raises(Conflict) as caught:
+        api.update({"repo_id": "r", "memory_id": problem, "mode": "commit",
+                    "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}})
+    assert caught.value.code == "memory_forgotten"
+    with pytest.raises(Conflict):
+        api.write(write_request("r", "fix", "solution", links={"problem_id": problem}))
+    with pytest.raises(Conflict):
+        api.write(write_request("r", "Old problem", "problem"))
+
+
+REJECTED = [
+    lambda ids: "{broken json",
+    lambda ids: write_request("r", "x", "solution"),
+    lambda ids: write_request("r", "x", "solution", links={"problem_id": ids["other_repo"]}),
+    lambda ids: write_request("r", "x", "solution", "global", links={"problem_id": ids["problem"]}),
+    lambda ids: write_request("r", "y", "change", links={"change_targets": [ids["problem"], "nope"]}),
+    lambda ids: write_request("r", "x", confidence=2),
+    lambda ids: write_request("r", "bad\x00byte"),
+    lambda ids: {"repo_id": "r", "memory_id": ids["problem"], "mode": "commit",
+                 "updates": {"truth": {"target": 0, "confidence": 1, "rationale": "", "evidence_refs": []}}},
+    lambda ids: {"repo_id": "r", "memory_id": ids["forgotten"], "mode": "commit",
+                 "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}},
+    lambda ids: {"repo_id": "r", "memory_id": ids["problem"], "mode": "commit", "updates": {
+        "utility": {"target": 1, "confidence": 1, "rationale": "", "context_problem_id": ids["other_repo"]}}},
+]
+
+
+@pytest.mark.parametrize("make", REJECTED)
+def test_rejected_requests_leave_the_log_byte_identical(make, api: CommandAPI, strata: Strata, data_dir: Path) -> None:
+    ids = {
+        "problem": api.write(write_request("r", "A problem", "problem")).memory_id,
+        "other_repo": api.write(write_request("elsewhere", "Their problem", "problem")).memory_id,
+        "forgotten": api.write(write_request("r", "Gone", "problem")).memory_id,
+    }
+    api.forget({"repo_id": "r", "memory_id": ids["forgotten"]})
+    position, before = strata.log.position(), log_bytes(data_dir)
+    payload = make(ids)
+    call = api.update if isinstance(payload, dict) and "updates" in payload else api.write
+    with pytest.raises(StrataError) as caught:
+        call(payload)
+    assert caught.value.code and caught.value.message
+    assert strata.log.position() == position
+    assert log_bytes(data_dir) == before
+
+
+def test_secrets_never_reach_the_log_file(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
+    token = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
+    aws = "AKIA" + "IOSFODNN7EXAMPLE"
+    response = api.write(write_request(
+        "r", f"deploy with {token}", rationale=f"key {aws} worked", evidence_refs=["postgres://app:hunter2pass@db/prod"]))
+    assert response.redactions == 3
+    mid = response.memory_id
+    api.update({"repo_id": "r", "memory_id": mid, "mode": "commit", "updates": {"truth": {
+        "target": 1, "confidence": 1, "rationale": f"still {token}", "evidence_refs": [f"Authorization: Bearer {token}"]}}})
+    strata.log.close()
+    raw = b"".join(p.read_bytes() for p in data_dir.glob("events.sqlite*"))
+    for secret in (token, aws, "hunter2pass"):
+        assert secret.encode() not in raw
+
+
+def test_import_is_all_or_nothing_and_may_link_to_earlier_lines(api: CommandAPI, strata: Strata) -> None:
+    from domain.ids import memory_id
+
+    problem_id = str(memory_id("Docs build breaks", "problem", "repo", "r"))
+    good = [
+        '{"repo_id": "r", "memory": {"text": "Docs build breaks", "kind": "problem", "scope": "repo", "confidence": 0.8}}',
+        '{"repo_id": "r", "memory": {"text": "Pin sphinx<8", "kind": "solution", "scope": "repo", "confidence": 0.7,'
+        f' "links": {{"problem_id": "{problem_id}"}}}}}}',
+        "",
+        '{"repo_id": "r", "memory": {"text": "Docs build breaks", "kind": "problem", "scope": "repo", "confidence": 0.9}}',
+    ]
+    bad = [*good, '{"repo_id": "r", "memory": {"text": "orphan", "kind": "solution", "scope": "repo", "confidence": 0.5}}']
+    with pytest.raises(InvalidInput) as caught:
+        api.import_lines(bad)
+    assert caught.value.path == "5:memory.links.problem_id"
+    assert strata.log.position() == 0
+    result = api.import_lines(good)
+    assert (result.lines, result.created, result.reinforced) == (3, 2, 1)
+    assert strata.log.memory(problem_id).reinforcements == 1
+
+
+def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path) -> None:
+    """Eight application instances on one file write the same memory at once: optimistic-concurrency
+    conflicts are retried, so exactly one creates it and the others reinforce it."""
+    import threading
+
+    from domain.commands import NewMemory
+
+    apps = [build(load_settings(environ={}, data_dir=data_dir)) for _ in range(8)]
+    barrier = threading.Barrier(len(apps))
+    cmd = NewMemory(repo_id="r", text="Same lesson", kind="fact", scope="repo", confidence=0.7)
+    outcomes: list[str] = []
+
+    def writer(app: Strata) -> None:
+        barrier.wait()
+        outcomes.append(app.log.write(cmd).outcome)
+
+    threads = [threading.Thread(target=writer, args=(app,)) for app in apps]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["created"] + ["reinforced"] * 7
+        memory = apps[0].log.memory(str(__import__("domain.ids", fromlist=["x"]).memory_id("Same lesson", "fact", "repo", "r")))
+        assert memory.reinforcements == 7
+        assert apps[0].log.position() == 8
+    finally:
+        for app in apps:
+            app.close()
