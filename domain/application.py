@@ -7,11 +7,14 @@ and only then acknowledges, with the log position. A rejected command records no
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain import beliefs
 from domain.commands import (
@@ -27,33 +30,64 @@ from domain.commands import (
 from domain.errors import Conflict, InvalidInput, NotFound
 from domain.ids import memory_id, parse_memory_id
 from domain.memory import Memory
-from domain.sanitise import sanitise
+from domain.transcoder import OrjsonTranscoder
+from domain.sanitise import sanitise as _sanitise_uncached
 
 T = TypeVar("T")
+
+# Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
+# redacted once.
+sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
 
 CONFLICT_RETRIES = 5
 """Optimistic-concurrency retries when another writer appended to the same memory first."""
 
 
 class _Session:
-    """The memories one command touches: looked up once, modified in memory, saved together."""
+    """The memories one command touches: looked up once, changed in memory, saved together.
+
+    New memories stay bare MemoryWritten events until something needs them as aggregates, which in
+    a bulk import is rare."""
 
     def __init__(self, app: MemoryLog) -> None:
         self._app = app
         self.touched: dict[UUID, Memory | None] = {}
-        self.dirty: dict[UUID, Memory] = {}
+        self.fresh: dict[UUID, Memory.MemoryWritten] = {}
+        self.dirty: dict[UUID, Memory | Memory.MemoryWritten] = {}
+
+    def prefetch(self, mids: Iterable[UUID]) -> None:
+        """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
+        unknown = [m for m in mids if m not in self.touched]
+        existing = self._app.existing_ids(unknown)
+        for mid in unknown:
+            if mid not in existing:
+                self.touched[mid] = None
 
     def find(self, mid: UUID) -> Memory | None:
+        event = self.fresh.pop(mid, None)
+        if event is not None:
+            memory = Memory.from_written(event)
+            self.touched[mid] = self.dirty[mid] = memory
+            return memory
         if mid not in self.touched:
             self.touched[mid] = self._app.find(mid)
         return self.touched[mid]
 
-    def add(self, memory: Memory) -> None:
-        self.touched[memory.id] = memory
-        self.dirty[memory.id] = memory
+    def add(self, written: Memory.MemoryWritten) -> None:
+        self.fresh[written.originator_id] = written
+        self.dirty[written.originator_id] = written
 
     def changed(self, memory: Memory) -> None:
         self.dirty[memory.id] = memory
+
+    def events(self) -> list[Any]:
+        out: list[Any] = []
+        for entry in self.dirty.values():
+            if isinstance(entry, Memory):
+                out.extend(entry.collect_events())
+            else:
+                out.append(entry)
+        return out
 
     def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
         """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
@@ -71,6 +105,11 @@ class MemoryLog(Application[UUID]):
 
     name = "Strata"
 
+    def construct_transcoder(self) -> OrjsonTranscoder:
+        transcoder = OrjsonTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
+
     # --- reading the write side (by id only: queries belong to the projections) -----------------
 
     def find(self, mid: UUID) -> Memory | None:
@@ -87,6 +126,23 @@ class MemoryLog(Application[UUID]):
             where = f" in repo {repo_id!r}" if repo_id is not None else ""
             raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
         return memory
+
+    def existing_ids(self, mids: list[UUID]) -> set[UUID]:
+        """Which of `mids` have events. One query per chunk on SQLite; one lookup per id elsewhere."""
+        recorder = self.recorder
+        if isinstance(recorder, SQLiteAggregateRecorder):
+            found: set[UUID] = set()
+            for i in range(0, len(mids), 500):
+                chunk = [m.hex for m in mids[i : i + 500]]
+                sql = (
+                    f"SELECT DISTINCT originator_id FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+                    f"WHERE originator_id IN ({','.join('?' * len(chunk))})"
+                )
+                with recorder.datastore.transaction(commit=False) as cursor:
+                    cursor.execute(sql, chunk)
+                    found.update(UUID(row[0]) for row in cursor.fetchall())
+            return found
+        return {m for m in mids if recorder.select_events(m, limit=1)}
 
     def history(self, mid: UUID) -> list[Any]:
         return list(self.events.get(mid))
@@ -107,8 +163,10 @@ class MemoryLog(Application[UUID]):
     # --- commands ---------------------------------------------------------------------------------
 
     def write(self, cmd: NewMemory, *, status: str = "active") -> WriteOutcome:
+        clean = _Clean.of(cmd)
+
         def run(session: _Session) -> WriteOutcome:
-            return self._write_one(session, cmd, status)
+            return self._write_one(session, cmd, status, clean)
 
         outcome, position = self._run(run)
         outcome.position = position
@@ -117,12 +175,14 @@ class MemoryLog(Application[UUID]):
     def write_many(self, cmds: list[NewMemory], *, status: str = "active") -> ImportOutcome:
         """All or nothing: every command is validated (later ones may link to earlier ones) before
         one transaction records them all. An error names the failing item as `[i].field`."""
+        cleaned = [_Clean.of(cmd) for cmd in cmds]
 
         def run(session: _Session) -> ImportOutcome:
             result = ImportOutcome()
-            for i, cmd in enumerate(cmds):
+            session.prefetch(c.mid for c in cleaned)
+            for i, (cmd, clean) in enumerate(zip(cmds, cleaned, strict=True)):
                 try:
-                    outcome = self._write_one(session, cmd, status)
+                    outcome = self._write_one(session, cmd, status, clean)
                 except (InvalidInput, NotFound, Conflict) as exc:
                     for problem in exc.problems:
                         problem.path = f"[{i}].{problem.path}"
@@ -193,27 +253,23 @@ class MemoryLog(Application[UUID]):
 
     # --- the write rules --------------------------------------------------------------------------
 
-    def _write_one(self, session: _Session, cmd: NewMemory, status: str) -> WriteOutcome:
-        text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
-        refs = [sanitise(r) for r in cmd.evidence_refs]
-        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
-        evidence = [r.text for r in refs]
+    def _write_one(self, session: _Session, cmd: NewMemory, status: str, clean: _Clean) -> WriteOutcome:
+        evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
-        mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
 
         existing = session.find(mid)
         if existing is not None:
             self._reinforce(session, existing, cmd, evidence, problem, related, targets)
             return WriteOutcome(str(mid), "reinforced", cmd.kind, cmd.scope, existing.status, redactions)
 
-        memory = Memory(
+        written = Memory.written(
             id=mid,
-            text=text.text.strip(),
+            text=clean.text.strip(),
             kind=cmd.kind,
             scope=cmd.scope,
             repo_id=cmd.repo_id,
             confidence=cmd.confidence,
-            rationale=rationale.text,
+            rationale=clean.rationale,
             problem_id=problem.memory_id if problem else None,
             related_ids=[m.memory_id for m in related],
             change_targets=[m.memory_id for m in targets],
@@ -222,8 +278,8 @@ class MemoryLog(Application[UUID]):
             status=status,
             redactions=redactions,
         )
-        session.add(memory)
-        self._record_change_on(session, memory, targets, evidence)
+        session.add(written)
+        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence)
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
     def _reinforce(
@@ -261,20 +317,24 @@ class MemoryLog(Application[UUID]):
             existing._add_links(
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
-            self._record_change_on(session, existing, new_targets, evidence)
+            self._record_change_on(
+                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence
+            )
         session.changed(existing)
 
-    def _record_change_on(self, session: _Session, change: Memory, targets: list[Memory], evidence: list[str]) -> None:
+    def _record_change_on(
+        self, session: _Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str]
+    ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
-            target._record_change(change_memory_id=change.memory_id, summary=change.text[:280])
+            target._record_change(change_memory_id=change_id, summary=text[:280])
             target._adjust_truth(
                 target=0.0,
-                confidence=change.confidence,
-                rationale=f"changed by memory {change.memory_id}",
-                evidence_refs=evidence or [f"memory:{change.memory_id}"],
+                confidence=confidence,
+                rationale=f"changed by memory {change_id}",
+                evidence_refs=evidence or [f"memory:{change_id}"],
                 source="change",
-                weight=beliefs.change_weight(change.confidence),
+                weight=beliefs.change_weight(confidence),
             )
             session.changed(target)
 
@@ -393,18 +453,36 @@ class MemoryLog(Application[UUID]):
             session = _Session(self)
             result = command(session)
             try:
-                return result, self._record(session.dirty.values())
+                return result, self._record(session.events())
             except IntegrityError:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _record(self, memories: Iterable[Memory]) -> int | None:
-        events = [e for m in memories for e in m.collect_events()]
+    def _record(self, events: list[Any]) -> int | None:
         if not events:
             return None
         recordings = self.events.put(events)
         return recordings[-1].notification.id if recordings else None
+
+
+@dataclass(frozen=True)
+class _Clean:
+    """A write's strings after secret redaction, and the id they give it."""
+
+    text: str
+    rationale: str
+    evidence: list[str]
+    redactions: int
+    mid: UUID
+
+    @classmethod
+    def of(cls, cmd: NewMemory) -> _Clean:
+        text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
+        refs = [sanitise(r) for r in cmd.evidence_refs]
+        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
+        mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
+        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid)
 
 
 def _note(tiny: bool, commit: bool) -> str:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+from functools import cache
+
 from eventsourcing.domain import Aggregate, event
+from eventsourcing.utils import get_topic
 
 from domain import beliefs
 
@@ -106,6 +109,26 @@ class Memory(Aggregate):
         self.reinforcements = 0
         self.last_validated: datetime = self.created_on
 
+    @classmethod
+    def written(cls, id: UUID, **fields: object) -> Memory.MemoryWritten:  # noqa: A002
+        """The MemoryWritten event that creates a memory, built directly: the same event
+        ``Memory(...)`` records, without the metaclass's per-call argument inspection (a bulk import
+        builds tens of thousands per second, and most are never needed as aggregates)."""
+        return cls.MemoryWritten(  # type: ignore[call-arg]
+            originator_topic=_topic(),
+            originator_id=id,
+            originator_version=cls.INITIAL_VERSION,
+            timestamp=cls.MemoryWritten.create_timestamp(),
+            **fields,
+        )
+
+    @classmethod
+    def from_written(cls, event: Memory.MemoryWritten) -> Memory:
+        """The new aggregate, with its MemoryWritten event still pending (not yet saved)."""
+        memory = event.mutate(None)
+        memory.pending_events.append(event)
+        return memory
+
     # --- the private recorders: each applies one event -------------------------------------------
 
     @event(TruthAdjusted)
@@ -179,3 +202,8 @@ class Memory(Aggregate):
 
     def utility_for(self, problem_id: str | None) -> float:
         return beliefs.utility_for(self.utility, problem_id)
+
+
+@cache
+def _topic() -> str:
+    return get_topic(Memory)

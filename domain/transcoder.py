@@ -1,0 +1,22 @@
+"""How events are encoded in the log: eventsourcing's JSON format, written by orjson.
+
+The stored bytes are the format `JSONTranscoder` writes (custom types as {"_type_", "_data_"}), so
+either transcoder reads the other's events; orjson encodes about twice as fast, which the bulk
+import needs. Events carry strings, numbers, lists, dicts and datetimes only: orjson would write a
+UUID value as a plain string, so memory ids inside events are always `str` (a test checks every
+event type round-trips).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from eventsourcing.persistence import JSONTranscoder
+
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+class OrjsonTranscoder(JSONTranscoder):
+    def encode(self, obj: Any) -> bytes:
+        return orjson.dumps(obj, default=self._encode_obj, option=_OPTIONS)

@@ -1,0 +1,174 @@
+"""Write-path figures: single acknowledged write latency, bulk import throughput, size on disk.
+
+Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000]
+
+Every figure is printed beside a baseline measured in the same run on the same machine:
+- single write: the command API (JSON parse, validation, sanitising, dedup and link checks, one
+  SQLite transaction) vs. a bare eventsourcing aggregate saved on its own;
+- import: `strata import FILE` as a user runs it (a fresh process) vs. the in-process import and the
+  bare eventsourcing batch save of the same number of aggregates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eventsourcing.application import Application  # noqa: E402
+from eventsourcing.domain import Aggregate  # noqa: E402
+
+from domain.ids import memory_id  # noqa: E402
+from interface.api import CommandAPI  # noqa: E402
+from interface.bootstrap import build  # noqa: E402
+from interface.settings import load_settings  # noqa: E402
+
+SUBJECTS = ["the build", "pytest", "the migration", "the API server", "CI", "the docker image", "the cache",
+            "the login flow", "the payment webhook", "the search index", "mypy", "the release script"]
+SYMPTOMS = ["hangs after", "fails with a timeout after", "crashes when", "is slow when", "returns 500 when",
+            "leaks memory when", "breaks when"]
+CAUSES = ["the database is not running", "the env var DATABASE_URL is unset", "two workers share a port",
+          "the lock file is stale", "node 18 is used instead of 20", "the fixture data is missing",
+          "a migration was not applied", "the clock is skewed"]
+FIXES = ["run `make db-up` first", "set DATABASE_URL in .env.test", "pin the port with --port 0",
+         "delete .cache/lock and retry", "use nvm use 20", "run `make fixtures`", "apply migrations with alembic upgrade head",
+         "sync the clock with chronyd"]
+
+
+def realistic_lines(n: int, repos: int = 20, seed: int = 7) -> list[str]:
+    """JSONL write requests: problems, then solutions and failed tactics linked to them, facts, preferences."""
+    rnd = random.Random(seed)
+    lines = []
+    problems: list[tuple[str, str]] = []
+    for i in range(n):
+        repo = f"org/repo-{i % repos}"
+        roll = rnd.random()
+        subject, symptom, cause = rnd.choice(SUBJECTS), rnd.choice(SYMPTOMS), rnd.choice(CAUSES)
+        if roll < 0.3 or not problems:
+            kind, text, links = "problem", f"{subject} {symptom} {cause} (case {i})", {}
+        elif roll < 0.55:
+            kind, text = "solution", f"{rnd.choice(FIXES)} — fixed it for case {i}"
+            prepo, pid = rnd.choice(problems[-200:])
+            repo, links = prepo, {"problem_id": pid}
+        elif roll < 0.65:
+            kind, text = "failed_tactic", f"retrying {subject} did not help for case {i}; the cause was {cause}"
+            prepo, pid = rnd.choice(problems[-200:])
+            repo, links = prepo, {"problem_id": pid}
+        elif roll < 0.9:
+            kind, text, links = "fact", f"In this repo {subject} depends on {cause.split(' ', 2)[-1]} (note {i})", {}
+        else:
+            kind, text, links = "preference", f"Prefer {rnd.choice(FIXES)} over ad-hoc scripts (note {i})", {}
+        request = {"repo_id": repo, "memory": {"text": text, "kind": kind, "scope": "repo",
+                                               "confidence": round(rnd.uniform(0.5, 0.95), 2),
+                                               "rationale": "observed while working on the task",
+                                               "links": links, "evidence_refs": [f"session:{i}"]}}
+        if kind == "problem":
+            problems.append((repo, str(memory_id(text, "problem", "repo", repo))))
+        lines.append(json.dumps(request))
+    return lines
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_single_writes(n: int) -> dict[str, float]:
+    lines = realistic_lines(n, seed=11)
+    with tempfile.TemporaryDirectory() as tmp:
+        strata = build(load_settings(environ={}, data_dir=Path(tmp)))
+        api = CommandAPI(strata.log)
+        latencies = []
+        for line in lines:
+            start = time.perf_counter()
+            api.write(line)
+            latencies.append(time.perf_counter() - start)
+        strata.close()
+    return {"p50_ms": pct(latencies, 0.5) * 1e3, "p99_ms": pct(latencies, 0.99) * 1e3,
+            "mean_ms": statistics.fmean(latencies) * 1e3}
+
+
+class _Bare(Aggregate):
+    """The smallest aggregate eventsourcing can save: the baseline's unit of work."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def bench_bare_eventsourcing(n: int, batch: int) -> float:
+    """The library floor: a minimal aggregate per memory, no validation; returns seconds per aggregate."""
+    Bare = _Bare
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Application(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": f"{tmp}/b.sqlite"})
+        start = time.perf_counter()
+        for i in range(0, n, batch):
+            aggregates = [Bare(text=f"memory number {j}") for j in range(i, min(n, i + batch))]
+            app.save(*aggregates)
+        elapsed = time.perf_counter() - start
+        app.close()
+    return elapsed / n
+
+
+def bench_import(n: int) -> dict[str, float]:
+    lines = realistic_lines(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "memories.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        data = Path(tmp) / "cli"
+        strata_bin = Path(sys.executable).parent / "strata"
+        env = {**os.environ, "STRATA_DATA_DIR": str(data)}
+        start = time.perf_counter()
+        result = subprocess.run([str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True)
+        cli_seconds = time.perf_counter() - start
+        if result.returncode != 0:
+            raise SystemExit(f"import failed: {result.stdout} {result.stderr}")
+        outcome = json.loads(result.stdout)
+        size = sum(p.stat().st_size for p in data.glob("events.sqlite*"))
+
+        inproc = Path(tmp) / "inproc"
+        strata = build(load_settings(environ={}, data_dir=inproc))
+        start = time.perf_counter()
+        CommandAPI(strata.log).import_lines(lines)
+        inproc_seconds = time.perf_counter() - start
+        strata.close()
+    return {"cli_per_s": n / cli_seconds, "cli_seconds": cli_seconds, "inproc_per_s": n / inproc_seconds,
+            "created": outcome["created"], "reinforced": outcome["reinforced"], "bytes": size}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writes", type=int, default=5000)
+    parser.add_argument("--import-lines", type=int, default=100_000)
+    args = parser.parse_args()
+
+    single = bench_single_writes(args.writes)
+    bare_single = bench_bare_eventsourcing(min(args.writes, 3000), batch=1)
+    print(f"single acknowledged write via the command API ({args.writes} writes, SQLite, fsync per commit):")
+    print(f"  p50 {single['p50_ms']:.3f} ms   p99 {single['p99_ms']:.3f} ms   mean {single['mean_ms']:.3f} ms")
+    print(f"  baseline bare eventsourcing save: mean {bare_single * 1e3:.3f} ms "
+          f"(command API / baseline = {single['mean_ms'] / (bare_single * 1e3):.2f}x)")
+
+    imp = bench_import(args.import_lines)
+    bare_batch = bench_bare_eventsourcing(args.import_lines, batch=1000)
+    print(f"import of {args.import_lines} write requests:")
+    print(f"  `strata import` (fresh process, end to end): {imp['cli_per_s']:,.0f} memories/s "
+          f"({imp['cli_seconds']:.1f} s; {imp['created']} created, {imp['reinforced']} reinforced)")
+    print(f"  in-process CommandAPI.import_lines: {imp['inproc_per_s']:,.0f} memories/s")
+    print(f"  baseline bare eventsourcing batch save: {1 / bare_batch:,.0f} aggregates/s "
+          f"(strata import / baseline = {imp['cli_per_s'] * bare_batch:.2f}x)")
+    print(f"  store size on disk: {imp['bytes'] / 1e6:.1f} MB for {args.import_lines} memories "
+          f"= {imp['bytes'] / args.import_lines * 100_000 / 1e6:.1f} MB per 100,000 memories")
+
+
+if __name__ == "__main__":
+    main()
