@@ -1,25 +1,109 @@
-"""The composition root: builds the application (and later projections and workers) from settings.
-The CLI, the servers and the tests all come through here."""
+"""The composition root: builds the application, projections, runner and scheduler from settings.
+The CLI, the servers and the tests all come through here. Nothing is opened until asked for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from domain.application import MemoryLog
+from domain.errors import InvalidInput
 from interface.settings import Settings
+from projections import store
+from projections.base import Projection
+from projections.embedder import Embedder, MiniLMEmbedder
+from projections.fts import FTSProjection
+from projections.links import LinksProjection
+from projections.snapshot import SnapshotProjection
+from projections.vectors import EmbeddingCache, VectorProjection
+from workers.runner import Runner
+from workers.scheduler import build_scheduler
+
+PROJECTIONS = ("fts", "vectors", "links", "snapshot")
+FOLLOWERS = ("fts", "vectors", "links")
+"""Projections the runner keeps current; the snapshot moves by compaction (and the tail fold)."""
 
 
 @dataclass
 class Strata:
     settings: Settings
     log: MemoryLog
+    embedder: Embedder | None = None
+    _projections: dict[str, Projection] = field(default_factory=dict)
+    _cache: EmbeddingCache | None = None
+
+    def projection(self, name: str) -> Projection:
+        if name not in PROJECTIONS:
+            raise InvalidInput("unknown_projection", "projection", f"no projection {name!r}; one of {', '.join(PROJECTIONS)}")
+        if name not in self._projections:
+            self._projections[name] = self._open(name)
+        return self._projections[name]
+
+    def projections(self, names: Sequence[str] = PROJECTIONS) -> list[Projection]:
+        return [self.projection(n) for n in names]
+
+    def runner(self, names: Sequence[str] = FOLLOWERS) -> Runner:
+        return Runner(
+            self.log,
+            self.projections(names),
+            batch_size=self.settings.worker_batch_size,
+            poll_interval=self.settings.poll_interval_seconds,
+        )
+
+    def compact(self) -> int:
+        """Bring the top-of-block snapshot to the head of the log; returns events folded."""
+        return Runner(self.log, [self.projection("snapshot")], batch_size=5000).catch_up()
+
+    def housekeeping(self) -> int:
+        """Checkpoint and optimise every projection file, on connections of its own (it runs on the
+        scheduler's thread while the runner holds the projections' connections)."""
+        files = sorted(self.settings.projection_dir.glob("*.sqlite"))
+        for path in files:
+            conn = store.connect(path, vectors=True)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("PRAGMA optimize")
+            finally:
+                conn.close()
+        return len(files)
+
+    def scheduler(self, compaction: bool = True) -> BackgroundScheduler:
+        jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
+        if compaction:
+            jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
+        return build_scheduler(jobs)
+
+    def _open(self, name: str) -> Projection:
+        folder = self.settings.projection_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.sqlite"
+        if name == "fts":
+            return FTSProjection(path)
+        if name == "links":
+            return LinksProjection(path)
+        if name == "snapshot":
+            return SnapshotProjection(path)
+        if self.embedder is None:
+            self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir)
+        if self._cache is None:
+            self._cache = EmbeddingCache(folder / "embedding-cache.sqlite")
+        return VectorProjection(path, self.embedder, self._cache)
 
     def close(self) -> None:
+        for projection in self._projections.values():
+            projection.close()
+        if self._cache is not None:
+            self._cache.close()
         self.log.close()
 
 
 def open_log(settings: Settings) -> MemoryLog:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
     return MemoryLog(
         env={
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
@@ -29,5 +113,5 @@ def open_log(settings: Settings) -> MemoryLog:
     )
 
 
-def build(settings: Settings) -> Strata:
-    return Strata(settings=settings, log=open_log(settings))
+def build(settings: Settings, embedder: Embedder | None = None) -> Strata:
+    return Strata(settings=settings, log=open_log(settings), embedder=embedder)

@@ -4,7 +4,10 @@ readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,12 +23,13 @@ from pydantic import BaseModel
 from domain.errors import InvalidInput, StrataError
 from interface import render
 from interface.api import CommandAPI
-from interface.bootstrap import Strata, build
+from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
 from interface.settings import load_settings
 from interface.views import event_record, memory_state
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
+from workers.runner import Runner
 
 EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
 
@@ -256,6 +260,94 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
 
     with _session(ctx) as strata:
         run_demo(_api(strata), strata.log, repo, sys.stdout)
+
+
+PROJECTION_OPT = typer.Option(None, "--projection", "-p", help="Only this projection (repeatable).")
+
+
+def _names(projection: list[str] | None) -> list[str]:
+    names = list(dict.fromkeys(projection or PROJECTIONS))
+    unknown = [n for n in names if n not in PROJECTIONS]
+    if unknown:
+        raise InvalidInput("unknown_projection", "projection", f"no projection {unknown[0]!r}; one of {', '.join(PROJECTIONS)}")
+    return names
+
+
+@app.command()
+def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT) -> None:
+    """Follow the log and keep projections current until SIGINT/SIGTERM; compacts the snapshot on a
+    schedule. All projections in one process by default, or only the ones named.
+
+    Example: strata worker --projection vectors
+    """
+    with _session(ctx) as strata:
+        names = _names(projection)
+        followers = [n for n in names if n in FOLLOWERS]
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        scheduler = strata.scheduler(compaction="snapshot" in names)
+        scheduler.start()
+        try:
+            if followers:
+                strata.runner(followers).run(stop)
+            else:
+                stop.wait()
+        finally:
+            scheduler.shutdown(wait=True)
+        _emit(ctx.obj, {"ok": True, "stopped": True, "positions": {n: strata.projection(n).position for n in names}},
+              lambda v: f"stopped at {v['positions']}")
+
+
+@app.command()
+def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT) -> None:
+    """Rebuild projections from position zero of the log (stop workers of the same projections first).
+
+    Example: strata replay --projection fts
+    """
+    with _session(ctx) as strata:
+        report = {}
+        for name in _names(projection):
+            target = strata.projection(name)
+            target.reset()
+            head = strata.log.position()
+            started = time.perf_counter()
+            with click.progressbar(length=head, label=f"replaying {name}", file=sys.stderr) as bar:
+                runner = Runner(strata.log, [target], batch_size=max(strata.settings.worker_batch_size, 2000))
+                runner.catch_up(progress=lambda reached, _head: bar.update(reached - bar.pos))
+            seconds = time.perf_counter() - started
+            report[name] = {"position": target.position, "events": head, "seconds": round(seconds, 3),
+                            "events_per_s": round(head / seconds) if seconds else None}
+        _emit(ctx.obj, {"ok": True, "replayed": report},
+              lambda v: "\n".join(f"{n}: {r['events']} events in {r['seconds']} s" for n, r in v["replayed"].items()))
+
+
+@app.command("projections")
+def projections_status(ctx: typer.Context) -> None:
+    """Show each projection's position, lag behind the log, row count and last error.
+
+    Example: strata projections
+    """
+    with _session(ctx) as strata:
+        head = strata.log.position()
+        rows = {}
+        for p in strata.projections():
+            status = p.status()
+            rows[p.name] = {**status, "lag": head - (status["position"] or 0)}
+        _emit(ctx.obj, {"ok": True, "head": head, "projections": rows}, render.projections)
+
+
+@app.command()
+def compact(ctx: typer.Context) -> None:
+    """Compact the top-of-block snapshot up to the head of the log now.
+
+    Example: strata compact
+    """
+    with _session(ctx) as strata:
+        folded = strata.compact()
+        height = strata.projection("snapshot").position
+        _emit(ctx.obj, {"ok": True, "folded": folded, "height": height},
+              lambda v: f"compacted {v['folded']} event(s); block height {v['height']}")
 
 
 def main() -> None:

@@ -89,3 +89,11 @@ def _event_line(e: dict[str, Any]) -> str:
     }.get(e["type"], lambda: "")()
     where = f"#{e['position']} " if "position" in e else ""
     return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"
+
+
+def projections(view: dict[str, Any]) -> str:
+    lines = [f"log head {view['head']}", f"{'projection':<10} {'position':>9} {'lag':>7} {'rows':>9}  last error"]
+    for name, p in view["projections"].items():
+        error = f"{p['last_error']} (at {p['error_position']})" if p["last_error"] else "-"
+        lines.append(f"{name:<10} {p['position']:>9} {p['lag']:>7} {p['rows']:>9}  {error}")
+    return "\n".join(lines)

@@ -40,10 +40,23 @@ class Settings(BaseModel):
     review_writes: bool = Field(False, description="Agent writes land pending a person's review.")
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     log_format: Literal["console", "json"] = "console"
+    model_dir: Path | None = Field(None, description="The embedding model folder; default <data_dir>/models/minilm.")
+    compact_interval_seconds: float = Field(60.0, gt=0, description="How often workers compact the snapshot.")
+    housekeeping_interval_seconds: float = Field(3600.0, gt=0)
+    worker_batch_size: int = Field(500, ge=1, le=100_000)
+    poll_interval_seconds: float = Field(0.05, gt=0, le=60)
 
     @property
     def event_db(self) -> Path:
         return self.data_dir / "events.sqlite"
+
+    @property
+    def projection_dir(self) -> Path:
+        return self.data_dir / "projections"
+
+    @property
+    def embedding_model_dir(self) -> Path:
+        return self.model_dir or self.data_dir / "models" / "minilm"
 
 
 def _from_env(environ: dict[str, str]) -> dict[str, Any]:

@@ -35,3 +35,10 @@ def memory(text: str, kind: str = "fact", scope: str = "repo", confidence: float
 
 def write_request(repo: str, text: str, kind: str = "fact", scope: str = "repo", **extra: object) -> dict:
     return {"repo_id": repo, "memory": memory(text, kind, scope, **extra)}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quiet_logs() -> None:
+    from interface.logs import configure_logging
+
+    configure_logging("warning")

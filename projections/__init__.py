@@ -1,0 +1,1 @@
+"""Read models built from the event log: FTS, vectors, links and the top-of-block snapshot."""

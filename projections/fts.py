@@ -1,0 +1,84 @@
+"""Keyword search: SQLite FTS5 with porter stemming over memory text, filterable by repo, scope,
+kind and status."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from domain.memory import Memory
+from projections.base import Positioned, Projection
+from projections.store import Connection
+
+
+def m001_create_tables(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE fts_memories (rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL UNIQUE,"
+        " repo_id TEXT NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL)"
+    )
+    conn.execute("CREATE INDEX fts_memories_scope ON fts_memories (repo_id, scope, status)")
+    conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, content='', tokenize='porter unicode61')")
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def quote_query(text: str) -> str:
+    """Agent text as an FTS5 query that cannot be misread as syntax: every word quoted, OR-ed, so a
+    memory matching some of the words still ranks (bm25 rewards matching more)."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+class FTSProjection(Projection):
+    name = "fts"
+    migrations = (m001_create_tables,)
+    tables = ("fts_text", "fts_memories")
+    digest_queries = (
+        "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
+        "SELECT m.memory_id, t.rowid FROM fts_memories m JOIN fts_text t ON t.rowid = m.rowid ORDER BY m.memory_id",
+    )
+    count_query = "SELECT count(*) FROM fts_memories"
+
+    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
+        for _, event in batch:
+            if isinstance(event, Memory.MemoryWritten):
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO fts_memories (memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?)",
+                    (str(event.originator_id), event.repo_id, event.scope, event.kind, event.status),
+                )
+                if cursor.rowcount:
+                    conn.execute("INSERT INTO fts_text (rowid, text) VALUES (?, ?)", (cursor.lastrowid, event.text))
+            elif isinstance(event, Memory.MemoryForgotten):
+                conn.execute(
+                    "UPDATE fts_memories SET status = 'forgotten' WHERE memory_id = ?", (str(event.originator_id),)
+                )
+
+    def search(
+        self,
+        query: str,
+        repo_id: str,
+        *,
+        include_global: bool = True,
+        kinds: Sequence[str] | None = None,
+        statuses: Sequence[str] = ("active",),
+        limit: int = 50,
+    ) -> list[tuple[str, float]]:
+        """(memory_id, bm25 score — lower is better) for memories visible from `repo_id`."""
+        match = quote_query(query)
+        if not match:
+            return []
+        sql = (
+            "SELECT m.memory_id, bm25(fts_text) AS score FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
+            " WHERE fts_text MATCH ? AND (m.repo_id = ? AND m.scope = 'repo'"
+            + (" OR m.scope = 'global')" if include_global else ")")
+            + f" AND m.status IN ({','.join('?' * len(statuses))})"
+        )
+        params: list[Any] = [match, repo_id, *statuses]
+        if kinds:
+            sql += f" AND m.kind IN ({','.join('?' * len(kinds))})"
+            params += list(kinds)
+        sql += " ORDER BY score LIMIT ?"
+        params.append(limit)
+        return [(row[0], row[1]) for row in self.conn.execute(sql, params)]

@@ -1,0 +1,59 @@
+"""Explicit associations as typed edges: solution -> problem (solves), failed tactic -> problem
+(failed_on), any other memory -> problem (about), change -> target (changes), related."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from domain.memory import Memory
+from projections.base import Positioned, Projection
+from projections.store import Connection
+
+PROBLEM_EDGE = {"solution": "solves", "failed_tactic": "failed_on"}
+
+
+def m001_create_tables(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE links (src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,"
+        " PRIMARY KEY (src, type, dst)) WITHOUT ROWID"
+    )
+    conn.execute("CREATE INDEX links_dst ON links (dst, type)")
+    # the kind of every memory, so a links-only replay can type edges added later (LinksAdded)
+    conn.execute("CREATE TABLE link_kinds (memory_id TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID")
+
+
+def edges_of(kind: str, src: str, problem_ids: Sequence[str], related: Sequence[str], targets: Sequence[str]):
+    for problem in problem_ids:
+        yield src, PROBLEM_EDGE.get(kind, "about"), problem
+    for other in related:
+        yield src, "related", other
+    for target in targets:
+        yield src, "changes", target
+
+
+class LinksProjection(Projection):
+    name = "links"
+    migrations = (m001_create_tables,)
+    tables = ("links", "link_kinds")
+    digest_queries = ("SELECT src, type, dst FROM links ORDER BY src, type, dst",)
+    count_query = "SELECT count(*) FROM links"
+
+    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
+        edges = []
+        for _, event in batch:
+            src = str(event.originator_id)
+            if isinstance(event, Memory.MemoryWritten):
+                conn.execute("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", (src, event.kind))
+                problems = [event.problem_id] if event.problem_id else []
+                edges += edges_of(event.kind, src, problems, event.related_ids, event.change_targets)
+            elif isinstance(event, Memory.LinksAdded):
+                row = conn.execute("SELECT kind FROM link_kinds WHERE memory_id = ?", (src,)).fetchone()
+                edges += edges_of(row[0] if row else "", src, event.problem_ids, event.related_ids, event.change_targets)
+        conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", edges)
+
+    def outgoing(self, memory_id: str) -> list[tuple[str, str]]:
+        return [(t, d) for t, d in self.conn.execute("SELECT type, dst FROM links WHERE src = ?", (memory_id,))]
+
+    def incoming(self, memory_id: str) -> list[tuple[str, str]]:
+        return [(t, s) for t, s in self.conn.execute("SELECT type, src FROM links WHERE dst = ?", (memory_id,))]

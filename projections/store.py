@@ -1,0 +1,131 @@
+"""A projection's own SQLite file: connection (with sqlite-vec loadable), ordered migrations, and
+the tracking row that moves in the same transaction as the rows it describes.
+
+The stdlib sqlite3 here cannot load extensions, so projections use sqlean.py, a drop-in DB-API
+module with FTS5 and extension loading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlean as sqlite3
+import sqlite_vec
+
+Migration = Callable[[Any], None]
+
+Connection = Any  # sqlean.Connection: a DB-API 2 connection
+
+
+def connect(path: Path | str, *, vectors: bool = False) -> Connection:
+    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # a projection can always be rebuilt from the log
+    conn.execute("PRAGMA foreign_keys=ON")
+    if vectors:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    return conn
+
+
+@contextmanager
+def transaction(conn: Connection) -> Iterator[Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _m000_bookkeeping(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS tracking ("
+        " projection TEXT PRIMARY KEY, position INTEGER NOT NULL, updated_at REAL NOT NULL,"
+        " last_error TEXT, error_position INTEGER, error_count INTEGER NOT NULL DEFAULT 0)"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+
+
+def migrate(conn: Connection, name: str, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the migrations not applied yet, in order, each in its own transaction."""
+    _m000_bookkeeping(conn)
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    applied = []
+    for migration in migrations:
+        key = f"{name}.{migration.__name__}"
+        if key in done:
+            continue
+        with transaction(conn):
+            migration(conn)
+            conn.execute("INSERT INTO migrations VALUES (?, ?)", (key, time.time()))
+        applied.append(key)
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR IGNORE INTO tracking (projection, position, updated_at) VALUES (?, 0, ?)", (name, time.time())
+        )
+    return applied
+
+
+def position(conn: Connection, name: str) -> int:
+    row = conn.execute("SELECT position FROM tracking WHERE projection = ?", (name,)).fetchone()
+    return row[0] if row else 0
+
+
+def set_position(conn: Connection, name: str, value: int) -> None:
+    conn.execute(
+        "UPDATE tracking SET position = ?, updated_at = ?, last_error = NULL, error_position = NULL"
+        " WHERE projection = ?",
+        (value, time.time(), name),
+    )
+
+
+def record_error(conn: Connection, name: str, at: int, message: str) -> None:
+    with transaction(conn):
+        conn.execute(
+            "UPDATE tracking SET last_error = ?, error_position = ?, error_count = error_count + 1,"
+            " updated_at = ? WHERE projection = ?",
+            (message[:2000], at, time.time(), name),
+        )
+
+
+def tracking_row(conn: Connection, name: str) -> dict[str, Any]:
+    row = conn.execute(
+        "SELECT position, updated_at, last_error, error_position, error_count FROM tracking WHERE projection = ?",
+        (name,),
+    ).fetchone()
+    keys = ("position", "updated_at", "last_error", "error_position", "error_count")
+    return dict(zip(keys, row, strict=True)) if row else dict.fromkeys(keys)
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def table_digest(conn: Connection, queries: Sequence[str]) -> str:
+    """A content digest over ordered queries: equal digests mean equal projections."""
+    digest = hashlib.sha256()
+    for query in queries:
+        digest.update(query.encode())
+        for row in conn.execute(query):
+            digest.update(repr(tuple(_stable(v) for v in row)).encode())
+    return digest.hexdigest()
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 9)
+    return value

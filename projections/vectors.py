@@ -1,0 +1,162 @@
+"""Semantic search: memory embeddings in a sqlite-vec table, filterable by repo, scope, kind, status.
+
+Embeddings never enter the log. They are cached by (content hash, model id) in a file of their own
+that a rebuild keeps, so a replay never embeds unchanged text twice. The model id and dimension are
+recorded; opening the projection with another model rebuilds it from position zero.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from domain.memory import Memory
+from projections import store
+from projections.base import Positioned, Projection
+from projections.embedder import Embedder
+from projections.store import Connection
+
+log = structlog.get_logger("strata.vectors")
+
+EMBED_BATCH = 64
+
+
+def m001_create_tables(conn: Connection) -> None:
+    # the vec0 table depends on the model's dimension: created by VectorProjection.opened()
+    conn.execute("CREATE TABLE vec_model (id INTEGER PRIMARY KEY CHECK (id = 1), model_id TEXT, dim INTEGER)")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """(content hash, model id) -> float32 vector, in its own SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = store.connect(path)
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, model_id TEXT NOT NULL,"
+            " vector BLOB NOT NULL, PRIMARY KEY (content_hash, model_id)) WITHOUT ROWID"
+        )
+
+    def get_many(self, hashes: Sequence[str], model_id: str) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(hashes))
+        for i in range(0, len(unique), 500):
+            chunk = unique[i : i + 500]
+            sql = (
+                "SELECT content_hash, vector FROM embeddings WHERE model_id = ?"
+                f" AND content_hash IN ({','.join('?' * len(chunk))})"
+            )
+            found.update(self.conn.execute(sql, [model_id, *chunk]).fetchall())
+        return found
+
+    def put_many(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        with store.transaction(self.conn):
+            self.conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)", rows)
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class VectorProjection(Projection):
+    name = "vectors"
+    migrations = (m001_create_tables,)
+    tables = ("vec_memories", "vec_model")
+    digest_queries = (
+        "SELECT memory_id, repo_id, scope, kind, status, embedding FROM vec_memories ORDER BY memory_id",
+    )
+    count_query = "SELECT count(*) FROM vec_memories"
+    needs_vectors = True
+
+    def __init__(self, path: Path, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.embedded = 0  # texts embedded (cache misses) since opening: replay figures read this
+        super().__init__(path)
+
+    def opened(self) -> None:
+        """Detect a change of model or dimension and rebuild from zero when there is one."""
+        row = self.conn.execute("SELECT model_id, dim FROM vec_model").fetchone()
+        wanted = (self.embedder.model_id, self.embedder.dim)
+        if row == wanted:
+            return
+        if row is not None:
+            log.warning("embedding_model_changed", was=row, now=wanted, action="rebuilding the vector projection")
+        with store.transaction(self.conn):
+            self.conn.execute("DROP TABLE IF EXISTS vec_memories")
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE vec_memories USING vec0(memory_id TEXT PRIMARY KEY,"
+                f" embedding float[{self.embedder.dim}] distance_metric=cosine,"
+                " repo_id TEXT, scope TEXT, kind TEXT, status TEXT)"
+            )
+            self.conn.execute("INSERT OR REPLACE INTO vec_model VALUES (1, ?, ?)", wanted)
+            store.set_position(self.conn, self.name, 0)
+
+    def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
+        """Vectors for every text written in the batch: from the cache, else embedded now."""
+        texts = {content_hash(e.text): e.text for _, e in batch if isinstance(e, Memory.MemoryWritten)}
+        if not texts:
+            return {}
+        model = self.embedder.model_id
+        vectors = self.cache.get_many(list(texts), model)
+        missing = [h for h in texts if h not in vectors]
+        for i in range(0, len(missing), EMBED_BATCH * 8):
+            chunk = missing[i : i + EMBED_BATCH * 8]
+            embedded = self.embedder.embed([texts[h] for h in chunk]).astype(np.float32)
+            rows = [(h, model, v.tobytes()) for h, v in zip(chunk, embedded, strict=True)]
+            self.cache.put_many(rows)
+            vectors.update((h, blob) for h, _, blob in rows)
+            self.embedded += len(chunk)
+        return vectors
+
+    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
+        for _, event in batch:
+            memory_id = str(event.originator_id)
+            if isinstance(event, Memory.MemoryWritten):
+                conn.execute("DELETE FROM vec_memories WHERE memory_id = ?", (memory_id,))
+                conn.execute(
+                    "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
+                    (memory_id, prepared[content_hash(event.text)], event.repo_id, event.scope, event.kind, event.status),
+                )
+            elif isinstance(event, Memory.MemoryForgotten):
+                conn.execute("UPDATE vec_memories SET status = 'forgotten' WHERE memory_id = ?", (memory_id,))
+
+    def search(
+        self,
+        query: np.ndarray,
+        repo_id: str,
+        *,
+        include_global: bool = True,
+        kinds: Sequence[str] | None = None,
+        status: str = "active",
+        limit: int = 50,
+    ) -> list[tuple[str, float]]:
+        """(memory_id, cosine similarity) of the nearest memories visible from `repo_id`, best first."""
+        blob = np.asarray(query, dtype=np.float32).tobytes()
+        over = limit * 4 if kinds else limit
+        scopes: list[tuple[str, Any]] = [("repo_id = ? AND scope = 'repo'", repo_id)]
+        if include_global:
+            scopes.append(("scope = ? ", "global"))
+        hits: list[tuple[str, float]] = []
+        for condition, value in scopes:
+            sql = (
+                "SELECT memory_id, distance, kind FROM vec_memories WHERE embedding MATCH ? AND k = ?"
+                f" AND {condition} AND status = ?"
+            )
+            hits += [(m, 1.0 - d) for m, d, kind in self.conn.execute(sql, (blob, over, value, status))
+                     if not kinds or kind in kinds]
+        hits.sort(key=lambda h: -h[1])
+        return hits[:limit]
+
+    def close(self) -> None:
+        super().close()

@@ -1,0 +1,235 @@
+"""Projections on real SQLite files: incremental equals replayed, re-delivery is harmless, the tail
+fold equals a fresh compaction, failures are retried, searches respect repo scope."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interface.api import CommandAPI
+from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from interface.settings import load_settings
+from projections.base import Projection
+from projections.embedder import HashEmbedder
+from projections.fts import FTSProjection
+from projections.snapshot import SnapshotProjection
+from projections.vectors import EmbeddingCache, VectorProjection
+from tests.conftest import write_request
+from workers.runner import Runner, wait_for
+
+
+@pytest.fixture
+def hashed(data_dir: Path) -> Iterator[Strata]:
+    """The whole system with the deterministic fake embedder (fast); the real model is tested below."""
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=64))
+    yield app
+    app.close()
+
+
+def populate(api: CommandAPI, n: int, seed: int = 3) -> None:
+    """A mixed history: problems, linked solutions and failed tactics, facts, changes, updates, forgets."""
+    rnd = random.Random(seed)
+    problems: dict[str, list[str]] = {}
+    facts: dict[str, list[str]] = {}
+    for i in range(n):
+        repo = f"repo-{i % 3}"
+        roll = rnd.random()
+        if roll < 0.25 or not problems.get(repo):
+            problems.setdefault(repo, []).append(api.write(write_request(repo, f"build step {i}-{seed} fails on arm", "problem")).memory_id)
+        elif roll < 0.45:
+            api.write(write_request(repo, f"pin the toolchain for step {i}", rnd.choice(["solution", "failed_tactic"]),
+                                    links={"problem_id": rnd.choice(problems[repo])}))
+        elif roll < 0.65:
+            facts.setdefault(repo, []).append(api.write(write_request(repo, f"service {i}-{seed} listens on port {8000 + i}")).memory_id)
+        elif roll < 0.72 and facts.get(repo):
+            api.write(write_request(repo, f"service moved, change {i}", "change", links={"change_targets": [rnd.choice(facts[repo])]}))
+        elif roll < 0.85 and facts.get(repo):
+            api.update({"repo_id": repo, "memory_id": rnd.choice(facts[repo]), "mode": "commit", "updates": {
+                "truth": {"target": rnd.random(), "confidence": 0.9, "rationale": "checked", "evidence_refs": [f"ci#{i}"]},
+                "utility": {"target": rnd.random(), "confidence": 0.8, "rationale": "used",
+                            "context_problem_id": rnd.choice(problems[repo])}}})
+        elif roll < 0.9 and facts.get(repo):
+            api.forget({"repo_id": repo, "memory_id": facts[repo].pop()})
+        else:
+            api.write(write_request(repo, f"prefer small commits ({i % 5})", "preference",
+                                    "global" if i % 2 else "repo"))
+
+
+def fresh_copy(strata: Strata, name: str, folder: Path) -> Projection:
+    folder.mkdir(exist_ok=True)
+    if name == "vectors":
+        return VectorProjection(folder / "vectors.sqlite", strata.embedder, EmbeddingCache(folder / "cache.sqlite"))
+    return {"fts": FTSProjection, "links": __import__("projections.links", fromlist=["x"]).LinksProjection,
+            "snapshot": SnapshotProjection}[name](folder / f"{name}.sqlite")
+
+
+def test_incremental_projections_equal_replayed_ones(hashed: Strata, tmp_path: Path) -> None:
+    api = CommandAPI(hashed.log)
+    runner = Runner(hashed.log, hashed.projections(PROJECTIONS), batch_size=7)
+    for _ in range(4):  # writes arriving while the projections follow, in small uneven batches
+        populate(api, 60, seed=random.randint(0, 1000))
+        runner.step()
+    runner.catch_up()
+    head = hashed.log.position()
+    for name in PROJECTIONS:
+        incremental = hashed.projection(name)
+        replayed = fresh_copy(hashed, name, tmp_path / "replay")
+        Runner(hashed.log, [replayed], batch_size=1000).catch_up()
+        assert incremental.position == replayed.position == head
+        assert incremental.digest() == replayed.digest(), name
+        replayed.close()
+
+
+def test_redelivered_events_change_nothing(hashed: Strata) -> None:
+    populate(CommandAPI(hashed.log), 80)
+    batch = list(hashed.log.read_log(1, 10_000))
+    for projection in hashed.projections(PROJECTIONS):
+        projection.handle(batch)
+        digest, position = projection.digest(), projection.position
+        assert projection.handle(batch) == 0
+        assert projection.handle(batch[10:40]) == 0
+        assert (projection.digest(), projection.position) == (digest, position)
+
+
+def test_tail_fold_equals_a_fresh_compaction(hashed: Strata, tmp_path: Path) -> None:
+    api = CommandAPI(hashed.log)
+    populate(api, 120, seed=5)
+    snapshot = hashed.projection("snapshot")
+    hashed.compact()
+    height = snapshot.position
+    populate(api, 120, seed=6)  # the tail: events after the block height
+    tail = list(hashed.log.read_log(height + 1, 100_000))
+    assert tail, "the tail must not be empty for this test to mean anything"
+    folded = snapshot.at(tail)
+    assert snapshot.position == height  # the tail fold never writes
+
+    fresh = SnapshotProjection(tmp_path / "fresh.sqlite")
+    Runner(hashed.log, [fresh], batch_size=50).catch_up()
+    fresh_rows = {row["memory_id"]: row for row in fresh.rows()}
+    current = {row["memory_id"]: row for row in snapshot.rows()} | folded
+    assert current.keys() == fresh_rows.keys()
+    for memory_id, row in fresh_rows.items():
+        assert _same(current[memory_id], row), memory_id
+    fresh.close()
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all((abs(a[k] - b[k]) < 1e-9) if isinstance(a[k], float) else a[k] == b[k] for k in a)
+
+
+class Flaky(FTSProjection):
+    name = "fts"
+    failures = 2
+
+    def apply(self, conn, batch, prepared):  # type: ignore[no-untyped-def]
+        if Flaky.failures:
+            Flaky.failures -= 1
+            raise RuntimeError("disk hiccup")
+        super().apply(conn, batch, prepared)
+
+
+def test_a_failing_projection_is_recorded_and_retried_never_skipped(hashed: Strata, tmp_path: Path) -> None:
+    populate(CommandAPI(hashed.log), 40)
+    flaky = Flaky(tmp_path / "flaky.sqlite")
+    runner = Runner(hashed.log, [flaky], batch_size=10, retry_base=0.01, retry_cap=0.02)
+    runner.step()
+    status = flaky.status()
+    assert status["position"] == 0 and status["last_error"] == "RuntimeError: disk hiccup"
+    assert status["error_position"] == 1 and status["error_count"] == 1
+    runner.catch_up()
+    assert flaky.position == hashed.log.position()
+    assert flaky.status()["last_error"] is None
+    reference = FTSProjection(tmp_path / "reference.sqlite")
+    Runner(hashed.log, [reference]).catch_up()
+    assert flaky.digest() == reference.digest()
+
+
+def test_read_your_writes(hashed: Strata) -> None:
+    import threading
+
+    api = CommandAPI(hashed.log)
+    runner = hashed.runner(FOLLOWERS)
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,))
+    thread.start()
+    try:
+        for i in range(20):
+            position = api.write(write_request("r", f"fresh memory {i}")).position
+            assert wait_for(hashed.projections(FOLLOWERS), position, timeout=5)
+            fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
+            assert any(True for _ in fts.search(f"fresh memory {i}", "r"))
+    finally:
+        stop.set()
+        thread.join()
+    assert not wait_for(hashed.projections(FOLLOWERS), hashed.log.position() + 1, timeout=0.05)
+
+
+def test_searches_never_leak_another_repo(hashed: Strata) -> None:
+    api = CommandAPI(hashed.log)
+    api.write(write_request("mine", "the payroll export times out"))
+    api.write(write_request("theirs", "the payroll export times out at midnight"))
+    api.write(write_request("theirs", "payroll export tips", "preference", "global"))
+    hashed.runner().catch_up()
+    fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
+    vectors: VectorProjection = hashed.projection("vectors")  # type: ignore[assignment]
+    visible = {r[0] for r in fts.search("payroll export", "mine")}
+    seen_vec = {r[0] for r in vectors.search(hashed.embedder.embed_query("payroll export"), "mine")}
+    texts = {m: hashed.log.memory(m).text for m in visible | seen_vec}
+    assert all("midnight" not in t for t in texts.values())
+    assert len(visible) == 2 and len(seen_vec) == 2  # mine + the global preference
+    assert {r[0] for r in fts.search("payroll export", "mine", include_global=False)} < visible
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "a* OR NOT", "NEAR(x y)", "col:value", "-(-)", "  ", "ünïcödé ✓"])
+def test_agent_text_is_escaped_before_fts(hashed: Strata, query: str) -> None:
+    CommandAPI(hashed.log).write(write_request("r", "ünïcödé value in col"))
+    hashed.runner(["fts"]).catch_up()
+    fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
+    fts.search(query, "r")  # must not raise
+
+
+def test_forgotten_memories_leave_search(hashed: Strata) -> None:
+    api = CommandAPI(hashed.log)
+    mid = api.write(write_request("r", "obsolete deployment runbook")).memory_id
+    hashed.runner().catch_up()
+    fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
+    assert fts.search("deployment runbook", "r")
+    api.forget({"repo_id": "r", "memory_id": mid})
+    hashed.runner().catch_up()
+    assert not fts.search("deployment runbook", "r")
+    vectors: VectorProjection = hashed.projection("vectors")  # type: ignore[assignment]
+    assert not vectors.search(hashed.embedder.embed_query("deployment runbook"), "r")
+
+
+def test_changing_the_model_rebuilds_the_vector_projection(hashed: Strata, data_dir: Path) -> None:
+    populate(CommandAPI(hashed.log), 30)
+    hashed.runner(["vectors"]).catch_up()
+    path, cache = hashed.projection("vectors").path, EmbeddingCache(data_dir / "c.sqlite")
+    hashed.projection("vectors").close()
+    reopened = VectorProjection(path, HashEmbedder(dim=32), cache)
+    assert reopened.position == 0 and reopened.status()["rows"] == 0
+    Runner(hashed.log, [reopened]).catch_up()
+    assert reopened.position == hashed.log.position() and reopened.status()["rows"] > 0
+    assert reopened.conn.execute("SELECT model_id, dim FROM vec_model").fetchone()[1] == 32
+    same_again = VectorProjection(path, HashEmbedder(dim=32), cache)
+    assert same_again.position == hashed.log.position()  # the same model does not rebuild
+    reopened.close()
+    same_again.close()
+    cache.close()
+    hashed._projections.pop("vectors")
+
+
+def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata) -> None:
+    populate(CommandAPI(hashed.log), 50)
+    vectors: VectorProjection = hashed.projection("vectors")  # type: ignore[assignment]
+    Runner(hashed.log, [vectors]).catch_up()
+    first = vectors.embedded
+    assert first > 0
+    digest = vectors.digest()
+    vectors.reset()
+    Runner(hashed.log, [vectors]).catch_up()
+    assert vectors.embedded == first
+    assert vectors.digest() == digest

@@ -1,0 +1,1 @@
+"""Processes and threads that follow the log and feed the projections; scheduled jobs."""
