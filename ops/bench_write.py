@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -24,59 +23,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops"))
 
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
 
-from domain.ids import memory_id  # noqa: E402
 from interface.api import CommandAPI  # noqa: E402
 from interface.bootstrap import build  # noqa: E402
+from interface.logs import configure_logging  # noqa: E402
 from interface.settings import load_settings  # noqa: E402
-
-SUBJECTS = ["the build", "pytest", "the migration", "the API server", "CI", "the docker image", "the cache",
-            "the login flow", "the payment webhook", "the search index", "mypy", "the release script"]
-SYMPTOMS = ["hangs after", "fails with a timeout after", "crashes when", "is slow when", "returns 500 when",
-            "leaks memory when", "breaks when"]
-CAUSES = ["the database is not running", "the env var DATABASE_URL is unset", "two workers share a port",
-          "the lock file is stale", "node 18 is used instead of 20", "the fixture data is missing",
-          "a migration was not applied", "the clock is skewed"]
-FIXES = ["run `make db-up` first", "set DATABASE_URL in .env.test", "pin the port with --port 0",
-         "delete .cache/lock and retry", "use nvm use 20", "run `make fixtures`", "apply migrations with alembic upgrade head",
-         "sync the clock with chronyd"]
-
-
-def realistic_lines(n: int, repos: int = 20, seed: int = 7) -> list[str]:
-    """JSONL write requests: problems, then solutions and failed tactics linked to them, facts, preferences."""
-    rnd = random.Random(seed)
-    lines = []
-    problems: list[tuple[str, str]] = []
-    for i in range(n):
-        repo = f"org/repo-{i % repos}"
-        roll = rnd.random()
-        subject, symptom, cause = rnd.choice(SUBJECTS), rnd.choice(SYMPTOMS), rnd.choice(CAUSES)
-        if roll < 0.3 or not problems:
-            kind, text, links = "problem", f"{subject} {symptom} {cause} (case {i})", {}
-        elif roll < 0.55:
-            kind, text = "solution", f"{rnd.choice(FIXES)} — fixed it for case {i}"
-            prepo, pid = rnd.choice(problems[-200:])
-            repo, links = prepo, {"problem_id": pid}
-        elif roll < 0.65:
-            kind, text = "failed_tactic", f"retrying {subject} did not help for case {i}; the cause was {cause}"
-            prepo, pid = rnd.choice(problems[-200:])
-            repo, links = prepo, {"problem_id": pid}
-        elif roll < 0.9:
-            kind, text, links = "fact", f"In this repo {subject} depends on {cause.split(' ', 2)[-1]} (note {i})", {}
-        else:
-            kind, text, links = "preference", f"Prefer {rnd.choice(FIXES)} over ad-hoc scripts (note {i})", {}
-        request = {"repo_id": repo, "memory": {"text": text, "kind": kind, "scope": "repo",
-                                               "confidence": round(rnd.uniform(0.5, 0.95), 2),
-                                               "rationale": "observed while working on the task",
-                                               "links": links, "evidence_refs": [f"session:{i}"]}}
-        if kind == "problem":
-            problems.append((repo, str(memory_id(text, "problem", "repo", repo))))
-        lines.append(json.dumps(request))
-    return lines
-
+from workload import realistic_lines  # noqa: E402
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -150,6 +106,7 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=5000)
     parser.add_argument("--import-lines", type=int, default=100_000)
     args = parser.parse_args()
+    configure_logging("warning")
 
     single = bench_single_writes(args.writes)
     bare_single = bench_bare_eventsourcing(min(args.writes, 3000), batch=1)

@@ -1,0 +1,252 @@
+"""Projection figures on a realistic store: replay speed, vector throughput against the raw embedder,
+warm-cache replay, write-to-visible latency under load, and the worker's resident memory.
+
+Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
+       [--load-seconds 20] [--rate 200]
+
+Baselines measured in the same run: decoding the log alone (the floor of any replay) and the
+embedder's raw throughput on the same texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops"))
+
+from interface.api import CommandAPI  # noqa: E402
+from interface.bootstrap import build  # noqa: E402
+from interface.logs import configure_logging  # noqa: E402
+from interface.settings import load_settings  # noqa: E402
+from projections import store  # noqa: E402
+from workers.runner import Runner  # noqa: E402
+from workload import realistic_lines, realistic_updates  # noqa: E402
+
+STRATA = str(Path(sys.executable).parent / "strata")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def build_store(data: Path, memories: int, updates: int) -> tuple[int, list[str]]:
+    strata = build(load_settings(environ={}, data_dir=data))
+    api = CommandAPI(strata.log)
+    lines = realistic_lines(memories)
+    api.import_lines(lines)
+    for request in realistic_updates(lines, updates):
+        api.update(request)
+    head = strata.log.position()
+    strata.close()
+    return head, lines
+
+
+def timed_replay(data: Path, names: list[str]) -> float:
+    strata = build(load_settings(environ={}, data_dir=data))
+    projections = strata.projections(names)
+    for p in projections:
+        p.reset()
+    start = time.perf_counter()
+    Runner(strata.log, projections, batch_size=5000).catch_up()
+    seconds = time.perf_counter() - start
+    strata.close()
+    return seconds
+
+
+def decode_floor(data: Path) -> float:
+    strata = build(load_settings(environ={}, data_dir=data))
+    start = time.perf_counter()
+    position, count = 1, 0
+    while True:
+        batch = list(strata.log.read_log(position, 5000))
+        if not batch:
+            break
+        count += len(batch)
+        position = batch[-1][0] + 1
+    seconds = time.perf_counter() - start
+    strata.close()
+    return seconds
+
+
+def vector_figures(data: Path, sample: int) -> dict[str, float]:
+    """Cold vector replay over the first `sample` memories vs. the raw embedder on the same texts."""
+    strata = build(load_settings(environ={}, data_dir=data))
+    strata.log  # noqa: B018
+    texts = [e.text for _, e in strata.log.read_log(1, sample * 2) if type(e).__name__ == "MemoryWritten"][:sample]
+    vectors = strata.projection("vectors")
+    embedder = strata.embedder
+    embedder.embed(texts[:64])  # load the model outside the timings
+    start = time.perf_counter()
+    for i in range(0, len(texts), 512):
+        embedder.embed(texts[i : i + 512])
+    raw = len(texts) / (time.perf_counter() - start)
+
+    vectors.reset()
+    vectors.cache.conn.execute("DELETE FROM embeddings")
+    until = [p for p, e in strata.log.read_log(1, sample * 2) if type(e).__name__ == "MemoryWritten"][sample - 1]
+    start = time.perf_counter()
+    position = 0
+    while position < until:
+        batch = [item for item in strata.log.read_log(position + 1, 512) if item[0] <= until]
+        vectors.handle(batch)
+        position = batch[-1][0]
+    cold = sample / (time.perf_counter() - start)
+    strata.close()
+    return {"raw": raw, "cold": cold, "texts": len(texts)}
+
+
+def warm_vector_replay(data: Path, head: int) -> tuple[float, float]:
+    """Fill the cache with a full catch-up, then time a replay that needs no embedding."""
+    strata = build(load_settings(environ={}, data_dir=data))
+    vectors = strata.projection("vectors")
+    start = time.perf_counter()
+    Runner(strata.log, [vectors], batch_size=2000).catch_up()
+    fill = time.perf_counter() - start
+    vectors.reset()
+    embedded_before = vectors.embedded
+    start = time.perf_counter()
+    Runner(strata.log, [vectors], batch_size=5000).catch_up()
+    warm = time.perf_counter() - start
+    assert vectors.embedded == embedded_before, "a warm replay must not embed"
+    strata.close()
+    return fill, head / warm
+
+
+def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, float]:
+    """A `strata worker` process follows the log while this process writes `rate` writes/s and times
+    each write until every followed projection has applied it."""
+    env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_POLL_INTERVAL_SECONDS": "0.02"}
+    worker = subprocess.Popen([STRATA, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    strata = build(load_settings(environ={}, data_dir=data))
+    api = CommandAPI(strata.log)
+    conns = {n: store.connect(data / "projections" / f"{n}.sqlite") for n in ("fts", "vectors", "links")}
+
+    def visible_position() -> int:
+        return min(store.position(c, n) for n, c in conns.items())
+
+    deadline = time.monotonic() + 120
+    while visible_position() < strata.log.position() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    idle_rss = rss_mb(worker.pid)
+
+    pending: list[tuple[int, float]] = []
+    latencies: list[float] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def observe() -> None:
+        while not done.is_set() or pending:
+            position = visible_position()
+            now = time.perf_counter()
+            with lock:
+                while pending and pending[0][0] <= position:
+                    latencies.append(now - pending.pop(0)[1])
+            time.sleep(0.002)
+
+    observer = threading.Thread(target=observe)
+    observer.start()
+    interval = 1.0 / rate
+    count = int(seconds * rate)
+    start = time.perf_counter()
+    peak_rss = idle_rss
+    for i in range(count):
+        target = start + i * interval
+        delay = target - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        written = time.perf_counter()
+        response = api.write({"repo_id": "load/test", "memory": {
+            "text": f"under load: the cache warmer retried request {i} after a timeout", "kind": "fact",
+            "scope": "repo", "confidence": 0.7}})
+        with lock:
+            pending.append((response.position, written))
+        if i % 200 == 0:
+            peak_rss = max(peak_rss, rss_mb(worker.pid))
+    achieved = count / (time.perf_counter() - start)
+    done.set()
+    observer.join(timeout=60)
+    worker.send_signal(signal.SIGTERM)
+    worker.wait(timeout=30)
+    strata.close()
+    for c in conns.values():
+        c.close()
+    return {"p50_ms": pct(latencies, 0.5) * 1e3, "p95_ms": pct(latencies, 0.95) * 1e3,
+            "max_ms": max(latencies) * 1e3, "rate": achieved, "writes": len(latencies),
+            "idle_rss_mb": idle_rss, "load_rss_mb": peak_rss}
+
+
+def replay_rss(data: Path) -> float:
+    """Peak resident memory of `strata replay` (all projections, warm embedding cache)."""
+    env = {**os.environ, "STRATA_DATA_DIR": str(data)}
+    process = subprocess.Popen([STRATA, "--json", "replay"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    peak = 0.0
+    while process.poll() is None:
+        try:
+            peak = max(peak, rss_mb(process.pid))
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    process.communicate()
+    return peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--updates", type=int, default=20_000)
+    parser.add_argument("--vector-sample", type=int, default=4000)
+    parser.add_argument("--load-seconds", type=float, default=20)
+    parser.add_argument("--rate", type=float, default=200)
+    args = parser.parse_args()
+    configure_logging("warning")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        started = time.perf_counter()
+        head, _ = build_store(data, args.memories, args.updates)
+        print(f"store: {args.memories} memories + {args.updates} updates = {head} events "
+              f"(built in {time.perf_counter() - started:.0f} s)")
+
+        floor = decode_floor(data)
+        print(f"baseline, reading and decoding the log alone: {head / floor:,.0f} events/s")
+        for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
+            seconds = timed_replay(data, names)
+            print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
+                  f"{floor / seconds:.2f}x the decode-only baseline's speed)")
+
+        v = vector_figures(data, args.vector_sample)
+        print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
+              f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
+        fill, warm = warm_vector_replay(data, head)
+        print(f"vectors, warm cache replay: {warm:,.0f} events/s (filling the cache for every memory took {fill:.0f} s)")
+        print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
+
+        load = visibility_under_load(data, args.load_seconds, args.rate)
+        print(f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "
+              f"for {args.load_seconds:.0f} s: p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms, "
+              f"max {load['max_ms']:.0f} ms ({load['writes']} writes)")
+        print(f"resident memory of `strata worker`: idle {load['idle_rss_mb']:.0f} MB, under load {load['load_rss_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

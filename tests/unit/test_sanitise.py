@@ -1,0 +1,329 @@
+"""Secret redaction: every family redacts, prose and identifiers survive, and the regexes stay linear."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.sanitise import Sanitised, sanitise
+
+# Fake secrets are assembled at runtime so no literal in this file looks like a live credential to scanners.
+GITHUB_CLASSIC = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+GITHUB_OAUTH = "gho_" + "Z" * 36
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0" + "123456789abc" + "_" + "x9Y8w7V6u5" * 5 + "T4s3r2Q1p"
+GITLAB_PAT = "glpat-" + "xYz12AbC34dEf56GhI78"
+GITLAB_RUNNER = "glrt-" + "t1_" + "AbCdEfGhIjKlMnOpQrSt"
+OPENAI_LEGACY = "sk-" + "T3BlbkFJ" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5oQ7s"
+OPENAI_PROJECT = "sk-proj-" + "Ab1Cd2Ef3Gh4" * 8 + "_-Zz9"
+OPENAI_SVCACCT = "sk-svcacct-" + "Qw3Er4Ty5Ui6Op7" * 4
+ANTHROPIC = "sk-ant-" + "api03-" + "Xy7Zw6Vu5Ts4" * 7 + "-AAAA"
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_SESSION_KEY_ID = "ASIA" + "Y34FZKBOKMUTVV7A"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+SLACK_BOT = "xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+SLACK_APP = "xapp-" + "1-A0123456789-1234567890123-" + "abcdef0123456789" * 4
+SLACK_HOOK_PATH = "T00000000/B00000000/" + "XXXXXXXXXXXXXXXXXXXXXXXX"
+STRIPE_LIVE = "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RESTRICTED = "rk_" + "test_" + "51H8sQwLkJhGfDsA0987pOiU"
+STRIPE_PUBLISHABLE = "pk_" + "live_" + "51H8sQwLkJhGfDsA0987pOiU"
+STRIPE_WEBHOOK = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+OPAQUE_BEARER = "4f9c2b7e1d8a6f3c0e5b9d2a7c4e1f8b"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nVJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1G\n"
+
+
+def pem(label: str) -> str:
+    head = f"{label} PRIVATE KEY" if label else "PRIVATE KEY"
+    return f"-----BEGIN {head}-----\n{PEM_BODY}-----END {head}-----"
+
+
+def check(text: str, secret: str, name: str, count: int = 1) -> Sanitised:
+    result = sanitise(text)
+    assert secret not in result.text, result.text
+    assert f"[REDACTED:{name}]" in result.text, result.text
+    assert result.redactions == count, result
+    assert name in result.kinds
+    return result
+
+
+def unchanged(text: str) -> None:
+    result = sanitise(text)
+    assert result == Sanitised(text, 0, ()), result
+
+
+# ---- positives, one family at a time -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "name"),
+    [
+        (f"curl -H 'Authorization: Bearer {OPAQUE_BEARER}' https://api.example.com", OPAQUE_BEARER, "bearer_token"),
+        ("got 401 with bearer abcDEF123ghiJKL456mno.pqr~stu+vwx/yz==", "abcDEF123ghiJKL456mno", "bearer_token"),
+        (f"use {GITHUB_CLASSIC} for the CI push", GITHUB_CLASSIC, "github_token"),
+        (f"oauth token {GITHUB_OAUTH}", GITHUB_OAUTH, "github_token"),
+        (f"fine-grained: {GITHUB_PAT}", GITHUB_PAT, "github_token"),
+        (f"gitlab {GITLAB_PAT} expires monday", GITLAB_PAT, "gitlab_token"),
+        (f"register runner with {GITLAB_RUNNER}", GITLAB_RUNNER, "gitlab_token"),
+        (f"old key {OPENAI_LEGACY}", OPENAI_LEGACY, "openai_key"),
+        (f"project key {OPENAI_PROJECT}", OPENAI_PROJECT, "openai_key"),
+        (f"service account {OPENAI_SVCACCT}", OPENAI_SVCACCT, "openai_key"),
+        (f"claude key {ANTHROPIC}", ANTHROPIC, "anthropic_key"),
+        (f"aws id {AWS_KEY_ID} in us-east-1", AWS_KEY_ID, "aws_access_key_id"),
+        (f"temporary creds {AWS_SESSION_KEY_ID}", AWS_SESSION_KEY_ID, "aws_access_key_id"),
+        (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "aws_secret_access_key"),
+        (f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET, "aws_secret_access_key"),
+        (f'{{"AccessKeyId": "x", "SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET, "aws_secret_access_key"),
+        (f"slack bot {SLACK_BOT}", SLACK_BOT, "slack_token"),
+        (f"socket mode {SLACK_APP}", SLACK_APP, "slack_token"),
+        (f"post to https://hooks.slack.com/services/{SLACK_HOOK_PATH} on deploy", SLACK_HOOK_PATH, "slack_webhook"),
+        (f"stripe {STRIPE_LIVE}", STRIPE_LIVE, "stripe_key"),
+        (f"restricted {STRIPE_RESTRICTED}", STRIPE_RESTRICTED, "stripe_key"),
+        (f"webhook signing {STRIPE_WEBHOOK}", STRIPE_WEBHOOK, "stripe_webhook_secret"),
+        (f"session cookie {JWT} expired", JWT, "jwt"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA", "basic_auth"),
+    ],
+)
+def test_token_families_are_redacted(text: str, secret: str, name: str) -> None:
+    check(text, secret, name)
+
+
+@pytest.mark.parametrize("label", ["", "RSA", "EC", "DSA", "OPENSSH", "ENCRYPTED"])
+def test_pem_private_key_blocks_are_redacted_whole(label: str) -> None:
+    result = check(f"key:\n{pem(label)}\nthanks", PEM_BODY.split("\n")[0], "private_key")
+    assert result.text == "key:\n[REDACTED:private_key]\nthanks"
+
+
+def test_pem_without_end_redacts_to_end_of_text() -> None:
+    result = check("here -----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "truncated", "truncated", "private_key")
+    assert result.text == "here [REDACTED:private_key]"
+
+
+def test_public_key_and_certificate_blocks_are_kept() -> None:
+    unchanged("-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----")
+    unchanged("-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=hunter2", "password=[REDACTED:password]"),
+        ("passwd: s3cr3t!", "passwd: [REDACTED:password]"),
+        ('pwd = "correct horse"', 'pwd = "[REDACTED:password]"'),
+        ('{"password": "hunter2", "user": "bob"}', '{"password": "[REDACTED:password]", "user": "bob"}'),
+        ("PASSWORD=Tr0ub4dor", "PASSWORD=[REDACTED:password]"),
+        ("DB_PASS=letmein", "DB_PASS=[REDACTED:password]"),
+        ("export MYSQL_ROOT_PASSWORD='p@ss w0rd'", "export MYSQL_ROOT_PASSWORD='[REDACTED:password]'"),
+        ("secret=abc123", "secret=[REDACTED:secret]"),
+        ("client_secret = 'f00ba4'", "client_secret = '[REDACTED:secret]'"),
+        ("api_key=9f8e7d6c5b4a", "api_key=[REDACTED:api_key]"),
+        ("X-API-Key: 9f8e7d6c5b4a3210", "X-API-Key: [REDACTED:api_key]"),
+        ("apikey: 'zzz'", "apikey: '[REDACTED:api_key]'"),
+        ("token=deadbeef42", "token=[REDACTED:token]"),
+        ("GET /cb?access_token=ya29.a0AfH6SM&state=1", "GET /cb?access_token=[REDACTED:token]&state=1"),
+        ("refresh_token := 'r-123'", "refresh_token := '[REDACTED:token]'"),
+        ("$config['password'] => 'hunter2';", "$config['password'] => '[REDACTED:password]';"),
+        ('SECRET_KEY = "django-insecure-x"', 'SECRET_KEY = "[REDACTED:secret]"'),
+        ('settings["db_password"] = "hunter2"', 'settings["db_password"] = "[REDACTED:password]"'),
+        ("passphrase: Correct-Horse-9", "passphrase: [REDACTED:password]"),
+    ],
+)
+def test_assignments_keep_the_key_and_redact_the_value(text: str, expected: str) -> None:
+    result = sanitise(text)
+    assert result.text == expected
+    assert result.redactions == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgres://user:secret@host/db", "postgres://user:[REDACTED:url_password]@host/db"),
+        ("mysql://root:pa55@127.0.0.1:3306/app", "mysql://root:[REDACTED:url_password]@127.0.0.1:3306/app"),
+        ("mongodb+srv://svc:Xy%40z@c0.mongodb.net/x", "mongodb+srv://svc:[REDACTED:url_password]@c0.mongodb.net/x"),
+        ("redis://:hunter2@cache:6379/0", "redis://:[REDACTED:url_password]@cache:6379/0"),
+        ("amqp://guest:guest@rabbit:5672/", "amqp://guest:[REDACTED:url_password]@rabbit:5672/"),
+        ("clone https://bob:p@ss@git.example.com/r", "clone https://bob:[REDACTED:url_password]@git.example.com/r"),
+        (
+            "DATABASE_URL=postgres://app:s3cret@db.internal:5432/prod",
+            "DATABASE_URL=postgres://app:[REDACTED:url_password]@db.internal:5432/prod",
+        ),
+    ],
+)
+def test_connection_url_passwords_keep_the_url_shape(text: str, expected: str) -> None:
+    result = sanitise(text)
+    assert result.text == expected
+    assert (result.redactions, result.kinds) == (1, ("url_password",))
+
+
+# ---- negatives ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password field is required.",
+        "Please reset your password before Monday.",
+        "Rotate the API key and the bearer token every quarter; secrets live in Vault.",
+        "the bearer instruments were signed",
+        "password_field = form.fields['password']",
+        "token_count = 3",
+        "max_tokens=4096, tokenizer=tiktoken",
+        "token: indistinguishable",
+        "Tokens: 1500 in, 300 out",
+        "password=",
+        'password: ""',
+        "password=${DB_PASSWORD}",
+        'api_key: "{{ vault_api_key }}"',
+        "password: null",
+        "secret: true",
+        "password=<your-password>",
+        "password=****",
+        "PWD=/home/agent/project OLDPWD=/tmp",
+        "compass=north bypass=1",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed it",
+        "request id 123e4567-e89b-12d3-a456-426614174000",
+        "see https://example.com:8443/docs?page=2#auth and ssh://git@github.com:22/org/repo.git",
+        "mail alice@example.com about http://localhost:8000",
+        "task-sk-1234567890abcdefghijklmn and risk-1234567890abcdefghijklmn",
+        "pip install sk-learn-compatible-estimator-wrapper",
+        f"publishable key {STRIPE_PUBLISHABLE} is safe to ship",
+        "AKIA is a prefix; ASIA is a continent",
+        "Asia-Pacific region",
+        "eyJ alone is not a token",
+        "use the `ghp_` prefix for classic tokens",
+        "",
+    ],
+)
+def test_non_secrets_are_left_alone(text: str) -> None:
+    unchanged(text)
+
+
+# ---- composition -----------------------------------------------------------------------------------
+
+
+def test_surrounding_text_is_kept_byte_for_byte() -> None:
+    before, after = "Deploy notes (v2): use ", " for the mirror, then restart.\n"
+    result = sanitise(before + GITHUB_CLASSIC + after)
+    assert result.text == before + "[REDACTED:github_token]" + after
+
+
+def test_multiple_secrets_are_counted_separately() -> None:
+    text = (
+        f"keys: {AWS_KEY_ID} and {AWS_SESSION_KEY_ID}; gh {GITHUB_CLASSIC}; "
+        f"db postgres://u:pw1@h/d; password=hunter2; Authorization: Bearer {OPAQUE_BEARER}"
+    )
+    result = sanitise(text)
+    assert result.redactions == 6
+    assert result.kinds == ("aws_access_key_id", "bearer_token", "github_token", "password", "url_password")
+    assert result.text.count("[REDACTED:aws_access_key_id]") == 2
+
+
+def test_jwt_inside_bearer_header_is_redacted_once() -> None:
+    result = sanitise(f"Authorization: Bearer {JWT}")
+    assert result.text == "Authorization: Bearer [REDACTED:jwt]"
+    assert (result.redactions, result.kinds) == (1, ("jwt",))
+
+
+def test_token_inside_assignment_is_redacted_once() -> None:
+    result = sanitise(f'GITHUB_TOKEN="{GITHUB_CLASSIC}"  password={OPENAI_PROJECT}')
+    assert result.text == 'GITHUB_TOKEN="[REDACTED:github_token]"  password=[REDACTED:openai_key]'
+    assert result.redactions == 2
+
+
+def test_url_inside_secret_assignment_is_redacted_once() -> None:
+    result = sanitise("SECRET=postgres://app:s3cret@db/prod")
+    assert result.text == "SECRET=postgres://app:[REDACTED:url_password]@db/prod"
+    assert result.redactions == 1
+
+
+def test_token_in_url_password_is_named_by_its_family() -> None:
+    result = sanitise(f"https://x-access-token:{GITHUB_CLASSIC}@github.com/org/repo")
+    assert result.text == "https://x-access-token:[REDACTED:github_token]@github.com/org/repo"
+    assert result.redactions == 1
+
+
+def test_result_is_a_frozen_value() -> None:
+    result = sanitise("password=hunter2")
+    assert result == Sanitised("password=[REDACTED:password]", 1, ("password",))
+    with pytest.raises(AttributeError):
+        result.text = "x"  # type: ignore[misc]
+
+
+def test_unicode_text_keeps_offsets() -> None:
+    # U+0130 lower-cases to two characters; the case-insensitive rules must still cut at the right place.
+    result = sanitise("İİİ Authorization: Bearer " + OPAQUE_BEARER + " İ password=hunter2 ünïcödé")
+    assert result.text == (
+        "İİİ Authorization: Bearer [REDACTED:bearer_token] İ password=[REDACTED:password] ünïcödé"
+    )
+
+
+# ---- idempotence -----------------------------------------------------------------------------------
+
+SAMPLES = [
+    GITHUB_CLASSIC, GITHUB_PAT, GITLAB_PAT, OPENAI_PROJECT, ANTHROPIC, AWS_KEY_ID, SLACK_BOT, STRIPE_LIVE,
+    STRIPE_WEBHOOK, JWT, pem("RSA"), "-----BEGIN PRIVATE KEY-----\nabc", f"Bearer {OPAQUE_BEARER}",
+    f"aws_secret_access_key={AWS_SECRET}", "password=hunter2", '"token": "abc"', "postgres://u:p@h/db",
+    f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}", "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+]
+# Filler biased towards the characters the patterns care about, so fragments collide with the secrets.
+FRAGMENTS = [*"aZ09 _-.:=@/\"'[]\n", "password", "token", "://", "Bearer ", "[REDACTED:", "sk-", "eyJ", "A"]
+FILLER = st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(FILLER, st.sampled_from(SAMPLES)), max_size=8), st.text(max_size=40))
+def test_sanitise_is_idempotent(parts: list[str], noise: str) -> None:
+    first = sanitise(noise.join(parts))
+    second = sanitise(first.text)
+    assert second.redactions == 0
+    assert second.text == first.text
+    assert second.kinds == ()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(SAMPLES), st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60))
+def test_inserted_secret_is_always_caught_between_separators(secret: str, prose: str) -> None:
+    result = sanitise(f"{prose} {secret} {prose}")
+    assert result.redactions >= 1
+    assert sanitise(result.text).redactions == 0
+
+
+# ---- catastrophic backtracking guard ---------------------------------------------------------------
+
+
+def test_adversarial_inputs_finish_quickly() -> None:
+    n = 100_000
+    inputs = [
+        "a" * n,
+        "eyJ" + "a." * (n // 2),
+        "eyJ" + "a" * n + "." + "b" * n,
+        "password=" * (n // 9),
+        'password: "' + "a" * n,
+        "token " + ":" * n,
+        "-----BEGIN PRIVATE KEY-----" + "x" * n,
+        "-----BEGIN " * (n // 11),
+        "postgres://" + "a:" * (n // 2),
+        "://a:" * (n // 5),
+        "https://" + "@" * n,
+        "Bearer " + "a" * n,
+        "bearer " + "a." * (n // 2),
+        "sk-" + "-" * n,
+        "sk-" * (n // 3),
+        "ghp_" * (n // 4),
+        "AKIA" * (n // 4),
+        "xoxb-" + "-" * n,
+        "aws_secret_access_key=" + "A" * n,
+        "Authorization: Basic " + "=" * n,
+        " " * n + "password",
+        "İ" * n + "password=x",
+    ]
+    start = time.perf_counter()
+    for text in inputs:
+        sanitise(text)
+    assert time.perf_counter() - start < 2.0
