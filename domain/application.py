@@ -17,6 +17,7 @@ from eventsourcing.persistence import IntegrityError
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain import beliefs
+from domain.bulk import paused_gc
 from domain.commands import (
     Adjustment,
     ForgetOutcome,
@@ -195,7 +196,8 @@ class MemoryLog(Application[UUID]):
                     result.reinforced += 1
             return result
 
-        result, position = self._run(run)
+        with paused_gc():
+            result, position = self._run(run)
         result.position = position
         for outcome in result.outcomes:
             outcome.position = position

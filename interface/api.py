@@ -13,6 +13,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from domain.application import MemoryLog
+from domain.bulk import paused_gc
 from domain.commands import Adjustment, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
 from domain.errors import InvalidInput, Problem, StrataError
 from schemas.forget import ForgetRequest, ForgetResponse
@@ -143,24 +144,15 @@ class CommandAPI:
         commands: list[NewMemory] = []
         line_numbers: list[int] = []
         problems: list[Problem] = []
-        count = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            count += 1
+        with paused_gc():  # one pause over parsing and writing: a collection in between would walk it all
+            self._parse_lines(lines, commands, line_numbers, problems)
+            if problems:
+                raise InvalidInput.of(problems[:MAX_IMPORT_ERRORS])
             try:
-                commands.append(to_new_memory(parse(WriteRequest, line)))
-                line_numbers.append(number)
-            except InvalidInput as exc:
-                problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
-                if len(problems) >= MAX_IMPORT_ERRORS:
-                    break
-        if problems:
-            raise InvalidInput.of(problems[:MAX_IMPORT_ERRORS])
-        try:
-            outcome = self.log.write_many(commands, status="active")
-        except StrataError as exc:
-            raise _at_lines(exc, line_numbers) from None
+                outcome = self.log.write_many(commands, status="active")
+            except StrataError as exc:
+                raise _at_lines(exc, line_numbers) from None
+        count = len(commands)
         log.info("import", lines=count, created=outcome.created, reinforced=outcome.reinforced,
                  position=outcome.position)
         return ImportResponse(
@@ -170,6 +162,21 @@ class CommandAPI:
             redactions=outcome.redactions,
             position=outcome.position,
         )
+
+    @staticmethod
+    def _parse_lines(
+        lines: Iterable[str | bytes], commands: list[NewMemory], line_numbers: list[int], problems: list[Problem]
+    ) -> None:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                commands.append(to_new_memory(parse(WriteRequest, line)))
+                line_numbers.append(number)
+            except InvalidInput as exc:
+                problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
+                if len(problems) >= MAX_IMPORT_ERRORS:
+                    break
 
 
 def to_new_memory(request: WriteRequest) -> NewMemory:

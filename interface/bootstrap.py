@@ -52,6 +52,10 @@ class Strata:
             poll_interval=self.settings.poll_interval_seconds,
         )
 
+    def warm_up(self) -> None:
+        if self.embedder is not None:
+            self.embedder.embed_query("warm up")
+
     def compact(self) -> int:
         """Bring the top-of-block snapshot to the head of the log; returns events folded."""
         return Runner(self.log, [self.projection("snapshot")], batch_size=5000).catch_up()
@@ -106,7 +110,7 @@ def open_log(settings: Settings) -> MemoryLog:
         raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
     return MemoryLog(
         env={
-            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "PERSISTENCE_MODULE": "domain.persistence:TunedSQLiteFactory",
             "SQLITE_DBNAME": str(settings.event_db),
             "SQLITE_LOCK_TIMEOUT": "10",
         }

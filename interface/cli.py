@@ -287,10 +287,13 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         scheduler = strata.scheduler(compaction="snapshot" in names)
+        runner = strata.runner(followers) if followers else None
+        if "vectors" in followers:
+            strata.warm_up()  # load the model now, not on the first write that needs it
         scheduler.start()
         try:
-            if followers:
-                strata.runner(followers).run(stop)
+            if runner is not None:
+                runner.run(stop)
             else:
                 stop.wait()
         finally:

@@ -41,13 +41,15 @@ class Projection(ABC):
     def handle(self, batch: Sequence[Positioned]) -> int:
         """Apply the events of `batch` this projection has not applied yet; return how many.
         Events at or below the current position are skipped, so re-delivery is harmless."""
-        pending = [item for item in batch if item[0] > self.position]
+        done = self.position
+        pending = [item for item in batch if item[0] > done]
         if not pending:
             return 0
         prepared = self.prepare(pending)
         with store.transaction(self.conn):
             # another process may have moved this projection while we prepared
-            pending = [item for item in pending if item[0] > store.position(self.conn, self.name)]
+            done = store.position(self.conn, self.name)
+            pending = [item for item in pending if item[0] > done]
             if pending:
                 self.apply(self.conn, pending, prepared)
                 store.set_position(self.conn, self.name, pending[-1][0])

@@ -9,18 +9,15 @@ queries.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, UUIDAsHex
-from eventsourcing.utils import get_topic
+import orjson
 
 from domain import beliefs
 from domain.memory import Memory
-from domain.transcoder import OrjsonTranscoder
 from projections.base import Positioned, Projection
 from projections.store import Connection
 
@@ -43,33 +40,30 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE INDEX snapshot_scope ON snapshot (repo_id, scope, status)")
 
 
-@cache
-def _transcoder() -> OrjsonTranscoder:
-    transcoder = OrjsonTranscoder()
-    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
-        transcoder.register(transcoding)
-    return transcoder
+# The aggregate's own attributes that hold datetimes: the state blob stores them as ISO strings.
+_DATETIMES = ("_created_on", "_modified_on", "last_validated")
+_EVENTSOURCING_KEYS = ("_id", "_version", "_pending_events")
 
 
 def freeze(memory: Memory) -> bytes:
-    state = Memory.Snapshot.take(memory).state
-    return _transcoder().encode(state)
+    """The aggregate's state as JSON (what eventsourcing's Snapshot.take keeps), for the tail fold."""
+    state = dict(vars(memory))
+    for key in _EVENTSOURCING_KEYS:
+        del state[key]
+    return orjson.dumps(state)
 
 
 def thaw(memory_id: str, version: int, blob: bytes) -> Memory:
-    snapshot = Memory.Snapshot(  # type: ignore[call-arg]
-        originator_id=UUID(memory_id),
-        originator_version=version,
-        timestamp=Memory.Snapshot.create_timestamp(),
-        topic=_memory_topic(),
-        state=_transcoder().decode(blob),
-    )
-    return snapshot.mutate(None)
-
-
-@cache
-def _memory_topic() -> str:
-    return get_topic(Memory)
+    """The aggregate back from its frozen state, as eventsourcing's Snapshot.mutate rebuilds one."""
+    state = orjson.loads(blob)
+    for key in _DATETIMES:
+        state[key] = datetime.fromisoformat(state[key])
+    state["_id"] = UUID(memory_id)
+    state["_version"] = version
+    state["_pending_events"] = []
+    memory = object.__new__(Memory)
+    memory.__dict__.update(state)
+    return memory
 
 
 def row_of(memory: Memory) -> dict[str, Any]:
@@ -85,13 +79,11 @@ def row_of(memory: Memory) -> dict[str, Any]:
         "confidence": memory.confidence,
         "truth": truth,
         "utility": memory.global_utility,
-        "utility_by_problem": json.dumps(
-            {k: memory.utility_for(k) for k in sorted(memory.utility) if k}, sort_keys=True
-        ),
-        "problem_ids": json.dumps(memory.problem_ids),
-        "related_ids": json.dumps(memory.related_ids),
-        "change_chain": json.dumps(memory.changes),
-        "evidence_refs": json.dumps(memory.evidence_refs),
+        "utility_by_problem": _json({k: memory.utility_for(k) for k in memory.utility if k}),
+        "problem_ids": _json(memory.problem_ids),
+        "related_ids": _json(memory.related_ids),
+        "change_chain": _json(memory.changes),
+        "evidence_refs": _json(memory.evidence_refs),
         "validations": memory.validations,
         "reinforcements": memory.reinforcements,
         "last_validated": memory.last_validated.isoformat(),
@@ -99,6 +91,10 @@ def row_of(memory: Memory) -> dict[str, Any]:
         "created": memory.created_on.isoformat(),
         "version": memory.version,
     }
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def fold(memories: dict[str, Memory], events: Iterable[Any]) -> dict[str, Memory]:

