@@ -35,6 +35,11 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def m002_change_feed(conn: Connection) -> None:
+    # every row change, in order, so in-memory indexes (projections/vector_index.py) follow cheaply
+    conn.execute("CREATE TABLE vec_feed (seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL)")
+
+
 class EmbeddingCache:
     """(content hash, model id) -> float32 vector, in its own SQLite file."""
 
@@ -70,8 +75,8 @@ class EmbeddingCache:
 
 class VectorProjection(Projection):
     name = "vectors"
-    migrations = (m001_create_tables,)
-    tables = ("vec_memories", "vec_model")
+    migrations = (m001_create_tables, m002_change_feed)
+    tables = ("vec_memories", "vec_model", "vec_feed")
     digest_queries = (
         "SELECT memory_id, repo_id, scope, kind, status, embedding FROM vec_memories ORDER BY memory_id",
     )
@@ -100,6 +105,7 @@ class VectorProjection(Projection):
                 " repo_id TEXT, scope TEXT, kind TEXT, status TEXT)"
             )
             self.conn.execute("INSERT OR REPLACE INTO vec_model VALUES (1, ?, ?)", wanted)
+            self.conn.execute("DELETE FROM vec_feed")
             store.set_position(self.conn, self.name, 0)
 
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
@@ -129,6 +135,9 @@ class VectorProjection(Projection):
         )
         forgotten = [(str(e.originator_id),) for _, e in batch if isinstance(e, Memory.MemoryForgotten)]
         conn.executemany("UPDATE vec_memories SET status = 'forgotten' WHERE memory_id = ?", forgotten)
+        conn.executemany(
+            "INSERT INTO vec_feed (memory_id) VALUES (?)", [(str(e.originator_id),) for e in written] + forgotten
+        )
 
     def search(
         self,
