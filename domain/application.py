@@ -17,6 +17,7 @@ from eventsourcing.persistence import IntegrityError
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain import beliefs
+from domain.archetype import Archetype, archetype_id
 from domain.bulk import paused_gc
 from domain.commands import (
     Adjustment,
@@ -237,6 +238,27 @@ class MemoryLog(Application[UUID]):
         outcome, position = self._run(run)
         outcome.position = position
         return outcome
+
+    def define_archetype(self, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> tuple[str, int | None]:
+        """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                current: Archetype = self.repository.get(archetype_id(name))
+            except AggregateNotFoundError:
+                created = Archetype(id=archetype_id(name), name=name, description=description, examples=examples, profile=profile)
+                outcome = "created"
+                aggregate = created
+            else:
+                if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
+                    return "unchanged", None
+                current.change(description=description, examples=examples, profile=profile)
+                outcome, aggregate = "changed", current
+            try:
+                return outcome, self._record(aggregate.collect_events())
+            except IntegrityError:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def forget(self, repo_id: str, raw_id: str, reason: str) -> ForgetOutcome:
         def run(session: _Session) -> ForgetOutcome:

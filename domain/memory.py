@@ -207,3 +207,14 @@ class Memory(Aggregate):
 @cache
 def _topic() -> str:
     return get_topic(Memory)
+
+
+MEMORY_EVENTS = (
+    Memory.MemoryWritten,
+    Memory.TruthAdjusted,
+    Memory.UtilityObserved,
+    Memory.ChangeRecorded,
+    Memory.LinksAdded,
+    Memory.MemoryForgotten,
+)
+"""Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""

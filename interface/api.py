@@ -6,7 +6,8 @@ knows about JSON, and nothing above it knows about events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import structlog
@@ -15,8 +16,13 @@ from pydantic import BaseModel, ValidationError
 from domain.application import MemoryLog
 from domain.bulk import paused_gc
 from domain.commands import Adjustment, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
-from domain.errors import InvalidInput, Problem, StrataError
+from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
+from domain.ids import parse_memory_id
+from projections.reads import ReadLedger
+from projections.recall import ReadQuery, RecallEngine
+from schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.read import ArchetypeUsed, ReadRequest, ReadResponse, ReadResult
 from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
 from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
@@ -85,12 +91,55 @@ def parse(model: type[M], payload: str | bytes | dict[str, Any]) -> M:
         raise InvalidInput.of(problems_of(exc)) from None
 
 
-class CommandAPI:
-    """write / update / forget / import over one MemoryLog."""
+@dataclass(frozen=True)
+class Reader:
+    """What reads need from the composition root, built lazily (writes never load the model)."""
 
-    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False) -> None:
+    engine: Callable[[], RecallEngine]
+    wait: Callable[[int, float], bool]
+    ledger: Callable[[], ReadLedger]
+
+
+class CommandAPI:
+    """read / write / update / forget / import over one MemoryLog and its projections."""
+
+    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None) -> None:
         self.log = memory_log
         self.status = "pending" if review_writes else "active"
+        self.reader = reader
+
+    def read(self, payload: str | bytes | dict[str, Any]) -> ReadResponse:
+        request = parse(ReadRequest, payload)
+        if self.reader is None:
+            raise StrataError("internal_error", "", "this interface was built without the read path")
+        if request.consistency is not None:
+            wanted, timeout = request.consistency.after_position, request.consistency.timeout_ms / 1000
+            if not self.reader.wait(wanted, timeout):
+                raise Conflict(
+                    "not_yet_consistent",
+                    "consistency.after_position",
+                    f"the projections have not reached log position {wanted} within {request.consistency.timeout_ms} ms;"
+                    " retry, or allow a longer timeout_ms",
+                )
+        recall = self.reader.engine().read(to_read_query(request))
+        log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
+                 position=recall.position, read_id=recall.read_id)
+        return ReadResponse(
+            read_id=recall.read_id,
+            results=[ReadResult(**r) for r in recall.results],
+            suppressed=recall.suppressed,
+            guidance=recall.guidance,
+            position=recall.position,
+            archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
+        )
+
+    def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
+        request = parse(ArchetypeRequest, payload)
+        outcome, position = self.log.define_archetype(
+            request.name, request.description, list(request.examples), request.profile.model_dump()
+        )
+        log.info("archetype", name=request.name, outcome=outcome, position=position)
+        return ArchetypeResponse(name=request.name, outcome=outcome, position=position)
 
     def write(self, payload: str | bytes | dict[str, Any]) -> WriteResponse:
         request = parse(WriteRequest, payload)
@@ -103,6 +152,8 @@ class CommandAPI:
         request = parse(UpdateRequest, payload)
         truth = request.updates.truth
         utility = request.updates.utility
+        if utility is not None and utility.read_id is not None:
+            self._check_citation(request.repo_id, request.memory_id, utility.read_id)
         outcome = self.log.update(
             request.repo_id,
             request.memory_id,
@@ -177,6 +228,34 @@ class CommandAPI:
                 problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
                 if len(problems) >= MAX_IMPORT_ERRORS:
                     break
+
+
+    def _check_citation(self, repo_id: str, memory_id: str, read_id: str) -> None:
+        """Utility that cites a read is credited only to memories that read returned."""
+        path = "updates.utility.read_id"
+        returned = self.reader.ledger().returned(read_id, repo_id) if self.reader is not None else None
+        if returned is None:
+            raise NotFound("read_not_found", path, f"no read {read_id!r} was served for repo {repo_id!r} here")
+        mid = parse_memory_id(memory_id)
+        if mid is None or str(mid) not in returned:
+            raise InvalidInput("not_in_read", path, f"read {read_id} did not return memory {memory_id}; "
+                               "utility is credited only to memories the read returned")
+
+
+def to_read_query(request: ReadRequest) -> ReadQuery:
+    return ReadQuery(
+        repo_id=request.repo_id,
+        query=request.query,
+        mode=request.mode,
+        include_global=request.include_global,
+        kinds=tuple(request.kinds) if request.kinds else None,
+        limit=request.limit,
+        semantic_hops=request.expand.semantic_hops,
+        include_problem_links=request.expand.include_problem_links,
+        include_update_links=request.expand.include_update_links,
+        token_budget=request.token_budget,
+        current_problem_id=request.current_problem_id,
+    )
 
 
 def to_new_memory(request: WriteRequest) -> NewMemory:

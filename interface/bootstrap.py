@@ -14,15 +14,22 @@ from interface.settings import Settings
 from projections import store
 from projections.base import Projection
 from projections.embedder import Embedder, MiniLMEmbedder
+from interface.api import CommandAPI, Reader
+from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from projections.fts import FTSProjection
 from projections.links import LinksProjection
 from projections.snapshot import SnapshotProjection
+from projections.reads import ReadLedger
+from projections.recall import RecallConfig, RecallEngine
+from projections.tokens import TokenCounter
+from projections.top_of_block import TopOfBlock
+from projections.vector_index import VectorIndex
 from projections.vectors import EmbeddingCache, VectorProjection
-from workers.runner import Runner
+from workers.runner import Runner, wait_for
 from workers.scheduler import build_scheduler
 
-PROJECTIONS = ("fts", "vectors", "links", "snapshot")
-FOLLOWERS = ("fts", "vectors", "links")
+PROJECTIONS = ("fts", "vectors", "links", "archetypes", "snapshot")
+FOLLOWERS = ("fts", "vectors", "links", "archetypes")
 """Projections the runner keeps current; the snapshot moves by compaction (and the tail fold)."""
 
 
@@ -33,6 +40,48 @@ class Strata:
     embedder: Embedder | None = None
     _projections: dict[str, Projection] = field(default_factory=dict)
     _cache: EmbeddingCache | None = None
+    _engine: RecallEngine | None = None
+    _ledger: ReadLedger | None = None
+
+    def api(self) -> CommandAPI:
+        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger)
+        return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader)
+
+    def recall(self, config: RecallConfig | None = None) -> RecallEngine:
+        """The read path (built once; a config makes a fresh one, for evaluation)."""
+        if self._engine is None or config is not None:
+            vectors = self.projection("vectors")
+            assert isinstance(vectors, VectorProjection)
+            engine = RecallEngine(
+                fts=self.projection("fts"),  # type: ignore[arg-type]
+                index=VectorIndex(vectors),
+                links=self.projection("links"),  # type: ignore[arg-type]
+                state=TopOfBlock(self.projection("snapshot"), self.log),  # type: ignore[arg-type]
+                embedder=vectors.embedder,
+                tokens=TokenCounter(),
+                archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
+                ledger=self.ledger(),
+                positions=lambda: min(p.position for p in self.projections(FOLLOWERS)),
+                config=config,
+            )
+            if config is not None:
+                return engine
+            self._engine = engine
+        return self._engine
+
+    def ledger(self) -> ReadLedger:
+        if self._ledger is None:
+            self.settings.projection_dir.mkdir(parents=True, exist_ok=True)
+            self._ledger = ReadLedger(self.settings.projection_dir / "reads.sqlite")
+        return self._ledger
+
+    def wait_for(self, position: int, timeout: float) -> bool:
+        return wait_for(self.projections(FOLLOWERS), position, timeout)
+
+    def catch_up(self) -> None:
+        """Bring every projection to the head now (what a CLI read does when no worker runs)."""
+        self.runner().catch_up()
+        self.compact()
 
     def projection(self, name: str) -> Projection:
         if name not in PROJECTIONS:
@@ -89,6 +138,8 @@ class Strata:
             return LinksProjection(path)
         if name == "snapshot":
             return SnapshotProjection(path)
+        if name == "archetypes":
+            return ArchetypesProjection(path)
         if self.embedder is None:
             self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir)
         if self._cache is None:
@@ -100,6 +151,8 @@ class Strata:
             projection.close()
         if self._cache is not None:
             self._cache.close()
+        if self._ledger is not None:
+            self._ledger.close()
         self.log.close()
 
 

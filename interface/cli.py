@@ -27,6 +27,7 @@ from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
 from interface.settings import load_settings
 from interface.views import event_record, memory_state
+from projections.archetypes import DEFAULT_ARCHETYPES
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import Runner
@@ -141,7 +142,7 @@ def _request_text(request: str | None) -> str:
 
 
 def _api(strata: Strata) -> CommandAPI:
-    return CommandAPI(strata.log, review_writes=strata.settings.review_writes)
+    return strata.api()
 
 
 REQUEST_ARG = typer.Argument(None, help="JSON request, a path to a JSON file, or '-' for stdin (the default).")
@@ -158,6 +159,19 @@ def write(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
     """
     with _session(ctx) as strata:
         _emit(ctx.obj, _api(strata).write(_request_text(request)), render.write)
+
+
+@app.command()
+def read(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """Recall the memories relevant to a problem, with why each was chosen. Without a running worker,
+    the projections are brought up to date first.
+
+    Example: strata read '{"repo_id": "acme/api", "query": "integration tests hang", "mode": "targeted"}'
+    """
+    with _session(ctx) as strata:
+        text = _request_text(request)
+        strata.catch_up()
+        _emit(ctx.obj, _api(strata).read(text), render.read)
 
 
 @app.command()
@@ -351,6 +365,51 @@ def compact(ctx: typer.Context) -> None:
         height = strata.projection("snapshot").position
         _emit(ctx.obj, {"ok": True, "folded": folded, "height": height},
               lambda v: f"compacted {v['folded']} event(s); block height {v['height']}")
+
+
+archetypes_app = typer.Typer(help="Read archetypes: kinds of question and the read profile each gets (mode auto).",
+                             no_args_is_help=True)
+app.add_typer(archetypes_app, name="archetypes")
+
+
+@archetypes_app.command("list")
+def archetypes_list(ctx: typer.Context) -> None:
+    """List the archetypes in use (the defaults until some are defined), with match counts.
+
+    Example: strata archetypes list
+    """
+    with _session(ctx) as strata:
+        strata.runner(["archetypes"]).catch_up()
+        stats = strata.ledger().archetype_stats()
+        projection = strata.projection("archetypes")
+        defined = projection.definitions()  # type: ignore[attr-defined]
+        listing = defined or [dict(a) for a in DEFAULT_ARCHETYPES]
+        view = {"ok": True, "source": "log" if defined else "defaults",
+                "archetypes": [{**a, **stats.get(a["name"], {"matches": 0, "average_similarity": None})} for a in listing]}
+        _emit(ctx.obj, view, render.archetypes)
+
+
+@archetypes_app.command("set")
+def archetypes_set(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """Add or change an archetype (recorded as an event in the log).
+
+    Example: strata archetypes set '{"name": "security", "examples": ["is this input sanitised", "CVE in a dependency"], "profile": {"limit": 8, "kinds": ["fact", "solution", "failed_tactic"]}}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _api(strata).define_archetype(_request_text(request)),
+              lambda r: f"{r.outcome} archetype {r.name} (position {r.position})")
+
+
+@archetypes_app.command("seed")
+def archetypes_seed(ctx: typer.Context) -> None:
+    """Write the default archetypes into the log, so they can be changed (unchanged ones are skipped).
+
+    Example: strata archetypes seed
+    """
+    with _session(ctx) as strata:
+        outcomes = {a["name"]: _api(strata).define_archetype(a).outcome for a in DEFAULT_ARCHETYPES}
+        _emit(ctx.obj, {"ok": True, "archetypes": outcomes},
+              lambda v: "\n".join(f"{n}: {o}" for n, o in v["archetypes"].items()))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from schemas.errors import ErrorResponse
 from schemas.forget import ForgetResponse
+from schemas.read import ReadResponse
 from schemas.update import UpdateResponse, ValueChange
 from schemas.write import ImportResponse, WriteResponse
 
@@ -96,4 +97,33 @@ def projections(view: dict[str, Any]) -> str:
     for name, p in view["projections"].items():
         error = f"{p['last_error']} (at {p['error_position']})" if p["last_error"] else "-"
         lines.append(f"{name:<10} {p['position']:>9} {p['lag']:>7} {p['rows']:>9}  {error}")
+    return "\n".join(lines)
+
+
+def read(r: ReadResponse) -> str:
+    lines = []
+    if r.archetype is not None:
+        lines.append(f"archetype {r.archetype.name} (similarity {r.archetype.similarity:.2f})")
+    if not r.results:
+        lines.append("nothing relevant (an empty answer is a fine answer)")
+    for i, m in enumerate(r.results, start=1):
+        lines.append(f"{i:>2}. [{m.kind}/{m.scope}] {m.text}")
+        lines.append(f"    why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
+                     f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}")
+        if m.note:
+            lines.append(f"    caution: {m.note}")
+        for change in m.change_chain:
+            lines.append(f"    changed by: {change.text}")
+    if r.suppressed:
+        lines.append("held back: " + ", ".join(f"{n} {k}" for k, n in sorted(r.suppressed.items())))
+    lines.append(f"read {r.read_id} at position {r.position}")
+    lines.append(r.guidance)
+    return "\n".join(lines)
+
+
+def archetypes(view: dict[str, Any]) -> str:
+    lines = [f"archetypes from the {view['source']}:"]
+    for a in view["archetypes"]:
+        avg = f"{a['average_similarity']:.2f}" if a["average_similarity"] is not None else "-"
+        lines.append(f"  {a['name']:<16} matches {a['matches']:>5}  avg similarity {avg}  {a['description']}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from uuid import UUID
 import orjson
 
 from domain import beliefs
-from domain.memory import Memory
+from domain.memory import MEMORY_EVENTS, Memory
 from projections.base import Positioned, Projection
 from projections.store import Connection
 
@@ -118,7 +118,7 @@ class SnapshotProjection(Projection):
     count_query = "SELECT count(*) FROM snapshot"
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
-        events = [event for _, event in batch]
+        events = [event for _, event in batch if isinstance(event, MEMORY_EVENTS)]
         memories = self.load({str(e.originator_id) for e in events}, conn)
         touched = fold(memories, events)
         placeholders = ", ".join("?" * (len(COLUMNS) + 1))
@@ -146,6 +146,6 @@ class SnapshotProjection(Projection):
         """The tail fold: rows of the memories the events after the block height touch, as a fresh
         compaction at the tail's last position would write them. Other memories read as stored."""
         height = self.position
-        events = [event for position, event in tail if position > height]
+        events = [event for position, event in tail if position > height and isinstance(event, MEMORY_EVENTS)]
         memories = self.load({str(e.originator_id) for e in events})
         return {key: row_of(m) for key, m in fold(memories, events).items()}

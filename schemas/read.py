@@ -56,10 +56,18 @@ class ReadResult(Response):
     problem_id: str | None
     evidence_refs: list[str]
     retrieval_reason: str = Field(
-        description="Why it was returned: vector, keyword, problem_link, change_chain or semantic_hop_<n>."
+        description="Why it was returned: vector, keyword, vector+keyword, problem_link, change_chain or semantic_hop_<n>."
     )
     maturity: Literal["candidate", "established", "proven"]
+    relevance: float = Field(description="Extension: fused relevance to the query (or inherited through a link).")
     change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
+    note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
+
+
+class ArchetypeUsed(Response):
+    name: str
+    similarity: float
+    profile: dict
 
 
 class ReadResponse(Response):
@@ -69,3 +77,4 @@ class ReadResponse(Response):
     suppressed: dict[str, int] = Field(default_factory=dict, description="Extension: what was held back, by reason.")
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")
+    archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from schemas.errors import ErrorResponse
 from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.read import ReadRequest, ReadResponse
@@ -23,6 +24,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "forget-request": ForgetRequest,
     "forget-response": ForgetResponse,
     "import-response": ImportResponse,
+    "archetype-request": ArchetypeRequest,
+    "archetype-response": ArchetypeResponse,
     "error": ErrorResponse,
 }
 

@@ -24,6 +24,12 @@ Progress = Callable[[int, int], None]
 """progress(position reached, head)"""
 
 
+class ProjectionFailed(RuntimeError):
+    def __init__(self, name: str, position: int | None, error: str | None) -> None:
+        super().__init__(f"projection {name} keeps failing at log position {position}: {error}")
+        self.name, self.position, self.error = name, position, error
+
+
 @dataclass
 class _Backoff:
     failures: int = 0
@@ -78,13 +84,18 @@ class Runner:
                 projection.record_error(at, f"{type(exc).__name__}: {exc}")
         return applied
 
-    def catch_up(self, progress: Progress | None = None, stop: threading.Event | None = None) -> int:
-        """Run until every projection has reached the head as it was when this started."""
+    def catch_up(self, progress: Progress | None = None, stop: threading.Event | None = None, max_failures: int = 3) -> int:
+        """Run until every projection has reached the head as it was when this started. Unlike a
+        worker, which retries forever, this gives up on a projection that keeps failing."""
         head = self.memory_log.position()
         total = 0
         while not (stop and stop.is_set()):
             if all(p.position >= head for p in self.projections):
                 break
+            stuck = [n for n, b in self._backoff.items() if b.failures >= max_failures]
+            if stuck:
+                status = next(p for p in self.projections if p.name == stuck[0]).status()
+                raise ProjectionFailed(stuck[0], status["error_position"], status["last_error"])
             applied = self.step()
             total += applied
             if progress:

@@ -104,7 +104,7 @@ def test_replay_projections_and_compact_commands(tmp_path: Path) -> None:
     status = cli("projections")
     assert status["head"] == 2 and all(p["lag"] == 2 for p in status["projections"].values())
     replayed = cli("replay")["replayed"]
-    assert set(replayed) == {"fts", "vectors", "links", "snapshot"}
+    assert set(replayed) == {"fts", "vectors", "links", "archetypes", "snapshot"}
     assert all(r["position"] == 2 for r in replayed.values())
     status = cli("projections")
     assert all(p["lag"] == 0 and p["last_error"] is None for p in status["projections"].values())

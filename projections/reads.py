@@ -1,0 +1,57 @@
+"""The read ledger of this node: what each read returned (so a utility update that cites a read id
+credits only memories that read really returned) and how often each archetype matched.
+
+Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from projections import store
+
+
+class ReadLedger:
+    def __init__(self, path: Path) -> None:
+        self.conn = store.connect(path)
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS reads (read_id TEXT PRIMARY KEY, repo_id TEXT NOT NULL, query TEXT NOT NULL,"
+            " mode TEXT NOT NULL, archetype TEXT, position INTEGER NOT NULL, created_at REAL NOT NULL,"
+            " memory_ids TEXT NOT NULL)"
+        )
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS archetype_stats (name TEXT PRIMARY KEY, matches INTEGER NOT NULL,"
+            " similarity_sum REAL NOT NULL)"
+        )
+
+    def record(self, read_id: str, repo_id: str, query: str, mode: str, archetype: str | None, position: int,
+               memory_ids: list[str]) -> None:
+        with store.transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO reads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (read_id, repo_id, query, mode, archetype, position, time.time(), orjson.dumps(memory_ids).decode()),
+            )
+
+    def returned(self, read_id: str, repo_id: str) -> list[str] | None:
+        """The memory ids a read of `repo_id` returned; None if no such read (or another repo's)."""
+        row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def matched(self, name: str, similarity: float) -> None:
+        with store.transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO archetype_stats VALUES (?, 1, ?) ON CONFLICT(name) DO UPDATE SET"
+                " matches = matches + 1, similarity_sum = similarity_sum + excluded.similarity_sum",
+                (name, similarity),
+            )
+
+    def archetype_stats(self) -> dict[str, dict[str, Any]]:
+        return {n: {"matches": m, "average_similarity": s / m if m else None}
+                for n, m, s in self.conn.execute("SELECT name, matches, similarity_sum FROM archetype_stats")}
+
+    def close(self) -> None:
+        self.conn.close()

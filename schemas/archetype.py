@@ -1,0 +1,33 @@
+"""Read archetypes: a kind of question, defined by examples, and the read profile it gets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas.common import Kind, QueryText, Rationale, Request, Response, _text
+
+ArchetypeName = _text(1, 64)
+
+
+class ArchetypeProfile(Request):
+    mode: Literal["targeted", "ambient"] = "targeted"
+    limit: int = Field(10, ge=1, le=100)
+    semantic_hops: int = Field(1, ge=0, le=3)
+    include_problem_links: bool = True
+    kinds: list[Kind] | None = None
+
+
+class ArchetypeRequest(Request):
+    name: ArchetypeName  # type: ignore[valid-type]
+    description: Rationale = ""
+    examples: list[QueryText] = Field(min_length=1, max_length=50)  # type: ignore[valid-type]
+    profile: ArchetypeProfile = Field(default_factory=ArchetypeProfile)
+
+
+class ArchetypeResponse(Response):
+    ok: Literal[True] = True
+    name: str
+    outcome: Literal["created", "changed", "unchanged"]
+    position: int | None
