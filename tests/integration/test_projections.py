@@ -14,7 +14,9 @@ from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.settings import load_settings
 from projections.base import Projection
 from projections.embedder import HashEmbedder
+from projections.archetypes import ArchetypesProjection
 from projections.fts import FTSProjection
+from projections.links import LinksProjection
 from projections.snapshot import SnapshotProjection
 from projections.vectors import EmbeddingCache, VectorProjection
 from tests.conftest import write_request
@@ -32,6 +34,7 @@ def hashed(data_dir: Path) -> Iterator[Strata]:
 def populate(api: CommandAPI, n: int, seed: int = 3) -> None:
     """A mixed history: problems, linked solutions and failed tactics, facts, changes, updates, forgets."""
     rnd = random.Random(seed)
+    api.define_archetype({"name": f"archetype-{seed % 3}", "examples": [f"example {seed}"], "profile": {"limit": 3 + seed % 5}})
     problems: dict[str, list[str]] = {}
     facts: dict[str, list[str]] = {}
     for i in range(n):
@@ -62,8 +65,8 @@ def fresh_copy(strata: Strata, name: str, folder: Path) -> Projection:
     folder.mkdir(exist_ok=True)
     if name == "vectors":
         return VectorProjection(folder / "vectors.sqlite", strata.embedder, EmbeddingCache(folder / "cache.sqlite"))
-    return {"fts": FTSProjection, "links": __import__("projections.links", fromlist=["x"]).LinksProjection,
-            "snapshot": SnapshotProjection}[name](folder / f"{name}.sqlite")
+    return {"fts": FTSProjection, "links": LinksProjection, "snapshot": SnapshotProjection,
+            "archetypes": ArchetypesProjection}[name](folder / f"{name}.sqlite")
 
 
 def test_incremental_projections_equal_replayed_ones(hashed: Strata, tmp_path: Path) -> None:
