@@ -93,6 +93,7 @@ class Candidate:
     direct: bool  # found by search (vector/keyword), so the relevance threshold applies
     keyword: bool = False
     source: str | None = None  # the result that brought it (links, hops)
+    link_reason: str | None = None  # a direct hit that is also explicitly linked: never thresholded away
 
 
 @dataclass
@@ -135,8 +136,13 @@ class RecallEngine:
         q, archetype = self._profile(q, qv)
         candidates = self._relevance(q, qv)
         rows = self.state.rows(set(candidates))
-        self._associate(q, candidates, rows)
-        results, suppressed = self._select(q, qv, candidates, rows)
+        now = self.clock()
+        # only hits that pass on their own may lead anywhere (links, hops)
+        seeds = [c for c in sorted(candidates.values(), key=lambda x: -x.relevance)
+                 if c.memory_id in rows and self._visible(rows[c.memory_id], q)
+                 and self._suppression(q, qv, c, rows[c.memory_id], now) is None][: max(q.limit, 10)]
+        self._associate(q, candidates, rows, seeds)
+        results, suppressed = self._select(q, qv, candidates, rows, now)
         read_id = uuid.uuid4().hex
         if self.ledger is not None:
             self.ledger.record(read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position,
@@ -185,8 +191,8 @@ class RecallEngine:
 
     # --- association --------------------------------------------------------------------------
 
-    def _associate(self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]]) -> None:
-        seeds = sorted(candidates.values(), key=lambda x: -x.relevance)[: max(q.limit, 10)]
+    def _associate(self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
+                   seeds: list[Candidate]) -> None:
         if q.include_problem_links:
             for seed in seeds:
                 for other in self._problem_links(seed.memory_id, rows.get(seed.memory_id)):
@@ -195,7 +201,9 @@ class RecallEngine:
             self._hops(q, candidates, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
         if q.include_update_links:
-            for cand in list(candidates.values()):
+            reached = set(candidates) - {c.memory_id for c in candidates.values() if c.direct and c not in seeds
+                                         and c.link_reason is None}
+            for cand in [candidates[m] for m in reached]:
                 for change in (rows.get(cand.memory_id) or {}).get("change_chain", []):
                     self._offer(candidates, change["change_memory_id"], cand.relevance * self.config.link_decay,
                                 "change_chain", cand)
@@ -230,7 +238,13 @@ class RecallEngine:
 
     @staticmethod
     def _offer(candidates: dict[str, Candidate], memory_id: str, relevance: float, reason: str, source: Candidate) -> bool:
-        if memory_id in candidates:
+        """Add a memory reached through `source`. An explicit link (problem link, change chain) also
+        wins over a weak direct hit of the same memory: explicit links are always followed."""
+        existing = candidates.get(memory_id)
+        if existing is not None:
+            if existing.direct and existing.link_reason is None and reason in ("problem_link", "change_chain"):
+                existing.link_reason = reason
+                existing.relevance = max(existing.relevance, relevance)
             return False
         candidates[memory_id] = Candidate(memory_id, relevance, reason, direct=False, source=source.memory_id)
         return True
@@ -238,10 +252,8 @@ class RecallEngine:
     # --- threshold and selection --------------------------------------------------------------
 
     def _select(self, q: ReadQuery, qv: np.ndarray, candidates: dict[str, Candidate],
-                rows: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-        c = self.config
+                rows: dict[str, dict[str, Any]], now: datetime) -> tuple[list[dict[str, Any]], dict[str, int]]:
         suppressed: dict[str, int] = {}
-        now = self.clock()
         scored = []
         for cand in candidates.values():
             row = rows.get(cand.memory_id)
@@ -250,6 +262,8 @@ class RecallEngine:
             if q.kinds is not None and row["kind"] not in q.kinds:
                 continue
             reason = self._suppression(q, qv, cand, row, now)
+            if reason is None and cand.link_reason is not None and self._below_bar(q, qv, cand, row):
+                cand.reason = cand.link_reason  # weak as a match, but explicitly linked: kept for the link
             if reason:
                 suppressed[reason] = suppressed.get(reason, 0) + 1
                 continue
@@ -270,14 +284,18 @@ class RecallEngine:
             return SUPPRESSIBLE[row["status"]]
         if self._truth(row, now) < self.config.low_truth:
             return "low_truth"
-        if cand.direct:
-            vector = self.index.vector(cand.memory_id, q.repo_id)
-            cos = float(vector @ qv) if vector is not None else 0.0
-            bar = self.config.threshold.get(q.mode, self.config.threshold["targeted"])
-            bar += self.config.kind_offset.get(row["kind"], 0.0) - (self.config.keyword_relief if cand.keyword else 0.0)
-            if cos < bar:
-                return "below_threshold"
+        if cand.direct and cand.link_reason is None and self._below_bar(q, qv, cand, row):
+            return "below_threshold"
         return None
+
+    def _below_bar(self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any]) -> bool:
+        """A search hit must be similar enough to the query: stricter for ambient reads and facts,
+        looser for preferences and for hits the keyword search agrees with."""
+        vector = self.index.vector(cand.memory_id, q.repo_id)
+        cos = float(vector @ qv) if vector is not None else 0.0
+        c = self.config
+        bar = c.threshold.get(q.mode, c.threshold["targeted"]) + c.kind_offset.get(row["kind"], 0.0)
+        return cos < bar - (c.keyword_relief if cand.keyword else 0.0)
 
     def _truth(self, row: dict[str, Any], now: datetime) -> float:
         days = (now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400

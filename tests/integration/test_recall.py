@@ -1,0 +1,246 @@
+"""The read path end to end on real SQLite files: isolation, explicit links and chains, thresholds,
+suppression, the token budget, utility per problem, read-your-writes and read citations."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from domain.errors import Conflict, InvalidInput, NotFound
+from interface.api import CommandAPI
+from interface.bootstrap import Strata, build
+from interface.settings import load_settings
+from projections.embedder import HashEmbedder, MiniLMEmbedder
+from projections.recall import RecallConfig
+from projections.tokens import TokenCounter
+from tests.conftest import write_request
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> MiniLMEmbedder:
+    return MiniLMEmbedder(model_dir=tmp_path_factory.mktemp("model") / "minilm")
+
+
+@pytest.fixture
+def real(data_dir: Path, minilm: MiniLMEmbedder) -> Iterator[Strata]:
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=minilm)
+    yield app
+    app.close()
+
+
+def read(strata: Strata, **request: object) -> dict:
+    strata.catch_up()
+    return strata.api().read(request).model_dump()
+
+
+def ids(response: dict) -> list[str]:
+    return [r["memory_id"] for r in response["results"]]
+
+
+def seed_debugging(api: CommandAPI) -> dict[str, str]:
+    m = {}
+    m["problem"] = api.write(write_request("acme", "Integration tests hang when Postgres is not running", "problem")).memory_id
+    m["solution"] = api.write(write_request("acme", "Run make db-up before pytest", "solution",
+                                            links={"problem_id": m["problem"]})).memory_id
+    m["failed"] = api.write(write_request("acme", "Raising the pytest timeout did not help", "failed_tactic",
+                                          links={"problem_id": m["problem"]})).memory_id
+    m["fact"] = api.write(write_request("acme", "The test database listens on port 5433", confidence=0.9)).memory_id
+    m["change"] = api.write(write_request("acme", "docker-compose now maps the test database to port 5432", "change",
+                                          links={"change_targets": [m["fact"]]})).memory_id
+    m["other_repo"] = api.write(write_request("secret-corp", "Integration tests hang because the VPN drops")).memory_id
+    m["pref"] = api.write(write_request("acme", "Prefer pytest fixtures over setUp methods", "preference", "global")).memory_id
+    return m
+
+
+def test_a_problem_brings_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
+    m = seed_debugging(CommandAPI(real.log))
+    response = read(real, repo_id="acme", query="integration tests hang forever")
+    got = {r["memory_id"]: r for r in response["results"]}
+    assert {m["problem"], m["solution"], m["failed"]} <= got.keys()
+    assert got[m["failed"]]["note"] and "reconsider" in got[m["failed"]]["note"]
+    assert m["other_repo"] not in got
+    facts = read(real, repo_id="acme", query="which port does the test database listen on")
+    fact = next(r for r in facts["results"] if r["memory_id"] == m["fact"])
+    assert [c["memory_id"] for c in fact["change_chain"]] == [m["change"]]
+    assert m["change"] in ids(facts)
+    assert fact["truth"] < 0.9  # the change pulled it down
+
+
+def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata) -> None:
+    m = seed_debugging(CommandAPI(real.log))
+    response = read(real, repo_id="acme", query="make db-up", expand={"semantic_hops": 0})
+    got = {r["memory_id"]: r["retrieval_reason"] for r in response["results"]}
+    assert got[m["problem"]] == "problem_link"
+    without = read(real, repo_id="acme", query="make db-up",
+                   expand={"include_problem_links": False, "semantic_hops": 0})
+    assert m["problem"] not in ids(without) or without["results"][ids(without).index(m["problem"])]["retrieval_reason"] != "problem_link"
+
+
+def test_nothing_relevant_gives_an_empty_answer(real: Strata) -> None:
+    seed_debugging(CommandAPI(real.log))
+    for mode in ("targeted", "ambient"):
+        response = read(real, repo_id="acme", query="a recipe for chocolate cake with strawberries", mode=mode)
+        assert response["results"] == []
+        assert response["guidance"].startswith("Memories are hypotheses")
+
+
+def test_ambient_is_stricter_than_targeted(real: Strata) -> None:
+    seed_debugging(CommandAPI(real.log))
+    query = "database problems in the test setup"
+    targeted = ids(read(real, repo_id="acme", query=query, mode="targeted"))
+    ambient = ids(read(real, repo_id="acme", query=query, mode="ambient"))
+    assert set(ambient) < set(targeted)
+
+
+def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(real: Strata, data_dir: Path, minilm) -> None:
+    api = CommandAPI(real.log)
+    gone = api.write(write_request("acme", "Deploys run from the jenkins box")).memory_id
+    api.forget({"repo_id": "acme", "memory_id": gone})
+    doubted = api.write(write_request("acme", "Deploys need a VPN connection", confidence=0.3)).memory_id
+    for _ in range(3):
+        api.update({"repo_id": "acme", "memory_id": doubted, "mode": "commit", "updates": {"truth": {
+            "target": 0.0, "confidence": 1.0, "rationale": "no VPN in the deploy script", "evidence_refs": ["deploy.sh"]}}})
+    reviewed = build(load_settings(environ={}, data_dir=data_dir, review_writes=True), embedder=minilm)
+    reviewed.api().write(write_request("acme", "Deploys are triggered from GitHub Actions"))
+    reviewed.close()
+    response = read(real, repo_id="acme", query="how do deploys run")
+    assert ids(response) == []
+    assert response["suppressed"]["forgotten"] == 1
+    assert response["suppressed"]["low_truth"] == 1
+    assert response["suppressed"]["pending_review"] == 1
+
+
+def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    for i in range(30):
+        api.write(write_request("acme", f"Caching note {i}: the redis cache for sessions expires after {i + 1} hours " * 3))
+    counter = TokenCounter()
+    for budget in (40, 100, 250, 1000):
+        response = read(real, repo_id="acme", query="how long do cached sessions live", token_budget=budget, limit=50)
+        spent = sum(counter.count(r["text"]) + sum(counter.count(c["text"]) for c in r["change_chain"]) + 8
+                    for r in response["results"])
+        assert spent <= budget
+        if budget < 1000:
+            assert response["suppressed"].get("over_token_budget", 0) > 0
+
+
+def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    problem = api.write(write_request("acme", "The docker build is slow", "problem")).memory_id
+    a = api.write(write_request("acme", "Use a build cache mount for pip", "solution", links={"problem_id": problem})).memory_id
+    b = api.write(write_request("acme", "Use a build cache mount for npm", "solution", links={"problem_id": problem})).memory_id
+    for memory, target in ((a, 0.0), (b, 1.0)):
+        api.update({"repo_id": "acme", "memory_id": memory, "mode": "commit", "updates": {"utility": {
+            "target": target, "confidence": 1.0, "rationale": "tried it", "context_problem_id": problem,
+            "evidence_refs": ["ci"]}}})
+    response = read(real, repo_id="acme", query="speed up the docker build with a cache mount",
+                    current_problem_id=problem)
+    order = ids(response)
+    assert order.index(b) < order.index(a)
+    got = {r["memory_id"]: r["utility"] for r in response["results"]}
+    assert got[b] > 0.6 > 0.4 > got[a]
+
+
+def test_read_your_writes_right_after_a_write(real: Strata) -> None:
+    api = real.api()
+    real.catch_up()
+    runner = real.runner()
+    stop = threading.Event()
+    worker = threading.Thread(target=runner.run, args=(stop,))
+    worker.start()
+    try:
+        for i in range(5):
+            written = api.write(write_request("acme", f"Feature flag number {i} lives in flags.yaml"))
+            response = api.read({"repo_id": "acme", "query": f"where does feature flag number {i} live",
+                                 "consistency": {"after_position": written.position, "timeout_ms": 10000}})
+            assert response.position >= written.position
+            assert written.memory_id in [r.memory_id for r in response.results]
+        with pytest.raises(Conflict) as caught:
+            api.read({"repo_id": "acme", "query": "x", "consistency": {"after_position": 10**9, "timeout_ms": 50}})
+        assert caught.value.code == "not_yet_consistent"
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_utility_citing_a_read_credits_only_what_it_returned(real: Strata) -> None:
+    m = seed_debugging(CommandAPI(real.log))
+    response = read(real, repo_id="acme", query="integration tests hang forever")
+    api = real.api()
+    returned = ids(response)
+    assert m["solution"] in returned and m["pref"] not in returned
+
+    def cite(memory_id: str, read_id: str, repo: str = "acme"):
+        return api.update({"repo_id": repo, "memory_id": memory_id, "mode": "commit", "updates": {"utility": {
+            "target": 1.0, "confidence": 0.9, "rationale": "helped", "read_id": read_id}}})
+
+    assert cite(m["solution"], response["read_id"]).utility.recorded
+    with pytest.raises(InvalidInput) as caught:
+        cite(m["pref"], response["read_id"])
+    assert caught.value.code == "not_in_read"
+    with pytest.raises(NotFound):
+        cite(m["solution"], "no-such-read")
+    with pytest.raises(NotFound):
+        cite(m["solution"], response["read_id"], repo="secret-corp")
+
+
+def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
+    seed_debugging(CommandAPI(real.log))
+    response = read(real, repo_id="acme", query="the build fails with a stack trace in the parser", mode="auto")
+    assert response["archetype"]["name"] == "debugging"
+    stats = real.ledger().archetype_stats()
+    assert stats["debugging"]["matches"] == 1
+    real.api().define_archetype({"name": "debugging", "examples": ["deploy to production"],
+                                 "profile": {"limit": 2, "kinds": ["fact"]}})
+    response = read(real, repo_id="acme", query="deploy to production now", mode="auto")
+    assert response["archetype"]["name"] == "debugging" and response["archetype"]["profile"]["limit"] == 2
+    assert all(r["kind"] == "fact" for r in response["results"])
+
+
+texts = st.sampled_from(["tests hang", "deploy fails", "cache expires", "port 5433", "use uv", "flaky login",
+                         "slow build", "null pointer in parser"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    writes=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), texts, st.sampled_from(["repo", "global"]),
+                              st.sampled_from(["problem", "fact", "solution"])), min_size=1, max_size=25),
+    queries=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), texts, st.booleans()), min_size=1, max_size=5),
+)
+def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
+    """Random repos, links and queries with every threshold open: nothing of another repo, ever."""
+    with tempfile.TemporaryDirectory() as tmp:
+        strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=HashEmbedder(dim=64))
+        api = CommandAPI(strata.log)
+        problems: dict[str, list[tuple[str, str]]] = {}
+        owner: dict[str, tuple[str, str]] = {}
+        for i, (repo, text, scope, kind) in enumerate(writes):
+            links = {}
+            if kind == "solution":
+                visible = [(pid, pscope) for pid, pscope in problems.get(repo, []) if scope == "repo" or pscope == "global"]
+                visible += [(pid, "global") for pid in problems.get("*", [])]
+                if not visible:
+                    continue
+                links = {"problem_id": visible[i % len(visible)][0]}
+            response = api.write(write_request(repo, f"{text} {i}", kind, scope, links=links))
+            owner[response.memory_id] = (repo, scope)
+            if kind == "problem":
+                problems.setdefault("*" if scope == "global" else repo, []).append((response.memory_id, scope))
+        strata.catch_up()
+        engine = strata.recall(RecallConfig(threshold={"targeted": -1.0, "ambient": -1.0}, low_truth=0.0))
+        from projections.recall import ReadQuery
+
+        for repo, text, include_global in queries:
+            for result in engine.read(ReadQuery(repo_id=repo, query=text, include_global=include_global, limit=100)).results:
+                mrepo, mscope = owner[result["memory_id"]]
+                assert mscope == "global" and include_global or mrepo == repo and mscope == "repo", result
+                for change in result["change_chain"]:
+                    crepo, cscope = owner[change["memory_id"]]
+                    assert cscope == "global" or crepo == repo
+        strata.close()
