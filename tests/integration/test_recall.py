@@ -224,7 +224,7 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
             links = {}
             if kind == "solution":
                 visible = [(pid, pscope) for pid, pscope in problems.get(repo, []) if scope == "repo" or pscope == "global"]
-                visible += [(pid, "global") for pid in problems.get("*", [])]
+                visible += problems.get("*", [])
                 if not visible:
                     continue
                 links = {"problem_id": visible[i % len(visible)][0]}
