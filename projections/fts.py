@@ -3,6 +3,7 @@ kind and status."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,25 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, content='', tokenize='porter unicode61')")
 
 
+def m002_scope_column(conn: Connection) -> None:
+    """The scope becomes an indexed token, so a search intersects the repo's postings instead of
+    ranking every matching memory of every repo (and isolation holds inside FTS5 itself).
+    Recreates the text table; the projection starts again from position zero."""
+    conn.execute("DROP TABLE fts_text")
+    conn.execute("DELETE FROM fts_memories")
+    conn.execute(
+        "CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')"
+    )
+    conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
+
+
+def scope_key(scope: str, repo_id: str) -> str:
+    """One opaque token per repo (and one for global memories), safe for any repo id."""
+    if scope == "global":
+        return "sglobal"
+    return "s" + hashlib.sha1(repo_id.encode("utf-8")).hexdigest()[:20]
+
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -33,7 +53,7 @@ def quote_query(text: str) -> str:
 
 class FTSProjection(Projection):
     name = "fts"
-    migrations = (m001_create_tables,)
+    migrations = (m001_create_tables, m002_scope_column)
     tables = ("fts_text", "fts_memories")
     digest_queries = (
         "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
@@ -49,7 +69,10 @@ class FTSProjection(Projection):
                     (str(event.originator_id), event.repo_id, event.scope, event.kind, event.status),
                 )
                 if cursor.rowcount:
-                    conn.execute("INSERT INTO fts_text (rowid, text) VALUES (?, ?)", (cursor.lastrowid, event.text))
+                    conn.execute(
+                        "INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)",
+                        (cursor.lastrowid, event.text, scope_key(event.scope, event.repo_id)),
+                    )
             elif isinstance(event, Memory.MemoryForgotten):
                 conn.execute(
                     "UPDATE fts_memories SET status = 'forgotten' WHERE memory_id = ?", (str(event.originator_id),)
@@ -66,11 +89,14 @@ class FTSProjection(Projection):
         limit: int = 50,
     ) -> list[tuple[str, float]]:
         """(memory_id, bm25 score — lower is better) for memories visible from `repo_id`."""
-        match = quote_query(query)
-        if not match:
+        words = quote_query(query)
+        if not words:
             return []
+        keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
+        match = f"scope_key : ({' OR '.join(keys)}) AND text : ({words})"
         sql = (
-            "SELECT m.memory_id, bm25(fts_text) AS score FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
+            "SELECT m.memory_id, bm25(fts_text, 1.0, 0.0) AS score FROM fts_text"
+            " JOIN fts_memories m ON m.rowid = fts_text.rowid"
             " WHERE fts_text MATCH ? AND (m.repo_id = ? AND m.scope = 'repo'"
             + (" OR m.scope = 'global')" if include_global else ")")
             + f" AND m.status IN ({','.join('?' * len(statuses))})"

@@ -55,5 +55,16 @@ class LinksProjection(Projection):
     def outgoing(self, memory_id: str) -> list[tuple[str, str]]:
         return [(t, d) for t, d in self.conn.execute("SELECT type, dst FROM links WHERE src = ?", (memory_id,))]
 
+    def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
+        """For each memory, the sources of its incoming edges of these types (one query)."""
+        out: dict[str, list[str]] = {}
+        if not memory_ids:
+            return out
+        sql = (f"SELECT dst, src FROM links WHERE dst IN ({','.join('?' * len(memory_ids))})"
+               f" AND type IN ({','.join('?' * len(types))})")
+        for dst, src in self.conn.execute(sql, [*memory_ids, *types]):
+            out.setdefault(dst, []).append(src)
+        return out
+
     def incoming(self, memory_id: str) -> list[tuple[str, str]]:
         return [(t, s) for t, s in self.conn.execute("SELECT type, src FROM links WHERE dst = ?", (memory_id,))]

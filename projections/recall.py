@@ -15,6 +15,7 @@ position from the projections (never by rebuilding aggregates).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,17 @@ GUIDANCE = (
 )
 CAUTION = "tried before and failed on this problem; reconsider only if the context has changed"
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected"}
+
+
+class _Stages:
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,7 @@ class Candidate:
     keyword: bool = False
     source: str | None = None  # the result that brought it (links, hops)
     link_reason: str | None = None  # a direct hit that is also explicitly linked: never thresholded away
+    cos: float | None = None  # similarity to the query, computed once
 
 
 @dataclass
@@ -104,6 +117,8 @@ class Recall:
     suppressed: dict[str, int]
     archetype: dict[str, Any] | None = None
     guidance: str = GUIDANCE
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per stage (for ops/bench_read.py; not part of the contract)."""
 
 
 class RecallEngine:
@@ -129,25 +144,37 @@ class RecallEngine:
         self.clock = clock
 
     def read(self, q: ReadQuery) -> Recall:
+        clock = _Stages()
         position = self.positions()
         self.state.advance(position)
         self.index.refresh()
+        clock.lap("consistency")
         qv = self.embedder.embed_query(q.query)
+        clock.lap("embed")
         q, archetype = self._profile(q, qv)
+        clock.lap("archetype")
         candidates = self._relevance(q, qv)
+        clock.lap("relevance")
         rows = self.state.rows(set(candidates))
         now = self.clock()
         # only hits that pass on their own may lead anywhere (links, hops)
-        seeds = [c for c in sorted(candidates.values(), key=lambda x: -x.relevance)
-                 if c.memory_id in rows and self._visible(rows[c.memory_id], q)
-                 and self._suppression(q, qv, c, rows[c.memory_id], now) is None][: max(q.limit, 10)]
+        seeds = []
+        for c in sorted(candidates.values(), key=lambda x: -x.relevance):
+            if len(seeds) >= max(q.limit, 10):
+                break
+            row = rows.get(c.memory_id)
+            if row is not None and self._visible(row, q) and self._suppression(q, qv, c, row, now) is None:
+                seeds.append(c)
         self._associate(q, candidates, rows, seeds)
+        clock.lap("association")
         results, suppressed = self._select(q, qv, candidates, rows, now)
+        clock.lap("selection")
         read_id = uuid.uuid4().hex
         if self.ledger is not None:
             self.ledger.record(read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position,
                                [r["memory_id"] for r in results])
-        return Recall(read_id, position, results, suppressed, archetype)
+        clock.lap("ledger")
+        return Recall(read_id, position, results, suppressed, archetype, timings=clock.laps)
 
     # --- archetypes ---------------------------------------------------------------------------
 
@@ -183,10 +210,12 @@ class RecallEngine:
             vector = []
         fused = fuse(c.fusion, [vector, keyword], [c.vector_weight, c.keyword_weight], c.rrf_k)
         in_vector, in_keyword = {m for m, _ in vector}, {m for m, _ in keyword}
+        cosines = dict(vector)
         out = {}
         for memory_id, score in fused.items():
             reason = "+".join(r for r, hit in (("vector", memory_id in in_vector), ("keyword", memory_id in in_keyword)) if hit)
-            out[memory_id] = Candidate(memory_id, score, reason, direct=True, keyword=memory_id in in_keyword)
+            out[memory_id] = Candidate(memory_id, score, reason, direct=True, keyword=memory_id in in_keyword,
+                                       cos=cosines.get(memory_id))
         return out
 
     # --- association --------------------------------------------------------------------------
@@ -194,27 +223,25 @@ class RecallEngine:
     def _associate(self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
                    seeds: list[Candidate]) -> None:
         if q.include_problem_links:
+            problems = [s.memory_id for s in seeds if rows[s.memory_id]["kind"] == "problem"]
+            attached = self.links.incoming_many(problems, ("solves", "failed_on", "about"))
             for seed in seeds:
-                for other in self._problem_links(seed.memory_id, rows.get(seed.memory_id)):
+                row = rows[seed.memory_id]
+                others = attached.get(seed.memory_id, []) if row["kind"] == "problem" else row["problem_ids"]
+                for other in others:
                     self._offer(candidates, other, seed.relevance * self.config.link_decay, "problem_link", seed)
         if q.semantic_hops:
             self._hops(q, candidates, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
         if q.include_update_links:
-            reached = set(candidates) - {c.memory_id for c in candidates.values() if c.direct and c not in seeds
-                                         and c.link_reason is None}
+            seed_ids = {c.memory_id for c in seeds}
+            reached = set(candidates) - {c.memory_id for c in candidates.values()
+                                         if c.direct and c.memory_id not in seed_ids and c.link_reason is None}
             for cand in [candidates[m] for m in reached]:
                 for change in (rows.get(cand.memory_id) or {}).get("change_chain", []):
                     self._offer(candidates, change["change_memory_id"], cand.relevance * self.config.link_decay,
                                 "change_chain", cand)
             rows.update(self.state.rows(set(candidates) - rows.keys()))
-
-    def _problem_links(self, memory_id: str, row: dict[str, Any] | None) -> list[str]:
-        if row is None:
-            return []
-        if row["kind"] == "problem":
-            return [src for kind, src in self.links.incoming(memory_id) if kind in ("solves", "failed_on", "about")]
-        return list(row["problem_ids"])
 
     def _hops(self, q: ReadQuery, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
         c = self.config
@@ -291,11 +318,12 @@ class RecallEngine:
     def _below_bar(self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any]) -> bool:
         """A search hit must be similar enough to the query: stricter for ambient reads and facts,
         looser for preferences and for hits the keyword search agrees with."""
-        vector = self.index.vector(cand.memory_id, q.repo_id)
-        cos = float(vector @ qv) if vector is not None else 0.0
+        if cand.cos is None:
+            vector = self.index.vector(cand.memory_id, q.repo_id)
+            cand.cos = float(vector @ qv) if vector is not None else 0.0
         c = self.config
         bar = c.threshold.get(q.mode, c.threshold["targeted"]) + c.kind_offset.get(row["kind"], 0.0)
-        return cos < bar - (c.keyword_relief if cand.keyword else 0.0)
+        return cand.cos < bar - (c.keyword_relief if cand.keyword else 0.0)
 
     def _truth(self, row: dict[str, Any], now: datetime) -> float:
         days = (now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400

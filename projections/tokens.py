@@ -3,7 +3,7 @@ WordPiece tokenizer vendored with the embedding model (projections/model_files/t
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -23,4 +23,13 @@ class TokenCounter:
         return tokenizer
 
     def count(self, text: str) -> int:
+        return _cached_count(self, text)
+
+    def _count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@lru_cache(maxsize=65536)
+def _cached_count(counter: TokenCounter, text: str) -> int:
+    """Memory texts never change, and the same ones come back read after read."""
+    return counter._count(text)

@@ -37,21 +37,32 @@ class TopOfBlock:
                 fold(self.tail, [e for _, e in batch])
             self.upto = read_to
 
-    def rows(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
+    def rows(self, memory_ids: set[str]) -> dict[str, Row]:
         """Current rows of these memories (unknown ids are absent)."""
-        out = {m: row_of(self.tail[m]) for m in memory_ids if m in self.tail}
+        out = {m: Row(row_of(self.tail[m])) for m in memory_ids if m in self.tail}
         rest = [m for m in memory_ids if m not in out]
         for i in range(0, len(rest), 500):
             chunk = rest[i : i + 500]
             sql = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({','.join('?' * len(chunk))})"
             for values in self.snapshot.conn.execute(sql, chunk):
-                row = dict(zip(COLUMNS, values, strict=True))
-                for key in _JSON_COLUMNS:
-                    row[key] = orjson.loads(row[key])
-                out[row["memory_id"]] = row
-        for m in memory_ids & self.tail.keys():
-            for key in _JSON_COLUMNS:
-                out[m][key] = orjson.loads(out[m][key])
+                out[values[0]] = Row(zip(COLUMNS, values, strict=True))
         return out
+
+
+class Row(dict):
+    """A snapshot row whose JSON columns are decoded on first access (most rows never need them)."""
+
+    def __missing__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        if key in _JSON_COLUMNS and isinstance(value, str):
+            value = orjson.loads(value)
+            super().__setitem__(key, value)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
 
 

@@ -1,0 +1,153 @@
+"""End-to-end `read` latency in-process (query embedding included) at several store sizes, with the
+time spent per stage, the archetype classification cost, and the vector stage's recall against a
+brute-force exact search.
+
+Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR]
+
+Stores hold realistic memories (ops/workload.py: problems with linked solutions and failed tactics,
+facts, preferences, one repo in twenty) plus change memories on some facts, and truth/utility
+updates. Embedding 100,000 memories takes minutes: with --keep DIR the stores (and their embedding
+caches) are kept and reused by later runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops"))
+
+from interface.api import CommandAPI  # noqa: E402
+from interface.bootstrap import build  # noqa: E402
+from interface.logs import configure_logging  # noqa: E402
+from interface.settings import load_settings  # noqa: E402
+from projections.embedder import MiniLMEmbedder  # noqa: E402
+from workload import CAUSES, FIXES, SUBJECTS, SYMPTOMS, realistic_lines, realistic_updates  # noqa: E402
+
+
+def with_changes(lines: list[str], every: int = 25) -> list[str]:
+    """Add a change memory after every `every`-th fact, targeting it."""
+    from domain.ids import memory_id
+
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        request = json.loads(line)
+        memory = request["memory"]
+        if memory["kind"] == "fact" and i % every == 0:
+            target = str(memory_id(memory["text"], "fact", "repo", request["repo_id"]))
+            out.append(json.dumps({"repo_id": request["repo_id"], "memory": {
+                "text": f"Changed: {memory['text']} no longer holds after the upgrade ({i})", "kind": "change",
+                "scope": "repo", "confidence": 0.8, "links": {"change_targets": [target]}}}))
+    return out
+
+
+def queries(n: int, repos: int = 20, seed: int = 5) -> list[dict]:
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        template = rnd.choice([
+            lambda: f"{rnd.choice(SUBJECTS)} {rnd.choice(SYMPTOMS)} {rnd.choice(CAUSES)}",
+            lambda: f"how do I fix {rnd.choice(SUBJECTS)} when {rnd.choice(CAUSES)}",
+            lambda: f"should I {rnd.choice(FIXES)}",
+        ])
+        out.append({"repo_id": f"org/repo-{rnd.randrange(repos)}", "query": template(), "mode": "targeted"})
+    return out
+
+
+def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
+    folder = (keep / f"store-{size}") if keep else Path(tempfile.mkdtemp()) / f"store-{size}"
+    fresh = not (folder / "events.sqlite").exists()
+    strata = build(load_settings(environ={}, data_dir=folder), embedder=embedder)
+    if fresh:
+        lines = with_changes(realistic_lines(size))
+        api = CommandAPI(strata.log)
+        api.import_lines(lines)
+        for update in realistic_updates(lines, size // 20):
+            api.update(update)
+    started = time.perf_counter()
+    strata.catch_up()
+    return strata, time.perf_counter() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder) -> None:
+    strata, setup = open_store(size, keep, embedder)
+    api = strata.api()
+    requests = queries(n_queries)
+    for request in requests[:20]:  # warm: model, index, caches
+        api.read(request)
+    engine = strata.recall()
+    latencies, stages = [], {}
+    for request in requests:
+        started = time.perf_counter()
+        api.read(request)
+        latencies.append(time.perf_counter() - started)
+    for request in requests[:100]:
+        from interface.api import to_read_query, parse
+        from schemas.read import ReadRequest
+
+        recall = engine.read(to_read_query(parse(ReadRequest, request)))
+        for stage, seconds in recall.timings.items():
+            stages.setdefault(stage, []).append(seconds)
+    memories = strata.log.position()
+    print(f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "
+          f"{len(requests)} targeted reads via the command API:")
+    print(f"  end to end: p50 {pct(latencies, 0.5) * 1e3:.1f} ms   p95 {pct(latencies, 0.95) * 1e3:.1f} ms   "
+          f"p99 {pct(latencies, 0.99) * 1e3:.1f} ms")
+    print("  per stage (median ms): " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f}" for k, v in stages.items()))
+
+    # the vector stage is exact (numpy over the in-memory copy): check it against brute force anyway
+    index = engine.index
+    agree = []
+    for request in requests[:50]:
+        qv = embedder.embed_query(request["query"])
+        got = [m for m, _ in index.search(qv, request["repo_id"], include_global=True, k=50)]
+        rows = strata.projection("vectors").conn.execute(
+            "SELECT memory_id, embedding FROM vec_memories WHERE repo_id = ? OR scope = 'global'", (request["repo_id"],)
+        ).fetchall()
+        sims = sorted(((float(np.frombuffer(b, dtype=np.float32) @ qv), m) for m, b in rows), reverse=True)[:50]
+        agree.append(len(set(got) & {m for _, m in sims}) / max(1, len(sims)))
+    print(f"  vector stage recall@50 against brute force over the stored vectors: {statistics.mean(agree):.3f}")
+
+    classifier = engine.archetypes
+    qv = embedder.embed_query("the build fails with an error")
+    classifier.classify(qv)
+    started = time.perf_counter()
+    for _ in range(1000):
+        classifier.classify(qv)
+    print(f"  archetype classification (mode auto), beyond the query embedding: "
+          f"{(time.perf_counter() - started):.3f} ms per call")
+    strata.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--keep", type=Path, default=None)
+    args = parser.parse_args()
+    configure_logging("warning")
+    model_dir = (args.keep or Path(tempfile.gettempdir())) / "strata-bench-model"
+    embedder = MiniLMEmbedder(model_dir=model_dir)
+    for size in (int(s) for s in args.sizes.split(",")):
+        bench(size, args.queries, args.keep, embedder)
+    print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
+
+
+if __name__ == "__main__":
+    main()
