@@ -154,3 +154,31 @@ def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
         result = run(env, name, "--help")
         assert result.returncode == 0, name
         assert "Example:" in result.stdout, f"`strata {name} --help` has no example"
+
+
+def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
+    problem = ok_json(run(env, "write", json.dumps({"repo_id": "acme/api", "memory": {
+        "text": "Integration tests hang when Postgres is down", "kind": "problem", "scope": "repo", "confidence": 0.9}})))
+    ok_json(run(env, "write", json.dumps({"repo_id": "acme/api", "memory": {
+        "text": "Run make db-up before the integration tests", "kind": "solution", "scope": "repo", "confidence": 0.9,
+        "links": {"problem_id": problem["memory_id"]}}})))
+    answer = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"})))
+    assert answer["ok"] and answer["position"] == 2 and answer["read_id"]
+    assert {r["kind"] for r in answer["results"]} == {"problem", "solution"}
+    assert ok_json(run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))["results"] == []
+    bad = run(env, "read", json.dumps({"repo_id": "acme/api", "query": ""}))
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "empty_text"
+
+    listing = ok_json(run(env, "archetypes", "list"))
+    assert listing["source"] == "defaults" and any(a["name"] == "debugging" for a in listing["archetypes"])
+    seeded = ok_json(run(env, "archetypes", "seed"))
+    assert set(seeded["archetypes"].values()) == {"created"}
+    assert set(ok_json(run(env, "archetypes", "seed"))["archetypes"].values()) == {"unchanged"}
+    changed = ok_json(run(env, "archetypes", "set", json.dumps({"name": "debugging", "examples": ["it crashes"],
+                                                                   "profile": {"limit": 3}})))
+    assert changed["outcome"] == "changed"
+    auto = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "it crashes on start", "mode": "auto"})))
+    assert auto["archetype"]["name"] == "debugging" and auto["archetype"]["profile"]["limit"] == 3
+    listing = ok_json(run(env, "archetypes", "list"))
+    assert listing["source"] == "log"
+    assert next(a for a in listing["archetypes"] if a["name"] == "debugging")["matches"] == 1
