@@ -3,8 +3,9 @@
 Usage: python ops/eval_locomo.py [--data FILE] [--variants keyword,vector,full] [--fusions rrf,convex]
 
 Each conversation gets its own store and repo scope; each turn is written as a memory (kind fact,
-text "[<session date>] <speaker>: <turn>" plus the shared photo's caption when there is one) and
-each question is a targeted read with limit 50. recall@k is the share of a question's evidence turns
+text "[<session date>] <speaker>: <turn>" plus the shared photo's caption when there is one, and a
+`related` link to the previous turn of its session, as a recorder of conversations would write it)
+and each question is a targeted read with limit 50. recall@k is the share of a question's evidence turns
 among the first k returned, averaged over questions (a question without evidence counts as 1).
 Accepts the dev split and the full ten-conversation file alike.
 """
@@ -28,6 +29,7 @@ from interface.api import CommandAPI  # noqa: E402
 from interface.bootstrap import build  # noqa: E402
 from interface.logs import configure_logging  # noqa: E402
 from interface.settings import load_settings  # noqa: E402
+from domain.ids import memory_id  # noqa: E402
 from projections.embedder import MiniLMEmbedder  # noqa: E402
 from projections.recall import ReadQuery, RecallConfig  # noqa: E402
 
@@ -42,18 +44,20 @@ REFERENCES = {
 EVIDENCE = re.compile(r"D\d+:\d+")
 
 
-def turns(conversation: dict) -> list[tuple[str, str]]:
-    """(dia_id, memory text) for every turn, in order."""
+def turns(conversation: dict) -> list[tuple[str, str, str | None]]:
+    """(dia_id, memory text, the previous turn's text in the same session) for every turn, in order."""
     out = []
     sessions = sorted((int(k.split("_")[1]), k) for k in conversation
                       if re.fullmatch(r"session_\d+", k) and conversation[k])
     for _, key in sessions:
         date = conversation.get(f"{key}_date_time", "")
+        previous = None
         for turn in conversation[key]:
             text = f"[{date}] {turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" (shares a photo: {turn['blip_caption']})"
-            out.append((turn["dia_id"], text))
+            out.append((turn["dia_id"], text, previous))
+            previous = text
     return out
 
 
@@ -61,15 +65,19 @@ def load_store(sample: dict, data_dir: Path, embedder: MiniLMEmbedder):
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=embedder)
     repo = sample["sample_id"]
     dialogue = turns(sample["conversation"])
-    lines = [json.dumps({"repo_id": repo, "memory": {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.8,
-                                                      "evidence_refs": [dia_id]}}) for dia_id, text in dialogue]
+
+    def mid(text: str) -> str:
+        return str(memory_id(text, "fact", "repo", repo))
+
+    lines = [json.dumps({"repo_id": repo, "memory": {
+        "text": text, "kind": "fact", "scope": "repo", "confidence": 0.8, "evidence_refs": [dia_id],
+        "links": {"related_memory_ids": [mid(previous)] if previous and mid(previous) != mid(text) else []}}})
+        for dia_id, text, previous in dialogue]
     CommandAPI(strata.log).import_lines(lines)
     strata.catch_up()
     dia_of: dict[str, list[str]] = defaultdict(list)
-    from domain.ids import memory_id
-
-    for dia_id, text in dialogue:
-        dia_of[str(memory_id(text, "fact", "repo", repo))].append(dia_id)
+    for dia_id, text, _ in dialogue:
+        dia_of[mid(text)].append(dia_id)
     return strata, repo, dia_of
 
 

@@ -44,11 +44,22 @@ def scope_key(scope: str, repo_id: str) -> str:
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+# Function words add noise to an OR query (bm25 already ignores words in most memories, but not
+# mid-frequency ones like "when" or "did") and make it slower; dropped unless nothing else is left.
+STOPWORDS = frozenset("""a an the and or but if then else of at by for with about against between into through
+during before after above below to from up down in out on off over under again further once here there when where
+why how all any both each few more most other some such no nor not only own same so than too very s t can will just
+don should now i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+hers herself it its itself they them their theirs themselves what which who whom this that these those am is are
+was were be been being have has had having do does did doing would could might must shall may also""".split())
+
+
 def quote_query(text: str) -> str:
     """Agent text as an FTS5 query that cannot be misread as syntax: every word quoted, OR-ed, so a
     memory matching some of the words still ranks (bm25 rewards matching more)."""
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
-    return " OR ".join(f'"{w}"' for w in words)
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    kept = [w for w in words if w not in STOPWORDS] or words
+    return " OR ".join(f'"{w}"' for w in kept)
 
 
 class FTSProjection(Projection):

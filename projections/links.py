@@ -66,5 +66,20 @@ class LinksProjection(Projection):
             out.setdefault(dst, []).append(src)
         return out
 
+    def related_many(self, memory_ids: list[str]) -> dict[str, list[str]]:
+        """`related` neighbours in both directions, for many memories in one query."""
+        out: dict[str, list[str]] = {}
+        if not memory_ids:
+            return out
+        marks = ",".join("?" * len(memory_ids))
+        sql = f"SELECT src, dst FROM links WHERE type = 'related' AND (src IN ({marks}) OR dst IN ({marks}))"
+        wanted = set(memory_ids)
+        for src, dst in self.conn.execute(sql, [*memory_ids, *memory_ids]):
+            if src in wanted:
+                out.setdefault(src, []).append(dst)
+            if dst in wanted:
+                out.setdefault(dst, []).append(src)
+        return out
+
     def incoming(self, memory_id: str) -> list[tuple[str, str]]:
         return [(t, s) for t, s in self.conn.execute("SELECT type, src FROM links WHERE dst = ?", (memory_id,))]

@@ -5,8 +5,9 @@ position from the projections (never by rebuilding aggregates).
    hops) is checked against it, and what is out of scope is dropped without a trace.
 2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search, each over-fetching, fused.
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
-   solution or failed tactic its problem; every result carries its change chain), then semantic
-   hops from the best hits with a threshold that tightens per hop.
+   solution or failed tactic its problem; `related` links spread relevance to neighbours up to two
+   links away, adding up; every result carries its change chain), then semantic hops from the best
+   hits with a threshold that tightens per hop.
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
    forgotten and pending memories are suppressed and counted by reason.
 5. Selection: dedup, a per-source cap for diversity, a token budget, order by
@@ -58,9 +59,9 @@ class _Stages:
 class RecallConfig:
     """The engine's tuning; chosen by ops/eval_locomo.py and ops/bench_read.py, not per request."""
 
-    fusion: str = "rrf"
-    vector_weight: float = 1.0
-    keyword_weight: float = 1.0
+    fusion: str = "zscore"
+    vector_weight: float = 0.4
+    keyword_weight: float = 0.6
     rrf_k: float = 60.0
     overfetch: int = 100
     threshold: dict[str, float] = field(default_factory=lambda: {"targeted": 0.15, "ambient": 0.35})
@@ -72,6 +73,8 @@ class RecallConfig:
     low_truth: float = 0.2
     half_life_days: float = 60.0
     link_decay: float = 0.9
+    related_seeds: int = 10
+    related_decay: tuple[float, ...] = (0.5, 0.25)  # added per distance 1, 2 along `related` links
     hop_seeds: int = 3
     hop_fanout: int = 5
     hop_threshold: float = 0.6
@@ -167,6 +170,9 @@ class RecallEngine:
                 seeds.append(c)
         self._associate(q, candidates, rows, seeds)
         clock.lap("association")
+        top = max((c.relevance for c in candidates.values()), default=0.0)
+        for cand in candidates.values():  # relevance is reported in [0, 1]
+            cand.relevance = cand.relevance / top if top > 0 else 0.0
         results, suppressed = self._select(q, qv, candidates, rows, now)
         clock.lap("selection")
         read_id = uuid.uuid4().hex
@@ -222,6 +228,7 @@ class RecallEngine:
 
     def _associate(self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
                    seeds: list[Candidate]) -> None:
+        self._spread_related(candidates, seeds[: self.config.related_seeds])
         if q.include_problem_links:
             problems = [s.memory_id for s in seeds if rows[s.memory_id]["kind"] == "problem"]
             attached = self.links.incoming_many(problems, ("solves", "failed_on", "about"))
@@ -242,6 +249,31 @@ class RecallEngine:
                     self._offer(candidates, change["change_memory_id"], cand.relevance * self.config.link_decay,
                                 "change_chain", cand)
             rows.update(self.state.rows(set(candidates) - rows.keys()))
+
+    def _spread_related(self, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
+        """Each seed gives the memories `related` to it (breadth first, up to len(related_decay) links
+        away) a share of its relevance; shares from different seeds add up."""
+        base = {s.memory_id: s.relevance for s in seeds}
+        reached: dict[str, dict[str, int]] = {s.memory_id: {s.memory_id: 0} for s in seeds}
+        frontier = {s.memory_id: [s.memory_id] for s in seeds}
+        for distance, share in enumerate(self.config.related_decay, start=1):
+            wanted = sorted({m for ms in frontier.values() for m in ms})
+            neighbours = self.links.related_many(wanted)
+            for seed_id, members in frontier.items():
+                step = []
+                for member in members:
+                    for other in neighbours.get(member, []):
+                        if other not in reached[seed_id]:
+                            reached[seed_id][other] = distance
+                            step.append(other)
+                for other in step:
+                    gain = share * base[seed_id]
+                    if other in candidates:
+                        candidates[other].relevance += gain
+                    else:
+                        seed = next(s for s in seeds if s.memory_id == seed_id)
+                        candidates[other] = Candidate(other, gain, "related_link", direct=False, source=seed.memory_id)
+                frontier[seed_id] = step
 
     def _hops(self, q: ReadQuery, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
         c = self.config
