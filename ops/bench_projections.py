@@ -2,7 +2,11 @@
 warm-cache replay, write-to-visible latency under load, and the worker's resident memory.
 
 Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
-       [--load-seconds 20] [--rate 200]
+       [--load-seconds 20] [--rate 200] [--seed-cache FILE]
+
+--seed-cache copies an embedding cache (e.g. one ops/bench_read.py --keep left behind for the same
+workload) into the store first, so the warm-cache replay does not have to embed 100,000 texts
+first; the cold figure clears the cache either way.
 
 Baselines measured in the same run: decoding the log alone (the floor of any replay) and the
 embedder's raw throughput on the same texts.
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +35,8 @@ from interface.bootstrap import build  # noqa: E402
 from interface.logs import configure_logging  # noqa: E402
 from interface.settings import load_settings  # noqa: E402
 from projections import store  # noqa: E402
+from projections.embedder import MiniLMEmbedder  # noqa: E402
+from projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
 from workers.runner import Runner  # noqa: E402
 from workload import realistic_lines, realistic_updates  # noqa: E402
 
@@ -88,28 +95,31 @@ def decode_floor(data: Path) -> float:
 
 
 def vector_figures(data: Path, sample: int) -> dict[str, float]:
-    """Cold vector replay over the first `sample` memories vs. the raw embedder on the same texts."""
+    """Cold vector projection over the first `sample` memories (its own files, an empty cache) vs.
+    the raw embedder on the same texts."""
     strata = build(load_settings(environ={}, data_dir=data))
-    strata.log  # noqa: B018
-    texts = [e.text for _, e in strata.log.read_log(1, sample * 2) if type(e).__name__ == "MemoryWritten"][:sample]
-    vectors = strata.projection("vectors")
-    embedder = strata.embedder
+    written = [(p, e) for p, e in strata.log.read_log(1, sample * 3) if type(e).__name__ == "MemoryWritten"][:sample]
+    texts = [e.text for _, e in written]
+    embedder = MiniLMEmbedder(model_dir=strata.settings.embedding_model_dir)
     embedder.embed(texts[:64])  # load the model outside the timings
     start = time.perf_counter()
     for i in range(0, len(texts), 512):
         embedder.embed(texts[i : i + 512])
     raw = len(texts) / (time.perf_counter() - start)
 
-    vectors.reset()
-    vectors.cache.conn.execute("DELETE FROM embeddings")
-    until = [p for p, e in strata.log.read_log(1, sample * 2) if type(e).__name__ == "MemoryWritten"][sample - 1]
-    start = time.perf_counter()
-    position = 0
-    while position < until:
-        batch = [item for item in strata.log.read_log(position + 1, 512) if item[0] <= until]
-        vectors.handle(batch)
-        position = batch[-1][0]
-    cold = sample / (time.perf_counter() - start)
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = EmbeddingCache(Path(tmp) / "cache.sqlite")
+        vectors = VectorProjection(Path(tmp) / "vectors.sqlite", embedder, cache)
+        until = written[-1][0]
+        start = time.perf_counter()
+        position = 0
+        while position < until:
+            batch = [item for item in strata.log.read_log(position + 1, 512) if item[0] <= until]
+            vectors.handle(batch)
+            position = batch[-1][0]
+        cold = len(texts) / (time.perf_counter() - start)
+        vectors.close()
+        cache.close()
     strata.close()
     return {"raw": raw, "cold": cold, "texts": len(texts)}
 
@@ -217,6 +227,7 @@ def main() -> None:
     parser.add_argument("--vector-sample", type=int, default=4000)
     parser.add_argument("--load-seconds", type=float, default=20)
     parser.add_argument("--rate", type=float, default=200)
+    parser.add_argument("--seed-cache", type=Path, default=None)
     args = parser.parse_args()
     configure_logging("warning")
 
@@ -234,12 +245,15 @@ def main() -> None:
             print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
                   f"{floor / seconds:.2f}x the decode-only baseline's speed)")
 
-        v = vector_figures(data, args.vector_sample)
-        print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
-              f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
+        if args.seed_cache:
+            (data / "projections").mkdir(exist_ok=True)
+            shutil.copyfile(args.seed_cache, data / "projections" / "embedding-cache.sqlite")
         fill, warm = warm_vector_replay(data, head)
         print(f"vectors, warm cache replay: {warm:,.0f} events/s (filling the cache for every memory took {fill:.0f} s)")
         print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
+        v = vector_figures(data, args.vector_sample)
+        print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
+              f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
 
         load = visibility_under_load(data, args.load_seconds, args.rate)
         print(f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "

@@ -105,17 +105,18 @@ class FTSProjection(Projection):
             return []
         keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
         match = f"scope_key : ({' OR '.join(keys)}) AND text : ({words})"
+        # rank inside FTS5 first (the scope token already confines it to visible memories), then
+        # join only the best rows: joining every match before sorting doubled the cost at 100k
         sql = (
-            "SELECT m.memory_id, bm25(fts_text, 1.0, 0.0) AS score FROM fts_text"
-            " JOIN fts_memories m ON m.rowid = fts_text.rowid"
-            " WHERE fts_text MATCH ? AND (m.repo_id = ? AND m.scope = 'repo'"
-            + (" OR m.scope = 'global')" if include_global else ")")
+            "SELECT m.memory_id, hit.score FROM (SELECT rowid, bm25(fts_text, 1.0, 0.0) AS score FROM fts_text"
+            " WHERE fts_text MATCH ? ORDER BY score LIMIT ?) AS hit JOIN fts_memories m ON m.rowid = hit.rowid"
+            " WHERE (m.repo_id = ? AND m.scope = 'repo'" + (" OR m.scope = 'global')" if include_global else ")")
             + f" AND m.status IN ({','.join('?' * len(statuses))})"
         )
-        params: list[Any] = [match, repo_id, *statuses]
+        params: list[Any] = [match, limit if not kinds else limit * 4, repo_id, *statuses]
         if kinds:
             sql += f" AND m.kind IN ({','.join('?' * len(kinds))})"
             params += list(kinds)
-        sql += " ORDER BY score LIMIT ?"
+        sql += " ORDER BY hit.score LIMIT ?"
         params.append(limit)
         return [(row[0], row[1]) for row in self.conn.execute(sql, params)]

@@ -281,12 +281,14 @@ class RecallEngine:
         for hop in range(1, q.semantic_hops + 1):
             floor = c.hop_threshold + c.hop_tightening * (hop - 1)
             found = []
-            for parent in frontier:
-                vector = self.index.vector(parent.memory_id, q.repo_id)
-                if vector is None:
-                    continue
-                for memory_id, cos in self.index.search(vector, q.repo_id, include_global=q.include_global,
-                                                        k=c.hop_fanout + 1):
+            parents = [(p, self.index.vector(p.memory_id, q.repo_id)) for p in frontier]
+            parents = [(p, v) for p, v in parents if v is not None]
+            if not parents:
+                break
+            neighbours = self.index.search_many(np.stack([v for _, v in parents]), q.repo_id,
+                                                include_global=q.include_global, k=c.hop_fanout + 1)
+            for (parent, _), hits in zip(parents, neighbours, strict=True):
+                for memory_id, cos in hits:
                     if memory_id != parent.memory_id and cos >= floor:
                         relevance = parent.relevance * (c.hop_decay ** hop) * cos
                         if self._offer(candidates, memory_id, relevance, f"semantic_hop_{hop}", parent):
@@ -358,8 +360,11 @@ class RecallEngine:
         return cand.cos < bar - (c.keyword_relief if cand.keyword else 0.0)
 
     def _truth(self, row: dict[str, Any], now: datetime) -> float:
-        days = (now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400
-        return beliefs.decayed(row["truth"], days, self.config.half_life_days)
+        cached = row.get("_decayed")
+        if cached is None:
+            days = (now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400
+            cached = row["_decayed"] = beliefs.decayed(row["truth"], days, self.config.half_life_days)
+        return cached
 
     def _utility(self, q: ReadQuery, qv: np.ndarray, row: dict[str, Any]) -> float:
         """Per problem when the request names it; else weighted by how similar the observed problems

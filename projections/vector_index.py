@@ -47,14 +47,21 @@ class _Partition:
         self.statuses[at] = status
 
     def top(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self.top_many(query[None, :], k)[0]
+
+    def top_many(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """The k best for several queries with one pass over the matrix (it is memory-bound)."""
         n = len(self.ids)
         if n == 0:
-            return []
-        sims = self.matrix[:n] @ query
+            return [[] for _ in queries]
+        sims = self.matrix[:n] @ queries.T  # (n, q)
         k = min(k, n)
-        best = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
-        best = best[np.argsort(-sims[best])]
-        return [(self.ids[i], float(sims[i])) for i in best]
+        out = []
+        for column in sims.T:
+            best = np.argpartition(-column, k - 1)[:k] if k < n else np.arange(n)
+            best = best[np.argsort(-column[best])]
+            out.append([(self.ids[i], float(column[i])) for i in best])
+        return out
 
 
 class VectorIndex:
@@ -98,6 +105,18 @@ class VectorIndex:
                 hits += partition.top(query, k)
         hits.sort(key=lambda h: -h[1])
         return hits[:k]
+
+    def search_many(self, queries: np.ndarray, repo_id: str, *, include_global: bool, k: int) -> list[list[tuple[str, float]]]:
+        results: list[list[tuple[str, float]]] = [[] for _ in queries]
+        for key in (repo_id, GLOBAL) if include_global else (repo_id,):
+            partition = self.partitions.get(key)
+            if partition is not None:
+                for hits, more in zip(results, partition.top_many(queries, k), strict=True):
+                    hits += more
+        for hits in results:
+            hits.sort(key=lambda h: -h[1])
+            del hits[k:]
+        return results
 
     def vector(self, memory_id: str, repo_id: str) -> np.ndarray | None:
         for key in (repo_id, GLOBAL):
