@@ -15,7 +15,6 @@ embedder's raw throughput on the same texts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -145,17 +144,22 @@ def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, 
     """A `strata worker` process follows the log while this process writes `rate` writes/s and times
     each write until every followed projection has applied it."""
     env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_POLL_INTERVAL_SECONDS": "0.02"}
-    worker = subprocess.Popen([STRATA, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     strata = build(load_settings(environ={}, data_dir=data))
+    strata.projections(["fts", "vectors", "links"])  # create the files before watching them
+    worker = subprocess.Popen([STRATA, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api = CommandAPI(strata.log)
     conns = {n: store.connect(data / "projections" / f"{n}.sqlite") for n in ("fts", "vectors", "links")}
 
     def visible_position() -> int:
         return min(store.position(c, n) for n, c in conns.items())
 
-    deadline = time.monotonic() + 120
-    while visible_position() < strata.log.position() and time.monotonic() < deadline:
+    # the worker is ready once a probe write is visible everywhere; then it idles a moment
+    probe = api.write({"repo_id": "load/test", "memory": {"text": "probe: the worker is up", "kind": "fact",
+                                                          "scope": "repo", "confidence": 0.5}}).position
+    deadline = time.monotonic() + 180
+    while visible_position() < probe and time.monotonic() < deadline:
         time.sleep(0.1)
+    time.sleep(2)
     idle_rss = rss_mb(worker.pid)
 
     pending: list[tuple[int, float]] = []
@@ -228,6 +232,7 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=20)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seed-cache", type=Path, default=None)
+    parser.add_argument("--only-load", action="store_true", help="skip the replay and vector figures")
     args = parser.parse_args()
     configure_logging("warning")
 
@@ -238,6 +243,9 @@ def main() -> None:
         print(f"store: {args.memories} memories + {args.updates} updates = {head} events "
               f"(built in {time.perf_counter() - started:.0f} s)")
 
+        if args.only_load:
+            report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
+            return
         floor = decode_floor(data)
         print(f"baseline, reading and decoding the log alone: {head / floor:,.0f} events/s")
         for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
@@ -255,11 +263,14 @@ def main() -> None:
         print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
               f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
 
-        load = visibility_under_load(data, args.load_seconds, args.rate)
-        print(f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "
-              f"for {args.load_seconds:.0f} s: p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms, "
-              f"max {load['max_ms']:.0f} ms ({load['writes']} writes)")
-        print(f"resident memory of `strata worker`: idle {load['idle_rss_mb']:.0f} MB, under load {load['load_rss_mb']:.0f} MB")
+        report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
+
+
+def report_load(load: dict[str, float], args: argparse.Namespace) -> None:
+    print(f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "
+          f"for {args.load_seconds:.0f} s: p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms, "
+          f"max {load['max_ms']:.0f} ms ({load['writes']} writes)")
+    print(f"resident memory of `strata worker`: idle {load['idle_rss_mb']:.0f} MB, under load {load['load_rss_mb']:.0f} MB")
 
 
 if __name__ == "__main__":

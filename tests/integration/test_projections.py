@@ -236,3 +236,23 @@ def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata) -> None:
     Runner(hashed.log, [vectors]).catch_up()
     assert vectors.embedded == first
     assert vectors.digest() == digest
+
+
+def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tmp_path: Path) -> None:
+    from projections.embedder import MiniLMEmbedder
+
+    strata = build(load_settings(environ={}, data_dir=data_dir), embedder=MiniLMEmbedder(model_dir=tmp_path / "model"))
+    try:
+        api = CommandAPI(strata.log)
+        target = api.write(write_request("r", "The CI pipeline fails because the docker build cache filled the disk")).memory_id
+        for text in ("Use ruff for linting", "The staging database is refreshed every night",
+                     "Payments are retried three times before giving up", "The login page is rendered server side"):
+            api.write(write_request("r", text))
+        strata.runner(["vectors"]).catch_up()
+        vectors: VectorProjection = strata.projection("vectors")  # type: ignore[assignment]
+        query = strata.embedder.embed_query("continuous integration breaks: no space left, docker layer cache too big")
+        hits = vectors.search(query, "r", limit=3)
+        assert hits[0][0] == target
+        assert hits[0][1] > hits[1][1] + 0.1
+    finally:
+        strata.close()
