@@ -16,6 +16,7 @@ position from the projections (never by rebuilding aggregates).
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -145,8 +146,13 @@ class RecallEngine:
         self.positions = positions
         self.config = config or RecallConfig()
         self.clock = clock
+        self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
 
     def read(self, q: ReadQuery) -> Recall:
+        with self._lock:
+            return self._read(q)
+
+    def _read(self, q: ReadQuery) -> Recall:
         clock = _Stages()
         position = self.positions()
         self.state.advance(position)
