@@ -266,14 +266,14 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 @app.command()
 def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
     """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
-    update truth and utility; show the result.
+    read them back as a new session would; update utility; show the result.
 
     Example: strata --data-dir /tmp/strata demo
     """
     from interface.demo import run_demo
 
     with _session(ctx) as strata:
-        run_demo(_api(strata), strata.log, repo, sys.stdout)
+        run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
 
 
 PROJECTION_OPT = typer.Option(None, "--projection", "-p", help="Only this projection (repeatable).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO
 
 from domain.application import MemoryLog
@@ -10,7 +11,8 @@ from interface.api import CommandAPI
 from interface.views import event_record, memory_state
 
 
-def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str]) -> None:
+def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str],
+             catch_up: Callable[[], None] | None = None) -> None:
     def say(text: str) -> None:
         out.write(text + "\n")
 
@@ -48,11 +50,19 @@ def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str]) ->
         "scope": "repo", "confidence": 0.6}})
     say(f"  {secret.redactions} redaction(s); stored text: {memory_log.memory(secret.memory_id).text!r}")
 
+    cited: dict[str, str] = {}
+    if catch_up is not None:
+        say("\nA new session meets the same problem and reads its memory (projections catch up first):")
+        catch_up()
+        answer = api.read({"repo_id": repo, "query": "the integration tests just hang, what should I try?"})
+        say("  " + render.read(answer).replace("\n", "\n  "))
+        cited = {"read_id": answer.read_id}  # utility is credited only to what this read returned
+
     say("\nThe solution worked on this problem; the agent rates it (dry run first, then commit):")
     for mode in ("dry_run", "commit"):
         response = api.update({"repo_id": repo, "memory_id": solution, "mode": mode, "updates": {
             "utility": {"target": 1.0, "confidence": 0.9, "rationale": "tests ran after make db-up",
-                        "context_problem_id": problem, "evidence_refs": ["demo:pytest-run"]}}})
+                        "context_problem_id": problem, "evidence_refs": ["demo:pytest-run"], **cited}}})
         say("  " + render.update(response).replace("\n", "\n  "))
 
     say("\nWhat the fact looks like now (note the change chain and the lowered truth):")
