@@ -165,7 +165,7 @@ class MemoryLog(Application[UUID]):
     # --- commands ---------------------------------------------------------------------------------
 
     def write(self, cmd: NewMemory, *, status: str = "active") -> WriteOutcome:
-        clean = _Clean.of(cmd)
+        clean = CleanWrite.of(cmd)
 
         def run(session: _Session) -> WriteOutcome:
             return self._write_one(session, cmd, status, clean)
@@ -174,27 +174,39 @@ class MemoryLog(Application[UUID]):
         outcome.position = position
         return outcome
 
-    def write_many(self, cmds: list[NewMemory], *, status: str = "active") -> ImportOutcome:
-        """All or nothing: every command is validated (later ones may link to earlier ones) before
-        one transaction records them all. An error names the failing item as `[i].field`."""
-        cleaned = [_Clean.of(cmd) for cmd in cmds]
+    def write_many(self, cmds: Iterable[NewMemory | tuple[NewMemory, CleanWrite]], *,
+                   status: str = "active") -> ImportOutcome:
+        """All or nothing: every command is validated (later ones may link to earlier ones) and one
+        transaction records them all. Commands may come already cleaned (see CleanWrite) and from a
+        stream, consumed as it arrives; an error in the stream, or in a command (named `[i].field`),
+        records nothing."""
+        seen: list[tuple[NewMemory, CleanWrite]] = []
+        source = iter(cmds)
+
+        def stream() -> Iterator[tuple[NewMemory, CleanWrite]]:
+            yield from seen  # a conflict retry starts over with what was already read
+            for item in source:
+                pair = item if isinstance(item, tuple) else (item, CleanWrite.of(item))
+                seen.append(pair)
+                yield pair
 
         def run(session: _Session) -> ImportOutcome:
             result = ImportOutcome()
-            session.prefetch(c.mid for c in cleaned)
-            for i, (cmd, clean) in enumerate(zip(cmds, cleaned, strict=True)):
-                try:
-                    outcome = self._write_one(session, cmd, status, clean)
-                except (InvalidInput, NotFound, Conflict) as exc:
-                    for problem in exc.problems:
-                        problem.path = f"[{i}].{problem.path}"
-                    raise
-                result.outcomes.append(outcome)
-                result.redactions += outcome.redactions
-                if outcome.outcome == "created":
-                    result.created += 1
-                else:
-                    result.reinforced += 1
+            for start, chunk in _chunks(stream(), 2000):
+                session.prefetch(clean.mid for _, clean in chunk)
+                for i, (cmd, clean) in enumerate(chunk, start=start):
+                    try:
+                        outcome = self._write_one(session, cmd, status, clean)
+                    except (InvalidInput, NotFound, Conflict) as exc:
+                        for problem in exc.problems:
+                            problem.path = f"[{i}].{problem.path}"
+                        raise
+                    result.outcomes.append(outcome)
+                    result.redactions += outcome.redactions
+                    if outcome.outcome == "created":
+                        result.created += 1
+                    else:
+                        result.reinforced += 1
             return result
 
         with paused_gc():
@@ -277,7 +289,7 @@ class MemoryLog(Application[UUID]):
 
     # --- the write rules --------------------------------------------------------------------------
 
-    def _write_one(self, session: _Session, cmd: NewMemory, status: str, clean: _Clean) -> WriteOutcome:
+    def _write_one(self, session: _Session, cmd: NewMemory, status: str, clean: CleanWrite) -> WriteOutcome:
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
 
@@ -490,9 +502,21 @@ class MemoryLog(Application[UUID]):
         return recordings[-1].notification.id if recordings else None
 
 
+def _chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
+    start, chunk = 0, []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield start, chunk
+            start, chunk = start + size, []
+    if chunk:
+        yield start, chunk
+
+
 @dataclass(frozen=True)
-class _Clean:
-    """A write's strings after secret redaction, and the id they give it."""
+class CleanWrite:
+    """A write's strings after secret redaction, and the id they give it (pure: may be computed in
+    another process, as the bulk import does)."""
 
     text: str
     rationale: str
@@ -501,7 +525,7 @@ class _Clean:
     mid: UUID
 
     @classmethod
-    def of(cls, cmd: NewMemory) -> _Clean:
+    def of(cls, cmd: NewMemory) -> CleanWrite:
         text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
