@@ -20,7 +20,7 @@ import structlog
 import typer
 from pydantic import BaseModel
 
-from domain.errors import InvalidInput, StrataError
+from domain.errors import Conflict, InvalidInput, StrataError
 from interface import render
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
@@ -28,6 +28,7 @@ from interface.logs import configure_logging
 from interface.settings import load_settings
 from interface.views import event_record, memory_state
 from projections.archetypes import DEFAULT_ARCHETYPES
+from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import Runner
@@ -300,6 +301,8 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        for name in names:
+            strata.projection(name).follow()  # replay of these waits until this worker stops
         scheduler = strata.scheduler(compaction="snapshot" in names)
         runner = strata.runner(followers) if followers else None
         if "vectors" in followers:
@@ -318,7 +321,7 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
 
 @app.command()
 def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT) -> None:
-    """Rebuild projections from position zero of the log (stop workers of the same projections first).
+    """Rebuild projections from position zero of the log (refused while a worker follows one of them).
 
     Example: strata replay --projection fts
     """
@@ -326,7 +329,11 @@ def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
         report = {}
         for name in _names(projection):
             target = strata.projection(name)
-            target.reset()
+            try:
+                target.reset()
+            except ProjectionBusy:
+                raise Conflict("projection_busy", "projection",
+                               f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying") from None
             head = strata.log.position()
             started = time.perf_counter()
             with click.progressbar(length=head, label=f"replaying {name}", file=sys.stderr) as bar:

@@ -27,6 +27,7 @@ class Projection(ABC):
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.lock = store.FileLock(path.with_suffix(".lock"))
         self.conn = store.connect(path, vectors=self.needs_vectors)
         store.migrate(self.conn, self.name, self.migrations)
         self.opened()
@@ -63,8 +64,20 @@ class Projection(ABC):
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         """Write the rows for `batch`. Runs inside the transaction that also moves the position."""
 
+    def follow(self) -> None:
+        """Declare that this process keeps the projection current (a worker): no rebuild meanwhile."""
+        self.lock.acquire(exclusive=False)
+
     def reset(self) -> None:
-        """Drop every table and start again from position zero (the log is never touched)."""
+        """Drop every table and start again from position zero (the log is never touched). Refused
+        with ProjectionBusy while a worker follows the projection."""
+        self.lock.acquire(exclusive=True)
+        try:
+            self._reset()
+        finally:
+            self.lock.release()
+
+    def _reset(self) -> None:
         with store.transaction(self.conn):
             for table in self.tables:
                 self.conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -85,4 +98,5 @@ class Projection(ABC):
         return store.table_digest(self.conn, self.digest_queries)
 
     def close(self) -> None:
+        self.lock.release()
         self.conn.close()

@@ -17,6 +17,11 @@ from typing import Any
 import sqlean as sqlite3
 import sqlite_vec
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 Migration = Callable[[Any], None]
 
 MMAP_BYTES = 1 << 30
@@ -50,6 +55,36 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+class ProjectionBusy(RuntimeError):
+    """Another process follows this projection, so it cannot be rebuilt now."""
+
+
+class FileLock:
+    """An advisory lock beside a projection file: workers hold it shared while they follow the
+    projection, a rebuild needs it exclusive (dropping tables under a running worker would lose its
+    writes). Where advisory locks do not exist (Windows) it does nothing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: Any = None
+
+    def acquire(self, *, exclusive: bool) -> None:
+        if fcntl is None:
+            return
+        if self._handle is None:
+            self._handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(self._handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ProjectionBusy(str(self.path)) from None
+
+    def release(self) -> None:
+        if self._handle is not None and fcntl is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
 
 
 def _m000_bookkeeping(conn: Connection) -> None:

@@ -142,3 +142,26 @@ def test_worker_compacts_the_snapshot_on_schedule(tmp_path: Path) -> None:
         if conn is not None:
             conn.close()
     assert process.returncode == 0 and json.loads(out)["positions"] == {"snapshot": 50}
+
+
+def test_replay_refuses_while_a_worker_follows_the_projection(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    strata = build(load_settings(environ={}, data_dir=data))
+    CommandAPI(strata.log).import_lines([json.dumps(write_request("r", f"fact {i}")) for i in range(20)])
+    strata.close()
+    env = {**os.environ, "STRATA_DATA_DIR": str(data)}
+    worker = subprocess.Popen([STRATA, "worker", "--projection", "fts"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and positions(data)["fts"] < 20:
+            time.sleep(0.05)
+        busy = subprocess.run([STRATA, "--json", "replay", "--projection", "fts"], env=env, capture_output=True, text=True)
+        assert busy.returncode == 4 and json.loads(busy.stdout)["error"]["code"] == "projection_busy"
+        links = subprocess.run([STRATA, "--json", "replay", "--projection", "links"], env=env, capture_output=True, text=True)
+        assert links.returncode == 0  # only the followed projection is protected
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    done = subprocess.run([STRATA, "--json", "replay", "--projection", "fts"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["replayed"]["fts"]["position"] == 20
