@@ -7,8 +7,6 @@ and only then acknowledges, with the log position. A rejected command records no
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -30,76 +28,15 @@ from domain.commands import (
     WriteOutcome,
 )
 from domain.errors import Conflict, InvalidInput, NotFound
-from domain.ids import memory_id, parse_memory_id
+from domain.ids import parse_memory_id
 from domain.memory import Memory
 from domain.transcoder import OrjsonTranscoder
-from domain.sanitise import sanitise as _sanitise_uncached
+from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
 
-# Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
-# redacted once.
-sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
-
 CONFLICT_RETRIES = 5
 """Optimistic-concurrency retries when another writer appended to the same memory first."""
-
-
-class _Session:
-    """The memories one command touches: looked up once, changed in memory, saved together.
-
-    New memories stay bare MemoryWritten events until something needs them as aggregates, which in
-    a bulk import is rare."""
-
-    def __init__(self, app: MemoryLog) -> None:
-        self._app = app
-        self.touched: dict[UUID, Memory | None] = {}
-        self.fresh: dict[UUID, Memory.MemoryWritten] = {}
-        self.dirty: dict[UUID, Memory | Memory.MemoryWritten] = {}
-
-    def prefetch(self, mids: Iterable[UUID]) -> None:
-        """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
-        unknown = [m for m in mids if m not in self.touched]
-        existing = self._app.existing_ids(unknown)
-        for mid in unknown:
-            if mid not in existing:
-                self.touched[mid] = None
-
-    def find(self, mid: UUID) -> Memory | None:
-        event = self.fresh.pop(mid, None)
-        if event is not None:
-            memory = Memory.from_written(event)
-            self.touched[mid] = self.dirty[mid] = memory
-            return memory
-        if mid not in self.touched:
-            self.touched[mid] = self._app.find(mid)
-        return self.touched[mid]
-
-    def add(self, written: Memory.MemoryWritten) -> None:
-        self.fresh[written.originator_id] = written
-        self.dirty[written.originator_id] = written
-
-    def changed(self, memory: Memory) -> None:
-        self.dirty[memory.id] = memory
-
-    def events(self) -> list[Any]:
-        out: list[Any] = []
-        for entry in self.dirty.values():
-            if isinstance(entry, Memory):
-                out.extend(entry.collect_events())
-            else:
-                out.append(entry)
-        return out
-
-    def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
-        """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
-        mid = parse_memory_id(raw_id)
-        memory = self.find(mid) if mid else None
-        if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
-            raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
-        if memory.status == "forgotten":
-            raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
-        return memory
 
 
 class MemoryLog(Application[UUID]):
@@ -167,7 +104,7 @@ class MemoryLog(Application[UUID]):
     def write(self, cmd: NewMemory, *, status: str = "active") -> WriteOutcome:
         clean = CleanWrite.of(cmd)
 
-        def run(session: _Session) -> WriteOutcome:
+        def run(session: Session) -> WriteOutcome:
             return self._write_one(session, cmd, status, clean)
 
         outcome, position = self._run(run)
@@ -190,9 +127,9 @@ class MemoryLog(Application[UUID]):
                 seen.append(pair)
                 yield pair
 
-        def run(session: _Session) -> ImportOutcome:
+        def run(session: Session) -> ImportOutcome:
             result = ImportOutcome()
-            for start, chunk in _chunks(stream(), 2000):
+            for start, chunk in chunks(stream(), 2000):
                 session.prefetch(clean.mid for _, clean in chunk)
                 for i, (cmd, clean) in enumerate(chunk, start=start):
                     try:
@@ -234,7 +171,7 @@ class MemoryLog(Application[UUID]):
                 "a truth update needs at least one evidence reference (the file, test or output that shows it)",
             )
 
-        def run(session: _Session) -> UpdateOutcome:
+        def run(session: Session) -> UpdateOutcome:
             memory = session.visible(raw_id, repo_id, "memory_id")
             outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
             if truth is not None:
@@ -273,7 +210,7 @@ class MemoryLog(Application[UUID]):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def forget(self, repo_id: str, raw_id: str, reason: str) -> ForgetOutcome:
-        def run(session: _Session) -> ForgetOutcome:
+        def run(session: Session) -> ForgetOutcome:
             mid = parse_memory_id(raw_id)
             memory = session.find(mid) if mid else None
             if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
@@ -289,7 +226,7 @@ class MemoryLog(Application[UUID]):
 
     # --- the write rules --------------------------------------------------------------------------
 
-    def _write_one(self, session: _Session, cmd: NewMemory, status: str, clean: CleanWrite) -> WriteOutcome:
+    def _write_one(self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite) -> WriteOutcome:
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
 
@@ -320,7 +257,7 @@ class MemoryLog(Application[UUID]):
 
     def _reinforce(
         self,
-        session: _Session,
+        session: Session,
         existing: Memory,
         cmd: NewMemory,
         evidence: list[str],
@@ -359,7 +296,7 @@ class MemoryLog(Application[UUID]):
         session.changed(existing)
 
     def _record_change_on(
-        self, session: _Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str]
+        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str]
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
@@ -374,7 +311,7 @@ class MemoryLog(Application[UUID]):
             )
             session.changed(target)
 
-    def _check_links(self, session: _Session, cmd: NewMemory) -> tuple[Memory | None, list[Memory], list[Memory]]:
+    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Memory | None, list[Memory], list[Memory]]:
         base = "memory.links"
         if cmd.kind in ("solution", "failed_tactic") and not cmd.problem_id:
             raise InvalidInput(
@@ -443,7 +380,7 @@ class MemoryLog(Application[UUID]):
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
 
     def _observe_utility(
-        self, session: _Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool
+        self, session: Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool
     ) -> tuple[Adjustment, int]:
         context = None
         if cmd.context_problem_id:
@@ -482,11 +419,11 @@ class MemoryLog(Application[UUID]):
 
     # --- transactions -----------------------------------------------------------------------------
 
-    def _run(self, command: Callable[[_Session], T]) -> tuple[T, int | None]:
+    def _run(self, command: Callable[[Session], T]) -> tuple[T, int | None]:
         """Run a command on a fresh session and record what it changed in one transaction.
         A concurrent writer that got there first makes the whole command run again on fresh state."""
         for attempt in range(CONFLICT_RETRIES):
-            session = _Session(self)
+            session = Session(self)
             result = command(session)
             try:
                 return result, self._record(session.events())
@@ -500,37 +437,6 @@ class MemoryLog(Application[UUID]):
             return None
         recordings = self.events.put(events)
         return recordings[-1].notification.id if recordings else None
-
-
-def _chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
-    start, chunk = 0, []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield start, chunk
-            start, chunk = start + size, []
-    if chunk:
-        yield start, chunk
-
-
-@dataclass(frozen=True)
-class CleanWrite:
-    """A write's strings after secret redaction, and the id they give it (pure: may be computed in
-    another process, as the bulk import does)."""
-
-    text: str
-    rationale: str
-    evidence: list[str]
-    redactions: int
-    mid: UUID
-
-    @classmethod
-    def of(cls, cmd: NewMemory) -> CleanWrite:
-        text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
-        refs = [sanitise(r) for r in cmd.evidence_refs]
-        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
-        mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
-        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid)
 
 
 def _note(tiny: bool, commit: bool) -> str:

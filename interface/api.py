@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from domain.application import CleanWrite, MemoryLog
+from domain.application import MemoryLog
+from domain.unit_of_work import CleanWrite
 from domain.bulk import paused_gc
 from domain.commands import Adjustment, ImportOutcome, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
 from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError

@@ -1,0 +1,113 @@
+"""The unit of work of one command: the memories it touches, looked up once and saved together, and
+the pure preparation of a write (redaction and id) that bulk imports compute ahead of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+from uuid import UUID
+
+from domain.commands import NewMemory
+from domain.errors import Conflict, NotFound
+from domain.ids import memory_id, parse_memory_id
+from domain.memory import Memory
+from domain.sanitise import sanitise as _sanitise_uncached
+
+if TYPE_CHECKING:
+    from domain.application import MemoryLog
+
+T = TypeVar("T")
+
+# Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
+# redacted once.
+sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
+
+
+class Session:
+    """The memories one command touches: looked up once, changed in memory, saved together.
+
+    New memories stay bare MemoryWritten events until something needs them as aggregates, which in
+    a bulk import is rare."""
+
+    def __init__(self, app: MemoryLog) -> None:
+        self._app = app
+        self.touched: dict[UUID, Memory | None] = {}
+        self.fresh: dict[UUID, Memory.MemoryWritten] = {}
+        self.dirty: dict[UUID, Memory | Memory.MemoryWritten] = {}
+
+    def prefetch(self, mids: Iterable[UUID]) -> None:
+        """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
+        unknown = [m for m in mids if m not in self.touched]
+        existing = self._app.existing_ids(unknown)
+        for mid in unknown:
+            if mid not in existing:
+                self.touched[mid] = None
+
+    def find(self, mid: UUID) -> Memory | None:
+        event = self.fresh.pop(mid, None)
+        if event is not None:
+            memory = Memory.from_written(event)
+            self.touched[mid] = self.dirty[mid] = memory
+            return memory
+        if mid not in self.touched:
+            self.touched[mid] = self._app.find(mid)
+        return self.touched[mid]
+
+    def add(self, written: Memory.MemoryWritten) -> None:
+        self.fresh[written.originator_id] = written
+        self.dirty[written.originator_id] = written
+
+    def changed(self, memory: Memory) -> None:
+        self.dirty[memory.id] = memory
+
+    def events(self) -> list[Any]:
+        out: list[Any] = []
+        for entry in self.dirty.values():
+            if isinstance(entry, Memory):
+                out.extend(entry.collect_events())
+            else:
+                out.append(entry)
+        return out
+
+    def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
+        """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
+        mid = parse_memory_id(raw_id)
+        memory = self.find(mid) if mid else None
+        if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
+            raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
+        if memory.status == "forgotten":
+            raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
+        return memory
+
+
+def chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
+    start, chunk = 0, []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield start, chunk
+            start, chunk = start + size, []
+    if chunk:
+        yield start, chunk
+
+
+@dataclass(frozen=True)
+class CleanWrite:
+    """A write's strings after secret redaction, and the id they give it (pure: may be computed in
+    another process, as the bulk import does)."""
+
+    text: str
+    rationale: str
+    evidence: list[str]
+    redactions: int
+    mid: UUID
+
+    @classmethod
+    def of(cls, cmd: NewMemory) -> CleanWrite:
+        text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
+        refs = [sanitise(r) for r in cmd.evidence_refs]
+        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
+        mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
+        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid)
