@@ -52,9 +52,6 @@ class LinksProjection(Projection):
                 edges += edges_of(row[0] if row else "", src, event.problem_ids, event.related_ids, event.change_targets)
         conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", edges)
 
-    def outgoing(self, memory_id: str) -> list[tuple[str, str]]:
-        return [(t, d) for t, d in self.conn.execute("SELECT type, dst FROM links WHERE src = ?", (memory_id,))]
-
     def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
         """For each memory, the sources of its incoming edges of these types (one query)."""
         out: dict[str, list[str]] = {}
@@ -80,6 +77,3 @@ class LinksProjection(Projection):
             if dst in wanted:
                 out.setdefault(dst, []).append(src)
         return out
-
-    def incoming(self, memory_id: str) -> list[tuple[str, str]]:
-        return [(t, s) for t, s in self.conn.execute("SELECT type, src FROM links WHERE dst = ?", (memory_id,))]

@@ -93,7 +93,6 @@ def _m000_bookkeeping(conn: Connection) -> None:
         " projection TEXT PRIMARY KEY, position INTEGER NOT NULL, updated_at REAL NOT NULL,"
         " last_error TEXT, error_position INTEGER, error_count INTEGER NOT NULL DEFAULT 0)"
     )
-    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
 
 
@@ -146,15 +145,6 @@ def tracking_row(conn: Connection, name: str) -> dict[str, Any]:
     ).fetchone()
     keys = ("position", "updated_at", "last_error", "error_position", "error_count")
     return dict(zip(keys, row, strict=True)) if row else dict.fromkeys(keys)
-
-
-def get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def set_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
 
 def table_digest(conn: Connection, queries: Sequence[str]) -> str:

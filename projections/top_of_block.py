@@ -52,9 +52,6 @@ class TopOfBlock:
 class Row(dict):
     """A snapshot row whose JSON columns are decoded on first access (most rows never need them)."""
 
-    def __missing__(self, key: str) -> Any:
-        raise KeyError(key)
-
     def __getitem__(self, key: str) -> Any:
         value = super().__getitem__(key)
         if key in _JSON_COLUMNS and isinstance(value, str):

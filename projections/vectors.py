@@ -66,9 +66,6 @@ class EmbeddingCache:
         with store.transaction(self.conn):
             self.conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)", rows)
 
-    def count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-
     def close(self) -> None:
         self.conn.close()
 
@@ -165,6 +162,3 @@ class VectorProjection(Projection):
                      if not kinds or kind in kinds]
         hits.sort(key=lambda h: -h[1])
         return hits[:limit]
-
-    def close(self) -> None:
-        super().close()
