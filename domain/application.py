@@ -6,6 +6,9 @@ and only then acknowledges, with the log position. A rejected command records no
 
 from __future__ import annotations
 
+import random
+import time
+
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 from uuid import UUID
@@ -35,8 +38,22 @@ from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
 
-CONFLICT_RETRIES = 5
-"""Optimistic-concurrency retries when another writer appended to the same memory first."""
+CONFLICT_RETRIES = 20
+"""Optimistic-concurrency attempts when another writer appended to the same memory first. Each round
+of a race has one winner, so with many writers on one memory a loser may need several rounds."""
+CONFLICT_BACKOFF_S = 0.005
+"""Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
+
+
+def _retrying(attempt: Callable[[], T]) -> T:
+    for n in range(1, CONFLICT_RETRIES + 1):
+        try:
+            return attempt()
+        except IntegrityError:
+            if n == CONFLICT_RETRIES:
+                raise
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class MemoryLog(Application[UUID]):
@@ -190,24 +207,20 @@ class MemoryLog(Application[UUID]):
 
     def define_archetype(self, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
-        for attempt in range(CONFLICT_RETRIES):
+
+        def attempt() -> tuple[str, int | None]:
             try:
                 current: Archetype = self.repository.get(archetype_id(name))
             except AggregateNotFoundError:
-                created = Archetype(id=archetype_id(name), name=name, description=description, examples=examples, profile=profile)
-                outcome = "created"
-                aggregate = created
-            else:
-                if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
-                    return "unchanged", None
-                current.change(description=description, examples=examples, profile=profile)
-                outcome, aggregate = "changed", current
-            try:
-                return outcome, self._record(aggregate.collect_events())
-            except IntegrityError:
-                if attempt == CONFLICT_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                created = Archetype(id=archetype_id(name), name=name, description=description, examples=examples,
+                                    profile=profile)
+                return "created", self._record(created.collect_events())
+            if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
+                return "unchanged", None
+            current.change(description=description, examples=examples, profile=profile)
+            return "changed", self._record(current.collect_events())
+
+        return _retrying(attempt)
 
     def forget(self, repo_id: str, raw_id: str, reason: str) -> ForgetOutcome:
         def run(session: Session) -> ForgetOutcome:
@@ -422,15 +435,13 @@ class MemoryLog(Application[UUID]):
     def _run(self, command: Callable[[Session], T]) -> tuple[T, int | None]:
         """Run a command on a fresh session and record what it changed in one transaction.
         A concurrent writer that got there first makes the whole command run again on fresh state."""
-        for attempt in range(CONFLICT_RETRIES):
+
+        def attempt() -> tuple[T, int | None]:
             session = Session(self)
             result = command(session)
-            try:
-                return result, self._record(session.events())
-            except IntegrityError:
-                if attempt == CONFLICT_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            return result, self._record(session.events())
+
+        return _retrying(attempt)
 
     def _record(self, events: list[Any]) -> int | None:
         if not events:
