@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from domain.errors import InvalidInput
 
@@ -45,6 +45,22 @@ class Settings(BaseModel):
     housekeeping_interval_seconds: float = Field(3600.0, gt=0)
     worker_batch_size: int = Field(500, ge=1, le=100_000)
     poll_interval_seconds: float = Field(0.05, gt=0, le=60)
+    feedback_max_memories: int = Field(
+        8, ge=1, le=100, description="Most memories one session's feedback may move (the reads it cites)."
+    )
+    # strata serve
+    host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
+    port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
+    token: SecretStr | None = Field(None, description="Bearer token; required when binding a non-loopback address.")
+    # the event log: the embedded SQLite file, or a shared PostgreSQL server
+    event_store: Literal["sqlite", "postgres"] = "sqlite"
+    postgres_host: str = "127.0.0.1"
+    postgres_port: int = Field(5432, ge=1, le=65535)
+    postgres_dbname: str = "strata"
+    postgres_user: str = "strata"
+    postgres_password: SecretStr | None = None
+    postgres_schema: str = Field("", description="A schema for the log's tables; empty uses the search path.")
+    postgres_pool_size: int = Field(5, ge=1, le=100)
 
     @property
     def event_db(self) -> Path:
