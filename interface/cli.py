@@ -374,6 +374,37 @@ def compact(ctx: typer.Context) -> None:
               lambda v: f"compacted {v['folded']} event(s); block height {v['height']}")
 
 
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve the MCP tools (read, write, update, feedback, forget, memory_index) over stdio, with the
+    projection workers running in the same process. Point an MCP client's command at it.
+
+    Example: strata --data-dir ~/.local/share/strata mcp
+    """
+    from interface.mcp_server import run_stdio
+
+    with _session(ctx) as strata:
+        run_stdio(strata)
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Optional[str] = typer.Option(None, "--host", help="Address to bind [env STRATA_HOST, default 127.0.0.1]."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port [env STRATA_PORT, default 7411; 0 picks one]."),
+) -> None:
+    """Run Strata: the MCP streamable-HTTP endpoint (/mcp), the HTTP JSON endpoint (/v1/..., OpenAPI at
+    /openapi.json), the projection workers and the compaction scheduler, until SIGINT/SIGTERM. A bearer
+    token (STRATA_TOKEN) is required when binding a non-loopback address.
+
+    Example: strata serve --port 7411
+    """
+    from interface.serve import run_server
+
+    with _session(ctx) as strata:
+        run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
+
+
 archetypes_app = typer.Typer(help="Read archetypes: kinds of question and the read profile each gets (mode auto).",
                              no_args_is_help=True)
 app.add_typer(archetypes_app, name="archetypes")

@@ -1,0 +1,190 @@
+"""The agent-facing operations, described once: every transport (MCP tools, the HTTP JSON endpoint and
+its OpenAPI description, the CLI's help) is generated from this table, so they cannot drift apart.
+
+Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
+request and response models are the contracts in `schemas/`. The descriptions are written for the
+agent that calls them: they teach how to use memory well, not only what the fields are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from schemas.feedback import FeedbackRequest, FeedbackResponse
+from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.index import IndexRequest, IndexResponse
+from schemas.read import ReadRequest, ReadResponse
+from schemas.update import UpdateRequest, UpdateResponse
+from schemas.write import WriteRequest, WriteResponse
+
+SESSION_PROTOCOL = """\
+How to use Strata memory in a coding session
+
+Memories are hypotheses written by earlier sessions, not orders. The code, tests and output in front
+of you are the truth: when they disagree with a memory, trust them and say so with an update.
+
+1. At the start of a session, call `memory_index` for the repo to see what its memory holds.
+2. When a problem starts (an error, a failing test, a task you have not done here before), call `read`
+   with the problem in your own words (mode "targeted"). Keep the returned `read_id`.
+   Failed tactics come back as cautions: they failed once, in a context that may have changed.
+3. Work the problem. Check any recalled claim against the code before relying on it.
+4. At the end of a piece of work, `write` what was learned, each as its own memory:
+   - the problem (kind "problem"), in words a future search would use;
+   - what worked (kind "solution", links.problem_id = the problem's memory_id);
+   - what was tried and failed, and why (kind "failed_tactic", links.problem_id = the problem);
+   - durable facts and the user's preferences (kinds "fact", "preference");
+   - what changed in the codebase that makes older memories stale (kind "change",
+     links.change_targets = those memories).
+   Cite evidence (files, tests, commands) in evidence_refs. Never write secrets; they are redacted.
+   Use scope "global" only for knowledge true beyond this repo.
+5. Rate the memories you actually used: call `feedback` once with the session's read_ids and, for each
+   memory you used, how helpful it was (1 solved it, 0.5 partly, 0 misleading). Do not rate memories
+   you did not use. If a memory turned out to be false, call `update` with a truth target and the
+   evidence that shows it. `forget` only what must never be recalled again.
+"""
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    method: str
+    request: type[BaseModel]
+    response: type[BaseModel]
+    summary: str
+    description: str
+    example: dict[str, Any]
+    read_only: bool
+
+    def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
+        return getattr(api, self.method)(payload)
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation(
+            name="read",
+            method="read",
+            request=ReadRequest,
+            response=ReadResponse,
+            summary="Recall the memories relevant to a problem.",
+            description=(
+                "Recall what earlier sessions learned that is relevant to a problem. Call it when a problem "
+                "starts, with the problem in your own words. Results are hypotheses: each shows its truth "
+                "(decays unless re-validated), its utility and why it was returned (vector, keyword, "
+                "problem_link, change_chain, semantic_hop_n). Failed tactics are cautions, not bans; a "
+                "change_chain says the code moved since. Check claims against the code before relying on "
+                "them. Keep read_id: feedback cites it. An empty result is a fine answer."
+            ),
+            example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
+            read_only=True,
+        ),
+        Operation(
+            name="write",
+            method="write",
+            request=WriteRequest,
+            response=WriteResponse,
+            summary="Record something learned: a problem, solution, failed tactic, fact, preference or change.",
+            description=(
+                "Record one thing learned, at the end of a piece of work. Write the problem, then what "
+                "worked (kind solution) and what failed (kind failed_tactic), both with links.problem_id; "
+                "facts and preferences on their own; a change in the code as kind change with "
+                "links.change_targets naming the memories it makes stale. One idea per memory, in words a "
+                "future search would use; cite evidence_refs (files, tests, commands). Writing the same "
+                "text again reinforces the existing memory. Secrets are redacted before anything is stored. "
+                "scope global only for knowledge true beyond this repo."
+            ),
+            example={
+                "repo_id": "acme/api",
+                "memory": {
+                    "text": "Integration tests hang when the local Postgres is not running",
+                    "kind": "problem",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "evidence_refs": ["cmd:pytest -m integration"],
+                },
+            },
+            read_only=False,
+        ),
+        Operation(
+            name="update",
+            method="update",
+            request=UpdateRequest,
+            response=UpdateResponse,
+            summary="Adjust a memory's truth (with evidence) or its utility for a problem.",
+            description=(
+                "Say how true or how useful one recalled memory proved. A truth update needs evidence_refs "
+                "(the file, test or output that shows it) and moves truth toward target; the code is the "
+                "truth, so evidence weighs heavily. A utility update rates how helpful the memory was for a "
+                "problem (context_problem_id) and may cite the read_id that returned it. mode dry_run shows "
+                "exactly what commit would record. For the end of a session prefer feedback, which rates "
+                "several used memories at once."
+            ),
+            example={
+                "repo_id": "acme/api",
+                "memory_id": "<memory id from a read>",
+                "mode": "dry_run",
+                "updates": {
+                    "truth": {
+                        "target": 0.1,
+                        "confidence": 0.9,
+                        "rationale": "the Makefile no longer reads DB_URL",
+                        "evidence_refs": ["file:Makefile#L12"],
+                    }
+                },
+            },
+            read_only=False,
+        ),
+        Operation(
+            name="feedback",
+            method="feedback",
+            request=FeedbackRequest,
+            response=FeedbackResponse,
+            summary="End of session: rate the recalled memories you actually used.",
+            description=(
+                "Call once at the end of a session. Cite the session's read_ids and list only the memories "
+                "you actually used, each with how helpful it was (target 1 solved it, 0.5 partly, 0 "
+                "misleading). Memories you did not use are left alone; a memory no cited read returned is "
+                "refused, and one session may move only a bounded number of memories."
+            ),
+            example={
+                "repo_id": "acme/api",
+                "read_ids": ["<read_id from a read>"],
+                "used": [{"memory_id": "<memory id>", "target": 1.0, "rationale": "fixed the hang"}],
+                "context_problem_id": "<problem memory id>",
+            },
+            read_only=False,
+        ),
+        Operation(
+            name="forget",
+            method="forget",
+            request=ForgetRequest,
+            response=ForgetResponse,
+            summary="Forget a memory: it stays in the log but is never recalled again.",
+            description=(
+                "Forget a memory that must never be recalled again (wrong beyond repair, or the user asked). "
+                "For a memory that is merely outdated, prefer an update with evidence or a change memory: "
+                "they keep the history useful."
+            ),
+            example={"repo_id": "acme/api", "memory_id": "<memory id>", "reason": "asked by the user"},
+            read_only=False,
+        ),
+        Operation(
+            name="memory_index",
+            method="index",
+            request=IndexRequest,
+            response=IndexResponse,
+            summary="A compact table of what a repo's memory holds: topics, kinds, counts, tags.",
+            description=(
+                "Call at the start of a session: a small table (about 300 tokens) of what this repo's "
+                "memory holds — topics, kinds, counts and a few tags — so you know when a read is worth "
+                "making."
+            ),
+            example={"repo_id": "acme/api"},
+            read_only=True,
+        ),
+    )
+}
