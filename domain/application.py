@@ -23,6 +23,7 @@ from domain.bulk import paused_gc
 from domain.commands import (
     Adjustment,
     ForgetOutcome,
+    ReviewOutcome,
     ImportOutcome,
     NewMemory,
     TruthUpdate,
@@ -237,6 +238,28 @@ class MemoryLog(Application[UUID]):
         outcome.position = position
         return outcome
 
+    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None) -> ReviewOutcome:
+        """A person's decision on a pending memory: approved memories become active (recalled),
+        rejected ones are remembered so the same proposal is refused."""
+        if decision not in ("approved", "rejected"):
+            raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
+
+        def run(session: Session) -> ReviewOutcome:
+            mid = parse_memory_id(raw_id)
+            memory = session.find(mid) if mid else None
+            if memory is None:
+                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}")
+            if memory.status != "pending":
+                raise Conflict("not_pending", "memory_id",
+                               f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")
+            memory._review(decision=decision, reviewer=reviewer, note=sanitise(note).text)
+            session.changed(memory)
+            return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
+
+        outcome, position = self._run(run)
+        outcome.position = position
+        return outcome
+
     # --- the write rules --------------------------------------------------------------------------
 
     def _write_one(self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite) -> WriteOutcome:
@@ -286,7 +309,9 @@ class MemoryLog(Application[UUID]):
             raise Conflict(
                 "memory_rejected",
                 "memory.text",
-                f"this memory ({existing.memory_id}) was proposed before and rejected in review; it is not proposed again",
+                f"this memory ({existing.memory_id}) was proposed before and rejected in review"
+                + (f" ({existing.review_note})" if getattr(existing, "review_note", None) else "")
+                + "; it is not proposed again",
             )
         existing._adjust_truth(
             target=cmd.confidence,

@@ -81,6 +81,13 @@ class ForgetOutcome:
 
 
 @dataclass
+class ReviewOutcome:
+    memory_id: str
+    status: str  # the status after the review: active or rejected
+    position: int | None = None
+
+
+@dataclass
 class ImportOutcome:
     created: int = 0
     reinforced: int = 0

@@ -72,6 +72,13 @@ class Memory(Aggregate):
     class MemoryForgotten(Aggregate.Event):
         reason: str
 
+    class MemoryReviewed(Aggregate.Event):
+        """A person approved (status active) or rejected (status rejected) a pending memory."""
+
+        decision: str  # "approved" | "rejected"
+        reviewer: str | None
+        note: str
+
     @event(MemoryWritten)
     def __init__(
         self,
@@ -108,6 +115,7 @@ class Memory(Aggregate):
         self.validations = 0
         self.reinforcements = 0
         self.last_validated: datetime = self.created_on
+        self.review_note: str | None = None
 
     @classmethod
     def written(cls, id: UUID, **fields: object) -> Memory.MemoryWritten:  # noqa: A002
@@ -175,6 +183,11 @@ class Memory(Aggregate):
     def _forget(self, reason: str) -> None:
         self.status = "forgotten"
 
+    @event(MemoryReviewed)
+    def _review(self, decision: str, reviewer: str | None, note: str) -> None:
+        self.status = "active" if decision == "approved" else "rejected"
+        self.review_note = note
+
     # --- derived views ----------------------------------------------------------------------------
 
     @property
@@ -216,5 +229,6 @@ MEMORY_EVENTS = (
     Memory.ChangeRecorded,
     Memory.LinksAdded,
     Memory.MemoryForgotten,
+    Memory.MemoryReviewed,
 )
 """Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""

@@ -88,6 +88,9 @@ class FTSProjection(Projection):
                 conn.execute(
                     "UPDATE fts_memories SET status = 'forgotten' WHERE memory_id = ?", (str(event.originator_id),)
                 )
+            elif isinstance(event, Memory.MemoryReviewed):
+                status = "active" if event.decision == "approved" else "rejected"
+                conn.execute("UPDATE fts_memories SET status = ? WHERE memory_id = ?", (status, str(event.originator_id)))
 
     def search(
         self,
@@ -120,3 +123,14 @@ class FTSProjection(Projection):
         sql += " ORDER BY hit.score LIMIT ?"
         params.append(limit)
         return [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+
+    def pending(self, repo_id: str | None = None, limit: int = 200) -> list[str]:
+        """Memories waiting for review, oldest first (optionally of one repo, its global ones included)."""
+        sql = "SELECT memory_id FROM fts_memories WHERE status = 'pending'"
+        params: list[Any] = []
+        if repo_id is not None:
+            sql += " AND (repo_id = ? OR scope = 'global')"
+            params.append(repo_id)
+        sql += " ORDER BY rowid LIMIT ?"
+        params.append(limit)
+        return [row[0] for row in self.conn.execute(sql, params)]
