@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -205,6 +205,25 @@ class MemoryLog(Application[UUID]):
         outcome, position = self._run(run)
         outcome.position = position
         return outcome
+
+    def rate(self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool) -> tuple[list[UpdateOutcome], int | None]:
+        """Utility observations on several memories in one transaction (a session's feedback): all
+        are recorded or none. Paths of refusals read `used[i].<field>`."""
+
+        def run(session: Session) -> list[UpdateOutcome]:
+            outcomes = []
+            for i, (raw_id, utility) in enumerate(ratings):
+                memory = session.visible(raw_id, repo_id, f"used[{i}].memory_id")
+                outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
+                outcome.utility, outcome.redactions = self._observe_utility(
+                    session, repo_id, memory, utility, commit, context_path="context_problem_id"
+                )
+                if commit:
+                    session.changed(memory)
+                outcomes.append(outcome)
+            return outcomes
+
+        return self._run(run)
 
     def define_archetype(self, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
@@ -418,15 +437,16 @@ class MemoryLog(Application[UUID]):
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
 
     def _observe_utility(
-        self, session: Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool
+        self, session: Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool,
+        context_path: str = "updates.utility.context_problem_id",
     ) -> tuple[Adjustment, int]:
         context = None
         if cmd.context_problem_id:
-            problem = session.visible(cmd.context_problem_id, repo_id, "updates.utility.context_problem_id")
+            problem = session.visible(cmd.context_problem_id, repo_id, context_path)
             if problem.kind != "problem":
                 raise InvalidInput(
                     "not_a_problem",
-                    "updates.utility.context_problem_id",
+                    context_path,
                     f"memory {cmd.context_problem_id} is a {problem.kind}, not a problem",
                 )
             context = problem.memory_id

@@ -20,10 +20,13 @@ from domain.bulk import paused_gc
 from domain.commands import Adjustment, ImportOutcome, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
 from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from domain.ids import parse_memory_id
+from projections.memory_index import MemoryIndex
 from projections.reads import ReadLedger
 from projections.recall import ReadQuery, RecallEngine
 from schemas.archetype import ArchetypeRequest, ArchetypeResponse
+from schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.index import IndexRequest, IndexResponse
 from schemas.read import ArchetypeUsed, ReadRequest, ReadResponse, ReadResult
 from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
 from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
@@ -100,30 +103,37 @@ class Reader:
     engine: Callable[[], RecallEngine]
     wait: Callable[[int, float], bool]
     ledger: Callable[[], ReadLedger]
+    index: Callable[[], MemoryIndex]
 
 
 class CommandAPI:
     """read / write / update / forget / import over one MemoryLog and its projections."""
 
-    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None) -> None:
+    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None,
+                 feedback_max_memories: int = 8) -> None:
         self.log = memory_log
         self.status = "pending" if review_writes else "active"
         self.reader = reader
+        self.feedback_max_memories = feedback_max_memories
+
+    def _reader(self) -> Reader:
+        if self.reader is None:
+            raise StrataError("internal_error", "", "this interface was built without the read path")
+        return self.reader
 
     def read(self, payload: str | bytes | dict[str, Any]) -> ReadResponse:
         request = parse(ReadRequest, payload)
-        if self.reader is None:
-            raise StrataError("internal_error", "", "this interface was built without the read path")
+        reader = self._reader()
         if request.consistency is not None:
             wanted, timeout = request.consistency.after_position, request.consistency.timeout_ms / 1000
-            if not self.reader.wait(wanted, timeout):
+            if not reader.wait(wanted, timeout):
                 raise Conflict(
                     "not_yet_consistent",
                     "consistency.after_position",
                     f"the projections have not reached log position {wanted} within {request.consistency.timeout_ms} ms;"
                     " retry, or allow a longer timeout_ms",
                 )
-        recall = self.reader.engine().read(to_read_query(request))
+        recall = reader.engine().read(to_read_query(request))
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id)
         return ReadResponse(
@@ -154,8 +164,9 @@ class CommandAPI:
         request = parse(UpdateRequest, payload)
         truth = request.updates.truth
         utility = request.updates.utility
+        credit = None
         if utility is not None and utility.read_id is not None:
-            self._check_citation(request.repo_id, request.memory_id, utility.read_id)
+            credit = self._check_citation(request.repo_id, request.memory_id, utility.read_id)
         outcome = self.log.update(
             request.repo_id,
             request.memory_id,
@@ -174,6 +185,8 @@ class CommandAPI:
             else None,
             commit=request.mode == "commit",
         )
+        if credit is not None and outcome.utility is not None and outcome.utility.recorded:
+            self._reader().ledger().credit([credit])
         log.info("update", repo_id=request.repo_id, memory_id=outcome.memory_id, mode=request.mode,
                  position=outcome.position)
         return UpdateResponse(
@@ -236,16 +249,80 @@ class CommandAPI:
         except StrataError as exc:
             raise _at_lines(exc, line_numbers) from None
 
-    def _check_citation(self, repo_id: str, memory_id: str, read_id: str) -> None:
-        """Utility that cites a read is credited only to memories that read returned."""
+    def feedback(self, payload: str | bytes | dict[str, Any]) -> FeedbackResponse:
+        """A session's utility ratings, in one transaction: only memories its cited reads returned,
+        each at most once, and at most `feedback_max_memories` memories per session (the set of
+        reads it cites), counting what earlier feedback on those reads already moved."""
+        request = parse(FeedbackRequest, payload)
+        ledger = self._reader().ledger()
+        read_ids = list(dict.fromkeys(request.read_ids))
+        returned_by: dict[str, str] = {}
+        for i, read_id in enumerate(request.read_ids):
+            returned = ledger.returned(read_id, request.repo_id)
+            if returned is None:
+                raise NotFound("read_not_found", f"read_ids[{i}]",
+                               f"no read {read_id!r} was served for repo {request.repo_id!r} here")
+            for mid in returned:
+                returned_by.setdefault(mid, read_id)
+        wanted: list[str] = []
+        for i, used in enumerate(request.used):
+            mid = parse_memory_id(used.memory_id)
+            key = str(mid) if mid else used.memory_id
+            if key not in returned_by:
+                raise InvalidInput("not_in_read", f"used[{i}].memory_id",
+                                   f"no cited read returned memory {used.memory_id}; feedback credits only memories "
+                                   "the session's reads returned")
+            if key in wanted:
+                raise InvalidInput("duplicate_memory", f"used[{i}].memory_id", f"memory {used.memory_id} is rated twice")
+            wanted.append(key)
+        moved = ledger.credited(read_ids) | set(wanted)
+        if len(moved) > self.feedback_max_memories:
+            raise Conflict("session_limit", "used",
+                           f"this session would move {len(moved)} memories; one session may move at most "
+                           f"{self.feedback_max_memories}. Rate only the memories you actually used.")
+        ratings = [
+            (key, UtilityUpdate(used.target, request.confidence, used.rationale, request.context_problem_id,
+                                tuple(used.evidence_refs), returned_by[key]))
+            for key, used in zip(wanted, request.used)
+        ]
+        commit = request.mode == "commit"
+        outcomes, position = self.log.rate(request.repo_id, ratings, commit=commit)
+        if commit:
+            ledger.credit([(returned_by[o.memory_id], o.memory_id) for o in outcomes])
+        log.info("feedback", repo_id=request.repo_id, reads=len(read_ids), rated=len(outcomes), mode=request.mode,
+                 position=position)
+        return FeedbackResponse(
+            mode=request.mode,
+            credited=[Credited(memory_id=o.memory_id, utility=_utility_change(o.utility)) for o in outcomes],
+            session_moved=len(moved),
+            session_limit=self.feedback_max_memories,
+            position=position,
+        )
+
+    def index(self, payload: str | bytes | dict[str, Any]) -> IndexResponse:
+        """What the repo's memory holds, in a table small enough for an agent's context."""
+        request = parse(IndexRequest, payload)
+        built = self._reader().index().build(request.repo_id, include_global=request.include_global,
+                                             max_tokens=request.max_tokens)
+        return IndexResponse(**built)
+
+    def _check_citation(self, repo_id: str, memory_id: str, read_id: str) -> tuple[str, str]:
+        """Utility that cites a read is credited only to memories that read returned, and counts
+        toward that read's session bound. Returns the (read_id, memory_id) credit."""
         path = "updates.utility.read_id"
-        returned = self.reader.ledger().returned(read_id, repo_id) if self.reader is not None else None
+        ledger = self._reader().ledger()
+        returned = ledger.returned(read_id, repo_id)
         if returned is None:
             raise NotFound("read_not_found", path, f"no read {read_id!r} was served for repo {repo_id!r} here")
         mid = parse_memory_id(memory_id)
         if mid is None or str(mid) not in returned:
             raise InvalidInput("not_in_read", path, f"read {read_id} did not return memory {memory_id}; "
                                "utility is credited only to memories the read returned")
+        moved = ledger.credited([read_id]) | {str(mid)}
+        if len(moved) > self.feedback_max_memories:
+            raise Conflict("session_limit", path, f"the session of read {read_id} has already moved "
+                           f"{len(moved) - 1} memories; one session may move at most {self.feedback_max_memories}")
+        return read_id, str(mid)
 
 
 _Prepared = tuple[list[tuple[int, NewMemory, CleanWrite]], list[Problem]]

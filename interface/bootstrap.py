@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from eventsourcing.persistence import PersistenceError
 from threadpoolctl import threadpool_limits
 
 from domain.application import MemoryLog
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, StrataError
+from domain.persistence import EventStoreUnavailable, scrub
 from interface.settings import Settings
 from projections import store
 from projections.base import Projection
@@ -19,6 +21,7 @@ from interface.api import CommandAPI, Reader
 from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from projections.fts import FTSProjection
 from projections.links import LinksProjection
+from projections.memory_index import MemoryIndex
 from projections.snapshot import SnapshotProjection
 from projections.reads import ReadLedger
 from projections.recall import RecallConfig, RecallEngine
@@ -45,8 +48,15 @@ class Strata:
     _ledger: ReadLedger | None = None
 
     def api(self) -> CommandAPI:
-        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger)
-        return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader)
+        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index)
+        return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
+                          feedback_max_memories=self.settings.feedback_max_memories)
+
+    def memory_index(self) -> MemoryIndex:
+        def texts(memory_ids: list[str]) -> dict[str, str]:
+            return {mid: self.log.memory(mid).text for mid in memory_ids}
+
+        return MemoryIndex(self.projection("fts"), self.projection("snapshot"), texts, TokenCounter())  # type: ignore[arg-type]
 
     def recall(self, config: RecallConfig | None = None) -> RecallEngine:
         """The read path (built once; a config makes a fresh one, for evaluation)."""
@@ -167,17 +177,54 @@ def single_threaded_blas() -> None:
 
 
 def open_log(settings: Settings) -> MemoryLog:
+    """The event log the settings name: the SQLite file in the data directory (default), or the shared
+    PostgreSQL log (`event_store = "postgres"`; tables created on first use). The data directory is
+    needed either way: projections and the read ledger are local to each node."""
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
-    return MemoryLog(
-        env={
-            "PERSISTENCE_MODULE": "domain.persistence:TunedSQLiteFactory",
-            "SQLITE_DBNAME": str(settings.event_db),
-            "SQLITE_LOCK_TIMEOUT": "10",
-        }
-    )
+    if settings.event_store == "postgres":
+        return _open_postgres_log(settings)
+    return MemoryLog(env=_log_env({
+        "PERSISTENCE_MODULE": "domain.persistence:TunedSQLiteFactory",
+        "SQLITE_DBNAME": str(settings.event_db),
+        "SQLITE_LOCK_TIMEOUT": "10",
+    }))
+
+
+def _log_env(values: dict[str, str]) -> dict[str, str]:
+    """eventsourcing reads each key under the application's prefix first (`STRATA_POSTGRES_PORT` before
+    `POSTGRES_PORT`) and mixes in os.environ: setting both spellings keeps the settings authoritative."""
+    prefix = MemoryLog.name.upper() + "_"
+    return {**values, **{prefix + key: value for key, value in values.items()}}
+
+
+def _open_postgres_log(settings: Settings) -> MemoryLog:
+    password = settings.postgres_password.get_secret_value() if settings.postgres_password else ""
+    env = _log_env({
+        "PERSISTENCE_MODULE": "domain.persistence:StrataPostgresFactory",
+        "POSTGRES_HOST": settings.postgres_host,
+        "POSTGRES_PORT": str(settings.postgres_port),
+        "POSTGRES_DBNAME": settings.postgres_dbname,
+        "POSTGRES_USER": settings.postgres_user,
+        "POSTGRES_PASSWORD": password,
+        "POSTGRES_SCHEMA": settings.postgres_schema,
+        "POSTGRES_POOL_SIZE": str(settings.postgres_pool_size),
+        "CREATE_TABLE": "y",
+    })
+    # tuning keys eventsourcing reads (STRATA_POSTGRES_CONNECT_TIMEOUT, ..._LOCK_TIMEOUT, ..._MAX_OVERFLOW)
+    # still pass through from the environment; these are only defaults
+    env.setdefault("POSTGRES_CONNECT_TIMEOUT", "10")
+    try:
+        return MemoryLog(env=env)
+    except StrataError:
+        raise
+    except PersistenceError as exc:  # reached the server, but could not create or read the log's tables
+        where = f"{settings.postgres_user}@{settings.postgres_host}:{settings.postgres_port}/{settings.postgres_dbname}"
+        detail = scrub(" ".join(str(exc).split()), password)
+        raise EventStoreUnavailable("event_store_unavailable", "postgres",
+                                    f"cannot use the PostgreSQL event log at {where}: {detail}") from None
 
 
 def build(settings: Settings, embedder: Embedder | None = None) -> Strata:

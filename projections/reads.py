@@ -1,5 +1,6 @@
 """The read ledger of this node: what each read returned (so a utility update that cites a read id
-credits only memories that read really returned) and how often each archetype matched.
+credits only memories that read really returned), which memories each read's session has credited
+(so one session can move only a bounded number of memories) and how often each archetype matched.
 
 Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log.
 """
@@ -24,6 +25,10 @@ class ReadLedger:
             " memory_ids TEXT NOT NULL)"
         )
         self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS credits (read_id TEXT NOT NULL, memory_id TEXT NOT NULL,"
+            " created_at REAL NOT NULL, PRIMARY KEY (read_id, memory_id))"
+        )
+        self.conn.execute(
             "CREATE TABLE IF NOT EXISTS archetype_stats (name TEXT PRIMARY KEY, matches INTEGER NOT NULL,"
             " similarity_sum REAL NOT NULL)"
         )
@@ -40,6 +45,18 @@ class ReadLedger:
         """The memory ids a read of `repo_id` returned; None if no such read (or another repo's)."""
         row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
         return orjson.loads(row[0]) if row else None
+
+    def credited(self, read_ids: list[str]) -> set[str]:
+        """The memories already credited under any of these reads (one session's reads)."""
+        marks = ",".join("?" * len(read_ids))
+        rows = self.conn.execute(f"SELECT DISTINCT memory_id FROM credits WHERE read_id IN ({marks})", read_ids)
+        return {row[0] for row in rows}
+
+    def credit(self, pairs: list[tuple[str, str]]) -> None:
+        """Remember (read_id, memory_id) credits; crediting the same pair again is harmless."""
+        now = time.time()
+        with store.transaction(self.conn):
+            self.conn.executemany("INSERT OR IGNORE INTO credits VALUES (?, ?, ?)", [(r, m, now) for r, m in pairs])
 
     def matched(self, name: str, similarity: float) -> None:
         with store.transaction(self.conn):
