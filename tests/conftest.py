@@ -42,3 +42,23 @@ def _quiet_logs() -> None:
     from interface.logs import configure_logging
 
     configure_logging("warning")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A throwaway PostgreSQL server (ops/pg.py) for the whole session: skipped, loudly, where the
+    machine has no server binaries; a failure instead when STRATA_REQUIRE_POSTGRES=1 (CI)."""
+    import os
+    import warnings
+
+    from ops.pg import find_binaries, throwaway
+
+    if find_binaries() is None:
+        reason = ("PostgreSQL tests NOT RUN: no server binaries (initdb, pg_ctl, postgres) under "
+                  "/usr/lib/postgresql/*/bin or on PATH; install postgresql-15 (.ci/run does) to run them")
+        if os.environ.get("STRATA_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"STRATA_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+        warnings.warn(pytest.PytestWarning(reason), stacklevel=1)
+        pytest.skip(reason)
+    with throwaway(durable=False) as server:
+        yield server
