@@ -4,11 +4,12 @@ readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ import typer
 from pydantic import BaseModel
 
 from domain.errors import Conflict, InvalidInput, StrataError
-from interface import render
+from domain import archive
+from interface import operator, render
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
@@ -230,23 +232,126 @@ def show_log(
 
 @app.command("import")
 def import_(
-    ctx: typer.Context, file: str = typer.Argument(..., help="A JSONL file of write requests, or '-' for stdin.")
+    ctx: typer.Context,
+    file: str = typer.Argument(..., help="A JSONL file, or '-' for stdin."),
+    events: bool = typer.Option(False, "--events", help="The file is a `strata export` of a whole log: restore it "
+                                "into this empty store (every projection then rebuilds to the original's digest)."),
 ) -> None:
-    """Bulk-load write requests, one JSON object per line; all or nothing.
+    """Bulk-load write requests, one JSON object per line, all or nothing; or, with --events, restore
+    a whole log exported by `strata export` into an empty store.
 
-    Example: strata import memories.jsonl
+    Example: strata import memories.jsonl   |   strata --data-dir /new import --events backup.jsonl
+    """
+    with _session(ctx) as strata, _open_input(file) as (handle, size):
+        with click.progressbar(length=size or 0, label="importing", file=sys.stderr) as bar:
+            def counted() -> Iterator[bytes]:
+                for line in handle:
+                    bar.update(len(line))
+                    yield line
+
+            if events:
+                restored = archive.restore(strata.log, counted())
+                response: Any = {"ok": True, "events": restored, "position": strata.log.position()}
+            else:
+                response = _api(strata).import_lines(counted())
+        if events:
+            _emit(ctx.obj, response, lambda v: f"restored {v['events']} events; log position {v['position']}")
+        else:
+            _emit(ctx.obj, response, render.imported)
+
+
+@contextmanager
+def _open_input(file: str) -> Iterator[tuple[Any, int | None]]:
+    if file == "-":
+        yield sys.stdin.buffer, None
+        return
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InvalidInput("unreadable_file", "", f"cannot read {file}: {exc.strerror}") from None
+    with handle:
+        yield handle, Path(file).stat().st_size
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    output: str = typer.Option("-", "--output", "-o", help="Where to write; '-' for stdout (the default)."),
+    markdown: bool = typer.Option(False, "--markdown", help="A readable digest of one repo's memory instead of the log."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="The repo of the Markdown digest."),
+    include_global: bool = typer.Option(True, "--global/--no-global", help="Include global memories in the digest."),
+) -> None:
+    """Write the whole event log as JSON lines (restore with `strata import --events`), or with
+    --markdown --repo ID a readable digest of what that repo's memory holds (an AGENTS.md-style file).
+
+    Example: strata export -o backup.jsonl   |   strata export --markdown --repo acme/api -o MEMORY.md
     """
     with _session(ctx) as strata:
-        if file == "-":
-            response = _api(strata).import_lines(sys.stdin.buffer)
+        if markdown:
+            if not repo:
+                raise InvalidInput("missing_repo", "repo", "--markdown needs --repo ID: the digest is of one repo's memory")
+            strata.catch_up()
+            _write_output(output, [operator.markdown_digest(strata, repo, include_global).encode()])
+            written = {"ok": True, "format": "markdown", "repo_id": repo, "output": output}
         else:
-            try:
-                handle = open(file, "rb")  # noqa: SIM115 - closed below
-            except OSError as exc:
-                raise InvalidInput("unreadable_file", "", f"cannot read {file}: {exc.strerror}") from None
-            with handle:
-                response = _api(strata).import_lines(handle)
-        _emit(ctx.obj, response, render.imported)
+            head = strata.log.position()
+            with click.progressbar(length=head, label="exporting", file=sys.stderr) as bar:
+                def lines() -> Iterator[bytes]:
+                    for line in archive.export_lines(strata.log):
+                        bar.update(1)
+                        yield line
+
+                _write_output(output, lines())
+            written = {"ok": True, "format": archive.FORMAT, "events": head, "output": output}
+        if output != "-":
+            _emit(ctx.obj, written, lambda v: f"wrote {v.get('events', 'the digest')} {'events ' if 'events' in v else ''}to {v['output']}")
+
+
+def _write_output(output: str, chunks: Iterable[bytes]) -> None:
+    if output == "-":
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(output)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with open(partial, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        partial.replace(target)  # a reader never sees half a file
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InvalidInput("unwritable_file", "output", f"cannot write {output}: {exc.strerror}") from None
+
+
+@app.command()
+def index(
+    ctx: typer.Context,
+    repo: str = typer.Option(..., "--repo", help="The repo whose memory to summarise."),
+    max_tokens: int = typer.Option(300, "--max-tokens", help="Most tokens the table may take."),
+    include_global: bool = typer.Option(True, "--global/--no-global", help="Include global memories."),
+) -> None:
+    """A compact table of what a repo's memory holds (topics, kinds, counts, tags), for an agent to
+    load at session start.
+
+    Example: strata index --repo acme/api --max-tokens 300
+    """
+    with _session(ctx) as strata:
+        strata.catch_up()
+        response = _api(strata).index({"repo_id": repo, "max_tokens": max_tokens, "include_global": include_global})
+        _emit(ctx.obj, response, lambda r: r.text)
+
+
+@app.command()
+def feedback(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+    """End of a session: rate the recalled memories the agent actually used, citing the session's
+    reads. Only memories those reads returned are credited, and one session moves a bounded number.
+
+    Example: strata feedback '{"repo_id": "acme/api", "read_ids": ["<read id>"], "used": [{"memory_id": "<id>", "target": 1.0, "rationale": "fixed the hang"}]}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _api(strata).feedback(_request_text(request)), render.feedback)
 
 
 @app.command()
@@ -403,6 +508,85 @@ def serve(
 
     with _session(ctx) as strata:
         run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
+
+
+review_app = typer.Typer(help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).",
+                         no_args_is_help=True)
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("list")
+def review_list(
+    ctx: typer.Context,
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only this repo (and global memories)."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, max=1000),
+) -> None:
+    """List the memories waiting for review, oldest first.
+
+    Example: strata review list --repo acme/api
+    """
+    with _session(ctx) as strata:
+        strata.runner(["fts"]).catch_up()
+        pending = strata.projection("fts").pending(repo, limit)  # type: ignore[attr-defined]
+        memories = [memory_state(strata.log.memory(mid)) for mid in pending]
+        _emit(ctx.obj, {"ok": True, "pending": memories}, render.pending)
+
+
+def _decide(ctx: typer.Context, memory_ids: list[str], decision: str, note: str, reviewer: str | None) -> None:
+    with _session(ctx) as strata:
+        decided = []
+        for mid in memory_ids:
+            outcome = strata.log.review(mid, decision, note, reviewer)
+            log.info("review", memory_id=outcome.memory_id, decision=decision, position=outcome.position)
+            decided.append({"memory_id": outcome.memory_id, "status": outcome.status, "position": outcome.position})
+        _emit(ctx.obj, {"ok": True, "decided": decided},
+              lambda v: "\n".join(f"{d['memory_id']}: {d['status']}" for d in v["decided"]))
+
+
+REVIEWER_OPT = typer.Option(None, "--reviewer", help="Who decided [default: $USER].")
+
+
+@review_app.command("approve")
+def review_approve(
+    ctx: typer.Context,
+    memory_ids: list[str] = typer.Argument(..., help="Memory ids to approve."),
+    note: str = typer.Option("", "--note", help="Why (kept in the log)."),
+    reviewer: Optional[str] = REVIEWER_OPT,
+) -> None:
+    """Approve pending memories: they become active and are recalled.
+
+    Example: strata review approve 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "checked the Makefile"
+    """
+    _decide(ctx, memory_ids, "approved", note, reviewer or os.environ.get("USER"))
+
+
+@review_app.command("reject")
+def review_reject(
+    ctx: typer.Context,
+    memory_ids: list[str] = typer.Argument(..., help="Memory ids to reject."),
+    note: str = typer.Option("", "--note", help="Why (shown when the same memory is proposed again)."),
+    reviewer: Optional[str] = REVIEWER_OPT,
+) -> None:
+    """Reject pending memories: never recalled, and the same proposal is refused with your note.
+
+    Example: strata review reject 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "we have no VPN"
+    """
+    _decide(ctx, memory_ids, "rejected", note, reviewer or os.environ.get("USER"))
+
+
+@app.command()
+def doctor(ctx: typer.Context) -> None:
+    """Check the data directory, the event log, the SQLite extensions, the embedding model, the
+    projections and the versions, and say plainly what is wrong (exit 1 if anything is).
+
+    Example: strata doctor
+    """
+    with _session(ctx) as strata:
+        checks = operator.doctor(strata)
+        healthy = all(c["ok"] for c in checks)
+        _emit(ctx.obj, {"ok": healthy, "checks": checks}, render.doctor)
+        if not healthy:
+            raise Failed(1)
 
 
 archetypes_app = typer.Typer(help="Read archetypes: kinds of question and the read profile each gets (mode auto).",

