@@ -9,7 +9,9 @@ from pydantic import BaseModel
 
 from schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from schemas.errors import ErrorResponse
+from schemas.feedback import FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
+from schemas.index import IndexRequest, IndexResponse
 from schemas.read import ReadRequest, ReadResponse
 from schemas.update import UpdateRequest, UpdateResponse
 from schemas.write import ImportResponse, WriteRequest, WriteResponse
@@ -23,6 +25,10 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "update-response": UpdateResponse,
     "forget-request": ForgetRequest,
     "forget-response": ForgetResponse,
+    "feedback-request": FeedbackRequest,
+    "feedback-response": FeedbackResponse,
+    "index-request": IndexRequest,
+    "index-response": IndexResponse,
     "import-response": ImportResponse,
     "archetype-request": ArchetypeRequest,
     "archetype-response": ArchetypeResponse,
