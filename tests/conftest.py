@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -62,3 +69,67 @@ def postgres_server() -> Iterator[object]:
         pytest.skip(reason)
     with throwaway(durable=False) as server:
         yield server
+
+
+# --- serving processes (tests/e2e/test_mcp.py, tests/e2e/test_http.py) ----------------------------
+
+STRATA_COMMAND = str(Path(sys.executable).parent / "strata")
+
+
+@pytest.fixture
+def strata_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `strata` process with its own data directory and no user config."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "STRATA_DATA_DIR": str(tmp_path / "data")}
+
+
+@dataclass
+class Served:
+    """A running `strata serve` process: its base URL and the stderr lines it wrote so far."""
+
+    process: subprocess.Popen[str]
+    url: str
+    stderr: list[str] = field(default_factory=list)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+
+@pytest.fixture
+def serve(strata_env: dict[str, str]) -> Iterator[Callable[..., Served]]:
+    """Start `strata serve --port 0` (extra arguments and environment allowed) and wait until it says
+    where it listens; every process started is stopped (SIGTERM, then SIGKILL) after the test."""
+    started: list[Served] = []
+
+    def start(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> Served:
+        process = subprocess.Popen([STRATA_COMMAND, "serve", "--port", "0", *args], env={**strata_env, **(env or {})},
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        served = Served(process, "")
+        started.append(served)
+        ready = threading.Event()
+
+        def drain() -> None:  # keep the pipe from filling; remember what was said
+            assert process.stderr is not None
+            for line in process.stderr:
+                served.stderr.append(line)
+                found = re.search(r"serving on (http://\S+?)[ ;)]", line)
+                if found and not ready.is_set():
+                    served.url = found.group(1)
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        ready.wait(timeout)
+        assert served.url, f"strata serve did not start: {''.join(served.stderr)[-3000:]}"
+        return served
+
+    yield start
+    for served in started:
+        try:
+            served.stop(timeout=30)
+        except subprocess.TimeoutExpired:
+            served.process.kill()
+            served.process.wait()

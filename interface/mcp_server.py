@@ -1,0 +1,412 @@
+"""The MCP server: one tool per agent-facing operation, generated from `interface.operations.OPERATIONS`,
+plus the session protocol as a prompt and a resource, and each repo's memory index as a resource.
+
+`strata mcp` serves it over stdio (`run_stdio`); `strata serve` mounts the same server on streamable HTTP
+(`interface/serve.py`). What both transports share lives here too: the lane every operation runs in
+(`Dispatcher`), the background projection workers of a serving process (`Background`), and the error
+shape (`error_response`, the same JSON the CLI prints).
+
+Threads of a serving process, and which connections each one uses:
+
+- the event loop (anyio: stdio here, uvicorn in `serve`) parses requests and never touches SQLite;
+- one operation at a time runs on a worker thread (`Dispatcher`: a capacity-1 lane), over the
+  Strata the CLI built: its projection connections, recall engine and read ledger;
+- the runner thread applies new log events to fts / vectors / links / archetypes, and the scheduler's
+  thread compacts the snapshot and does housekeeping, both over a second Strata (`Background`) that
+  shares only the embedding model with the first.
+
+Why two Strata objects rather than one: a projection applies a batch and its new position inside one
+`BEGIN IMMEDIATE ... COMMIT` on its connection (projections/base.py), and SQLite shows a connection its
+own uncommitted rows. A read on the runner's connection could therefore observe a half-applied batch
+(rows without the position that covers them, or fts ahead of links). On connections of their own the
+request threads see only committed batches (WAL snapshots), exactly like a CLI read next to a
+`strata worker` process. The tail fold of the read path (projections/top_of_block.py) skips events a
+freshly compacted snapshot row already holds, so a compaction committing mid-read is harmless too.
+
+Why one lane: the recall engine already serialises reads (its tail, vector index and connections are
+one reader's), feedback and cited updates read-check-then-credit the read ledger (the per-session bound
+must not be raced past), and memory_index shares the fts/snapshot connections with reads. Writes are
+~1 ms; running everything in one lane costs a write at most one read's latency under load and rules
+out interleaved transactions on the shared ledger connection.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import orjson
+import structlog
+from mcp.server.mcpserver import MCPServer, ResourceSecurity
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+
+from domain.errors import Conflict, StrataError
+from interface.api import CommandAPI
+from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from projections.store import ProjectionBusy
+from schemas.errors import ErrorDetail, ErrorResponse
+
+log = structlog.get_logger("strata.mcp")
+
+SERVER_NAME = "strata"
+PROTOCOL_URI = "strata://protocol"
+INDEX_URI = "strata://index/{+repo_id}"  # {+...}: repo ids such as acme/api contain slashes
+PROMPT_NAME = "session_protocol"
+
+INSTRUCTIONS = f"""\
+Strata is long-term memory for coding work: what earlier sessions learned about this repo (problems,
+solutions, failed tactics, facts, preferences, changes). Memories are hypotheses, not orders: the code,
+tests and output in front of you are the truth.
+- Session start: `memory_index` for the repo (what its memory holds).
+- A problem starts: `read` it in your own words (mode "targeted"); keep the read_id.
+- End of a piece of work: `write` the problem, what worked (solution), what failed (failed_tactic), and
+  code changes that make older memories stale (change); then `feedback` once, citing the read_ids, for
+  the memories you actually used. `update` a memory's truth with evidence when the code contradicts it;
+  `forget` only what must never be recalled again.
+The full protocol is the prompt `{PROMPT_NAME}` and the resource {PROTOCOL_URI}; a repo's index is also
+the resource strata://index/<repo_id>.
+"""
+
+
+def version() -> str:
+    try:
+        from importlib.metadata import version as dist_version
+
+        return dist_version("strata-memory")
+    except Exception:  # not installed as a distribution (running from a checkout)
+        return "0.0.0"
+
+
+# --- shared by both transports ----------------------------------------------------------------------
+
+
+def error_response(exc: StrataError) -> ErrorResponse:
+    """The one error shape, as the CLI prints it."""
+    details = [ErrorDetail(**p.as_dict()) for p in exc.problems]
+    return ErrorResponse(error=details[0], errors=details)
+
+
+def internal_error(exc: BaseException) -> StrataError:
+    return StrataError("internal_error", "", f"internal error ({type(exc).__name__}): {exc}")
+
+
+class Dispatcher:
+    """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
+    Callers wait for the lane asynchronously, so a queued request holds no thread."""
+
+    def __init__(self, api: CommandAPI) -> None:
+        self.api = api
+        self._lane: anyio.CapacityLimiter | None = None
+
+    async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
+        """The operation's response model, or StrataError (unexpected failures become internal_error)."""
+        if self._lane is None:  # created inside the event loop that uses it
+            self._lane = anyio.CapacityLimiter(1)
+        try:
+            return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
+        except StrataError:
+            raise
+        except Exception as exc:  # never a traceback at the caller; the log has it
+            log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
+            raise internal_error(exc) from None
+
+
+class Background:
+    """The projection runner and the scheduler of a serving process (`strata mcp`, `strata serve`), on a
+    Strata of their own that shares the embedding model with the request side (see the module docstring).
+
+    `prepare()` does everything that can fail (opening projections, loading the model, taking the
+    follower locks) before anything is served; `start()` and `stop()` only start and stop threads."""
+
+    RESTART_PAUSE_S = 1.0
+
+    def __init__(self, strata: Strata) -> None:
+        self.strata = strata
+        self.workers: Strata | None = None
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.scheduler: Any = None
+
+    def prepare(self) -> None:
+        self.strata.projections(PROJECTIONS)  # the request side's connections; loads the embedder object
+        self.strata.warm_up()  # the model loads now, not on the first read
+        self.workers = build(self.strata.settings, embedder=self.strata.embedder)
+        for name in PROJECTIONS:
+            try:
+                self.workers.projection(name).follow()  # `strata replay` refuses while we follow
+            except ProjectionBusy:
+                raise Conflict("projection_busy", "projection",
+                               f"projection {name!r} is being rebuilt (strata replay); start again when it is done") from None
+        self.scheduler = self.workers.scheduler(compaction=True)
+
+    def start(self) -> None:
+        assert self.workers is not None, "prepare() first"
+        self.stop_event.clear()
+        self.thread = threading.Thread(target=self._follow, name="strata-runner", daemon=True)
+        self.thread.start()
+        self.scheduler.start()
+        log.info("background_started", projections=list(FOLLOWERS))
+
+    def _follow(self) -> None:
+        assert self.workers is not None
+        runner = self.workers.runner(FOLLOWERS)
+        while not self.stop_event.is_set():
+            try:
+                runner.run(self.stop_event)  # returns when stop_event is set
+            except Exception as exc:  # e.g. the log briefly unreadable: keep following after a pause
+                log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=self.RESTART_PAUSE_S)
+                self.stop_event.wait(self.RESTART_PAUSE_S)
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def stop(self) -> None:
+        """Finish the batch in hand, stop the scheduler (waiting for a running job), and return.
+        Idempotent."""
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(timeout=60)
+            self.thread = None
+            log.info("background_stopped")
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+            self.workers = None
+
+
+def route_stdlib_logging(settings: Any) -> None:
+    """The MCP SDK, uvicorn and apscheduler log through the standard library: render their records like
+    Strata's own lines (console or JSON, on stderr) at the configured level. (Done before the SDK's
+    MCPServer is built: it would otherwise install a handler of its own on the root logger.)"""
+    renderer = (structlog.processors.JSONRenderer() if settings.log_format == "json"
+                else structlog.dev.ConsoleRenderer(colors=False))
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, structlog.processors.add_log_level,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+    ))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level.upper())
+
+
+# --- the MCP server ---------------------------------------------------------------------------------
+
+
+class OperationTool(Tool):
+    """A tool whose schemas are the operation's contracts and whose arguments go to the command API
+    unchanged: validation (and its codes, paths and messages) is the API's, as in the CLI and HTTP."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        return await self.fn(arguments)
+
+
+def _accepts_string(schema: dict[str, Any]) -> bool:
+    if schema.get("type") == "string":
+        return True
+    return any(_accepts_string(s) for s in schema.get("anyOf", ()) + schema.get("oneOf", ()))
+
+
+def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Some MCP clients send nested objects and arrays as JSON text ("memory": "{...}"); decode those
+    where the contract wants no string (the SDK's own tools do the same). Anything else is left for
+    validation to judge."""
+    properties = request_schema.get("properties", {})
+    out = dict(arguments)
+    for key, value in arguments.items():
+        if isinstance(value, str) and value.lstrip()[:1] in ("{", "[") and key in properties:
+            if not _accepts_string(properties[key]):
+                try:
+                    out[key] = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    pass
+    return out
+
+
+def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
+    input_schema = op.request.model_json_schema()
+    output_schema = op.response.model_json_schema(mode="serialization")
+
+    async def call(arguments: dict[str, Any]) -> CallToolResult:
+        started = time.perf_counter()
+        payload = orjson.dumps(_pre_parse(input_schema, arguments))  # JSON text: the same parse as CLI and HTTP
+        try:
+            response = await dispatcher.call(op, payload)
+        except StrataError as exc:
+            log.info("tool", op=op.name, ok=False, code=exc.code, ms=round((time.perf_counter() - started) * 1000, 2))
+            text = error_response(exc).model_dump_json()
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        data = response.model_dump(mode="json")
+        log.info("tool", op=op.name, ok=True, ms=round((time.perf_counter() - started) * 1000, 2))
+        return CallToolResult(content=[TextContent(type="text", text=orjson.dumps(data).decode())],
+                              structured_content=data)
+
+    return OperationTool(
+        fn=call,
+        name=op.name,
+        description=op.description,
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output_schema),
+        is_async=True,
+        annotations=ToolAnnotations(read_only_hint=op.read_only, open_world_hint=False),
+    )
+
+
+def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MCPServer:
+    """The MCP server over `strata`: a tool per operation, the protocol prompt and resource, and the
+    memory index resource template. Pass the dispatcher shared with other transports, if any."""
+    dispatcher = dispatcher or Dispatcher(strata.api())
+    server: MCPServer = MCPServer(
+        SERVER_NAME,
+        title="Strata memory",
+        description="Long-term memory for coding agents: recall what earlier sessions learned, record what this one did.",
+        instructions=INSTRUCTIONS,
+        version=version(),
+        tools=[_tool(op, dispatcher) for op in OPERATIONS.values()],
+        log_level=strata.settings.log_level.upper(),  # type: ignore[arg-type]
+    )
+    index_op = OPERATIONS["memory_index"]
+
+    async def index_text(repo_id: str) -> str:
+        try:
+            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}))
+        except StrataError as exc:
+            raise ResourceError(error_response(exc).model_dump_json()) from None
+        return str(getattr(response, "text"))
+
+    @server.resource(PROTOCOL_URI, name="session_protocol", title="How to use Strata memory in a session",
+                     description="The session protocol: when to read, what to write, how to rate what was used.",
+                     mime_type="text/markdown")
+    def protocol() -> str:
+        return SESSION_PROTOCOL
+
+    @server.resource(INDEX_URI, name="memory_index", title="Memory index of a repo",
+                     description="A compact table (about 300 tokens) of what a repo's memory holds: topics, kinds, "
+                                 "counts, tags. Load it at session start. Example: strata://index/acme/api",
+                     mime_type="text/markdown", security=ResourceSecurity(exempt_params={"repo_id"}))
+    async def memory_index(repo_id: str) -> str:
+        return await index_text(repo_id)
+
+    @server.prompt(PROMPT_NAME, title="Strata session protocol",
+                   description="How to use Strata memory in a coding session; with repo_id, followed by that "
+                               "repo's memory index.")
+    async def session_protocol(repo_id: str | None = None) -> list[UserMessage]:
+        messages = [UserMessage(SESSION_PROTOCOL)]
+        if repo_id:
+            try:
+                messages.append(UserMessage(f"What the memory of {repo_id} holds now:\n\n{await index_text(repo_id)}"))
+            except ResourceError as exc:
+                messages.append(UserMessage(f"(the memory index of {repo_id} is unavailable: {exc})"))
+        return messages
+
+    return server
+
+
+# --- stdio ------------------------------------------------------------------------------------------
+
+
+class _StdinLines:
+    """The protocol's input lines for `stdio_server`, read by a daemon thread.
+
+    The SDK reads stdin on an anyio worker thread that cannot be cancelled while it blocks in read(),
+    so SIGTERM would wait until the client sent another line. Here a daemon thread reads and hands lines
+    to the event loop; cancelling the loop leaves it blocked harmlessly, and the process can exit."""
+
+    def __init__(self, fd: int) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[str](16)
+        self._token = anyio.lowlevel.current_token()
+        self._thread = threading.Thread(target=self._pump, args=(fd,), name="strata-stdin", daemon=True)
+        self._thread.start()
+
+    def _pump(self, fd: int) -> None:
+        try:
+            with open(fd, "rb", closefd=False) as wire:
+                for raw in wire:
+                    anyio.from_thread.run(self._send.send, raw.decode("utf-8", "replace"), token=self._token)
+            anyio.from_thread.run_sync(self._send.close, token=self._token)  # EOF: the client is gone
+        except Exception:  # the loop is gone or the stream closed: nobody is listening any more
+            return
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._receive.__aiter__()
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """Move the protocol's stdin/stdout to private descriptors and point fds 0 and 1 at /dev/null and
+    stderr for the rest of the process, so nothing but protocol reaches the wire (a stray print, a
+    native library's chatter, an error printed after the session ended)."""
+    sys.stdout.flush()
+    wire_in, wire_out = _dup_private(0), _dup_private(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return wire_in, wire_out
+
+
+def _dup_private(fd: int) -> int:
+    try:
+        import fcntl
+
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except ImportError:  # pragma: no cover - Windows
+        return os.dup(fd)
+
+
+async def _serve_stdio(server: MCPServer, wire_in: int, wire_out: int) -> None:
+    out = anyio.wrap_file(io.TextIOWrapper(open(wire_out, "wb", closefd=False), encoding="utf-8"))
+    lowlevel = server._lowlevel_server  # MCPServer runs stdio only on the process's own streams
+    async with anyio.create_task_group() as tg:
+        if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
+            tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        async with stdio_server(stdin=_StdinLines(wire_in), stdout=out) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        tg.cancel_scope.cancel()  # stdin closed: stop waiting for signals
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for sig in signals:
+            log.info("signal", signal=signal.Signals(sig).name)
+            scope.cancel()
+            return
+
+
+def run_stdio(strata: Strata) -> None:
+    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, while a background runner keeps
+    the projections current and the scheduler compacts the snapshot. Logs go to stderr only."""
+    route_stdlib_logging(strata.settings)
+    background = Background(strata)
+    try:
+        background.prepare()  # a failure here is reported by the CLI before any protocol is spoken
+        server = build_mcp_server(strata, Dispatcher(strata.api()))
+        wire_in, wire_out = _claim_stdio()
+        background.start()
+        log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir))
+        anyio.run(_serve_stdio, server, wire_in, wire_out)
+        log.info("mcp_stdio_stopped")
+    finally:
+        background.stop()
+        background.close()

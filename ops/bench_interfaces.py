@@ -1,0 +1,298 @@
+"""Interface figures: per-call latency of read and write through each transport against the in-process
+command API, and `strata serve`'s resident memory idle and under a mixed load.
+
+Usage: python ops/bench_interfaces.py [--memories 2000] [--calls 200] [--warmup 20]
+                                      [--rate 50] [--seconds 30] [--read-share 0.7]
+
+One data directory is seeded with realistic memories (ops/workload.py) and brought up to date; then,
+one after the other, on that directory:
+- in-process: `op.call(CommandAPI, request)` with the projection runner and scheduler running in the
+  same process (the serving setup minus the transport);
+- MCP stdio: the official `mcp.Client` spawns `strata mcp` and calls the tools;
+- MCP streamable HTTP and the HTTP JSON endpoint: against one `strata serve` process (the MCP client
+  with its default protocol negotiation; httpx with a kept-alive connection for JSON).
+Each measures `--calls` reads (realistic targeted queries) and `--calls` writes (new memories) after
+`--warmup` of each, one call at a time, wall time as the client sees it (client-side parsing and, for
+MCP, the client's output-schema validation included). Ratios are p50 against in-process p50.
+
+Then `serve`'s RSS (VmRSS from /proc) idle, and under an open-loop load of `--rate` requests/s on the
+HTTP JSON endpoint (`--read-share` reads, the rest writes) for `--seconds`, with the achieved rate,
+errors and latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops"))
+
+import anyio  # noqa: E402
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from interface.bootstrap import build  # noqa: E402
+from interface.logs import configure_logging  # noqa: E402
+from interface.mcp_server import Background  # noqa: E402
+from interface.operations import OPERATIONS  # noqa: E402
+from interface.settings import load_settings  # noqa: E402
+from workload import realistic_lines, realistic_queries  # noqa: E402
+
+STRATA = str(Path(sys.executable).parent / "strata")
+READ, WRITE = OPERATIONS["read"], OPERATIONS["write"]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Workload:
+    """Reads and writes handed out in order, so no two transports write the same memory."""
+
+    def __init__(self, seeded: int, writes: int, reads: int) -> None:
+        lines = realistic_lines(seeded + writes)
+        self.seed_lines = lines[:seeded]
+        self._writes = [orjson.loads(line) for line in lines[seeded:]]  # later lines link to seeded problems
+        self._reads = realistic_queries(reads)
+        self._w = self._r = 0
+
+    def write(self) -> dict[str, Any]:
+        self._w += 1
+        return self._writes[self._w - 1]
+
+    def read(self) -> dict[str, Any]:
+        self._r += 1
+        return self._reads[(self._r - 1) % len(self._reads)]
+
+
+Call = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def measure(call: Call, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
+    for _ in range(warmup):
+        await call("read", work.read())
+        await call("write", work.write())
+    out: dict[str, list[float]] = {"read": [], "write": []}
+    for _ in range(calls):  # interleaved, as a session would make them
+        for op, payload in (("read", work.read()), ("write", work.write())):
+            started = time.perf_counter()
+            await call(op, payload)
+            out[op].append(time.perf_counter() - started)
+    return out
+
+
+def in_process(data: Path, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
+    strata = build(load_settings(environ={}, data_dir=data))
+    background = Background(strata)
+    background.prepare()
+    background.start()
+    api = strata.api()
+
+    async def call(op: str, payload: dict[str, Any]) -> None:
+        OPERATIONS[op].call(api, payload)
+
+    try:
+        return anyio.run(measure, call, work, calls, warmup)
+    finally:
+        background.stop()
+        background.close()
+        strata.close()
+
+
+def mcp_call(client: Client) -> Call:
+    async def call(op: str, payload: dict[str, Any]) -> None:
+        result = await client.call_tool(op, payload)
+        if result.is_error:
+            raise RuntimeError(f"{op} failed: {result.content[0].text}")  # type: ignore[union-attr]
+
+    return call
+
+
+def mcp_stdio(env: dict[str, str], work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
+    async def run() -> dict[str, list[float]]:
+        async with Client(StdioServerParameters(command=STRATA, args=["mcp"], env=env), read_timeout_seconds=120) as client:
+            return await measure(mcp_call(client), work, calls, warmup)
+
+    return anyio.run(run)
+
+
+def mcp_http(url: str, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
+    async def run() -> dict[str, list[float]]:
+        async with Client(f"{url}/mcp", read_timeout_seconds=120) as client:
+            return await measure(mcp_call(client), work, calls, warmup)
+
+    return anyio.run(run)
+
+
+def http_call(http: httpx.AsyncClient) -> Call:
+    async def call(op: str, payload: dict[str, Any]) -> None:
+        response = await http.post(f"/v1/{op}", content=orjson.dumps(payload),
+                                   headers={"content-type": "application/json"})
+        if response.status_code != 200:
+            raise RuntimeError(f"{op} failed: {response.status_code} {response.text}")
+        orjson.loads(response.content)
+
+    return call
+
+
+def http_json(url: str, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
+    async def run() -> dict[str, list[float]]:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            return await measure(http_call(http), work, calls, warmup)
+
+    return anyio.run(run)
+
+
+def start_serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([STRATA, "serve", "--port", "0"], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        found = re.search(r"serving on (http://\S+?)[ ;)]", line)
+        if found:
+            threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+            return process, found.group(1)
+    raise RuntimeError(f"strata serve did not start (exit {process.wait()})")
+
+
+def load(url: str, pid: int, work: Workload, rate: float, seconds: float, read_share: float) -> dict[str, Any]:
+    """Open loop: request i is sent at start + i / rate whatever the earlier ones are doing."""
+    import random
+
+    rnd = random.Random(3)
+    kinds = ["read" if rnd.random() < read_share else "write" for _ in range(int(rate * seconds))]
+    latencies: dict[str, list[float]] = {"read": [], "write": []}
+    errors: list[str] = []
+    samples: list[float] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append(rss_mb(pid))
+            done.wait(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+
+    async def run() -> float:
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+            call = http_call(http)
+
+            async def one(op: str, payload: dict[str, Any]) -> None:
+                started = time.perf_counter()
+                try:
+                    await call(op, payload)
+                    latencies[op].append(time.perf_counter() - started)
+                except Exception as exc:  # counted, not fatal
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for i, op in enumerate(kinds):
+                    await anyio.sleep(max(0.0, start + i / rate - time.perf_counter()))
+                    tg.start_soon(one, op, work.read() if op == "read" else work.write())
+            return time.perf_counter() - start
+
+    sampler.start()
+    try:
+        elapsed = anyio.run(run)
+    finally:
+        done.set()
+        sampler.join()
+    completed = len(latencies["read"]) + len(latencies["write"])
+    return {"elapsed": elapsed, "completed": completed, "achieved": completed / elapsed, "errors": errors,
+            "latencies": latencies, "rss_mean": sum(samples) / len(samples), "rss_max": max(samples),
+            "reads": len(latencies["read"]), "writes": len(latencies["write"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=2000, help="memories in the store before measuring")
+    parser.add_argument("--calls", type=int, default=200, help="timed reads and writes per transport")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--rate", type=float, default=50.0, help="requests/s of the load phase")
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of the load phase")
+    parser.add_argument("--read-share", type=float, default=0.7)
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="settle time before the idle RSS")
+    args = parser.parse_args()
+    configure_logging("warning")
+
+    per_transport = args.calls + args.warmup
+    work = Workload(args.memories, 4 * per_transport + int(args.rate * args.seconds) + 10, 500)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        print(f"seeding {args.memories} memories ...", file=sys.stderr)
+        strata = build(load_settings(environ={}, data_dir=data))
+        strata.api().import_lines(work.seed_lines)
+        strata.catch_up()
+        strata.close()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+        env.update({"STRATA_DATA_DIR": str(data), "HOME": tmp, "XDG_CONFIG_HOME": str(Path(tmp) / "cfg")})
+
+        results: dict[str, dict[str, list[float]]] = {}
+        print("in-process ...", file=sys.stderr)
+        results["in-process (CommandAPI)"] = in_process(data, work, args.calls, args.warmup)
+        print("MCP stdio ...", file=sys.stderr)
+        results["MCP stdio"] = mcp_stdio(env, work, args.calls, args.warmup)
+        process, url = start_serve(env)
+        try:
+            print("MCP streamable HTTP ...", file=sys.stderr)
+            results["MCP streamable HTTP"] = mcp_http(url, work, args.calls, args.warmup)
+            print("HTTP JSON ...", file=sys.stderr)
+            results["HTTP JSON (/v1)"] = http_json(url, work, args.calls, args.warmup)
+            time.sleep(args.idle_seconds)
+            idle = rss_mb(process.pid)
+            print(f"load: {args.rate:g} req/s for {args.seconds:g} s ...", file=sys.stderr)
+            loaded = load(url, process.pid, work, args.rate, args.seconds, args.read_share)
+            after = rss_mb(process.pid)
+        finally:
+            process.terminate()
+            code = process.wait(timeout=60)
+
+    base = {op: pct(results["in-process (CommandAPI)"][op], 0.5) for op in ("read", "write")}
+    print(f"\nper-call latency, ms: {args.calls} reads and {args.calls} writes per interface after {args.warmup} "
+          f"of each, one at a time; store of {args.memories} memories; ratio = p50 / in-process p50")
+    print(f"{'interface':<26}{'read p50':>10}{'read p95':>10}{'ratio':>8}{'write p50':>11}{'write p95':>11}{'ratio':>8}")
+    for name, lat in results.items():
+        r50, r95, w50, w95 = (pct(lat["read"], 0.5) * 1e3, pct(lat["read"], 0.95) * 1e3,
+                              pct(lat["write"], 0.5) * 1e3, pct(lat["write"], 0.95) * 1e3)
+        print(f"{name:<26}{r50:>10.2f}{r95:>10.2f}{r50 / (base['read'] * 1e3):>7.1f}x"
+              f"{w50:>11.2f}{w95:>11.2f}{w50 / (base['write'] * 1e3):>7.1f}x")
+    lat = loaded["latencies"]
+    print(f"\nstrata serve resident memory (VmRSS): idle {idle:.0f} MB (after warm-up and {args.idle_seconds:g} s idle)")
+    print(f"under load: target {args.rate:g} req/s ({args.read_share:.0%} read / {1 - args.read_share:.0%} write, "
+          f"HTTP JSON, open loop) for {args.seconds:g} s")
+    print(f"  achieved {loaded['achieved']:.1f} req/s ({loaded['completed']} completed: {loaded['reads']} reads, "
+          f"{loaded['writes']} writes; {len(loaded['errors'])} errors)")
+    print(f"  read  p50 {pct(lat['read'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['read'], 0.95) * 1e3:.1f} ms  "
+          f"p99 {pct(lat['read'], 0.99) * 1e3:.1f} ms")
+    print(f"  write p50 {pct(lat['write'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['write'], 0.95) * 1e3:.1f} ms  "
+          f"p99 {pct(lat['write'], 0.99) * 1e3:.1f} ms")
+    print(f"  RSS mean {loaded['rss_mean']:.0f} MB, max {loaded['rss_max']:.0f} MB, after {after:.0f} MB")
+    print(f"serve exited with {code} on SIGTERM")
+    for error in loaded["errors"][:5]:
+        print(f"  error: {error}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The MCP server end to end through the official client: `strata mcp` spawned over stdio, and `strata serve`
+over streamable HTTP. Every operation of OPERATIONS is a tool and is called; the real embedding model runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
+from interface.operations import OPERATIONS, SESSION_PROTOCOL
+from schemas.errors import ErrorResponse
+from tests.conftest import STRATA_COMMAND, Served
+
+REPO = "acme/api"
+
+
+def structured(result: CallToolResult, op: str) -> dict[str, Any]:
+    """A successful result: its structured content validates against the operation's response model and
+    the text content carries the same JSON."""
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert data is not None and data["ok"] is True
+    OPERATIONS[op].response.model_validate(data)
+    assert json.loads(result.content[0].text) == data
+    return data
+
+
+def tool_error(result: CallToolResult) -> dict[str, Any]:
+    """A refusal: an MCP tool error whose text is the CLI's error JSON."""
+    assert result.is_error
+    data = json.loads(result.content[0].text)
+    ErrorResponse.model_validate(data)
+    assert data["ok"] is False and data["error"] == data["errors"][0]
+    assert data["error"]["code"] and data["error"]["message"]
+    return data["error"]
+
+
+async def session(client: Client) -> None:
+    """What an agent's session does, through every tool, plus the protocol prompt and the resources."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == set(OPERATIONS)
+    for name, op in OPERATIONS.items():
+        tool = tools[name]
+        assert tool.description == op.description
+        assert tool.input_schema == op.request.model_json_schema()
+        assert tool.output_schema == op.response.model_json_schema(mode="serialization")
+        assert tool.annotations is not None and tool.annotations.read_only_hint is op.read_only
+    assert "memory_index" in (client.instructions or "") and "read" in (client.instructions or "")
+
+    called: set[str] = set()
+
+    async def call(op: str, arguments: dict[str, Any]) -> CallToolResult:
+        called.add(op)
+        return await client.call_tool(op, arguments)
+
+    problem = structured(await call("write", {"repo_id": REPO, "memory": {
+        "text": "Integration tests hang when the local Postgres is not running", "kind": "problem",
+        "scope": "repo", "confidence": 0.9, "evidence_refs": ["cmd:pytest -m integration"]}}), "write")
+    solution = structured(await call("write", {"repo_id": REPO, "memory": {
+        "text": "Run make db-up before pytest -m integration", "kind": "solution", "scope": "repo",
+        "confidence": 0.85, "links": {"problem_id": problem["memory_id"]}}}), "write")
+    assert problem["outcome"] == solution["outcome"] == "created"
+
+    read = structured(await call("read", {"repo_id": REPO, "query": "integration tests hang", "mode": "targeted",
+                                          "consistency": {"after_position": solution["position"]}}), "read")
+    found = {r["memory_id"] for r in read["results"]}
+    assert {problem["memory_id"], solution["memory_id"]} <= found
+    assert read["position"] >= solution["position"] and read["guidance"]
+
+    feedback = structured(await call("feedback", {
+        "repo_id": REPO, "read_ids": [read["read_id"]], "context_problem_id": problem["memory_id"],
+        "used": [{"memory_id": solution["memory_id"], "target": 1.0, "rationale": "the tests ran"}]}), "feedback")
+    assert [c["memory_id"] for c in feedback["credited"]] == [solution["memory_id"]]
+
+    update = structured(await call("update", {"repo_id": REPO, "memory_id": problem["memory_id"], "mode": "dry_run",
+                                              "updates": {"truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen again",
+                                                                    "evidence_refs": ["cmd:pytest -m integration"]}}}), "update")
+    assert update["mode"] == "dry_run" and update["truth"] is not None
+
+    index = structured(await call("memory_index", {"repo_id": REPO}), "memory_index")
+    assert index["repo_id"] == REPO and index["memories"] >= 2 and index["text"]
+
+    forgotten = structured(await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"],
+                                                 "reason": "test"}), "forget")
+    assert forgotten["forgotten"] is True
+    assert called == set(OPERATIONS), "every operation must be exercised here"
+
+    # refusals: the CLI's code / path / message
+    invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {
+        "text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}))
+    assert (invalid["code"], invalid["path"]) == ("invalid_choice", "memory.kind")
+    for name in OPERATIONS:  # every tool refuses an empty request the same way
+        missing = tool_error(await client.call_tool(name, {}))
+        assert (missing["code"], missing["path"]) == ("missing_field", "repo_id"), name
+    conflict = tool_error(await client.call_tool("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
+                                                            "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}}))
+    assert conflict["path"] == "memory_id"
+    # a client that sends a nested object as JSON text still gets through
+    as_text = await client.call_tool("write", {"repo_id": REPO, "memory": json.dumps({
+        "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7})})
+    structured(as_text, "write")
+
+    # the session protocol: a prompt and a resource; the index: a resource template
+    prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert PROMPT_NAME in prompts
+    prompt = await client.get_prompt(PROMPT_NAME, {"repo_id": REPO})
+    texts = [m.content.text for m in prompt.messages]  # type: ignore[union-attr]
+    assert texts[0] == SESSION_PROTOCOL and REPO in texts[1]
+    resources = {str(r.uri) for r in (await client.list_resources()).resources}
+    assert PROTOCOL_URI in resources
+    assert (await client.read_resource(PROTOCOL_URI)).contents[0].text == SESSION_PROTOCOL  # type: ignore[union-attr]
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert INDEX_URI in templates
+    index_resource = (await client.read_resource(f"strata://index/{REPO}")).contents[0]
+    assert index_resource.mime_type == "text/markdown" and REPO in index_resource.text  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_stdio_server_serves_every_tool(strata_env: dict[str, str]) -> None:
+    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"], env={**strata_env, "STRATA_LOG_LEVEL": "info"})
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            await session(client)
+
+    anyio.run(main)
+
+
+@pytest.mark.slow
+def test_http_server_serves_every_tool(serve: Callable[..., Served]) -> None:
+    served = serve()
+
+    async def main() -> None:
+        async with Client(f"{served.url}/mcp", read_timeout_seconds=60) as client:
+            await session(client)
+
+    anyio.run(main)
+    assert served.stop() == 0
+
+
+def _initialize(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert process.stdin is not None and process.stdout is not None
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    process.stdin.write((json.dumps(request) + "\n").encode())
+    process.stdin.flush()
+    return json.loads(process.stdout.readline())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["stdin_closed", "sigterm"])
+def test_stdio_speaks_only_protocol_and_stops_cleanly(strata_env: dict[str, str], how: str) -> None:
+    env = {**strata_env, "STRATA_LOG_LEVEL": "debug"}  # every log line there is must go to stderr
+    process = subprocess.Popen([STRATA_COMMAND, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        answer = _initialize(process)
+        assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "strata"
+        assert "memory_index" in answer["result"]["instructions"]
+        started = time.monotonic()
+        if how == "sigterm":
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=20)  # with stdin still open
+        out, err = process.communicate(timeout=20)  # closes stdin
+        assert process.returncode == 0, err.decode()[-2000:]
+        assert time.monotonic() - started < 10
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    for line in out.decode().splitlines():  # anything left on stdout is protocol
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert b"worker_started" in err and b"Traceback" not in err
+
+
+@pytest.mark.slow
+def test_stdio_startup_refusal_is_a_structured_error(strata_env: dict[str, str], tmp_path: Any) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    env = {**strata_env, "STRATA_DATA_DIR": str(blocked / "data")}
+    result = subprocess.run([STRATA_COMMAND, "mcp"], env=env, input="", capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and json.loads(result.stdout)["error"]["code"] == "invalid_data_dir"
+    assert "Traceback" not in result.stderr
+
+
+def test_tool_and_prompt_names_are_stable() -> None:
+    """Agents' configurations name these; renaming one is a breaking change."""
+    assert set(OPERATIONS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
+    assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
+    assert os.path.basename(STRATA_COMMAND) == "strata"
