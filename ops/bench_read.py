@@ -4,17 +4,15 @@ brute-force exact search.
 
 Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR]
 
-Stores hold realistic memories (ops/workload.py: problems with linked solutions and failed tactics,
-facts, preferences, one repo in twenty) plus change memories on some facts, and truth/utility
-updates. Embedding 100,000 memories takes minutes: with --keep DIR the stores (and their embedding
+Stores hold realistic memories (ops/workload.py: a large vocabulary, many sentence shapes, problems
+with linked solutions and failed tactics, facts, preferences, change chains, over twenty repos) and
+truth/utility updates; queries are realistic_queries() of the same workload. Embedding 100,000 memories takes minutes: with --keep DIR the stores (and their embedding
 caches) are kept and reused by later runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import statistics
 import sys
 import tempfile
@@ -32,37 +30,7 @@ from interface.bootstrap import build  # noqa: E402
 from interface.logs import configure_logging  # noqa: E402
 from interface.settings import load_settings  # noqa: E402
 from projections.embedder import MiniLMEmbedder  # noqa: E402
-from workload import CAUSES, FIXES, SUBJECTS, SYMPTOMS, realistic_lines, realistic_updates  # noqa: E402
-
-
-def with_changes(lines: list[str], every: int = 25) -> list[str]:
-    """Add a change memory after every `every`-th fact, targeting it."""
-    from domain.ids import memory_id
-
-    out = []
-    for i, line in enumerate(lines):
-        out.append(line)
-        request = json.loads(line)
-        memory = request["memory"]
-        if memory["kind"] == "fact" and i % every == 0:
-            target = str(memory_id(memory["text"], "fact", "repo", request["repo_id"]))
-            out.append(json.dumps({"repo_id": request["repo_id"], "memory": {
-                "text": f"Changed: {memory['text']} no longer holds after the upgrade ({i})", "kind": "change",
-                "scope": "repo", "confidence": 0.8, "links": {"change_targets": [target]}}}))
-    return out
-
-
-def queries(n: int, repos: int = 20, seed: int = 5) -> list[dict]:
-    rnd = random.Random(seed)
-    out = []
-    for _ in range(n):
-        template = rnd.choice([
-            lambda: f"{rnd.choice(SUBJECTS)} {rnd.choice(SYMPTOMS)} {rnd.choice(CAUSES)}",
-            lambda: f"how do I fix {rnd.choice(SUBJECTS)} when {rnd.choice(CAUSES)}",
-            lambda: f"should I {rnd.choice(FIXES)}",
-        ])
-        out.append({"repo_id": f"org/repo-{rnd.randrange(repos)}", "query": template(), "mode": "targeted"})
-    return out
+from workload import realistic_lines, realistic_queries, realistic_updates  # noqa: E402
 
 
 def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
@@ -70,7 +38,7 @@ def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
     fresh = not (folder / "events.sqlite").exists()
     strata = build(load_settings(environ={}, data_dir=folder), embedder=embedder)
     if fresh:
-        lines = with_changes(realistic_lines(size))
+        lines = realistic_lines(size)
         api = CommandAPI(strata.log)
         api.import_lines(lines)
         for update in realistic_updates(lines, size // 20):
@@ -88,7 +56,7 @@ def pct(values: list[float], q: float) -> float:
 def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder) -> None:
     strata, setup = open_store(size, keep, embedder)
     api = strata.api()
-    requests = queries(n_queries)
+    requests = realistic_queries(n_queries)
     for request in requests[:20]:  # warm: model, index, caches
         api.read(request)
     engine = strata.recall()
