@@ -7,16 +7,19 @@ logged with its position, marked with the error, and retried after a growing pau
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from domain.application import MemoryLog
 from domain.bulk import paused_gc
-from projections.base import Projection
+from projections.base import LogReader, Projection
 
 log = structlog.get_logger("strata.worker")
 
@@ -54,6 +57,12 @@ class Runner:
     retry_base: float = 0.5
     retry_cap: float = 30.0
     _backoff: dict[str, _Backoff] = field(default_factory=dict)
+    _reader: LogReader | None = None
+
+    def read(self, start: int, limit: int) -> list:
+        if self._reader is None:
+            self._reader = LogReader(self.memory_log)
+        return self._reader.read(start, limit)
 
     def lag(self) -> dict[str, int]:
         head = self.memory_log.position()
@@ -68,7 +77,7 @@ class Runner:
             return 0
         start = min(positions[p.name] for p in lagging) + 1
         with paused_gc():
-            return self._apply(lagging, positions, list(self.memory_log.read_log(start, self.batch_size)))
+            return self._apply(lagging, positions, self.read(start, self.batch_size))
 
     def _apply(self, lagging: list[Projection], positions: dict[str, int], batch: list) -> int:
         applied = 0
@@ -129,3 +138,128 @@ def wait_for(projections: Sequence[Projection], position: int, timeout: float, i
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval)
+
+
+REPLAY_COST = {"fts": 3.0, "snapshot": 3.0, "vectors": 3.0, "links": 1.0, "archetypes": 0.1}
+"""Relative replay cost of each projection (measured with ops/bench_projections.py), to share them
+out between processes."""
+
+Opener = Callable[[Sequence[str]], tuple[MemoryLog, list[Projection]]]
+"""opener(names) -> (the log, those projections), opened afresh (it runs in the replaying process)."""
+
+
+def share_out(names: Sequence[str], processes: int) -> list[list[str]]:
+    """Projections in `processes` groups of about equal replay cost (largest first, to the lightest)."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(processes, len(names))))]
+    costs = [0.0] * len(groups)
+    for name in sorted(names, key=lambda n: -REPLAY_COST.get(n, 1.0)):
+        lightest = costs.index(min(costs))
+        groups[lightest].append(name)
+        costs[lightest] += REPLAY_COST.get(name, 1.0)
+    return [g for g in groups if g]
+
+
+def replay(opener: Opener, names: Sequence[str], *, processes: int | None = None, batch_size: int = 5000) -> dict[str, float]:
+    """Bring projections (already reset) to the head of the log, in parallel processes: each reads
+    and decodes the log itself and feeds its share of the projections, so a rebuild of several
+    projections takes about as long as the slowest share rather than the sum. Each projection still
+    applies its batches and positions in single transactions, exactly as a worker does; a failure in
+    any process raises ProjectionFailed after the others finished. Returns seconds per group."""
+    processes = processes or os.cpu_count() or 1
+    groups = share_out(names, processes)
+    if len(groups) == 1:
+        started = time.perf_counter()
+        _replay_group(opener, groups[0], batch_size)
+        return {"+".join(groups[0]): time.perf_counter() - started}
+    context = multiprocessing.get_context("fork")  # the opener need not be picklable
+    results = context.Queue()
+    children = [context.Process(target=_replay_child, args=(opener, group, batch_size, results), daemon=True)
+                for group in groups]
+    for child in children:
+        child.start()
+    report: dict[str, float] = {}
+    failures = []
+    for _ in children:
+        group, seconds, error = results.get()
+        report[group] = seconds
+        if error:
+            failures.append((group, error))
+    for child in children:
+        child.join()
+    if failures:
+        group, error = failures[0]
+        raise ProjectionFailed(group, None, error)
+    return report
+
+
+def _replay_child(opener: Opener, group: list[str], batch_size: int, results: Any) -> None:
+    started = time.perf_counter()
+    error = None
+    try:
+        _replay_group(opener, group, batch_size)
+    except BaseException as exc:  # reported to the parent, which raises
+        error = f"{type(exc).__name__}: {exc}"
+    results.put(("+".join(group), time.perf_counter() - started, error))
+
+
+def _replay_group(opener: Opener, group: Sequence[str], batch_size: int) -> None:
+    memory_log, projections = opener(group)
+    try:
+        pipelined(memory_log, projections, batch_size)
+    finally:
+        for projection in projections:
+            projection.close()
+
+
+def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000) -> int:
+    """Catch projections up to the head as it is now, decoding each batch once and handing it to one
+    thread per projection: SQLite works with the GIL released, so one projection's inserts overlap
+    the decoding of the next batch and the Python work of the others. Each projection still applies
+    its batches in order, each batch with its position in one transaction. A failure stops the
+    replay and is raised here (the projection keeps the batches it committed)."""
+    import queue
+
+    head = memory_log.position()
+    start = min(p.position for p in projections) + 1
+    reader = LogReader(memory_log)
+    queues: list[queue.Queue] = [queue.Queue(maxsize=2) for _ in projections]
+    failed: list[tuple[Projection, BaseException]] = []
+    stop = threading.Event()
+
+    def follow(projection: Projection, inbox: queue.Queue) -> None:
+        while True:
+            batch = inbox.get()
+            if batch is None:
+                return
+            if stop.is_set():
+                continue
+            try:
+                projection.handle(batch)
+            except BaseException as exc:
+                failed.append((projection, exc))
+                stop.set()
+
+    threads = [threading.Thread(target=follow, args=(p, q), daemon=True) for p, q in zip(projections, queues, strict=True)]
+    for thread in threads:
+        thread.start()
+    events = 0
+    try:
+        with paused_gc():
+            while start <= head and not stop.is_set():
+                batch = reader.read(start, min(batch_size, head - start + 1))
+                if not batch:
+                    break
+                events += len(batch)
+                for inbox in queues:
+                    inbox.put(batch)
+                start = batch[-1][0] + 1
+    finally:
+        for inbox in queues:
+            inbox.put(None)
+        for thread in threads:
+            thread.join()
+    if failed:
+        projection, exc = failed[0]
+        projection.record_error(projection.position + 1, f"{type(exc).__name__}: {exc}")
+        raise ProjectionFailed(projection.name, projection.position + 1, f"{type(exc).__name__}: {exc}") from exc
+    return events

@@ -1,0 +1,63 @@
+"""The replay's fast log reader (projections.base.LogReader) gives exactly what MemoryLog.read_log
+gives: the same positions and equal domain events of the same types, for every event type in the
+log, from any start, with and without topics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from interface.bootstrap import Strata, build
+from interface.settings import load_settings
+from projections.base import LogReader, _uuid
+from projections.embedder import HashEmbedder
+from tests.integration.test_fold_equivalence import every_event
+
+
+@pytest.fixture
+def hashed(data_dir: Path) -> Iterator[Strata]:
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=32))
+    yield app
+    app.close()
+
+
+def same(a: list, b: list) -> None:
+    assert [p for p, _ in a] == [p for p, _ in b]
+    for (_, x), (_, y) in zip(a, b, strict=True):
+        assert type(x) is type(y)
+        assert vars(x) == vars(y)
+        assert list(vars(x)) == list(vars(y))  # same attribute order, so re-encoding gives equal bytes
+        assert type(x.originator_id) is type(y.originator_id)
+        assert type(x.timestamp) is type(y.timestamp) and x.timestamp.tzinfo == y.timestamp.tzinfo
+
+
+def test_the_fast_reader_reads_what_read_log_reads(hashed: Strata) -> None:
+    every_event(hashed)
+    reader = LogReader(hashed.log)
+    assert reader.fast and reader.sqlite
+    head = hashed.log.position()
+    same(reader.read(1, head + 10), list(hashed.log.read_log(1, head + 10)))
+    for start, limit in ((1, 7), (5, 50), (head - 3, 100), (head + 1, 10)):
+        same(reader.read(start, limit), list(hashed.log.read_log(start, limit)))
+    topics = ["domain.memory:Memory.MemoryWritten", "domain.memory:Memory.MemoryReviewed"]
+    same(reader.read(1, 1000, topics), list(hashed.log.read_log(1, 1000, topics)))
+
+
+def test_texts_that_look_like_custom_types_are_left_to_the_mapper(hashed: Strata) -> None:
+    from interface.api import CommandAPI
+    from tests.conftest import write_request
+
+    api = CommandAPI(hashed.log)
+    for text in ('"_type_"', "_type_", '{"_type_": "datetime_iso", "_data_": "2020-01-01T00:00:00"}'):
+        api.write(write_request("r", text))
+    same(LogReader(hashed.log).read(1, 100), list(hashed.log.read_log(1, 100)))
+
+
+def test_uuids_equal_the_parsed_ones() -> None:
+    for text in ("5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10", "00000000-0000-0000-0000-000000000000",
+                 "00003b7f8e875e20a7d614cff53501d6", "{5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10}"):
+        value = _uuid(text)
+        assert value == UUID(text) and hash(value) == hash(UUID(text)) and str(value) == str(UUID(text))
