@@ -41,16 +41,24 @@ class LinksProjection(Projection):
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         edges = []
+        kinds: dict[str, str] = {}  # memories written in this batch (INSERT OR IGNORE: the first wins)
+        written, added = Memory.MemoryWritten, Memory.LinksAdded
         for _, event in batch:
-            src = str(event.originator_id)
-            if isinstance(event, Memory.MemoryWritten):
-                conn.execute("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", (src, event.kind))
+            kind = type(event)
+            if kind is written:
+                src = str(event.originator_id)
+                kinds.setdefault(src, event.kind)
                 problems = [event.problem_id] if event.problem_id else []
                 edges += edges_of(event.kind, src, problems, event.related_ids, event.change_targets)
-            elif isinstance(event, Memory.LinksAdded):
-                row = conn.execute("SELECT kind FROM link_kinds WHERE memory_id = ?", (src,)).fetchone()
-                edges += edges_of(row[0] if row else "", src, event.problem_ids, event.related_ids, event.change_targets)
-        conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", edges)
+            elif kind is added:
+                src = str(event.originator_id)
+                known = kinds.get(src)
+                if known is None:
+                    row = conn.execute("SELECT kind FROM link_kinds WHERE memory_id = ?", (src,)).fetchone()
+                    known = row[0] if row else ""
+                edges += edges_of(known, src, event.problem_ids, event.related_ids, event.change_targets)
+        conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items()))
+        conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges))
 
     def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
         """For each memory, the sources of its incoming edges of these types (one query)."""

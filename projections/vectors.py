@@ -106,35 +106,42 @@ class VectorProjection(Projection):
             store.set_position(self.conn, self.name, 0)
 
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
-        """Vectors for every text written in the batch: from the cache, else embedded now."""
-        texts = {content_hash(e.text): e.text for _, e in batch if isinstance(e, Memory.MemoryWritten)}
+        """Vectors for every text written in the batch, by text: from the cache, else embedded now."""
+        written = Memory.MemoryWritten
+        texts = {e.text for _, e in batch if type(e) is written}
         if not texts:
             return {}
+        hashes = {content_hash(text): text for text in texts}
         model = self.embedder.model_id
-        vectors = self.cache.get_many(list(texts), model)
-        missing = [h for h in texts if h not in vectors]
+        vectors = self.cache.get_many(list(hashes), model)
+        missing = [h for h in hashes if h not in vectors]
         for i in range(0, len(missing), EMBED_BATCH * 8):
             chunk = missing[i : i + EMBED_BATCH * 8]
-            embedded = self.embedder.embed([texts[h] for h in chunk]).astype(np.float32)
+            embedded = self.embedder.embed([hashes[h] for h in chunk]).astype(np.float32)
             rows = [(h, model, v.tobytes()) for h, v in zip(chunk, embedded, strict=True)]
             self.cache.put_many(rows)
             vectors.update((h, blob) for h, _, blob in rows)
             self.embedded += len(chunk)
-        return vectors
+        return {text: vectors[h] for h, text in hashes.items()}
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
         # Rows move with the position in one transaction, so an event past the position has no row
-        # yet: plain inserts, all of them first (a forget always follows its memory's write).
-        written = [e for _, e in batch if isinstance(e, Memory.MemoryWritten)]
+        # yet: plain inserts, all of them first (a status change always follows its memory's write).
+        written, forgotten, reviewed = Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed
+        rows, statuses = [], []
+        for _, e in batch:
+            kind = type(e)
+            if kind is written:
+                rows.append((str(e.originator_id), prepared[e.text], e.repo_id, e.scope, e.kind, e.status))
+            elif kind is forgotten:
+                statuses.append(("forgotten", str(e.originator_id)))
+            elif kind is reviewed:  # approved (active) or rejected, as the FTS projection has it
+                statuses.append(("active" if e.decision == "approved" else "rejected", str(e.originator_id)))
         conn.executemany(
-            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
-            [(str(e.originator_id), prepared[content_hash(e.text)], e.repo_id, e.scope, e.kind, e.status) for e in written],
+            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
         )
-        forgotten = [(str(e.originator_id),) for _, e in batch if isinstance(e, Memory.MemoryForgotten)]
-        conn.executemany("UPDATE vec_memories SET status = 'forgotten' WHERE memory_id = ?", forgotten)
-        conn.executemany(
-            "INSERT INTO vec_feed (memory_id) VALUES (?)", [(str(e.originator_id),) for e in written] + forgotten
-        )
+        conn.executemany("UPDATE vec_memories SET status = ? WHERE memory_id = ?", statuses)
+        conn.executemany("INSERT INTO vec_feed (memory_id) VALUES (?)", [(r[0],) for r in rows] + [(m,) for _, m in statuses])
 
     def search(
         self,
