@@ -69,6 +69,9 @@ MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
 GRACEFUL_SHUTDOWN_S = 10.0
 """How long requests in flight may take to finish after SIGINT/SIGTERM."""
+KEEP_ALIVE_S = 30.0
+"""Idle keep-alive connections are closed after this. Longer than common clients' pool expiry (httpx: 5 s),
+so a client never reuses a connection the server is closing at that very moment."""
 OPEN_PATHS = frozenset({"/healthz"})
 """Routes that never need the token (a load balancer's probe has none)."""
 
@@ -468,7 +471,8 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         sock = bind(host, port)
         app = create_app(strata, host=host, background=background)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", ws="none",
-                                server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+                                server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+                                timeout_keep_alive=KEEP_ALIVE_S)
         server = _Server(config)
         url = url_of(sock)
         log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None)

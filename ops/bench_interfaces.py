@@ -59,6 +59,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -67,18 +73,24 @@ def rss_mb(pid: int) -> float:
 
 
 class Workload:
-    """Reads and writes handed out in order, so no two transports write the same memory."""
+    """Reads and writes handed out in order, so no two transports write the same memory. Writes follow
+    the workload's history (a solution names a problem written before it), which holds for calls made
+    one at a time; under concurrent load only writes without links are handed out, since a solution
+    could otherwise overtake its own problem."""
 
     def __init__(self, seeded: int, writes: int, reads: int) -> None:
         lines = realistic_lines(seeded + writes)
         self.seed_lines = lines[:seeded]
-        self._writes = [orjson.loads(line) for line in lines[seeded:]]  # later lines link to seeded problems
+        self._writes = [orjson.loads(line) for line in lines[seeded:]]
         self._reads = realistic_queries(reads)
         self._w = self._r = 0
 
-    def write(self) -> dict[str, Any]:
-        self._w += 1
-        return self._writes[self._w - 1]
+    def write(self, unlinked: bool = False) -> dict[str, Any]:
+        while True:
+            self._w += 1
+            request = self._writes[self._w - 1]
+            if not unlinked or not request["memory"].get("links"):
+                return request
 
     def read(self) -> dict[str, Any]:
         self._r += 1
@@ -210,19 +222,21 @@ def load(url: str, pid: int, work: Workload, rate: float, seconds: float, read_s
             async with anyio.create_task_group() as tg:
                 for i, op in enumerate(kinds):
                     await anyio.sleep(max(0.0, start + i / rate - time.perf_counter()))
-                    tg.start_soon(one, op, work.read() if op == "read" else work.write())
+                    tg.start_soon(one, op, work.read() if op == "read" else work.write(unlinked=True))
             return time.perf_counter() - start
 
     sampler.start()
+    cpu_before = cpu_seconds(pid)
     try:
         elapsed = anyio.run(run)
     finally:
         done.set()
         sampler.join()
+    cpu = cpu_seconds(pid) - cpu_before
     completed = len(latencies["read"]) + len(latencies["write"])
     return {"elapsed": elapsed, "completed": completed, "achieved": completed / elapsed, "errors": errors,
             "latencies": latencies, "rss_mean": sum(samples) / len(samples), "rss_max": max(samples),
-            "reads": len(latencies["read"]), "writes": len(latencies["write"])}
+            "reads": len(latencies["read"]), "writes": len(latencies["write"]), "cpu": cpu}
 
 
 def main() -> None:
@@ -237,8 +251,10 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("warning")
 
+    load_before = os.getloadavg()
     per_transport = args.calls + args.warmup
-    work = Workload(args.memories, 4 * per_transport + int(args.rate * args.seconds) + 10, 500)
+    load_writes = int(args.rate * args.seconds * (1 - args.read_share)) + 50
+    work = Workload(args.memories, 4 * 2 * per_transport + 4 * load_writes, 500)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         print(f"seeding {args.memories} memories ...", file=sys.stderr)
@@ -288,8 +304,13 @@ def main() -> None:
           f"p99 {pct(lat['read'], 0.99) * 1e3:.1f} ms")
     print(f"  write p50 {pct(lat['write'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['write'], 0.95) * 1e3:.1f} ms  "
           f"p99 {pct(lat['write'], 0.99) * 1e3:.1f} ms")
+    print(f"  serve CPU {loaded['cpu']:.1f} s in {loaded['elapsed']:.1f} s ({loaded['cpu'] / loaded['elapsed']:.0%} of one core;"
+          f" {loaded['cpu'] / max(1, loaded['completed']) * 1e3:.1f} CPU-ms per request, projection work included)")
     print(f"  RSS mean {loaded['rss_mean']:.0f} MB, max {loaded['rss_max']:.0f} MB, after {after:.0f} MB")
     print(f"serve exited with {code} on SIGTERM")
+    load_after = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
+          f"{'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}")
     for error in loaded["errors"][:5]:
         print(f"  error: {error}")
 
