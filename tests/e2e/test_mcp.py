@@ -125,23 +125,30 @@ async def session(client: Client) -> None:
     assert index_resource.mime_type == "text/markdown" and REPO in index_resource.text  # type: ignore[union-attr]
 
 
+# "auto" negotiates the newest protocol the SDK speaks; "legacy" is the initialize handshake (and, over
+# HTTP, the session with its event stream) that most MCP clients in the field use
+MODES = ["auto", "legacy"]
+
+
 @pytest.mark.slow
-def test_stdio_server_serves_every_tool(strata_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_stdio_server_serves_every_tool(strata_env: dict[str, str], mode: str) -> None:
     params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"], env={**strata_env, "STRATA_LOG_LEVEL": "info"})
 
     async def main() -> None:
-        async with Client(params, read_timeout_seconds=60) as client:
+        async with Client(params, read_timeout_seconds=60, mode=mode) as client:
             await session(client)
 
     anyio.run(main)
 
 
 @pytest.mark.slow
-def test_http_server_serves_every_tool(serve: Callable[..., Served]) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_http_server_serves_every_tool(serve: Callable[..., Served], mode: str) -> None:
     served = serve()
 
     async def main() -> None:
-        async with Client(f"{served.url}/mcp", read_timeout_seconds=60) as client:
+        async with Client(f"{served.url}/mcp", read_timeout_seconds=60, mode=mode) as client:
             await session(client)
 
     anyio.run(main)
