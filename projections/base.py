@@ -94,6 +94,11 @@ class LogReader:
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit)
         with recorder.datastore.transaction(commit=False) as c:
+            cursor = getattr(c, "sqlite_cursor", None)
+            if cursor is not None:  # plain tuples rather than the connection's sqlite3.Row objects
+                cursor.row_factory = None
+                cursor.execute(sql, params)
+                return cursor.fetchall()
             c.execute(sql, params)
             return [tuple(row) for row in c.fetchall()]
 
@@ -112,7 +117,8 @@ class LogReader:
         return self.log.mapper.to_domain_event(StoredEvent(originator_id, version, topic, state))
 
 
-def _uuid(text: str) -> UUID:
+def _uuid(text: str, _new: Any = object.__new__, _set: Any = object.__setattr__, _unknown: Any = SafeUUID.unknown,
+          _uuid_class: type = UUID) -> UUID:
     """UUID(text) for a well-formed UUID string from the log, without UUID.__init__'s parsing."""
     if len(text) == 32:  # how eventsourcing's SQLite recorder stores them
         number = int(text, 16)
@@ -120,9 +126,9 @@ def _uuid(text: str) -> UUID:
         number = int(text.replace("-", ""), 16)
     else:
         return UUID(text)
-    value = object.__new__(UUID)
-    object.__setattr__(value, "int", number)
-    object.__setattr__(value, "is_safe", SafeUUID.unknown)
+    value = _new(_uuid_class)
+    _set(value, "int", number)
+    _set(value, "is_safe", _unknown)
     return value
 
 

