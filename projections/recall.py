@@ -391,14 +391,15 @@ class RecallEngine:
     def _fit(self, q: ReadQuery, scored: list, suppressed: dict[str, int]) -> list[dict[str, Any]]:
         c = self.config
         kept: list[dict[str, Any]] = []
-        kept_vectors: list[np.ndarray] = []
+        kept_vectors = np.empty((q.limit, self.index.dim), dtype=np.float32)  # of the kept results, in order
+        n_vectors = 0
         per_source: dict[str, int] = {}
         spent = 0
         for score, cand, row, truth, utility in scored:
             if len(kept) >= q.limit:
                 break
             vector = self.index.vector(cand.memory_id, q.repo_id)
-            if vector is not None and any(float(vector @ v) >= c.duplicate_cosine for v in kept_vectors):
+            if vector is not None and n_vectors and float((kept_vectors[:n_vectors] @ vector).max()) >= c.duplicate_cosine:
                 suppressed["duplicate"] = suppressed.get("duplicate", 0) + 1
                 continue
             if cand.source is not None:
@@ -415,7 +416,8 @@ class RecallEngine:
                 per_source[cand.source] = per_source.get(cand.source, 0) + 1
             kept.append(result)
             if vector is not None:
-                kept_vectors.append(vector)
+                kept_vectors[n_vectors] = vector
+                n_vectors += 1
         return kept
 
     def _result(self, cand: Candidate, row: dict[str, Any], truth: float, utility: float, score: float,
@@ -436,7 +438,7 @@ class RecallEngine:
             "utility": round(utility, 4),
             "relevance": round(cand.relevance, 4),
             "problem_id": row["problem_ids"][0] if row["problem_ids"] else None,
-            "evidence_refs": row["evidence_refs"],
+            "evidence_refs": list(row["evidence_refs"]),
             "retrieval_reason": cand.reason,
             "maturity": row["maturity"],
             "change_chain": chain,

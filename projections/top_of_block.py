@@ -16,20 +16,25 @@ _JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_cha
 
 
 class TopOfBlock:
+    CACHED_ROWS = 50_000
+    """Snapshot rows kept decoded between reads. Rows at one block height never change, so the cache
+    holds until the height moves (a compaction), then starts again; it is also emptied when full."""
+
     def __init__(self, snapshot: SnapshotProjection, memory_log: MemoryLog) -> None:
         self.snapshot = snapshot
         self.log = memory_log
         self.height = -1
         self.upto = -1
         self.tail: dict[str, MemoryState] = {}
-        self._rows: dict[str, dict[str, Any]] = {}  # rows of tail memories, until touched again
+        self._rows: dict[str, dict[str, Any]] = {}  # decoded rows of tail memories, until touched again
+        self._cache: dict[str, dict[str, Any]] = {}  # decoded snapshot rows at self.height
         self.reader = LogReader(memory_log)
 
     def advance(self, position: int) -> None:
         """Fold the tail up to `position` (a compaction since the last call restarts the tail)."""
         height = self.snapshot.position
         if height != self.height:
-            self.height, self.upto, self.tail, self._rows = height, height, {}, {}
+            self.height, self.upto, self.tail, self._rows, self._cache = height, height, {}, {}, {}
         while self.upto < position:
             batch = [(p, e) for p, e in self.reader.read(self.upto + 1, min(5000, position - self.upto))
                      if isinstance(e, MEMORY_EVENTS)]
@@ -41,35 +46,37 @@ class TopOfBlock:
                     self._rows.pop(key, None)
             self.upto = read_to
 
-    def rows(self, memory_ids: set[str]) -> dict[str, Row]:
-        """Current rows of these memories (unknown ids are absent)."""
-        out = {}
+    def rows(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
+        """Current rows of these memories (unknown ids are absent), JSON columns decoded. Each call
+        returns rows of its own (a reader may annotate them); nested values are shared, read-only."""
+        out: dict[str, dict[str, Any]] = {}
+        rest = []
+        tail, tail_rows, cache = self.tail, self._rows, self._cache
         for m in memory_ids:
-            if m in self.tail:
-                row = self._rows.get(m)
+            if m in tail:
+                row = tail_rows.get(m)
                 if row is None:
-                    row = self._rows[m] = self.tail[m].row()
-                out[m] = Row(row)
-        rest = [m for m in memory_ids if m not in out]
+                    row = tail_rows[m] = _decoded(tail[m].row())
+                out[m] = dict(row)
+            else:
+                row = cache.get(m)
+                if row is None:
+                    rest.append(m)
+                else:
+                    out[m] = dict(row)
+        if len(cache) + len(rest) > self.CACHED_ROWS:
+            cache.clear()
         for i in range(0, len(rest), 500):
             chunk = rest[i : i + 500]
             sql = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({','.join('?' * len(chunk))})"
             for values in self.snapshot.conn.execute(sql, chunk):
-                out[values[0]] = Row(zip(COLUMNS, values, strict=True))
+                row = cache[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+                out[values[0]] = dict(row)
         return out
 
 
-class Row(dict):
-    """A snapshot row whose JSON columns are decoded on first access (most rows never need them)."""
-
-    def __getitem__(self, key: str) -> Any:
-        value = super().__getitem__(key)
-        if key in _JSON_COLUMNS and isinstance(value, str):
-            value = orjson.loads(value)
-            super().__setitem__(key, value)
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    for key in _JSON_COLUMNS:
+        value = row[key]
+        row[key] = [] if value == "[]" else {} if value == "{}" else orjson.loads(value)
+    return row
