@@ -36,7 +36,7 @@ from interface.settings import load_settings  # noqa: E402
 from projections import store  # noqa: E402
 from projections.embedder import MiniLMEmbedder  # noqa: E402
 from projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
-from workers.runner import Runner  # noqa: E402
+from workers.runner import Runner, replay  # noqa: E402
 from workload import realistic_lines, realistic_updates  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
@@ -76,6 +76,29 @@ def timed_replay(data: Path, names: list[str]) -> float:
     seconds = time.perf_counter() - start
     strata.close()
     return seconds
+
+
+def timed_parallel_replay(data: Path, names: list[str], processes: int) -> tuple[float, dict[str, float]]:
+    """The same rebuild with workers.runner.replay: with one process, the log decoded once and each
+    projection on a thread of its own; with more, the projections shared out over the processes,
+    each reading the log itself. Timed from after the reset to the last projection done."""
+    strata = build(load_settings(environ={}, data_dir=data))
+    for p in strata.projections(names):
+        p.reset()
+    strata.close()
+    opened = []
+
+    def opener(group):  # runs in each replaying process
+        s = build(load_settings(environ={}, data_dir=data))
+        opened.append(s)
+        return s.log, s.projections(group)
+
+    start = time.perf_counter()
+    groups = replay(opener, names, processes=processes)
+    seconds = time.perf_counter() - start
+    for s in opened:
+        s.close()
+    return seconds, groups
 
 
 def decode_floor(data: Path) -> float:
@@ -247,11 +270,16 @@ def main() -> None:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
             return
         floor = decode_floor(data)
-        print(f"baseline, reading and decoding the log alone: {head / floor:,.0f} events/s")
+        print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s")
         for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
             seconds = timed_replay(data, names)
             print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
                   f"{floor / seconds:.2f}x the decode-only baseline's speed)")
+        for processes, how in ((1, "decoded once, a thread per projection"), (2, "two processes")):
+            seconds, groups = timed_parallel_replay(data, ["fts", "links", "snapshot"], processes)
+            shares = ", ".join(f"{g} {t:.1f} s" for g, t in groups.items())
+            print(f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
+                  f"({seconds:.1f} s; {shares})")
 
         if args.seed_cache:
             (data / "projections").mkdir(exist_ok=True)

@@ -8,7 +8,6 @@ logged with its position, marked with the error, and retried after a growing pau
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -159,13 +158,13 @@ def share_out(names: Sequence[str], processes: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
-def replay(opener: Opener, names: Sequence[str], *, processes: int | None = None, batch_size: int = 5000) -> dict[str, float]:
-    """Bring projections (already reset) to the head of the log, in parallel processes: each reads
-    and decodes the log itself and feeds its share of the projections, so a rebuild of several
-    projections takes about as long as the slowest share rather than the sum. Each projection still
-    applies its batches and positions in single transactions, exactly as a worker does; a failure in
-    any process raises ProjectionFailed after the others finished. Returns seconds per group."""
-    processes = processes or os.cpu_count() or 1
+def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_size: int = 5000) -> dict[str, float]:
+    """Bring projections (already reset) to the head of the log as it is now. With one process the
+    log is decoded once and each projection applies it on a thread of its own (pipelined()); with
+    more, the projections are shared out over that many processes, each decoding the log itself.
+    Each projection applies its batches and positions in single transactions, exactly as a worker
+    does; a failure raises ProjectionFailed (after the other processes finished). Returns seconds
+    per group of projections."""
     groups = share_out(names, processes)
     if len(groups) == 1:
         started = time.perf_counter()
