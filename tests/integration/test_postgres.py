@@ -167,7 +167,7 @@ def test_concurrent_writer_processes_lose_nothing_and_collapse_duplicates(pg: Sh
     start_at = time.time() + 3  # every writer past its start-up before the first write
     jobs = [(pg.overrides(), str(tmp_path / f"w{i}"), i, shared, start_at) for i in range(writers)]
     with multiprocessing.get_context("spawn").Pool(writers) as pool:
-        results = pool.map(_writer, jobs)
+        results = pool.map_async(_writer, jobs).get(timeout=120)
     acks = [ack for result in results for ack in result]
 
     strata = build(pg.settings(tmp_path / "check"))
@@ -188,6 +188,24 @@ def test_concurrent_writer_processes_lose_nothing_and_collapse_duplicates(pg: Sh
         history = strata.log.history(uuid.UUID(mid))
         assert [e.source for e in history[1:]] == ["reinforcement"] * (writers - 1)
     strata.close()
+
+
+def _open_at(args: tuple[dict[str, Any], str, float]) -> int:
+    overrides, data_dir, start_at = args
+    time.sleep(max(0.0, start_at - time.time()))
+    strata = build(load_settings(environ={}, data_dir=Path(data_dir), **overrides))
+    position = strata.log.position()
+    strata.close()
+    return position
+
+
+@pytest.mark.slow
+def test_processes_starting_together_on_a_fresh_database_create_the_tables_once(pg: Shared, tmp_path: Path) -> None:
+    """eventsourcing's DDL fails when run by several processes at once ("tuple concurrently updated")."""
+    start_at = time.time() + 2.5
+    jobs = [(pg.overrides(), str(tmp_path / f"p{i}"), start_at) for i in range(6)]
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        assert pool.map_async(_open_at, jobs).get(timeout=60) == [0] * 6
 
 
 # --- read nodes ------------------------------------------------------------------------------------
