@@ -36,7 +36,12 @@ from interface.settings import load_settings  # noqa: E402
 from projections import store  # noqa: E402
 from projections.embedder import MiniLMEmbedder  # noqa: E402
 from projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
-from workers.runner import Runner, replay  # noqa: E402
+from workers.runner import Runner  # noqa: E402
+
+try:
+    from workers.runner import replay  # noqa: E402
+except ImportError:  # an older checkout, measured as a baseline with this script
+    replay = None
 from workload import realistic_lines, realistic_updates  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
@@ -66,16 +71,28 @@ def build_store(data: Path, memories: int, updates: int) -> tuple[int, list[str]
     return head, lines
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children: on a shared machine a steadier figure
+    than the wall clock, which other people's work stretches."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def timed_replay(data: Path, names: list[str]) -> float:
+    global LAST_CPU
     strata = build(load_settings(environ={}, data_dir=data))
     projections = strata.projections(names)
     for p in projections:
         p.reset()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     Runner(strata.log, projections, batch_size=5000).catch_up()
     seconds = time.perf_counter() - start
+    LAST_CPU = cpu_seconds() - cpu
     strata.close()
     return seconds
+
+
+LAST_CPU = 0.0
 
 
 def timed_parallel_replay(data: Path, names: list[str], processes: int) -> tuple[float, dict[str, float]]:
@@ -93,17 +110,20 @@ def timed_parallel_replay(data: Path, names: list[str], processes: int) -> tuple
         opened.append(s)
         return s.log, s.projections(group)
 
-    start = time.perf_counter()
+    global LAST_CPU
+    start, cpu = time.perf_counter(), cpu_seconds()
     groups = replay(opener, names, processes=processes)
     seconds = time.perf_counter() - start
+    LAST_CPU = cpu_seconds() - cpu
     for s in opened:
         s.close()
     return seconds, groups
 
 
 def decode_floor(data: Path) -> float:
+    global LAST_CPU
     strata = build(load_settings(environ={}, data_dir=data))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     position, count = 1, 0
     while True:
         batch = list(strata.log.read_log(position, 5000))
@@ -112,6 +132,7 @@ def decode_floor(data: Path) -> float:
         count += len(batch)
         position = batch[-1][0] + 1
     seconds = time.perf_counter() - start
+    LAST_CPU = cpu_seconds() - cpu
     strata.close()
     return seconds
 
@@ -146,21 +167,29 @@ def vector_figures(data: Path, sample: int) -> dict[str, float]:
     return {"raw": raw, "cold": cold, "texts": len(texts)}
 
 
-def warm_vector_replay(data: Path, head: int) -> tuple[float, float]:
-    """Fill the cache with a full catch-up, then time a replay that needs no embedding."""
+def warm_vector_replay(data: Path, head: int) -> dict[str, float]:
+    """Fill the cache with a full catch-up, then time replays that need no embedding: a plain runner
+    and (where the checkout has it) the pipelined replay, decoding on one thread, applying on another."""
     strata = build(load_settings(environ={}, data_dir=data))
     vectors = strata.projection("vectors")
     start = time.perf_counter()
     Runner(strata.log, [vectors], batch_size=2000).catch_up()
-    fill = time.perf_counter() - start
-    vectors.reset()
+    out = {"fill": time.perf_counter() - start}
     embedded_before = vectors.embedded
-    start = time.perf_counter()
-    Runner(strata.log, [vectors], batch_size=5000).catch_up()
-    warm = time.perf_counter() - start
-    assert vectors.embedded == embedded_before, "a warm replay must not embed"
+    runs = [("runner", lambda: Runner(strata.log, [vectors], batch_size=5000).catch_up())]
+    if replay is not None:
+        from workers.runner import pipelined
+
+        runs.append(("pipelined", lambda: pipelined(strata.log, [vectors], 5000)))
+    for name, run in runs:
+        vectors.reset()
+        start, cpu = time.perf_counter(), cpu_seconds()
+        run()
+        out[name] = head / (time.perf_counter() - start)
+        out[name + "_cpu"] = cpu_seconds() - cpu
+        assert vectors.embedded == embedded_before, "a warm replay must not embed"
     strata.close()
-    return fill, head / warm
+    return out
 
 
 def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, float]:
@@ -270,22 +299,27 @@ def main() -> None:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
             return
         floor = decode_floor(data)
-        print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s")
+        print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s "
+              f"(cpu {LAST_CPU:.1f} s)")
         for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
             seconds = timed_replay(data, names)
             print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
-                  f"{floor / seconds:.2f}x the decode-only baseline's speed)")
-        for processes, how in ((1, "decoded once, a thread per projection"), (2, "two processes")):
+                  f"{floor / seconds:.2f}x the decode-only baseline's speed; cpu {LAST_CPU:.1f} s)")
+        for processes, how in ((1, "decoded once, a thread per projection"), (2, "two processes")) if replay else ():
             seconds, groups = timed_parallel_replay(data, ["fts", "links", "snapshot"], processes)
             shares = ", ".join(f"{g} {t:.1f} s" for g, t in groups.items())
             print(f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
-                  f"({seconds:.1f} s; {shares})")
+                  f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.1f} s)")
 
         if args.seed_cache:
             (data / "projections").mkdir(exist_ok=True)
             shutil.copyfile(args.seed_cache, data / "projections" / "embedding-cache.sqlite")
-        fill, warm = warm_vector_replay(data, head)
-        print(f"vectors, warm cache replay: {warm:,.0f} events/s (filling the cache for every memory took {fill:.0f} s)")
+        warm = warm_vector_replay(data, head)
+        print(f"vectors, warm cache replay: {warm['runner']:,.0f} events/s (cpu {warm['runner_cpu']:.1f} s; filling the "
+              f"cache for every memory took {warm['fill']:.0f} s)")
+        if "pipelined" in warm:
+            print(f"vectors, warm cache replay, pipelined (workers.runner.pipelined): {warm['pipelined']:,.0f} events/s "
+                  f"(cpu {warm['pipelined_cpu']:.1f} s)")
         print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
         v = vector_figures(data, args.vector_sample)
         print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
