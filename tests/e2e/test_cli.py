@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-STRATA = str(Path(sys.executable).parent / "strata")
+from tests.conftest import STRATA_COMMAND
+
+STRATA = STRATA_COMMAND
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "STRATA_DATA_DIR": str(tmp_path / "data")}
+def env(strata_env: dict[str, str]) -> dict[str, str]:
+    return strata_env
 
 
 def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

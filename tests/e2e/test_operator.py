@@ -4,9 +4,7 @@ doctor, and an example in every command's --help."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +16,14 @@ from interface.bootstrap import PROJECTIONS, Strata, build
 from interface.cli import app
 from interface.settings import load_settings
 from projections.embedder import HashEmbedder
-from tests.conftest import write_request
+from tests.conftest import STRATA_COMMAND, write_request
 
-STRATA = str(Path(sys.executable).parent / "strata")
+STRATA = STRATA_COMMAND
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "STRATA_DATA_DIR": str(tmp_path / "data")}
+def env(strata_env: dict[str, str]) -> dict[str, str]:
+    return strata_env
 
 
 def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
