@@ -57,10 +57,11 @@ class _Partition:
         sims = self.matrix[:n] @ queries.T  # (n, q)
         k = min(k, n)
         out = []
+        ids = self.ids
         for column in sims.T:
             best = np.argpartition(-column, k - 1)[:k] if k < n else np.arange(n)
             best = best[np.argsort(-column[best])]
-            out.append([(self.ids[i], float(column[i])) for i in best])
+            out.append(list(zip([ids[i] for i in best.tolist()], column[best].tolist(), strict=True)))
         return out
 
 
