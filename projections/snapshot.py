@@ -155,7 +155,10 @@ class MemoryState:
     def stored(self) -> bytes:
         """What the table's state column keeps: the attributes its other columns do not hold (the
         text, ids and counts are not written twice: a row is ~40% smaller and its insert faster)."""
-        return orjson.dumps({k: v for k, v in self.state.items() if k not in _IN_COLUMNS})
+        state = self.state
+        if len(state) == len(_STATE_ORDER) and state.keys() >= _STORED_KEYS:  # the usual attributes: a literal
+            return orjson.dumps({k: state[k] for k in _STORED_ORDER})
+        return orjson.dumps({k: v for k, v in state.items() if k not in _IN_COLUMNS})
 
     @classmethod
     def restored(cls, memory_id: str, version: int, blob: bytes, columns: Sequence[Any]) -> MemoryState:
@@ -199,6 +202,8 @@ _IN_COLUMNS = {
 }
 """State attributes a snapshot row holds in columns of their own (as they are, or as JSON)."""
 _RESTORE_COLUMNS = tuple(dict.fromkeys(_IN_COLUMNS.values()))
+_STORED_ORDER = tuple(k for k in _STATE_ORDER if k not in _IN_COLUMNS)
+_STORED_KEYS = frozenset(_STORED_ORDER)
 _JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "change_chain"})
 
 
