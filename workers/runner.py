@@ -170,7 +170,9 @@ def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_si
         started = time.perf_counter()
         _replay_group(opener, groups[0], batch_size)
         return {"+".join(groups[0]): time.perf_counter() - started}
-    context = multiprocessing.get_context("fork")  # the opener need not be picklable
+    # fork: the opener need not be picklable. Call this from a process with no other threads at
+    # work (a CLI command, a benchmark): a forked child inherits only the calling thread.
+    context = multiprocessing.get_context("fork")
     results = context.Queue()
     children = [context.Process(target=_replay_child, args=(opener, group, batch_size, results), daemon=True)
                 for group in groups]
