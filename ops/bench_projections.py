@@ -285,6 +285,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seed-cache", type=Path, default=None)
     parser.add_argument("--only-load", action="store_true", help="skip the replay and vector figures")
+    parser.add_argument("--parts", default="replay,vectors,load",
+                        help="which figures: replay (fts, links, snapshot), vectors (warm, cold, replay RSS), load")
     args = parser.parse_args()
     configure_logging("warning")
 
@@ -298,34 +300,44 @@ def main() -> None:
         if args.only_load:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
             return
-        floor = decode_floor(data)
-        print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s "
-              f"(cpu {LAST_CPU:.1f} s)")
-        for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
-            seconds = timed_replay(data, names)
-            print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
-                  f"{floor / seconds:.2f}x the decode-only baseline's speed; cpu {LAST_CPU:.1f} s)")
-        for processes, how in ((1, "decoded once, a thread per projection"), (2, "two processes")) if replay else ():
-            seconds, groups = timed_parallel_replay(data, ["fts", "links", "snapshot"], processes)
-            shares = ", ".join(f"{g} {t:.1f} s" for g, t in groups.items())
-            print(f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
-                  f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.1f} s)")
+        parts = set(args.parts.split(","))
+        if "replay" in parts:
+            replay_figures(data, head)
+        if "vectors" in parts:
+            vector_section(data, head, args)
+        if "load" in parts:
+            report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
 
-        if args.seed_cache:
-            (data / "projections").mkdir(exist_ok=True)
-            shutil.copyfile(args.seed_cache, data / "projections" / "embedding-cache.sqlite")
-        warm = warm_vector_replay(data, head)
-        print(f"vectors, warm cache replay: {warm['runner']:,.0f} events/s (cpu {warm['runner_cpu']:.1f} s; filling the "
-              f"cache for every memory took {warm['fill']:.0f} s)")
-        if "pipelined" in warm:
-            print(f"vectors, warm cache replay, pipelined (workers.runner.pipelined): {warm['pipelined']:,.0f} events/s "
-                  f"(cpu {warm['pipelined_cpu']:.1f} s)")
-        print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
-        v = vector_figures(data, args.vector_sample)
-        print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
-              f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
 
-        report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
+def replay_figures(data: Path, head: int) -> None:
+    floor = decode_floor(data)
+    print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s "
+          f"(cpu {LAST_CPU:.1f} s)")
+    for names in (["fts"], ["links"], ["snapshot"], ["fts", "links", "snapshot"]):
+        seconds = timed_replay(data, names)
+        print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
+              f"{floor / seconds:.2f}x the decode-only baseline's speed; cpu {LAST_CPU:.1f} s)")
+    for processes, how in ((1, "decoded once, a thread per projection"), (2, "two processes")) if replay else ():
+        seconds, groups = timed_parallel_replay(data, ["fts", "links", "snapshot"], processes)
+        shares = ", ".join(f"{g} {t:.1f} s" for g, t in groups.items())
+        print(f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
+              f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.1f} s)")
+
+
+def vector_section(data: Path, head: int, args: argparse.Namespace) -> None:
+    if args.seed_cache:
+        (data / "projections").mkdir(exist_ok=True)
+        shutil.copyfile(args.seed_cache, data / "projections" / "embedding-cache.sqlite")
+    warm = warm_vector_replay(data, head)
+    print(f"vectors, warm cache replay: {warm['runner']:,.0f} events/s (cpu {warm['runner_cpu']:.1f} s; filling the "
+          f"cache for every memory took {warm['fill']:.0f} s)")
+    if "pipelined" in warm:
+        print(f"vectors, warm cache replay, pipelined (workers.runner.pipelined): {warm['pipelined']:,.0f} events/s "
+              f"(cpu {warm['pipelined_cpu']:.1f} s)")
+    print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
+    v = vector_figures(data, args.vector_sample)
+    print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
+          f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
 
 
 def report_load(load: dict[str, float], args: argparse.Namespace) -> None:
