@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any
 
@@ -43,6 +44,12 @@ GUIDANCE = (
 )
 CAUTION = "tried before and failed on this problem; reconsider only if the context has changed"
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected"}
+
+
+@lru_cache(maxsize=65536)
+def _moment(text: str) -> datetime:
+    """A row's ISO time parsed (rows repeat across reads; the parse is cached)."""
+    return datetime.fromisoformat(text)
 
 
 class _Stages:
@@ -147,6 +154,7 @@ class RecallEngine:
         self.config = config or RecallConfig()
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
+        self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
 
     def read(self, q: ReadQuery) -> Recall:
         with self._lock:
@@ -361,14 +369,17 @@ class RecallEngine:
         if cand.cos is None:
             vector = self.index.vector(cand.memory_id, q.repo_id)
             cand.cos = float(vector @ qv) if vector is not None else 0.0
-        c = self.config
-        bar = c.threshold.get(q.mode, c.threshold["targeted"]) + c.kind_offset.get(row["kind"], 0.0)
-        return cand.cos < bar - (c.keyword_relief if cand.keyword else 0.0)
+        bar = self._bars.get((q.mode, row["kind"], cand.keyword))
+        if bar is None:
+            c = self.config
+            bar = c.threshold.get(q.mode, c.threshold["targeted"]) + c.kind_offset.get(row["kind"], 0.0)
+            bar = self._bars[(q.mode, row["kind"], cand.keyword)] = bar - (c.keyword_relief if cand.keyword else 0.0)
+        return cand.cos < bar
 
     def _truth(self, row: dict[str, Any], now: datetime) -> float:
         cached = row.get("_decayed")
         if cached is None:
-            days = (now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400
+            days = (now - _moment(row["last_validated"])).total_seconds() / 86400
             cached = row["_decayed"] = beliefs.decayed(row["truth"], days, self.config.half_life_days)
         return cached
 
