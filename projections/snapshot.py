@@ -81,10 +81,10 @@ def state_values(memory_id: str, version: int, s: dict[str, Any], created: str |
         memory_id, s["repo_id"], s["scope"], s["kind"], s["status"], s["text"], s["confidence"], truth,
         beliefs.global_utility(ledger) if ledger else _NO_UTILITY,
         _json({k: beliefs.utility_for(ledger, k) for k in ledger if k}) if ledger else "{}",
-        _json(s["problem_ids"]) if s["problem_ids"] else "[]",
-        _json(s["related_ids"]) if s["related_ids"] else "[]",
+        _dumps(s["problem_ids"]).decode() if s["problem_ids"] else "[]",  # lists of strings: no keys to sort
+        _dumps(s["related_ids"]).decode() if s["related_ids"] else "[]",
         _json(s["changes"]) if s["changes"] else "[]",
-        _json(s["evidence_refs"]) if s["evidence_refs"] else "[]",
+        _dumps(s["evidence_refs"]).decode() if s["evidence_refs"] else "[]",
         s["validations"], s["reinforcements"],
         validated or _isoformat(s["last_validated"]),
         beliefs.maturity(s["validations"], truth),
@@ -98,6 +98,9 @@ def _isoformat(moment: datetime | str) -> str:
 
 
 _NO_UTILITY = beliefs.global_utility({})
+
+
+_dumps = orjson.dumps
 
 
 def _json(value: Any) -> str:
