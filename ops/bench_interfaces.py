@@ -1,19 +1,22 @@
 """Interface figures: per-call latency of read and write through each transport against the in-process
 command API, and `strata serve`'s resident memory idle and under a mixed load.
 
-Usage: python ops/bench_interfaces.py [--memories 2000] [--calls 200] [--warmup 20]
+Usage: python ops/bench_interfaces.py [--memories 2000] [--calls 200] [--warmup 20] [--block 10]
                                       [--rate 50] [--seconds 30] [--read-share 0.7]
 
-One data directory is seeded with realistic memories (ops/workload.py) and brought up to date; then,
-one after the other, on that directory:
-- in-process: `op.call(CommandAPI, request)` with the projection runner and scheduler running in the
-  same process (the serving setup minus the transport);
-- MCP stdio: the official `mcp.Client` spawns `strata mcp` and calls the tools;
-- MCP streamable HTTP and the HTTP JSON endpoint: against one `strata serve` process (the MCP client
-  with its default protocol negotiation; httpx with a kept-alive connection for JSON).
-Each measures `--calls` reads (realistic targeted queries) and `--calls` writes (new memories) after
-`--warmup` of each, one call at a time, wall time as the client sees it (client-side parsing and, for
-MCP, the client's output-schema validation included). Ratios are p50 against in-process p50.
+One data directory is seeded with realistic memories (ops/workload.py) and brought up to date. Then
+one `strata serve` process runs on it, and four interfaces are open at once:
+- in-process: `op.call(CommandAPI, request)` in this process (reading the projection files the
+  serving processes' runners keep current);
+- MCP stdio: the official `mcp.Client` spawns `strata mcp` (which runs its own runner too);
+- MCP streamable HTTP: the same client against `strata serve`'s /mcp (default protocol negotiation);
+- HTTP JSON: httpx with a kept-alive connection against `strata serve`'s /v1/<operation>.
+After `--warmup` reads and writes each, every interface makes `--calls` reads (realistic targeted
+queries) and `--calls` writes (new memories), one call at a time, in turns of `--block` per interface,
+so that all four see the same machine: on a shared machine the load drifts within minutes, and
+measuring one interface after the other compares the machine, not the interfaces. Wall time as the
+client sees it (client-side parsing and, for MCP, the client's output-schema validation included).
+Ratios are p50 against in-process p50.
 
 Then `serve`'s RSS (VmRSS from /proc) idle, and under an open-loop load of `--rate` requests/s on the
 HTTP JSON endpoint (`--read-share` reads, the rest writes) for `--seconds`, with the achieved rate,
@@ -45,7 +48,6 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 from interface.bootstrap import build  # noqa: E402
 from interface.logs import configure_logging  # noqa: E402
-from interface.mcp_server import Background  # noqa: E402
 from interface.operations import OPERATIONS  # noqa: E402
 from interface.settings import load_settings  # noqa: E402
 from workload import realistic_lines, realistic_queries  # noqa: E402
@@ -100,37 +102,6 @@ class Workload:
 Call = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-async def measure(call: Call, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
-    for _ in range(warmup):
-        await call("read", work.read())
-        await call("write", work.write())
-    out: dict[str, list[float]] = {"read": [], "write": []}
-    for _ in range(calls):  # interleaved, as a session would make them
-        for op, payload in (("read", work.read()), ("write", work.write())):
-            started = time.perf_counter()
-            await call(op, payload)
-            out[op].append(time.perf_counter() - started)
-    return out
-
-
-def in_process(data: Path, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
-    strata = build(load_settings(environ={}, data_dir=data))
-    background = Background(strata)
-    background.prepare()
-    background.start()
-    api = strata.api()
-
-    async def call(op: str, payload: dict[str, Any]) -> None:
-        OPERATIONS[op].call(api, payload)
-
-    try:
-        return anyio.run(measure, call, work, calls, warmup)
-    finally:
-        background.stop()
-        background.close()
-        strata.close()
-
-
 def mcp_call(client: Client) -> Call:
     async def call(op: str, payload: dict[str, Any]) -> None:
         result = await client.call_tool(op, payload)
@@ -138,22 +109,6 @@ def mcp_call(client: Client) -> Call:
             raise RuntimeError(f"{op} failed: {result.content[0].text}")  # type: ignore[union-attr]
 
     return call
-
-
-def mcp_stdio(env: dict[str, str], work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
-    async def run() -> dict[str, list[float]]:
-        async with Client(StdioServerParameters(command=STRATA, args=["mcp"], env=env), read_timeout_seconds=120) as client:
-            return await measure(mcp_call(client), work, calls, warmup)
-
-    return anyio.run(run)
-
-
-def mcp_http(url: str, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
-    async def run() -> dict[str, list[float]]:
-        async with Client(f"{url}/mcp", read_timeout_seconds=120) as client:
-            return await measure(mcp_call(client), work, calls, warmup)
-
-    return anyio.run(run)
 
 
 def http_call(http: httpx.AsyncClient) -> Call:
@@ -167,12 +122,45 @@ def http_call(http: httpx.AsyncClient) -> Call:
     return call
 
 
-def http_json(url: str, work: Workload, calls: int, warmup: int) -> dict[str, list[float]]:
-    async def run() -> dict[str, list[float]]:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-            return await measure(http_call(http), work, calls, warmup)
+async def latencies(data: Path, env: dict[str, str], url: str, work: Workload, calls: int, warmup: int,
+                    block: int) -> dict[str, dict[str, list[float]]]:
+    """Every interface at once, measured in turns of `block` reads and writes each, so all of them see
+    the same machine (a shared machine's load drifts within minutes). The in-process API reads the
+    projection files the serving processes' runners keep current."""
+    strata = build(load_settings(environ={}, data_dir=data))
+    api = strata.api()
+    strata.warm_up()
 
-    return anyio.run(run)
+    async def in_process(op: str, payload: dict[str, Any]) -> None:
+        OPERATIONS[op].call(api, payload)
+
+    stdio = StdioServerParameters(command=STRATA, args=["mcp"], env=env)
+    try:
+        async with (Client(stdio, read_timeout_seconds=120) as over_stdio,
+                    Client(f"{url}/mcp", read_timeout_seconds=120) as over_http,
+                    httpx.AsyncClient(base_url=url, timeout=120) as http):
+            interfaces: dict[str, Call] = {
+                "in-process (CommandAPI)": in_process,
+                "MCP stdio": mcp_call(over_stdio),
+                "MCP streamable HTTP": mcp_call(over_http),
+                "HTTP JSON (/v1)": http_call(http),
+            }
+            for call in interfaces.values():
+                for _ in range(warmup):
+                    await call("read", work.read())
+                    await call("write", work.write())
+            out = {name: {"read": [], "write": []} for name in interfaces}
+            names = list(interfaces)
+            for turn in range(0, calls, block):
+                for name in names[turn // block % len(names):] + names[:turn // block % len(names)]:
+                    for _ in range(min(block, calls - turn)):  # a read then a write, as a session makes them
+                        for op, payload in (("read", work.read()), ("write", work.write())):
+                            started = time.perf_counter()
+                            await interfaces[name](op, payload)
+                            out[name][op].append(time.perf_counter() - started)
+            return out
+    finally:
+        strata.close()
 
 
 def start_serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
@@ -244,6 +232,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=2000, help="memories in the store before measuring")
     parser.add_argument("--calls", type=int, default=200, help="timed reads and writes per transport")
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--block", type=int, default=10, help="calls per interface per turn")
     parser.add_argument("--rate", type=float, default=50.0, help="requests/s of the load phase")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of the load phase")
     parser.add_argument("--read-share", type=float, default=0.7)
@@ -265,17 +254,10 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
         env.update({"STRATA_DATA_DIR": str(data), "HOME": tmp, "XDG_CONFIG_HOME": str(Path(tmp) / "cfg")})
 
-        results: dict[str, dict[str, list[float]]] = {}
-        print("in-process ...", file=sys.stderr)
-        results["in-process (CommandAPI)"] = in_process(data, work, args.calls, args.warmup)
-        print("MCP stdio ...", file=sys.stderr)
-        results["MCP stdio"] = mcp_stdio(env, work, args.calls, args.warmup)
         process, url = start_serve(env)
         try:
-            print("MCP streamable HTTP ...", file=sys.stderr)
-            results["MCP streamable HTTP"] = mcp_http(url, work, args.calls, args.warmup)
-            print("HTTP JSON ...", file=sys.stderr)
-            results["HTTP JSON (/v1)"] = http_json(url, work, args.calls, args.warmup)
+            print("latency: every interface in turns ...", file=sys.stderr)
+            results = anyio.run(latencies, data, env, url, work, args.calls, args.warmup, args.block)
             time.sleep(args.idle_seconds)
             idle = rss_mb(process.pid)
             print(f"load: {args.rate:g} req/s for {args.seconds:g} s ...", file=sys.stderr)
@@ -287,7 +269,8 @@ def main() -> None:
 
     base = {op: pct(results["in-process (CommandAPI)"][op], 0.5) for op in ("read", "write")}
     print(f"\nper-call latency, ms: {args.calls} reads and {args.calls} writes per interface after {args.warmup} "
-          f"of each, one at a time; store of {args.memories} memories; ratio = p50 / in-process p50")
+          f"of each, one call at a time, interfaces in turns of {args.block}; store of {args.memories} memories; "
+          "ratio = p50 / in-process p50")
     print(f"{'interface':<26}{'read p50':>10}{'read p95':>10}{'ratio':>8}{'write p50':>11}{'write p95':>11}{'ratio':>8}")
     for name, lat in results.items():
         r50, r95, w50, w95 = (pct(lat["read"], 0.5) * 1e3, pct(lat["read"], 0.95) * 1e3,
