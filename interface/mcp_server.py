@@ -270,7 +270,8 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         parameters=input_schema,
         fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output_schema),
         is_async=True,
-        annotations=ToolAnnotations(read_only_hint=op.read_only, open_world_hint=False),
+        annotations=ToolAnnotations(read_only_hint=op.read_only, destructive_hint=op.destructive,
+                                    idempotent_hint=op.read_only or op.idempotent, open_world_hint=False),
     )
 
 

@@ -57,6 +57,10 @@ class Operation:
     description: str
     example: dict[str, Any]
     read_only: bool
+    destructive: bool = False
+    """It can make memories unavailable (MCP clients may ask the user before calling it)."""
+    idempotent: bool = False
+    """Calling it again with the same request changes nothing more."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
         return getattr(api, self.method)(payload)
@@ -171,6 +175,8 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>", "reason": "asked by the user"},
             read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
         Operation(
             name="memory_index",

@@ -55,6 +55,8 @@ async def session(client: Client) -> None:
         assert tool.input_schema == op.request.model_json_schema()
         assert tool.output_schema == op.response.model_json_schema(mode="serialization")
         assert tool.annotations is not None and tool.annotations.read_only_hint is op.read_only
+        # only forget may make memories unavailable: clients must not ask before every write
+        assert tool.annotations.destructive_hint is (name == "forget")
     assert "memory_index" in (client.instructions or "") and "read" in (client.instructions or "")
 
     called: set[str] = set()
