@@ -60,6 +60,7 @@ from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from projections import store
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
 
@@ -136,6 +137,7 @@ class Background:
     follower locks) before anything is served; `start()` and `stop()` only start and stop threads."""
 
     RESTART_PAUSE_S = 1.0
+    LEADER_POLL_S = 1.0
 
     def __init__(self, strata: Strata) -> None:
         self.strata = strata
@@ -143,6 +145,7 @@ class Background:
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.scheduler: Any = None
+        self.leading = False
 
     def prepare(self) -> None:
         self.strata.projections(PROJECTIONS)  # the request side's connections; loads the embedder object
@@ -165,14 +168,42 @@ class Background:
         log.info("background_started", projections=list(FOLLOWERS))
 
     def _follow(self) -> None:
+        """Run the projections while this process leads. Several serving processes on one data
+        directory (an agent per `strata mcp`) elect one runner with an exclusive file lock: the
+        others stand by and take over within a second when it exits, so each write is embedded once,
+        not once per process. Their reads see the leader's committed work in the shared files."""
         assert self.workers is not None
-        runner = self.workers.runner(FOLLOWERS)
+        leader = store.FileLock(self.strata.settings.projection_dir / "followers.lock")
+        if not self._lead(leader):
+            return
+        try:
+            runner = self.workers.runner(FOLLOWERS)
+            while not self.stop_event.is_set():
+                try:
+                    runner.run(self.stop_event)  # returns when stop_event is set
+                except Exception as exc:  # e.g. the log briefly unreadable: keep following after a pause
+                    log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=self.RESTART_PAUSE_S)
+                    self.stop_event.wait(self.RESTART_PAUSE_S)
+        finally:
+            leader.release()
+            self.leading = False
+
+    def _lead(self, leader: store.FileLock) -> bool:
+        """Wait until this process holds the runner lock (True), or until stopped (False)."""
+        standing_by = False
         while not self.stop_event.is_set():
             try:
-                runner.run(self.stop_event)  # returns when stop_event is set
-            except Exception as exc:  # e.g. the log briefly unreadable: keep following after a pause
-                log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=self.RESTART_PAUSE_S)
-                self.stop_event.wait(self.RESTART_PAUSE_S)
+                leader.acquire(exclusive=True)
+            except ProjectionBusy:
+                if not standing_by:
+                    log.info("runner_standby", reason="another process on this data directory runs the projections")
+                    standing_by = True
+                self.stop_event.wait(self.LEADER_POLL_S)
+                continue
+            self.leading = True
+            log.info("runner_leading", projections=list(FOLLOWERS))
+            return True
+        return False
 
     @property
     def running(self) -> bool:
