@@ -99,7 +99,22 @@ class MemoryLog(Application[UUID]):
                     cursor.execute(sql, chunk)
                     found.update(UUID(row[0]) for row in cursor.fetchall())
             return found
+        if type(recorder).__module__ == "eventsourcing.postgres":  # one query per chunk here too
+            return self._existing_ids_postgres(recorder, mids)
         return {m for m in mids if recorder.select_events(m, limit=1)}
+
+    @staticmethod
+    def _existing_ids_postgres(recorder: Any, mids: list[UUID]) -> set[UUID]:
+        from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
+
+        statement = SQL("SELECT DISTINCT originator_id FROM {schema}.{table} WHERE originator_id = ANY(%s)").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+        found: set[UUID] = set()
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            for i in range(0, len(mids), 5000):
+                cursor.execute(statement, [mids[i : i + 5000]])
+                found.update(UUID(str(row["originator_id"])) for row in cursor.fetchall())
+        return found
 
     def history(self, mid: UUID) -> list[Any]:
         return list(self.events.get(mid))

@@ -153,7 +153,7 @@ class Strata:
         if name == "archetypes":
             return ArchetypesProjection(path)
         if self.embedder is None:
-            self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir)
+            self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads)
         if self._cache is None:
             self._cache = EmbeddingCache(folder / "embedding-cache.sqlite")
         return VectorProjection(path, self.embedder, self._cache)

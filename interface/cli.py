@@ -382,6 +382,7 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
         run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
 
 
+RUNNER_RESTART_S = 2.0
 PROJECTION_OPT = typer.Option(None, "--projection", "-p", help="Only this projection (repeatable).")
 
 
@@ -414,10 +415,13 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
             strata.warm_up()  # load the model now, not on the first write that needs it
         scheduler.start()
         try:
-            if runner is not None:
-                runner.run(stop)
-            else:
-                stop.wait()
+            while runner is not None and not stop.is_set():
+                try:
+                    runner.run(stop)
+                except Exception as exc:  # the log unreachable (e.g. a PostgreSQL restart): ride it out
+                    log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=RUNNER_RESTART_S)
+                    stop.wait(RUNNER_RESTART_S)
+            stop.wait()
         finally:
             scheduler.shutdown(wait=True)
         _emit(ctx.obj, {"ok": True, "stopped": True, "positions": {n: strata.projection(n).position for n in names}},

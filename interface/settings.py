@@ -45,6 +45,9 @@ class Settings(BaseModel):
     housekeeping_interval_seconds: float = Field(3600.0, gt=0)
     worker_batch_size: int = Field(500, ge=1, le=100_000)
     poll_interval_seconds: float = Field(0.05, gt=0, le=60)
+    embed_threads: int | None = Field(
+        None, ge=1, le=64, description="Threads of the embedding model; default: onnxruntime's choice (all cores)."
+    )
     feedback_max_memories: int = Field(
         8, ge=1, le=100, description="Most memories one session's feedback may move (the reads it cites)."
     )
@@ -59,7 +62,7 @@ class Settings(BaseModel):
     postgres_dbname: str = "strata"
     postgres_user: str = "strata"
     postgres_password: SecretStr | None = None
-    postgres_schema: str = Field("", description="A schema for the log's tables; empty uses the search path.")
+    postgres_schema: str = Field("", description="A schema for the log's tables; empty means public.")
     postgres_pool_size: int = Field(5, ge=1, le=100)
 
     @property

@@ -134,6 +134,18 @@ def test_gaps_in_the_log_ids_are_harmless(pg: Shared, tmp_path: Path) -> None:
     strata.close()
 
 
+def test_bulk_import_on_postgres_finds_existing_memories_in_one_query(pg: Shared, tmp_path: Path) -> None:
+    strata = build(pg.settings(tmp_path / "importer"))
+    api = CommandAPI(strata.log)
+    kept = api.write(write_request("r", "the cache key includes the locale"))
+    ids = [uuid.UUID(kept.memory_id), uuid.uuid4(), uuid.uuid4()]
+    assert strata.log.existing_ids(ids) == {ids[0]}
+    lines = [json.dumps(write_request("r", t)) for t in ("the cache key includes the locale", "deploys are manual")]
+    imported = api.import_lines(lines)
+    assert (imported.created, imported.reinforced) == (1, 1)
+    strata.close()
+
+
 # --- many writer processes -------------------------------------------------------------------------
 
 
