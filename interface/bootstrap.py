@@ -60,8 +60,8 @@ class Strata:
 
     def recall(self, config: RecallConfig | None = None) -> RecallEngine:
         """The read path (built once; a config makes a fresh one, for evaluation)."""
-        single_threaded_blas()
         if self._engine is None or config is not None:
+            single_threaded_blas()
             vectors = self.projection("vectors")
             assert isinstance(vectors, VectorProjection)
             engine = RecallEngine(
@@ -172,8 +172,15 @@ def single_threaded_blas() -> None:
     """The read path's vector products are memory-bound matrix-vector products, next to the ONNX
     embedder on the same cores. OpenBLAS's worker threads spin after every call and took a core from
     the embedder: a read at 100,000 memories went from 31 ms to 17 ms (median) with BLAS on one
-    thread. Idempotent."""
-    threadpool_limits(limits=1, user_api="blas")
+    thread. Idempotent, and done once per process: the limit stays in force, and threadpoolctl scans
+    the process's loaded libraries on every call (1.2 ms, once per read when it was called there)."""
+    global _BLAS_LIMITED
+    if not _BLAS_LIMITED:
+        threadpool_limits(limits=1, user_api="blas")
+        _BLAS_LIMITED = True
+
+
+_BLAS_LIMITED = False
 
 
 def open_log(settings: Settings) -> MemoryLog:
