@@ -125,14 +125,7 @@ class CommandAPI:
         request = parse(ReadRequest, payload)
         reader = self._reader()
         if request.consistency is not None:
-            wanted, timeout = request.consistency.after_position, request.consistency.timeout_ms / 1000
-            if not reader.wait(wanted, timeout):
-                raise Conflict(
-                    "not_yet_consistent",
-                    "consistency.after_position",
-                    f"the projections have not reached log position {wanted} within {request.consistency.timeout_ms} ms;"
-                    " retry, or allow a longer timeout_ms",
-                )
+            self._wait_consistent(reader, request)
         recall = reader.engine().read(to_read_query(request))
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id)
@@ -144,6 +137,29 @@ class CommandAPI:
             position=recall.position,
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
         )
+
+    def await_consistency(self, payload: str | bytes | dict[str, Any]) -> None:
+        """For transports that serialise operations: wait for a read's `consistency.after_position`
+        before taking their lock, so a waiting read does not hold up everyone else (read's own check
+        then passes at once). Raises read's `not_yet_consistent` when the wait times out; payloads
+        that do not parse are left for `read` to report."""
+        try:
+            request = parse(ReadRequest, payload)
+        except StrataError:
+            return
+        if request.consistency is not None:
+            self._wait_consistent(self._reader(), request)
+
+    def _wait_consistent(self, reader: Reader, request: ReadRequest) -> None:
+        assert request.consistency is not None
+        wanted, timeout_ms = request.consistency.after_position, request.consistency.timeout_ms
+        if not reader.wait(wanted, timeout_ms / 1000):
+            raise Conflict(
+                "not_yet_consistent",
+                "consistency.after_position",
+                f"the projections have not reached log position {wanted} within {timeout_ms} ms;"
+                " retry, or allow a longer timeout_ms",
+            )
 
     def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
         request = parse(ArchetypeRequest, payload)

@@ -49,3 +49,41 @@ def test_one_process_leads_the_projections_and_another_takes_over(data_dir: Path
             background.close()
         first.close()
         second.close()
+
+
+def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: Path) -> None:
+    """Serving processes run operations one at a time; a read that waits for a log position its
+    projections have not reached waits outside that lane, so a write goes through meanwhile."""
+    import anyio
+
+    from domain.errors import Conflict
+    from interface.mcp_server import Dispatcher
+    from interface.operations import OPERATIONS
+
+    strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
+    dispatcher = Dispatcher(strata.api())
+    finished: list[str] = []
+
+    async def waiting_read() -> None:
+        try:
+            await dispatcher.call(OPERATIONS["read"], {"repo_id": "acme", "query": "anything",
+                                                       "consistency": {"after_position": 10**6, "timeout_ms": 1500}})
+        except Conflict as refused:
+            assert refused.code == "not_yet_consistent"
+            finished.append("read refused")
+
+    async def write() -> None:
+        await anyio.sleep(0.2)  # the read is waiting by now
+        await dispatcher.call(OPERATIONS["write"], write_request("acme", "Run make db-up first"))
+        finished.append("write")
+
+    async def both() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(waiting_read)
+            group.start_soon(write)
+
+    try:
+        anyio.run(both)
+        assert finished == ["write", "read refused"]
+    finally:
+        strata.close()
