@@ -291,11 +291,7 @@ class CommandAPI:
             if key in wanted:
                 raise InvalidInput("duplicate_memory", f"used[{i}].memory_id", f"memory {used.memory_id} is rated twice")
             wanted.append(key)
-        moved = ledger.credited(read_ids) | set(wanted)
-        if len(moved) > self.feedback_max_memories:
-            raise Conflict("session_limit", "used",
-                           f"this session would move {len(moved)} memories; one session may move at most "
-                           f"{self.feedback_max_memories}. Rate only the memories you actually used.")
+        moved = self._within_session_limit(ledger, read_ids, wanted, "used")
         ratings = [
             (key, UtilityUpdate(used.target, request.confidence, used.rationale, request.context_problem_id,
                                 tuple(used.evidence_refs), returned_by[key]))
@@ -310,7 +306,7 @@ class CommandAPI:
         return FeedbackResponse(
             mode=request.mode,
             credited=[Credited(memory_id=o.memory_id, utility=_utility_change(o.utility)) for o in outcomes],
-            session_moved=len(moved),
+            session_moved=moved,
             session_limit=self.feedback_max_memories,
             position=position,
         )
@@ -334,11 +330,18 @@ class CommandAPI:
         if mid is None or str(mid) not in returned:
             raise InvalidInput("not_in_read", path, f"read {read_id} did not return memory {memory_id}; "
                                "utility is credited only to memories the read returned")
-        moved = ledger.credited([read_id]) | {str(mid)}
-        if len(moved) > self.feedback_max_memories:
-            raise Conflict("session_limit", path, f"the session of read {read_id} has already moved "
-                           f"{len(moved) - 1} memories; one session may move at most {self.feedback_max_memories}")
+        self._within_session_limit(ledger, [read_id], [str(mid)], path)
         return read_id, str(mid)
+
+    def _within_session_limit(self, ledger: ReadLedger, read_ids: list[str], memory_ids: list[str], path: str) -> int:
+        """How many memories the session (the reads it cites) will have moved with these; refused
+        beyond `feedback_max_memories`, counting what earlier credits on those reads moved."""
+        moved = len(ledger.credited(read_ids) | set(memory_ids))
+        if moved > self.feedback_max_memories:
+            raise Conflict("session_limit", path,
+                           f"this session would move {moved} memories; one session may move at most "
+                           f"{self.feedback_max_memories}. Rate only the memories you actually used.")
+        return moved
 
 
 _Prepared = tuple[list[tuple[int, NewMemory, CleanWrite]], list[Problem]]

@@ -46,6 +46,9 @@ class Strata:
     _cache: EmbeddingCache | None = None
     _engine: RecallEngine | None = None
     _ledger: ReadLedger | None = None
+    _index: MemoryIndex | None = None
+    tokens: TokenCounter = field(default_factory=TokenCounter)
+    """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
 
     def api(self) -> CommandAPI:
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index)
@@ -53,10 +56,13 @@ class Strata:
                           feedback_max_memories=self.settings.feedback_max_memories)
 
     def memory_index(self) -> MemoryIndex:
-        def texts(memory_ids: list[str]) -> dict[str, str]:
-            return {mid: self.log.memory(mid).text for mid in memory_ids}
+        if self._index is None:
+            def texts(memory_ids: list[str]) -> dict[str, str]:
+                return {mid: self.log.memory(mid).text for mid in memory_ids}
 
-        return MemoryIndex(self.projection("fts"), self.projection("snapshot"), texts, TokenCounter())  # type: ignore[arg-type]
+            self._index = MemoryIndex(self.projection("fts"), self.projection("snapshot"), texts,  # type: ignore[arg-type]
+                                      self.tokens)
+        return self._index
 
     def recall(self, config: RecallConfig | None = None) -> RecallEngine:
         """The read path (built once; a config makes a fresh one, for evaluation)."""
@@ -70,7 +76,7 @@ class Strata:
                 links=self.projection("links"),  # type: ignore[arg-type]
                 state=TopOfBlock(self.projection("snapshot"), self.log),  # type: ignore[arg-type]
                 embedder=vectors.embedder,
-                tokens=TokenCounter(),
+                tokens=self.tokens,
                 archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
                 ledger=self.ledger(),
                 positions=lambda: min(p.position for p in self.projections(FOLLOWERS)),

@@ -537,6 +537,7 @@ def review_list(
 
 
 def _decide(ctx: typer.Context, memory_ids: list[str], decision: str, note: str, reviewer: str | None) -> None:
+    reviewer = reviewer or os.environ.get("USER")
     with _session(ctx) as strata:
         decided = []
         for mid in memory_ids:
@@ -561,7 +562,7 @@ def review_approve(
 
     Example: strata review approve 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "checked the Makefile"
     """
-    _decide(ctx, memory_ids, "approved", note, reviewer or os.environ.get("USER"))
+    _decide(ctx, memory_ids, "approved", note, reviewer)
 
 
 @review_app.command("reject")
@@ -575,7 +576,7 @@ def review_reject(
 
     Example: strata review reject 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "we have no VPN"
     """
-    _decide(ctx, memory_ids, "rejected", note, reviewer or os.environ.get("USER"))
+    _decide(ctx, memory_ids, "rejected", note, reviewer)
 
 
 @app.command()

@@ -17,6 +17,7 @@ import orjson
 from domain import beliefs
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from projections import store
+from projections.memory_index import visible_clause
 from projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -30,7 +31,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
     what solved them and what failed, then facts, preferences and changes. Active memories only,
     from the snapshot (the caller compacts first)."""
-    visible = "(repo_id = ? AND scope = 'repo')" + (" OR scope = 'global'" if include_global else "")
+    visible = visible_clause(include_global)
     rows = strata.projection("snapshot").conn.execute(
         "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
         f" FROM snapshot WHERE ({visible}) AND status = 'active' ORDER BY created",
@@ -63,6 +64,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
         return f"- {text} ({tags}){chain}"
 
     problems = by_kind.get("problem", [])
+    problem_ids = {p["id"] for p in problems}
     if problems:
         out += ["## Problems and what to do about them", ""]
         linked = {p["id"]: ([], []) for p in problems}
@@ -81,7 +83,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
             out += [f"- **Tried, failed (caution):** {f['text']}" for f in failed]
             out.append("")
     orphans = [m for kind in ("solution", "failed_tactic") for m in by_kind.get(kind, [])
-               if not any(pid in {p["id"] for p in problems} for pid in m["problems"])]
+               if problem_ids.isdisjoint(m["problems"])]
     if orphans:
         out += ["## Other solutions and failed tactics", "", *(line(m) for m in orphans), ""]
     for kind, title in _SECTIONS:
@@ -157,22 +159,18 @@ def doctor(strata: Strata) -> list[Check]:
 
     def projections() -> str:
         head = strata.log.position()
-        parts, broken = [], []
-        for name in PROJECTIONS:
-            status = strata.projection(name).status()
-            lag = head - (status["position"] or 0)
-            parts.append(f"{name} lag {lag}")
-            if status.get("last_error"):
-                broken.append(f"{name}: {status['last_error']}")
+        statuses = {name: strata.projection(name).status() for name in PROJECTIONS}
+        lags = {name: head - (status["position"] or 0) for name, status in statuses.items()}
+        broken = [f"{name}: {status['last_error']}" for name, status in statuses.items() if status.get("last_error")]
         if broken:
             raise RuntimeError("; ".join(broken) + " (see strata projections; strata replay rebuilds one)")
-        note = "" if all(strata.projection(n).status()["position"] == head for n in FOLLOWERS) else \
-            " (a running worker, or the next read, catches up)"
-        return ", ".join(parts) + note
+        note = "" if not any(lags[n] for n in FOLLOWERS) else " (a running worker, or the next read, catches up)"
+        return ", ".join(f"{name} lag {lag}" for name, lag in lags.items()) + note
 
     def serving() -> str:
-        loopback = settings.host in ("127.0.0.1", "localhost", "::1")
-        if not loopback and settings.token is None:
+        from interface.serve import is_loopback  # the check serve itself makes
+
+        if not is_loopback(settings.host) and settings.token is None:
             raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")
         review = "agent writes wait for review" if settings.review_writes else "agent writes land active"
         return f"serve binds {settings.host}:{settings.port}{' with a bearer token' if settings.token else ''}; {review}"

@@ -84,6 +84,11 @@ def _kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(f"{v} {k}" for k, v in kinds.items())
 
 
+def visible_clause(include_global: bool) -> str:
+    """SQL over a table with repo_id and scope columns: the memories one `?` repo may see."""
+    return "(repo_id = ? AND scope = 'repo')" + (" OR scope = 'global'" if include_global else "")
+
+
 class MemoryIndex:
     """Membership, kinds and statuses come from the FTS projection (kept current by the workers);
     texts, which never change, from the snapshot, or from the log for memories newer than it."""
@@ -97,7 +102,7 @@ class MemoryIndex:
 
     def build(self, repo_id: str, *, include_global: bool = True, max_tokens: int = 300) -> dict[str, Any]:
         position = self.fts.position
-        visible = "(repo_id = ? AND scope = 'repo')" + (" OR scope = 'global'" if include_global else "")
+        visible = visible_clause(include_global)
         rows = self.fts.conn.execute(
             f"SELECT memory_id, kind, scope, status FROM fts_memories WHERE ({visible})"
             " AND status IN ('active', 'pending') ORDER BY rowid",
