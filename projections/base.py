@@ -4,7 +4,8 @@ and its new position in one transaction, so a crash can neither skip nor repeat 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 from uuid import UUID, SafeUUID
@@ -12,7 +13,7 @@ from uuid import UUID, SafeUUID
 import orjson
 from eventsourcing.persistence import find_id_convertor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
-from eventsourcing.utils import resolve_topic
+from eventsourcing.utils import get_topic, resolve_topic
 
 from domain.transcoder import OrjsonTranscoder
 from projections import store
@@ -141,6 +142,9 @@ class Projection(ABC):
     """Ordered queries whose rows define the projection's content (see digest())."""
     count_query: ClassVar[str]
     needs_vectors: ClassVar[bool] = False
+    reads: ClassVar[tuple[type, ...] | None] = None
+    """The event classes apply() acts on (None: it may act on any): a replay decodes only these, and
+    the position still moves past the others (handle(..., through=))."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -156,22 +160,50 @@ class Projection(ABC):
     def position(self) -> int:
         return store.position(self.conn, self.name)
 
-    def handle(self, batch: Sequence[Positioned]) -> int:
+    def handle(self, batch: Sequence[Positioned], through: int | None = None) -> int:
         """Apply the events of `batch` this projection has not applied yet; return how many.
-        Events at or below the current position are skipped, so re-delivery is harmless."""
+        Events at or below the current position are skipped, so re-delivery is harmless. `through`:
+        the batch holds every event this projection reads up to that log position (a replay that
+        decodes only the events in `reads`), so the position moves there even past the last event."""
         done = self.position
-        pending = [item for item in batch if item[0] > done]
-        if not pending:
+        end = max(batch[-1][0] if batch else 0, through or 0)
+        if end <= done:
             return 0
-        prepared = self.prepare(pending)
+        pending = [item for item in batch if item[0] > done]
+        prepared = self.prepare(pending) if pending else None
         with store.transaction(self.conn):
             # another process may have moved this projection while we prepared
             done = store.position(self.conn, self.name)
-            pending = [item for item in pending if item[0] > done]
-            if pending:
-                self.apply(self.conn, pending, prepared)
-                store.set_position(self.conn, self.name, pending[-1][0])
+            if end > done:
+                pending = [item for item in pending if item[0] > done]
+                if pending:
+                    self.apply(self.conn, pending, prepared)
+                store.set_position(self.conn, self.name, end)
+            else:
+                pending = []
         return len(pending)
+
+    @classmethod
+    def topics(cls) -> list[str] | None:
+        """The log topics of `reads` (None: every event)."""
+        return None if cls.reads is None else [get_topic(kind) for kind in cls.reads]
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A replay's settings while it feeds this projection large batches (see store.bulk): the
+        same transactions and positions as ever, so a crash still leaves the rows of the position."""
+        with store.bulk(self.conn):
+            self.bulk_started()
+            try:
+                yield
+            finally:
+                self.bulk_ended()
+
+    def bulk_started(self) -> None:
+        """Hook: a replay starts feeding large batches (e.g. keep state in memory between them)."""
+
+    def bulk_ended(self) -> None:
+        """Hook: the replay is over (forget what bulk_started kept)."""
 
     def prepare(self, batch: Sequence[Positioned]) -> Any:
         """Slow work done outside the transaction (embedding); its result is passed to apply()."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.memory import Memory
 from projections.base import Positioned, Projection
-from projections.store import Connection
+from projections.store import Connection, sqlite3
 
 
 def m001_create_tables(conn: Connection) -> None:
@@ -72,7 +72,64 @@ class FTSProjection(Projection):
     )
     count_query = "SELECT count(*) FROM fts_memories"
 
+    reads = (Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed)
+
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
+        """The batch's rows in a few statements: the memories written (each once in the log, and past
+        the position, so without a row yet) with the rowids the table would give them one by one,
+        and the statuses of older memories. A batch that breaks those expectations (a second write
+        of a memory, a status before its memory's write, a row already there) is applied event by
+        event instead, with the same result as ever."""
+        written, forgotten, reviewed = Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed
+        rows: dict[str, list[Any]] = {}
+        statuses: dict[str, str] = {}  # memories written before this batch: their last status
+        for _, event in batch:
+            kind = type(event)
+            if kind is written:
+                key = str(event.originator_id)
+                if key in rows or key in statuses:
+                    return self._apply_each(conn, batch)
+                rows[key] = [key, event.repo_id, event.scope, event.kind, event.status, event.text]
+            elif kind is forgotten or kind is reviewed:
+                key = str(event.originator_id)
+                status = "forgotten" if kind is forgotten else "active" if event.decision == "approved" else "rejected"
+                row = rows.get(key)
+                if row is not None:
+                    row[4] = status
+                else:
+                    statuses[key] = status
+            elif isinstance(event, (written, forgotten, reviewed)):  # a subclass: the general path
+                return self._apply_each(conn, batch)
+        conn.execute("SAVEPOINT fts_batch")
+        try:
+            conn.executemany("UPDATE fts_memories SET status = ? WHERE memory_id = ?",
+                             [(status, key) for key, status in statuses.items()])
+            if rows:
+                self._insert(conn, list(rows.values()))
+        except sqlite3.IntegrityError:  # a memory with a row already: the general path decides
+            conn.execute("ROLLBACK TO fts_batch")
+            conn.execute("RELEASE fts_batch")
+            self._apply_each(conn, batch)
+            return
+        conn.execute("RELEASE fts_batch")
+
+    @staticmethod
+    def _insert(conn: Connection, rows: list[list[Any]]) -> None:
+        start = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM fts_memories").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO fts_memories (rowid, memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
+            [(rowid, *row[:5]) for rowid, row in enumerate(rows, start)])
+        keys: dict[tuple[str, str], str] = {}
+        texts = []
+        for rowid, row in enumerate(rows, start):
+            where = (row[2], row[1])
+            key = keys.get(where)
+            if key is None:
+                key = keys[where] = scope_key(row[2], row[1])
+            texts.append((rowid, row[5], key))
+        conn.executemany("INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)", texts)
+
+    def _apply_each(self, conn: Connection, batch: Sequence[Positioned]) -> None:
         for _, event in batch:
             if isinstance(event, Memory.MemoryWritten):
                 cursor = conn.execute(

@@ -39,26 +39,42 @@ class LinksProjection(Projection):
     digest_queries = ("SELECT src, type, dst FROM links ORDER BY src, type, dst",)
     count_query = "SELECT count(*) FROM links"
 
+    reads = (Memory.MemoryWritten, Memory.LinksAdded)
+
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         edges = []
         kinds: dict[str, str] = {}  # memories written in this batch (INSERT OR IGNORE: the first wins)
-        written, added = Memory.MemoryWritten, Memory.LinksAdded
+        added: list[tuple[str, Any]] = []  # LinksAdded, typed once the kinds are known
+        written, links_added = Memory.MemoryWritten, Memory.LinksAdded
         for _, event in batch:
             kind = type(event)
             if kind is written:
                 src = str(event.originator_id)
                 kinds.setdefault(src, event.kind)
-                problems = [event.problem_id] if event.problem_id else []
-                edges += edges_of(event.kind, src, problems, event.related_ids, event.change_targets)
-            elif kind is added:
-                src = str(event.originator_id)
-                known = kinds.get(src)
-                if known is None:
-                    row = conn.execute("SELECT kind FROM link_kinds WHERE memory_id = ?", (src,)).fetchone()
-                    known = row[0] if row else ""
-                edges += edges_of(known, src, event.problem_ids, event.related_ids, event.change_targets)
+                if event.problem_id:
+                    edges.append((src, PROBLEM_EDGE.get(event.kind, "about"), event.problem_id))
+                if event.related_ids or event.change_targets:
+                    edges += edges_of(event.kind, src, (), event.related_ids, event.change_targets)
+            elif kind is links_added:
+                added.append((str(event.originator_id), event))
+        if added:
+            # a kind is fixed by the memory's first write, which precedes its LinksAdded in the log
+            known = self._kinds(conn, {src for src, _ in added if src not in kinds})
+            for src, event in added:
+                edges += edges_of(kinds.get(src) or known.get(src, ""), src, event.problem_ids, event.related_ids,
+                                  event.change_targets)
         conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items()))
         conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges))
+
+    @staticmethod
+    def _kinds(conn: Connection, memory_ids: set[str]) -> dict[str, str]:
+        ids = sorted(memory_ids)
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            sql = f"SELECT memory_id, kind FROM link_kinds WHERE memory_id IN ({','.join('?' * len(chunk))})"
+            out.update(conn.execute(sql, chunk).fetchall())
+        return out
 
     def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
         """For each memory, the sources of its incoming edges of these types (one query)."""

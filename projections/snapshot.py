@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from itertools import islice
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -320,20 +322,63 @@ class SnapshotProjection(Projection):
     digest_queries = (f"SELECT {', '.join(COLUMNS)} FROM snapshot ORDER BY memory_id",)
     count_query = "SELECT count(*) FROM snapshot"
 
+    reads = MEMORY_EVENTS
+    bulk_states = 250_000
+    """How many memories' states a replay keeps in memory between batches (~1 KB each; the oldest
+    are dropped past it and read back from the table if touched again)."""
+
+    def __init__(self, path: Path) -> None:
+        self._states: dict[str, MemoryState] | None = None
+        self._seen: int | None = None
+        super().__init__(path)
+
+    def bulk_started(self) -> None:
+        self._states, self._seen = {}, None
+
+    def bulk_ended(self) -> None:
+        self._states, self._seen = None, None
+
+    def handle(self, batch: Sequence[Positioned], through: int | None = None) -> int:
+        try:
+            return super().handle(batch, through)
+        except BaseException:
+            if self._states is not None:  # folded past what the table holds now: forget them
+                self._states.clear()
+                self._seen = None
+            raise
+
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         events = [event for _, event in batch if isinstance(event, MEMORY_EVENTS)]
         keys = [str(e.originator_id) for e in events]
         # The table holds exactly the events up to this projection's position, and every event here
         # is past it: a memory created in this batch has no row yet, so only the others are loaded.
+        # During a replay the states of earlier batches are still in memory (self._states), as long
+        # as no other connection wrote to this file since (data_version moves with their commits).
         written = Memory.MemoryWritten
         created = {k for k, e in zip(keys, events, strict=True) if type(e) is written and e.originator_version == 1}
-        states = self.load_states(set(keys) - created, conn)
+        cached = self._states
+        if cached is not None:
+            seen = conn.execute("PRAGMA data_version").fetchone()[0]
+            if seen != self._seen:
+                cached.clear()
+                self._seen = seen
+        wanted = set(keys) - created
+        if cached:
+            states = {k: cached[k] for k in wanted if k in cached}
+            states.update(self.load_states(wanted - states.keys(), conn))
+        else:
+            states = self.load_states(wanted, conn)
         touched = fold_states(states, events, keys)
         placeholders = ", ".join("?" * (len(COLUMNS) + 1))
         conn.executemany(
             f"INSERT OR REPLACE INTO snapshot ({', '.join(COLUMNS)}, state) VALUES ({placeholders})",
-            [(*m.values(), m.stored()) for _, m in sorted(touched.items())],
+            # the blob as a bytearray: the driver binds one directly, bytes go through its adapters
+            [(*m.values(), bytearray(m.stored())) for _, m in sorted(touched.items())],
         )
+        if cached is not None:
+            cached.update(touched)
+            for key in list(islice(cached, max(0, len(cached) - self.bulk_states))):
+                del cached[key]
 
     def load_states(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, MemoryState]:
         conn = conn or self.conn
