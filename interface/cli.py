@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from projections.archetypes import DEFAULT_ARCHETYPES
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
-from workers.runner import Runner
+from workers.runner import replay as run_replay
 
 EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
 
@@ -428,31 +428,51 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
               lambda v: f"stopped at {v['positions']}")
 
 
+PROCESSES_OPT = typer.Option(None, "--processes", min=1,
+                             help="Processes to share the projections over (default: one per core).")
+
+
 @app.command()
-def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT) -> None:
+def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT,
+           processes: Optional[int] = PROCESSES_OPT) -> None:
     """Rebuild projections from position zero of the log (refused while a worker follows one of them).
+    The projections are shared out over processes, one per core by default, each reading the log.
 
     Example: strata replay --projection fts
     """
     with _session(ctx) as strata:
-        report = {}
-        for name in _names(projection):
-            target = strata.projection(name)
+        names = _names(projection)
+        for name in names:
             try:
-                target.reset()
+                strata.projection(name).reset()
             except ProjectionBusy:
                 raise Conflict("projection_busy", "projection",
                                f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying") from None
-            head = strata.log.position()
-            started = time.perf_counter()
-            with click.progressbar(length=head, label=f"replaying {name}", file=sys.stderr) as bar:
-                runner = Runner(strata.log, [target], batch_size=max(strata.settings.worker_batch_size, 2000))
-                runner.catch_up(progress=lambda reached, _head: bar.update(reached - bar.pos))
-            seconds = time.perf_counter() - started
-            report[name] = {"position": target.position, "events": head, "seconds": round(seconds, 3),
-                            "events_per_s": round(head / seconds) if seconds else None}
-        _emit(ctx.obj, {"ok": True, "replayed": report},
-              lambda v: "\n".join(f"{n}: {r['events']} events in {r['seconds']} s" for n, r in v["replayed"].items()))
+        head = strata.log.position()
+        opened: list[Strata] = []
+
+        def opener(group: Sequence[str]) -> tuple[Any, list[Any]]:  # in each replaying process
+            fresh = build(strata.settings)
+            opened.append(fresh)
+            return fresh.log, fresh.projections(group)
+
+        # Nothing here has started a thread or loaded the embedding model (the vector projection
+        # loads it on its first embedding, in the process that replays it), so forking is safe.
+        started = time.perf_counter()
+        with click.progressbar(length=head, label=f"replaying {', '.join(names)}", file=sys.stderr) as bar:
+            groups = run_replay(opener, names, processes=processes or os.cpu_count() or 1,
+                                batch_size=max(strata.settings.worker_batch_size, 5000),
+                                progress=lambda reached, _head: bar.update(max(0, reached - bar.pos)))
+        for fresh in opened:
+            fresh.close()
+        total = time.perf_counter() - started
+        seconds = {name: round(t, 3) for group, t in groups.items() for name in group.split("+")}
+        report = {name: {"position": strata.projection(name).position, "events": head, "seconds": seconds[name],
+                         "events_per_s": round(head / seconds[name]) if seconds[name] else None} for name in names}
+        _emit(ctx.obj, {"ok": True, "replayed": report, "seconds": round(total, 3),
+                        "processes": len(groups), "events_per_s": round(head / total) if total else None},
+              lambda v: "\n".join(f"{n}: {r['events']} events in {r['seconds']} s" for n, r in v["replayed"].items())
+              + f"\nall: {v['seconds']} s over {v['processes']} process(es)")
 
 
 @app.command("projections")

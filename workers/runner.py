@@ -139,9 +139,9 @@ def wait_for(projections: Sequence[Projection], position: int, timeout: float, i
         time.sleep(interval)
 
 
-REPLAY_COST = {"fts": 3.0, "snapshot": 3.0, "vectors": 3.0, "links": 1.0, "archetypes": 0.1}
-"""Relative replay cost of each projection (measured with ops/bench_projections.py), to share them
-out between processes."""
+REPLAY_COST = {"snapshot": 4.0, "fts": 2.0, "vectors": 3.0, "links": 1.0, "archetypes": 0.1}
+"""Relative replay cost of each projection (measured with ops/bench_projections.py, the embedding
+cache warm), to share them out between processes."""
 
 Opener = Callable[[Sequence[str]], tuple[MemoryLog, list[Projection]]]
 """opener(names) -> (the log, those projections), opened afresh (it runs in the replaying process)."""
@@ -158,20 +158,26 @@ def share_out(names: Sequence[str], processes: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
-def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_size: int = 5000) -> dict[str, float]:
-    """Bring projections (already reset) to the head of the log as it is now. With one process the
-    log is decoded once and each projection applies it on a thread of its own (pipelined()); with
-    more, the projections are shared out over that many processes, each decoding the log itself.
-    Each projection applies its batches and positions in single transactions, exactly as a worker
-    does; a failure raises ProjectionFailed (after the other processes finished). Returns seconds
-    per group of projections."""
+def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_size: int = 5000,
+           progress: Progress | None = None) -> dict[str, float]:
+    """Bring projections (already reset) to the head of the log as it is now, with pipelined(): the
+    log decoded once per process, each projection fed windows in bulk settings. With more than one
+    process the projections are shared out over them (share_out), each process reading the log
+    itself: the processes are forked, so call this before anything in the calling process starts a
+    thread or loads the embedding model (with other threads running it replays in this process).
+    Each projection applies its windows and positions in single transactions, exactly as a worker
+    does; a failure raises ProjectionFailed (after the other processes finished). `progress` gets
+    the lowest position reached so far. Returns seconds per group of projections."""
+    if processes > 1 and threading.active_count() > 1:
+        log.warning("replay_in_one_process", reason="other threads are running: forking is not safe",
+                    threads=threading.active_count())
+        processes = 1
     groups = share_out(names, processes)
     if len(groups) == 1:
         started = time.perf_counter()
-        _replay_group(opener, groups[0], batch_size)
+        _replay_group(opener, groups[0], batch_size, progress)
         return {"+".join(groups[0]): time.perf_counter() - started}
-    # fork: the opener need not be picklable. Call this from a process with no other threads at
-    # work (a CLI command, a benchmark): a forked child inherits only the calling thread.
+    # fork: the opener need not be picklable, and a child inherits only the calling thread
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     children = [context.Process(target=_replay_child, args=(opener, group, batch_size, results), daemon=True)
@@ -179,10 +185,16 @@ def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_si
     for child in children:
         child.start()
     report: dict[str, float] = {}
+    reached = {"+".join(group): 0 for group in groups}
     failures = []
-    for _ in children:
-        group, seconds, error = results.get()
-        report[group] = seconds
+    while len(report) < len(children):
+        kind, group, value, error = results.get()
+        if kind == "progress":
+            reached[group] = value[0]
+            if progress:
+                progress(min(reached.values()), value[1])
+            continue
+        report[group] = value
         if error:
             failures.append((group, error))
     for child in children:
@@ -194,19 +206,21 @@ def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_si
 
 
 def _replay_child(opener: Opener, group: list[str], batch_size: int, results: Any) -> None:
+    name = "+".join(group)
     started = time.perf_counter()
     error = None
     try:
-        _replay_group(opener, group, batch_size)
+        _replay_group(opener, group, batch_size,
+                      lambda reached, head: results.put(("progress", name, (reached, head), None)))
     except BaseException as exc:  # reported to the parent, which raises
         error = f"{type(exc).__name__}: {exc}"
-    results.put(("+".join(group), time.perf_counter() - started, error))
+    results.put(("done", name, time.perf_counter() - started, error))
 
 
-def _replay_group(opener: Opener, group: Sequence[str], batch_size: int) -> None:
+def _replay_group(opener: Opener, group: Sequence[str], batch_size: int, progress: Progress | None = None) -> None:
     memory_log, projections = opener(group)
     try:
-        pipelined(memory_log, projections, batch_size)
+        pipelined(memory_log, projections, batch_size, progress=progress)
     finally:
         for projection in projections:
             projection.close()
@@ -215,8 +229,8 @@ def _replay_group(opener: Opener, group: Sequence[str], batch_size: int) -> None
 REPLAY_WINDOW = 40_000
 """Events a replay hands a projection at once (one transaction with its position): large batches
 cost fewer commits and sort their rows over more of the table (measured with ops/bench_projections.py:
-the FTS index costs a third less to build in windows of 40,000 than 5,000). A window's events are
-held in memory meanwhile (~1.5 KB each, decoded)."""
+FTS and links cost ~30% less CPU in windows of 40,000 than in batches of 5,000). A window's events
+are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
 def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000,
