@@ -27,7 +27,7 @@ from schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.index import IndexRequest, IndexResponse
-from schemas.read import ArchetypeUsed, ReadRequest, ReadResponse, ReadResult
+from schemas.read import ArchetypeUsed, Consistency, ReadRequest, ReadResponse, ReadResult
 from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
 from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
@@ -125,7 +125,7 @@ class CommandAPI:
         request = parse(ReadRequest, payload)
         reader = self._reader()
         if request.consistency is not None:
-            self._wait_consistent(reader, request)
+            self._wait_consistent(reader, request.consistency)
         recall = reader.engine().read(to_read_query(request))
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id)
@@ -138,21 +138,21 @@ class CommandAPI:
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
         )
 
-    def await_consistency(self, payload: str | bytes | dict[str, Any]) -> None:
-        """For transports that serialise operations: wait for a read's `consistency.after_position`
-        before taking their lock, so a waiting read does not hold up everyone else (read's own check
-        then passes at once). Raises read's `not_yet_consistent` when the wait times out; payloads
-        that do not parse are left for `read` to report."""
+    def await_consistency(self, payload: str | bytes | dict[str, Any],
+                          model: type[ReadRequest] | type[IndexRequest] = ReadRequest) -> None:
+        """For transports that serialise operations: wait for a read's (or an index's)
+        `consistency.after_position` before taking their lock, so a waiting call does not hold up
+        everyone else (the operation's own check then passes at once). Raises `not_yet_consistent`
+        when the wait times out; payloads that do not parse are left for the operation to report."""
         try:
-            request = parse(ReadRequest, payload)
+            request = parse(model, payload)
         except StrataError:
             return
         if request.consistency is not None:
-            self._wait_consistent(self._reader(), request)
+            self._wait_consistent(self._reader(), request.consistency)
 
-    def _wait_consistent(self, reader: Reader, request: ReadRequest) -> None:
-        assert request.consistency is not None
-        wanted, timeout_ms = request.consistency.after_position, request.consistency.timeout_ms
+    def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
+        wanted, timeout_ms = consistency.after_position, consistency.timeout_ms
         if not reader.wait(wanted, timeout_ms / 1000):
             raise Conflict(
                 "not_yet_consistent",
@@ -314,6 +314,8 @@ class CommandAPI:
     def index(self, payload: str | bytes | dict[str, Any]) -> IndexResponse:
         """What the repo's memory holds, in a table small enough for an agent's context."""
         request = parse(IndexRequest, payload)
+        if request.consistency is not None:
+            self._wait_consistent(self._reader(), request.consistency)
         built = self._reader().index().build(request.repo_id, include_global=request.include_global,
                                              max_tokens=request.max_tokens)
         return IndexResponse(**built)

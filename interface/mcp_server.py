@@ -121,8 +121,8 @@ class Dispatcher:
         if self._lane is None:  # created inside the event loop that uses it
             self._lane = anyio.CapacityLimiter(1)
         try:
-            if op.method == "read":  # a consistency wait happens outside the lane (see await_consistency)
-                await anyio.to_thread.run_sync(self.api.await_consistency, payload)
+            if op.method in ("read", "index"):  # a consistency wait happens outside the lane (see await_consistency)
+                await anyio.to_thread.run_sync(self.api.await_consistency, payload, op.request)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
             raise

@@ -398,6 +398,8 @@ class RecallEngine:
         """Per problem when the request names it; else weighted by how similar the observed problems
         are to this query; else the weak global prior."""
         by_problem: dict[str, float] = row["utility_by_problem"]
+        if not by_problem:
+            return row["utility"]
         if q.current_problem_id and q.current_problem_id in by_problem:
             return by_problem[q.current_problem_id]
         weights = []

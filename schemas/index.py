@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.common import RepoId, Request, Response
+from schemas.read import Consistency
 
 
 class IndexRequest(Request):
@@ -14,6 +15,9 @@ class IndexRequest(Request):
     repo_id: RepoId
     include_global: bool = True
     max_tokens: int = Field(300, ge=64, le=4000, description="Most tokens the rendered table may take.")
+    consistency: Consistency | None = Field(
+        None, description="Wait until the projections have reached a write's log position (read-your-writes)."
+    )
 
 
 class IndexTopic(Response):

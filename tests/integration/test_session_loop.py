@@ -3,6 +3,7 @@ index at session start, end-of-session feedback bounded per session, and review 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,6 +144,24 @@ def test_the_memory_index_is_small_and_says_what_the_repo_holds(hashed: Strata) 
     assert small.tokens <= 64
     empty = api.index({"repo_id": "nobody"})
     assert empty.memories == 0 and empty.topics == [] and "Nothing recorded yet" in empty.text
+
+
+def test_the_memory_index_can_wait_for_a_write(hashed: Strata) -> None:
+    api = hashed.api()
+    hashed.catch_up()
+    written = api.write(write_request("acme", "Kafka consumers lag behind when the broker restarts"))
+    with pytest.raises(Conflict) as caught:  # no worker runs: the projections never get there
+        api.index({"repo_id": "acme", "consistency": {"after_position": written.position, "timeout_ms": 50}})
+    assert caught.value.code == "not_yet_consistent" and caught.value.path == "consistency.after_position"
+    stop = threading.Event()
+    worker = threading.Thread(target=hashed.runner().run, args=(stop,))
+    worker.start()
+    try:
+        index = api.index({"repo_id": "acme", "consistency": {"after_position": written.position, "timeout_ms": 10000}})
+    finally:
+        stop.set()
+        worker.join()
+    assert index.position >= written.position and index.memories == 1 and "broker" in index.text
 
 
 def test_topics_cover_memories_by_their_most_telling_words() -> None:
