@@ -139,7 +139,7 @@ class CommandAPI:
         )
 
     def await_consistency(self, payload: str | bytes | dict[str, Any],
-                          model: type[ReadRequest] | type[IndexRequest] = ReadRequest) -> None:
+                          model: type[ReadRequest | IndexRequest] = ReadRequest) -> None:
         """For transports that serialise operations: wait for a read's (or an index's)
         `consistency.after_position` before taking their lock, so a waiting call does not hold up
         everyone else (the operation's own check then passes at once). Raises `not_yet_consistent`
