@@ -228,9 +228,10 @@ def _replay_group(opener: Opener, group: Sequence[str], batch_size: int, progres
 
 REPLAY_WINDOW = 40_000
 """Events a replay hands a projection at once (one transaction with its position): large batches
-cost fewer commits and sort their rows over more of the table (measured with ops/bench_projections.py:
-FTS and links cost ~30% less CPU in windows of 40,000 than in batches of 5,000). A window's events
-are held in memory meanwhile (~1.5 KB each, decoded)."""
+cost fewer commits and FTS5 flushes. Measured on ops/bench_projections.py's store (135,387 events),
+CPU to apply them: FTS 1.26 s in batches of 5,000, 1.18 s in windows of 40,000; links 0.76 s,
+0.64 s; the snapshot the same either way (its states stay in memory between windows). A window's
+events are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
 def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000,
