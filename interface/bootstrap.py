@@ -3,6 +3,8 @@ The CLI, the servers and the tests all come through here. Nothing is opened unti
 
 from __future__ import annotations
 
+import gc
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +68,8 @@ class Strata:
 
     def recall(self, config: RecallConfig | None = None) -> RecallEngine:
         """The read path (built once; a config makes a fresh one, for evaluation)."""
+        if self._engine is not None and self._engine.reads:
+            freeze_long_lived()
         if self._engine is None or config is not None:
             single_threaded_blas()
             vectors = self.projection("vectors")
@@ -187,6 +191,22 @@ def single_threaded_blas() -> None:
 
 
 _BLAS_LIMITED = False
+
+
+def freeze_long_lived() -> None:
+    """Once per process, after the read path has served a read (the model, the vector index and the
+    libraries are loaded by then): move every object alive at that moment out of the garbage
+    collector's sight (gc.freeze). They live as long as the process, and every full collection
+    walked them all: ~90,000 objects, 70-140 ms pauses, two or three per 300 reads at 100,000
+    memories; frozen, a full collection takes ~2 ms (ops/bench_read.py, p99 85 -> 29 ms)."""
+    global _FROZEN
+    if not _FROZEN:
+        gc.collect()
+        gc.freeze()
+        _FROZEN = True
+
+
+_FROZEN = False
 
 
 def open_log(settings: Settings) -> MemoryLog:

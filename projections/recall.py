@@ -155,10 +155,13 @@ class RecallEngine:
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
+        self.reads = 0  # served so far
 
     def read(self, q: ReadQuery) -> Recall:
         with self._lock:
-            return self._read(q)
+            recall = self._read(q)
+            self.reads += 1
+            return recall
 
     def _read(self, q: ReadQuery) -> Recall:
         clock = _Stages()

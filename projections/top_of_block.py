@@ -17,8 +17,11 @@ _JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_cha
 
 class TopOfBlock:
     CACHED_ROWS = 50_000
-    """Snapshot rows kept decoded between reads. Rows at one block height never change, so the cache
-    holds until the height moves (a compaction), then starts again; it is also emptied when full."""
+    """Snapshot rows kept between reads. Rows at one block height never change, so the cache holds
+    until the height moves (a compaction), then starts again; it is also emptied when full. They are
+    kept as the table gives them (tuples of strings and numbers, which the garbage collector does not
+    track) and decoded on each use: kept decoded, their lists and dicts made every full collection
+    walk ~250,000 objects, 140 ms pauses three times per 300 reads at 100,000 memories (the p99)."""
 
     def __init__(self, snapshot: SnapshotProjection, memory_log: MemoryLog) -> None:
         self.snapshot = snapshot
@@ -27,7 +30,7 @@ class TopOfBlock:
         self.upto = -1
         self.tail: dict[str, MemoryState] = {}
         self._rows: dict[str, dict[str, Any]] = {}  # decoded rows of tail memories, until touched again
-        self._cache: dict[str, dict[str, Any]] = {}  # decoded snapshot rows at self.height
+        self._cache: dict[str, tuple] = {}  # snapshot rows at self.height, as stored
         self.reader = LogReader(memory_log)
 
     def advance(self, position: int) -> None:
@@ -59,19 +62,19 @@ class TopOfBlock:
                     row = tail_rows[m] = _decoded(tail[m].row())
                 out[m] = dict(row)
             else:
-                row = cache.get(m)
-                if row is None:
+                values = cache.get(m)
+                if values is None:
                     rest.append(m)
                 else:
-                    out[m] = dict(row)
+                    out[m] = _decoded(dict(zip(COLUMNS, values, strict=True)))
         if len(cache) + len(rest) > self.CACHED_ROWS:
             cache.clear()
         for i in range(0, len(rest), 500):
             chunk = rest[i : i + 500]
             sql = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({','.join('?' * len(chunk))})"
             for values in self.snapshot.conn.execute(sql, chunk):
-                row = cache[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
-                out[values[0]] = dict(row)
+                cache[values[0]] = values
+                out[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
         return out
 
 
