@@ -277,7 +277,8 @@ class CommandAPI:
             returned = ledger.returned(read_id, request.repo_id)
             if returned is None:
                 raise NotFound("read_not_found", f"read_ids[{i}]",
-                               f"no read {read_id!r} was served for repo {request.repo_id!r} here")
+                               f"no read {read_id!r} was served for repo {request.repo_id!r} here"
+                               " (or it is older than read_retention_days)")
             for mid in returned:
                 returned_by.setdefault(mid, read_id)
         wanted: list[str] = []
@@ -327,7 +328,8 @@ class CommandAPI:
         ledger = self._reader().ledger()
         returned = ledger.returned(read_id, repo_id)
         if returned is None:
-            raise NotFound("read_not_found", path, f"no read {read_id!r} was served for repo {repo_id!r} here")
+            raise NotFound("read_not_found", path, f"no read {read_id!r} was served for repo {repo_id!r} here"
+                           " (or it is older than read_retention_days)")
         mid = parse_memory_id(memory_id)
         if mid is None or str(mid) not in returned:
             raise InvalidInput("not_in_read", path, f"read {read_id} did not return memory {memory_id}; "

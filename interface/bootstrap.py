@@ -4,6 +4,7 @@ The CLI, the servers and the tests all come through here. Nothing is opened unti
 from __future__ import annotations
 
 import gc
+import time
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -131,9 +132,18 @@ class Strata:
         """Bring the top-of-block snapshot to the head of the log; returns events folded."""
         return Runner(self.log, [self.projection("snapshot")], batch_size=5000).catch_up()
 
-    def housekeeping(self) -> int:
-        """Checkpoint and optimise every projection file, on connections of its own (it runs on the
-        scheduler's thread while the runner holds the projections' connections)."""
+    def housekeeping(self) -> dict[str, int]:
+        """Forget reads older than `read_retention_days` (the ledger would otherwise grow with every
+        read, ~400 bytes each), then checkpoint and optimise every projection file, on connections of
+        its own (it runs on the scheduler's thread while the runner holds the projections' connections)."""
+        ledger_path = self.settings.projection_dir / "reads.sqlite"
+        pruned = 0
+        if ledger_path.exists():
+            ledger = ReadLedger(ledger_path)
+            try:
+                pruned = ledger.prune(time.time() - self.settings.read_retention_days * 86400)
+            finally:
+                ledger.close()
         files = sorted(self.settings.projection_dir.glob("*.sqlite"))
         for path in files:
             conn = store.connect(path, vectors=True)
@@ -142,7 +152,7 @@ class Strata:
                 conn.execute("PRAGMA optimize")
             finally:
                 conn.close()
-        return len(files)
+        return {"files": len(files), "reads_forgotten": pruned}
 
     def scheduler(self, compaction: bool = True) -> BackgroundScheduler:
         jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}

@@ -51,6 +51,9 @@ class Settings(BaseModel):
     feedback_max_memories: int = Field(
         8, ge=1, le=100, description="Most memories one session's feedback may move (the reads it cites)."
     )
+    read_retention_days: float = Field(
+        30.0, gt=0, description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads."
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

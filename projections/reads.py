@@ -46,6 +46,17 @@ class ReadLedger:
         row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def prune(self, before: float) -> int:
+        """Forget reads recorded before `before` (a time.time()) and the credits given under them:
+        they can no longer be cited. Returns how many reads were forgotten."""
+        with store.transaction(self.conn):
+            forgotten = self.conn.execute("DELETE FROM reads WHERE created_at < ?", (before,)).rowcount
+            if forgotten:
+                self.conn.execute(
+                    "DELETE FROM credits WHERE NOT EXISTS (SELECT 1 FROM reads WHERE reads.read_id = credits.read_id)"
+                )
+        return forgotten
+
     def credited(self, read_ids: list[str]) -> set[str]:
         """The memories already credited under any of these reads (one session's reads)."""
         marks = ",".join("?" * len(read_ids))

@@ -164,6 +164,27 @@ def test_the_memory_index_can_wait_for_a_write(hashed: Strata) -> None:
     assert index.position >= written.position and index.memories == 1 and "broker" in index.text
 
 
+def test_housekeeping_forgets_reads_past_their_retention(hashed: Strata) -> None:
+    seed(hashed)
+    api = hashed.api()
+    old = api.read({"repo_id": "acme", "query": "integration tests hang postgres"})
+    used = old.results[0].memory_id
+    api.feedback({"repo_id": "acme", "read_ids": [old.read_id], "used": [{"memory_id": used, "target": 1.0}]})
+    recent = api.read({"repo_id": "acme", "query": "restart postgres"})
+    ledger = hashed.ledger()
+    with ledger.conn:  # recorded 31 days ago (the default retention is 30)
+        ledger.conn.execute("UPDATE reads SET created_at = created_at - 31 * 86400 WHERE read_id = ?", (old.read_id,))
+    report = hashed.housekeeping()
+    assert report["reads_forgotten"] == 1
+    with pytest.raises(NotFound) as caught:
+        api.feedback({"repo_id": "acme", "read_ids": [old.read_id], "used": [{"memory_id": used, "target": 1.0}]})
+    assert caught.value.code == "read_not_found" and "read_retention_days" in caught.value.message
+    assert ledger.credited([old.read_id]) == set()  # its credits went with it
+    kept = api.feedback({"repo_id": "acme", "read_ids": [recent.read_id],
+                         "used": [{"memory_id": recent.results[0].memory_id, "target": 1.0}]})
+    assert kept.credited and hashed.housekeeping()["reads_forgotten"] == 0
+
+
 def test_topics_cover_memories_by_their_most_telling_words() -> None:
     docs = [("fact", "docker compose maps the database"), ("problem", "docker build fails offline"),
             ("solution", "docker build with the local mirror"), ("fact", "the linter runs on commit"),
