@@ -198,26 +198,9 @@ class MemoryState:
         return dict(zip(COLUMNS, self.values(), strict=True))
 
     def record(self) -> tuple:
-        """values() and then stored() (as a bytearray, which the driver binds directly, where bytes
-        go through its adapter lookup): a snapshot row, in one call (a replay writes 100,000s)."""
-        s = self.state
-        truth = _value(s["truth"])
-        ledger = s["utility"]
-        problems, related, changes, evidence = s["problem_ids"], s["related_ids"], s["changes"], s["evidence_refs"]
-        validations = s["validations"]
-        if len(s) == _STATE_LENGTH and s.keys() >= _STORED_KEYS:
-            blob = bytearray(_dumps(_stored_values(s)))
-        else:
-            blob = bytearray(self.stored())
-        return (
-            self.memory_id, s["repo_id"], s["scope"], s["kind"], s["status"], s["text"], s["confidence"], truth,
-            beliefs.global_utility(ledger) if ledger else _NO_UTILITY,
-            _json({k: beliefs.utility_for(ledger, k) for k in ledger if k}) if ledger else "{}",
-            _dumps(problems).decode() if problems else "[]", _dumps(related).decode() if related else "[]",
-            _json(changes) if changes else "[]", _dumps(evidence).decode() if evidence else "[]",
-            validations, s["reinforcements"], _isoformat(s["last_validated"]), _maturity(validations, truth),
-            _isoformat(s["_created_on"]), self.version, blob,
-        )
+        """values() and then stored() as a bytearray (the driver binds it directly, where bytes go
+        through its adapter lookup): a snapshot row as the table takes it."""
+        return (*self.values(), bytearray(self.stored()))
 
 
 _STATE_ORDER = (
@@ -237,8 +220,6 @@ _RESTORE_COLUMNS = tuple(dict.fromkeys(_IN_COLUMNS.values()))
 _STORED_ORDER = tuple(k for k in _STATE_ORDER if k not in _IN_COLUMNS)
 _STORED_KEYS = frozenset(_STORED_ORDER)
 _stored_values = itemgetter(*_STORED_ORDER)
-_STATE_LENGTH = len(_STATE_ORDER)
-_value, _maturity = beliefs.value, beliefs.maturity
 _JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "change_chain"})
 
 
