@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain.memory import Memory
+from projections import store
 from projections.base import Positioned, Projection
 from projections.store import Connection
 
@@ -68,13 +69,8 @@ class LinksProjection(Projection):
 
     @staticmethod
     def _kinds(conn: Connection, memory_ids: set[str]) -> dict[str, str]:
-        ids = sorted(memory_ids)
-        out: dict[str, str] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            sql = f"SELECT memory_id, kind FROM link_kinds WHERE memory_id IN ({','.join('?' * len(chunk))})"
-            out.update(conn.execute(sql, chunk).fetchall())
-        return out
+        return dict(store.select_in(conn, "SELECT memory_id, kind FROM link_kinds WHERE memory_id IN ({marks})",
+                                    sorted(memory_ids)))
 
     def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
         """For each memory, the sources of its incoming edges of these types (one query)."""

@@ -21,6 +21,7 @@ import orjson
 
 from domain import beliefs
 from domain.memory import MEMORY_EVENTS, Memory
+from projections import store
 from projections.base import Positioned, Projection
 from projections.store import Connection
 
@@ -392,15 +393,9 @@ class SnapshotProjection(Projection):
 
     def load_states(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, MemoryState]:
         conn = conn or self.conn
-        ids = sorted(memory_ids)
-        out: dict[str, MemoryState] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            sql = (f"SELECT memory_id, version, state, {', '.join(_RESTORE_COLUMNS)} FROM snapshot"
-                   f" WHERE memory_id IN ({','.join('?' * len(chunk))})")
-            for memory_id, version, blob, *columns in conn.execute(sql, chunk):
-                out[memory_id] = MemoryState.restored(memory_id, version, blob, columns)
-        return out
+        sql = f"SELECT memory_id, version, state, {', '.join(_RESTORE_COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"
+        return {memory_id: MemoryState.restored(memory_id, version, blob, columns)
+                for memory_id, version, blob, *columns in store.select_in(conn, sql, sorted(memory_ids))}
 
     def load(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, Memory]:
         """The aggregates of these memories as the snapshot holds them."""

@@ -68,6 +68,15 @@ def bulk(conn: Connection) -> Iterator[Connection]:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
+def select_in(conn: Connection, sql: str, keys: Sequence[Any], params: Sequence[Any] = (),
+              chunk: int = 500) -> Iterator[Any]:
+    """The rows of `sql`, whose `{marks}` is an IN list of `keys`, run over chunks of them (SQLite
+    caps the parameters of one statement); `params` are bound before each chunk's keys."""
+    for i in range(0, len(keys), chunk):
+        part = keys[i : i + chunk]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), [*params, *part])
+
+
 @contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     conn.execute("BEGIN IMMEDIATE")

@@ -9,10 +9,12 @@ import orjson
 
 from domain.application import MemoryLog
 from domain.memory import MEMORY_EVENTS
+from projections import store
 from projections.base import LogReader
 from projections.snapshot import COLUMNS, MemoryState, SnapshotProjection, fold_states
 
 _JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs")
+_SELECT_ROWS = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"
 
 
 class TopOfBlock:
@@ -69,12 +71,9 @@ class TopOfBlock:
                     out[m] = _decoded(dict(zip(COLUMNS, values, strict=True)))
         if len(cache) + len(rest) > self.CACHED_ROWS:
             cache.clear()
-        for i in range(0, len(rest), 500):
-            chunk = rest[i : i + 500]
-            sql = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({','.join('?' * len(chunk))})"
-            for values in self.snapshot.conn.execute(sql, chunk):
-                cache[values[0]] = values
-                out[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+        for values in store.select_in(self.snapshot.conn, _SELECT_ROWS, rest):
+            cache[values[0]] = values
+            out[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
         return out
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from projections import store
 from projections.vectors import VectorProjection
 
 GLOBAL = "\x00global"  # partition key of global memories (never a repo id: control characters are refused)
@@ -152,11 +153,9 @@ class VectorIndex:
             self._load(rows)
         elif top > self.seq:
             changed = [r[0] for r in conn.execute("SELECT DISTINCT memory_id FROM vec_feed WHERE seq > ?", (self.seq,))]
-            for i in range(0, len(changed), 500):
-                chunk = changed[i : i + 500]
-                self._load(conn.execute(
-                    "SELECT memory_id, embedding, repo_id, scope, kind, status FROM vec_memories"
-                    f" WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk))
+            self._load(store.select_in(
+                conn, "SELECT memory_id, embedding, repo_id, scope, kind, status FROM vec_memories"
+                " WHERE memory_id IN ({marks})", changed))
         self.seq = top
         self._fit()
 

@@ -53,13 +53,9 @@ class EmbeddingCache:
     def get_many(self, hashes: Sequence[str], model_id: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         unique = list(dict.fromkeys(hashes))
-        for i in range(0, len(unique), 500):
-            chunk = unique[i : i + 500]
-            sql = (
-                "SELECT content_hash, vector FROM embeddings WHERE model_id = ?"
-                f" AND content_hash IN ({','.join('?' * len(chunk))})"
-            )
-            found.update(self.conn.execute(sql, [model_id, *chunk]).fetchall())
+        found.update(store.select_in(
+            self.conn, "SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
+            unique, [model_id]))
         return found
 
     def put_many(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
