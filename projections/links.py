@@ -52,10 +52,8 @@ class LinksProjection(Projection):
             if kind is written:
                 src = str(event.originator_id)
                 kinds.setdefault(src, event.kind)
-                if event.problem_id:
-                    edges.append((src, PROBLEM_EDGE.get(event.kind, "about"), event.problem_id))
-                if event.related_ids or event.change_targets:
-                    edges += edges_of(event.kind, src, (), event.related_ids, event.change_targets)
+                problems = (event.problem_id,) if event.problem_id else ()
+                edges += edges_of(event.kind, src, problems, event.related_ids, event.change_targets)
             elif kind is links_added:
                 added.append((str(event.originator_id), event))
         if added:
