@@ -40,7 +40,12 @@ def read(strata: Strata, **request: object) -> dict:
 
 
 def ids(response: dict) -> list[str]:
-    return [r["memory_id"] for r in response["results"]]
+    """Every memory the read returned, nested ones included, in the order shown."""
+    return [m["memory_id"] for m in flat(response)]
+
+
+def flat(response: dict) -> list[dict]:
+    return [m for r in response["results"] for m in (r, *r["solutions"], *r["failed_tactics"])]
 
 
 def seed_debugging(api: CommandAPI) -> dict[str, str]:
@@ -58,13 +63,16 @@ def seed_debugging(api: CommandAPI) -> dict[str, str]:
     return m
 
 
-def test_a_problem_brings_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
+def test_a_problem_comes_as_one_case_with_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
     m = seed_debugging(CommandAPI(real.log))
     response = read(real, repo_id="acme", query="integration tests hang forever")
-    got = {r["memory_id"]: r for r in response["results"]}
-    assert {m["problem"], m["solution"], m["failed"]} <= got.keys()
-    assert got[m["failed"]]["note"] and "reconsider" in got[m["failed"]]["note"]
-    assert m["other_repo"] not in got
+    case = next(r for r in response["results"] if r["memory_id"] == m["problem"])
+    assert [s["memory_id"] for s in case["solutions"]] == [m["solution"]]
+    assert [f["memory_id"] for f in case["failed_tactics"]] == [m["failed"]]
+    assert "reconsider" in case["failed_tactics"][0]["note"]  # a caution, not a ban
+    assert case["solutions"][0]["problem_id"] == m["problem"]
+    assert {m["solution"], m["failed"]}.isdisjoint(r["memory_id"] for r in response["results"])  # nowhere else
+    assert m["other_repo"] not in ids(response)
     facts = read(real, repo_id="acme", query="which port does the test database listen on")
     fact = next(r for r in facts["results"] if r["memory_id"] == m["fact"])
     assert [c["memory_id"] for c in fact["change_chain"]] == [m["change"]]
@@ -143,7 +151,7 @@ def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> Non
                     current_problem_id=problem)
     order = ids(response)
     assert order.index(b) < order.index(a)
-    got = {r["memory_id"]: r["utility"] for r in response["results"]}
+    got = {r["memory_id"]: r["utility"] for r in flat(response)}
     assert got[b] > 0.6 > 0.4 > got[a]
 
 
@@ -200,7 +208,24 @@ def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
                                  "profile": {"limit": 2, "kinds": ["fact"]}})
     response = read(real, repo_id="acme", query="deploy to production now", mode="auto")
     assert response["archetype"]["name"] == "debugging" and response["archetype"]["profile"]["limit"] == 2
-    assert all(r["kind"] == "fact" for r in response["results"])
+    assert len(response["results"]) <= 2
+
+
+def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> None:
+    """A bug report classifies as debugging, whose profile does not list preferences: the decision an
+    agent stored as a preference still comes back, as it does for a targeted read."""
+    api = CommandAPI(real.log)
+    seed_debugging(api)
+    decision = api.write(write_request("acme", "When integration tests hang, we decided to always restart the "
+                                       "Postgres container instead of raising pytest timeouts", "preference")).memory_id
+    query = "integration tests hang and the CI job times out"
+    auto = read(real, repo_id="acme", query=query, mode="auto")
+    assert auto["archetype"]["name"] == "debugging"
+    assert "preference" not in auto["archetype"]["profile"]["kinds"]
+    assert decision in ids(read(real, repo_id="acme", query=query, mode="targeted"))
+    assert decision in ids(auto)
+    only = read(real, repo_id="acme", query=query, mode="auto", kinds=["problem", "solution"])
+    assert {r["kind"] for r in flat(only)} <= {"problem", "solution"}  # the request's own filter still filters
 
 
 texts = st.sampled_from(["tests hang", "deploy fails", "cache expires", "port 5433", "use uv", "flaky login",
@@ -244,3 +269,54 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
                     crepo, cscope = owner[change["memory_id"]]
                     assert cscope == "global" or crepo == repo
         strata.close()
+
+
+SYMPTOMS = [  # a long developer chat, recorded turn by turn: many turns that sound like the query
+    "alice: the nightly deploy failed again with a timeout while pushing the image to the registry",
+    "bob: same here, the deploy job hangs at the image push step and then times out",
+    "alice: I retried the deploy twice and both runs timed out pushing the image",
+    "bob: the registry logs show the image upload stalls after a few layers",
+    "alice: the deploy timed out at exactly ten minutes again, right in the push",
+    "bob: the push to the registry is still timing out this morning",
+    "alice: it only hangs on the large image layers, small ones go through",
+    "bob: CI shows the same deploy timeout pushing images on the release branch",
+]
+DECISION_CHAT = [  # a short chat that holds the decision
+    "carol: about those registry timeouts",
+    "dave: we decided to push deploy images to the internal mirror instead; that ended the timeouts",
+    "carol: ok, the mirror it is",
+]
+
+
+def record_chats(api: CommandAPI, repo: str, linked: bool) -> str:
+    """Both chats turn by turn (each turn `related` to the one before when linked); the decision's id."""
+    decision = ""
+    for chat in (SYMPTOMS, DECISION_CHAT):
+        previous = None
+        for turn in chat:
+            links = {"related_memory_ids": [previous]} if linked and previous else {}
+            previous = api.write(write_request(repo, turn, links=links)).memory_id
+            if turn.startswith("dave:"):
+                decision = previous
+    return decision
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(real: Strata, capped: bool) -> None:
+    """`related` links lift a hit's neighbours, but a long chain of middling hits lifting each other
+    must not bury the short chat that holds the decision: it stays in the top three, no lower than
+    where it stands without any links."""
+    api = CommandAPI(real.log)
+    decisions = {linked: record_chats(api, f"team-{linked}", linked) for linked in (True, False)}
+    real.catch_up()
+    engine = real.recall(RecallConfig() if capped else RecallConfig(chain_share=None))
+    from projections.recall import ReadQuery
+
+    def rank(linked: bool) -> int:
+        answer = engine.read(ReadQuery(repo_id=f"team-{linked}", query="why do deploys time out pushing the image?"))
+        return [r["memory_id"] for r in answer.results].index(decisions[linked])
+
+    if capped:
+        assert rank(True) <= min(rank(False), 2)
+    else:  # without the chain's cap the scenario does crowd the decision out (the engine before issue 12)
+        assert rank(True) > rank(False)
