@@ -6,13 +6,15 @@ one log position from the projections (never by rebuilding aggregates).
 2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search, each over-fetching, fused with
    weights that adapt to the query: a list counts for more the further its best stands out
    (projections/fusion.py), and the keyword list in proportion to the share of a long query's words
-   it searched (projections/fts.py keeps a pasted issue's rarest words).
+   it searched (projections/fts.py keeps a pasted issue's rarest words). The best 2 × limit of the
+   fused hits go on (further ones never changed an answer on any corpus, and cost a third of a read).
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
    solution or failed tactic its problem; `related` links give neighbours up to two links away a
    share of a seed's relevance; every result carries its change chain), then semantic hops from
    the best hits with a threshold that tightens per hop. What association brings never crowds out
    what the search found: a chain of `related` memories holds at most two thirds of the answer at
-   every depth, and a memory reached by a semantic hop ranks below every search hit.
+   every depth, and a memory reached by a semantic hop ranks below every search hit (so the hops
+   run only when the search's hits leave room in the answer).
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
    forgotten and pending memories are suppressed and counted by reason. Each memory is scored
    relevance × truth (decayed since last validation) × utility (per problem when known) × the
@@ -88,7 +90,7 @@ class RecallConfig:
     keyword_weight: float = 0.6
     rrf_k: float = 60.0
     overfetch: int = 100
-    consider: int | None = 2  # weigh at most consider × limit of the search's best hits (None: all of them)
+    consider: int | None = 2  # weigh the best consider × limit search hits (all of them under a kinds filter)
     threshold: dict[str, float] = field(default_factory=lambda: {"targeted": 0.15, "ambient": 0.35})
     kind_offset: dict[str, float] = field(
         default_factory=lambda: {"preference": -0.07, "fact": 0.05, "change": 0.0, "problem": 0.0,
@@ -347,7 +349,7 @@ class RecallEngine:
             vector = []
         keyword_weight = c.keyword_weight * (coverage(q.query) if c.fusion == "adaptive" else 1.0)
         fused = fuse(c.fusion, [vector, keyword], [c.vector_weight, keyword_weight], c.rrf_k)
-        if c.consider is not None and len(fused) > c.consider * q.limit:
+        if c.consider is not None and q.kinds is None and len(fused) > c.consider * q.limit:
             fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: c.consider * q.limit])
         in_vector, in_keyword = {m for m, _ in vector}, {m for m, _ in keyword}
         cosines = dict(vector)

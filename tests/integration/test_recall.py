@@ -80,6 +80,39 @@ def test_a_problem_comes_as_one_case_with_its_solutions_failed_tactics_and_chain
     assert fact["truth"] < 0.9  # the change pulled it down
 
 
+def test_a_limit_counts_cases_and_the_budget_counts_every_text(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    problems = {}
+    for service in ("billing", "search", "upload", "login", "export"):
+        problem = api.write(write_request("acme", f"The {service} service times out under load", "problem")).memory_id
+        api.write(write_request("acme", f"Raise the {service} worker pool to 16 to stop the timeouts", "solution",
+                                links={"problem_id": problem}))
+        api.write(write_request("acme", f"Retrying {service} requests made the timeouts worse", "failed_tactic",
+                                links={"problem_id": problem}))
+        problems[problem] = service
+    response = read(real, repo_id="acme", query="a service times out under load", limit=3)
+    assert len(response["results"]) == 3 and {r["memory_id"] for r in response["results"]} <= problems.keys()
+    assert all(len(r["solutions"]) == 1 and len(r["failed_tactics"]) == 1 for r in response["results"])
+    assert len(ids(response)) == 9
+    counter = TokenCounter()
+    whole = sum(counter.count(m["text"]) + 8 for m in flat(response))
+    tight = read(real, repo_id="acme", query="a service times out under load", limit=3, token_budget=whole - 1)
+    assert sum(counter.count(m["text"]) + 8 for m in flat(tight)) <= whole - 1
+    assert tight["suppressed"]["over_token_budget"] >= 1
+
+
+def test_a_solution_whose_problem_is_not_in_the_answer_stands_alone(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    m = seed_debugging(api)
+    response = read(real, repo_id="acme", query="run make db-up before pytest", kinds=["solution", "failed_tactic"])
+    assert [r["memory_id"] for r in response["results"]][:1] == [m["solution"]]
+    assert response["results"][0]["problem_id"] == m["problem"] and response["results"][0]["solutions"] == []
+    api.forget({"repo_id": "acme", "memory_id": m["problem"]})
+    gone = read(real, repo_id="acme", query="run make db-up before pytest")
+    assert m["solution"] in [r["memory_id"] for r in gone["results"]]  # its problem is forgotten: on its own
+    assert m["problem"] not in ids(gone)
+
+
 def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata) -> None:
     m = seed_debugging(CommandAPI(real.log))
     response = read(real, repo_id="acme", query="make db-up", expand={"semantic_hops": 0})
@@ -132,7 +165,7 @@ def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
     for budget in (40, 100, 250, 1000):
         response = read(real, repo_id="acme", query="how long do cached sessions live", token_budget=budget, limit=50)
         spent = sum(counter.count(r["text"]) + sum(counter.count(c["text"]) for c in r["change_chain"]) + 8
-                    for r in response["results"])
+                    for r in flat(response))
         assert spent <= budget
         if budget < 1000:
             assert response["suppressed"].get("over_token_budget", 0) > 0
