@@ -21,9 +21,6 @@ runner and the scheduler, and return (exit code 0). Threads and connections: see
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import ipaddress
 import signal
 import socket
 import sys
@@ -36,6 +33,7 @@ import anyio
 import orjson
 import structlog
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -48,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from domain.errors import Conflict, InvalidInput, StrataError
 from domain.persistence import EventStoreUnavailable
 from interface.bootstrap import PROJECTIONS, Strata
+from interface.http_security import BearerToken, RequestGuard, allowed_hosts, is_loopback
 from interface.mcp_server import (
     SESSION_PROTOCOL,
     Background,
@@ -72,8 +71,6 @@ GRACEFUL_SHUTDOWN_S = 10.0
 KEEP_ALIVE_S = 30.0
 """Idle keep-alive connections are closed after this. Longer than common clients' pool expiry (httpx: 5 s),
 so a client never reuses a connection the server is closing at that very moment."""
-OPEN_PATHS = frozenset({"/healthz"})
-"""Routes that never need the token (a load balancer's probe has none)."""
 
 
 # --- responses ----------------------------------------------------------------------------------------
@@ -298,31 +295,6 @@ class AccessLog:
                      ms=round((time.perf_counter() - started) * 1000, 2))
 
 
-class BearerToken:
-    """Every route but OPEN_PATHS needs `Authorization: Bearer <token>`, compared in constant time."""
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.digest = hashlib.sha256(token.encode()).digest() if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.digest is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        # hashing first makes the comparison independent of the presented token's length too
-        presented = hashlib.sha256(credentials.strip()).digest()
-        if scheme.lower() == b"bearer" and hmac.compare_digest(presented, self.digest):
-            await self.app(scope, receive, send)
-            return
-        code, message = ("token_required", "this server needs Authorization: Bearer <token>") if not header else (
-            "invalid_token", "the bearer token is not this server's")
-        response = error_json(StrataError(code, "authorization", message), 401,
-                              headers={"WWW-Authenticate": 'Bearer realm="strata"'})
-        await response(scope, receive, send)
-
-
 # --- the app ------------------------------------------------------------------------------------------
 
 
@@ -332,7 +304,10 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     token = strata.settings.token.get_secret_value() if strata.settings.token else None
     dispatcher = Dispatcher(strata.api())
     mcp = build_mcp_server(strata, dispatcher)
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)  # DNS-rebinding guard on loopback
+    # Host and Origin are checked for every route by RequestGuard, so the SDK's own guard (on for a
+    # loopback host, with its own lists) is off: one check, one set of allowed names.
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     health = Health(strata, background)
     document = orjson.dumps(openapi_document(token_required=token is not None))
 
@@ -377,28 +352,16 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
 
     return Starlette(
         routes=routes,
-        middleware=[Middleware(AccessLog), Middleware(BearerToken, token=token)],
+        middleware=[Middleware(AccessLog),
+                    Middleware(RequestGuard, hosts=allowed_hosts(host, strata.settings.allowed_hosts),
+                               origins=strata.settings.allowed_origins),
+                    Middleware(BearerToken, token=token)],
         exception_handlers={HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
     )
 
 
 # --- running it ---------------------------------------------------------------------------------------
-
-
-def is_loopback(host: str) -> bool:
-    """True when every address `host` names is a loopback address (127.0.0.0/8, ::1)."""
-    if not host:
-        return False
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
 def bind(host: str, port: int) -> socket.socket:
