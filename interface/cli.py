@@ -1,6 +1,6 @@
 """The `strata` command: JSON requests in (argument, file or stdin), JSON out when piped,
 readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-4 conflict."""
+4 conflict, 5 unavailable (the event log cannot be reached or written; retry later)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import replay as run_replay
 
-EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
+EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "internal": 1}
 
 app = typer.Typer(
     name="strata",

@@ -59,6 +59,7 @@ from pydantic import BaseModel
 from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from interface.consistency import PositionWaiters, TrackedPositions
 from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
 from projections import store
 from projections.store import ProjectionBusy
@@ -110,10 +111,13 @@ def internal_error(exc: BaseException) -> StrataError:
 
 class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
-    Callers wait for the lane asynchronously, so a queued request holds no thread."""
+    Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
+    that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
+    neither holds the lane nor a thread; without `waiters` it waits inside its call."""
 
-    def __init__(self, api: CommandAPI) -> None:
+    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None) -> None:
         self.api = api
+        self.waiters = waiters
         self._lane: anyio.CapacityLimiter | None = None
 
     async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
@@ -121,14 +125,23 @@ class Dispatcher:
         if self._lane is None:  # created inside the event loop that uses it
             self._lane = anyio.CapacityLimiter(1)
         try:
-            if op.method in ("read", "index"):  # a consistency wait happens outside the lane (see await_consistency)
-                await anyio.to_thread.run_sync(self.api.await_consistency, payload, op.request)
+            if self.waiters is not None and op.method in ("read", "index"):
+                consistency = self.api.consistency_of(payload, op.request)
+                if consistency is not None:
+                    await self.waiters.wait(consistency)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
+
+
+def serving_dispatcher(strata: Strata, positions: TrackedPositions) -> Dispatcher:
+    """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
+    the projections' positions through `positions` (connections of its own)."""
+    waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
+    return Dispatcher(strata.api(), waiters)
 
 
 class Background:
@@ -433,9 +446,10 @@ def run_stdio(strata: Strata) -> None:
     the projections current and the scheduler compacts the snapshot. Logs go to stderr only."""
     route_stdlib_logging(strata.settings)
     background = Background(strata)
+    positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
         background.prepare()  # a failure here is reported by the CLI before any protocol is spoken
-        server = build_mcp_server(strata, Dispatcher(strata.api()))
+        server = build_mcp_server(strata, serving_dispatcher(strata, positions))
         wire_in, wire_out = _claim_stdio()
         background.start()
         log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir))
@@ -444,3 +458,4 @@ def run_stdio(strata: Strata) -> None:
     finally:
         background.stop()
         background.close()
+        positions.close()

@@ -44,13 +44,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.errors import Conflict, InvalidInput, StrataError
-from domain.persistence import EventStoreUnavailable
 from interface.bootstrap import PROJECTIONS, Strata
 from interface.http_security import BearerToken, RequestGuard, allowed_hosts, is_loopback
+from interface.consistency import TrackedPositions
 from interface.mcp_server import (
     SESSION_PROTOCOL,
     Background,
     Dispatcher,
+    serving_dispatcher,
     build_mcp_server,
     error_response,
     internal_error,
@@ -58,12 +59,11 @@ from interface.mcp_server import (
     version,
 )
 from interface.operations import OPERATIONS, Operation
-from projections import store
 from schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
 
-STATUS = {"invalid_input": 400, "not_found": 404, "conflict": 409, "internal": 500}
+STATUS = {"invalid_input": 400, "not_found": 404, "conflict": 409, "unavailable": 503, "internal": 500}
 MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
 GRACEFUL_SHUTDOWN_S = 10.0
@@ -82,7 +82,7 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 def error_json(exc: StrataError, status: int | None = None, headers: dict[str, str] | None = None) -> Response:
     if status is None:
-        status = 503 if isinstance(exc, EventStoreUnavailable) else STATUS.get(exc.family, 500)
+        status = STATUS.get(exc.family, 500)
     return Response(error_response(exc).model_dump_json(), status_code=status, media_type="application/json",
                     headers=headers)
 
@@ -227,40 +227,26 @@ HEALTH_SCHEMA: dict[str, Any] = {
 
 
 class Health:
-    """Positions read on connections of its own (the request and runner connections belong to their
-    threads); the tracking rows are tiny, so this is cheap enough for a probe every second."""
+    """What /healthz reports, from the projections' tracking rows (read through `positions`, on
+    connections of their own): cheap enough for a probe every second."""
 
-    def __init__(self, strata: Strata, background: Background | None) -> None:
+    def __init__(self, strata: Strata, background: Background | None, positions: TrackedPositions) -> None:
         self.strata = strata
         self.background = background
-        self._conns: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self.positions = positions
 
     def report(self) -> dict[str, Any]:
-        with self._lock:
-            head = self.strata.log.position()
-            projections = {}
-            for name in PROJECTIONS:
-                row = store.tracking_row(self._conn(name), name)
-                position = row["position"] or 0
-                projections[name] = {"position": position, "lag": head - position,
-                                     "last_error": row["last_error"], "error_position": row["error_position"]}
+        head = self.strata.log.position()
+        projections = {}
+        for name, row in self.positions.rows().items():
+            position = row["position"] or 0
+            projections[name] = {"position": position, "lag": head - position,
+                                 "last_error": row["last_error"], "error_position": row["error_position"]}
         workers = self.background is None or self.background.running
         failing = any(p["last_error"] for p in projections.values())
         status = "stopped" if not workers else "degraded" if failing else "ok"
         return {"ok": workers, "status": status, "version": version(), "head": head,
                 "workers": workers, "projections": projections}
-
-    def _conn(self, name: str) -> Any:
-        if name not in self._conns:
-            self._conns[name] = store.connect(self.strata.settings.projection_dir / f"{name}.sqlite")
-        return self._conns[name]
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._conns.values():
-                conn.close()
-            self._conns.clear()
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -302,20 +288,22 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     """The whole HTTP surface over `strata`. With `background` (prepared), the app's lifespan starts and
     stops the projection workers and the scheduler."""
     token = strata.settings.token.get_secret_value() if strata.settings.token else None
-    dispatcher = Dispatcher(strata.api())
+    positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
+    dispatcher = serving_dispatcher(strata, positions)
     mcp = build_mcp_server(strata, dispatcher)
     # Host and Origin are checked for every route by RequestGuard, so the SDK's own guard (on for a
     # loopback host, with its own lists) is off: one check, one set of allowed names.
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host,
                                       transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    health = Health(strata, background)
+    health = Health(strata, background, positions)
+    probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(openapi_document(token_required=token is not None))
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type="application/json")
 
     async def healthz(request: Request) -> Response:
-        report = await anyio.to_thread.run_sync(health.report)
+        report = await anyio.to_thread.run_sync(health.report, limiter=probe)
         return _json(report, 200 if report["ok"] else 503)
 
     async def http_error(request: Request, exc: Exception) -> Response:
@@ -348,7 +336,7 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
             finally:
                 if background is not None:
                     await anyio.to_thread.run_sync(background.stop)
-                health.close()
+                positions.close()
 
     return Starlette(
         routes=routes,

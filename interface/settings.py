@@ -54,6 +54,9 @@ class Settings(BaseModel):
     read_retention_days: float = Field(
         30.0, gt=0, description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads."
     )
+    max_waiting_reads: int = Field(
+        32, ge=1, le=10_000,
+        description="Most reads a serving process lets wait for consistency.after_position at once.")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

@@ -1,0 +1,61 @@
+"""`strata serve` stays available when clients misbehave: reads waiting for a far log position do not
+stall anyone else, and a broken upload is the client's error (400, one log line), not an internal one.
+A real server process and an ordinary HTTP client."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+import pytest
+
+from tests.conftest import Served
+
+REPO = "acme/api"
+READ = {"repo_id": REPO, "query": "integration tests hang"}
+WRITE = {"repo_id": REPO, "memory": {"text": "Integration tests hang without Postgres", "kind": "problem",
+                                     "scope": "repo", "confidence": 0.9}}
+
+
+@pytest.mark.slow
+def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Served]) -> None:
+    served = serve(env={"STRATA_MAX_WAITING_READS": "40"})
+    waiting = {**READ, "consistency": {"after_position": 10**9, "timeout_ms": 6000}}
+    answers: list[httpx.Response] = []
+    timings: dict[str, float] = {}
+
+    async def scenario() -> None:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+        async with httpx.AsyncClient(base_url=served.url, timeout=60, limits=limits) as http:
+            async def wait_one() -> None:
+                answers.append(await http.post("/v1/read", json=waiting))
+
+            async def timed(name: str, call: Callable[[], object]) -> httpx.Response:
+                started = time.perf_counter()
+                response = await call()  # type: ignore[misc]
+                timings[name] = time.perf_counter() - started
+                return response
+
+            async with anyio.create_task_group() as group:
+                for _ in range(45):
+                    group.start_soon(wait_one)
+                await anyio.sleep(1.0)  # all 45 are in: 40 waiting, 5 refused at once
+                health = await timed("healthz", lambda: http.get("/healthz"))
+                assert health.status_code == 200 and health.json()["ok"] is True
+                write = await timed("write", lambda: http.post("/v1/write", json=WRITE))
+                assert write.status_code == 200, write.text
+                read = await timed("read", lambda: http.post("/v1/read", json={
+                    **READ, "consistency": {"after_position": write.json()["position"]}}))
+                assert read.status_code == 200, read.text
+                assert len(answers) == 5  # only the refused ones have answered yet
+
+    anyio.run(scenario)
+    assert timings["healthz"] < 1.0 and timings["write"] < 3.0 and timings["read"] < 3.0, timings
+    codes = Counter((a.status_code, a.json()["error"]["code"]) for a in answers)
+    assert codes == {(409, "not_yet_consistent"): 40, (503, "too_many_waiting"): 5}, codes
+    assert served.stop() == 0
