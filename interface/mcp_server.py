@@ -33,7 +33,6 @@ out interleaved transactions on the shared ledger connection.
 from __future__ import annotations
 
 import io
-import logging
 import os
 import signal
 import sys
@@ -60,6 +59,7 @@ from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.consistency import PositionWaiters, TrackedPositions
+from interface.logs import route_stdlib_logging
 from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
 from projections import store
 from projections.store import ProjectionBusy
@@ -239,23 +239,6 @@ class Background:
         if self.workers is not None:
             self.workers.close()
             self.workers = None
-
-
-def route_stdlib_logging(settings: Any) -> None:
-    """The MCP SDK, uvicorn and apscheduler log through the standard library: render their records like
-    Strata's own lines (console or JSON, on stderr) at the configured level. (Done before the SDK's
-    MCPServer is built: it would otherwise install a handler of its own on the root logger.)"""
-    renderer = (structlog.processors.JSONRenderer() if settings.log_format == "json"
-                else structlog.dev.ConsoleRenderer(colors=False))
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, structlog.processors.add_log_level,
-                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
-    ))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(settings.log_level.upper())
 
 
 # --- the MCP server ---------------------------------------------------------------------------------
@@ -444,7 +427,7 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 def run_stdio(strata: Strata) -> None:
     """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, while a background runner keeps
     the projections current and the scheduler compacts the snapshot. Logs go to stderr only."""
-    route_stdlib_logging(strata.settings)
+    route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:

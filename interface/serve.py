@@ -38,7 +38,7 @@ from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -47,6 +47,7 @@ from domain.errors import Conflict, InvalidInput, StrataError
 from interface.bootstrap import PROJECTIONS, Strata
 from interface.http_security import BearerToken, RequestGuard, allowed_hosts, is_loopback
 from interface.consistency import TrackedPositions
+from interface.logs import route_stdlib_logging
 from interface.mcp_server import (
     SESSION_PROTOCOL,
     Background,
@@ -55,7 +56,6 @@ from interface.mcp_server import (
     build_mcp_server,
     error_response,
     internal_error,
-    route_stdlib_logging,
     version,
 )
 from interface.operations import OPERATIONS, Operation
@@ -88,20 +88,27 @@ def error_json(exc: StrataError, status: int | None = None, headers: dict[str, s
 
 
 async def _body(request: Request) -> bytes:
+    """The whole request body, or InvalidInput: too large (413), or cut short (400) because the client
+    went away or its chunked encoding was malformed (uvicorn answers the latter with its own 400 and
+    one warning; to the app both look like a disconnect). The client's error, not an internal one."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _TooLarge()
+        raise _too_large()
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise _too_large()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise InvalidInput("incomplete_body", "", "the connection closed before the whole request body arrived "
+                           "(or its chunked encoding was malformed)") from None
     return b"".join(chunks)
 
 
-class _TooLarge(Exception):
-    pass
+def _too_large() -> InvalidInput:
+    return InvalidInput("request_too_large", "", f"the request exceeds {MAX_BODY_BYTES} bytes")
 
 
 def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
@@ -109,12 +116,9 @@ def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
         request.scope.setdefault("state", {})["op"] = op.name
         try:
             body = await _body(request)
-        except _TooLarge:
-            return error_json(InvalidInput("request_too_large", "", f"the request exceeds {MAX_BODY_BYTES} bytes"), 413)
-        try:
             response = await dispatcher.call(op, body)  # the CLI's parse: invalid JSON is invalid_json
         except StrataError as exc:
-            return error_json(exc)
+            return error_json(exc, 413 if exc.code == "request_too_large" else None)
         return Response(response.model_dump_json(), media_type="application/json")
 
     endpoint.__name__ = f"op_{op.name}"
@@ -415,7 +419,7 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         )
     if strata.settings.token is not None and not strata.settings.token.get_secret_value().strip():
         raise InvalidInput("empty_token", "token", "the bearer token is empty")
-    route_stdlib_logging(strata.settings)
+    route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
     try:
         background.prepare()

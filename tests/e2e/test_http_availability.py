@@ -59,3 +59,41 @@ def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Serv
     codes = Counter((a.status_code, a.json()["error"]["code"]) for a in answers)
     assert codes == {(409, "not_yet_consistent"): 40, (503, "too_many_waiting"): 5}, codes
     assert served.stop() == 0
+
+
+SECRET = "hunter2-" + "Zq81vX0pLm"  # assembled at run time: no literal here looks like a credential
+
+
+def _raw(url: str, data: bytes, *, hang_up: bool) -> bytes:
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(data)
+        if hang_up:
+            time.sleep(0.3)
+            return b""
+        return sock.recv(65536)
+
+
+@pytest.mark.slow
+def test_a_broken_upload_is_the_clients_error_and_its_body_never_reaches_the_log(serve: Callable[..., Served]) -> None:
+    served = serve(env={"STRATA_LOG_LEVEL": "debug"})
+    host = urlsplit(served.url).netloc
+    body = ('{"repo_id": "acme/api", "memory": {"text": "the admin password=' + SECRET
+            + '", "kind": "fact", "scope": "repo", "confidence": 0.5}}').encode()
+    head = f"POST /v1/write HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n".encode()
+    # a chunked body whose second chunk size is not hexadecimal
+    malformed = _raw(served.url, head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body) // 2:x}\r\n".encode()
+                     + body[: len(body) // 2] + b"\r\nZZ\r\n" + body[len(body) // 2:] + b"\r\n0\r\n\r\n", hang_up=False)
+    assert malformed.startswith(b"HTTP/1.1 400"), malformed
+    # a client that promises more than it sends and hangs up
+    _raw(served.url, head + f"Content-Length: {len(body) + 500}\r\n\r\n".encode() + body, hang_up=True)
+    time.sleep(1.0)
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        assert http.get("/healthz").json()["head"] == 0  # nothing was recorded
+    assert served.stop() == 0
+    log = "".join(served.stderr)
+    assert SECRET not in log
+    assert "internal_error" not in log and "Traceback" not in log and "locals" not in log, log[-3000:]
+    broken = [line for line in served.stderr if "/v1/write" in line or "Invalid HTTP request" in line]
+    assert len(broken) <= 3, broken  # uvicorn's warning for the malformed body, and one access line each
+    assert all("status=400" in line or "Invalid HTTP request" in line for line in broken), broken
