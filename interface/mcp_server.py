@@ -161,6 +161,8 @@ class Background:
         self.thread: threading.Thread | None = None
         self.scheduler: Any = None
         self.leading = False
+        self.runner: Any = None
+        """The runner while this process leads (its in-memory errors feed /healthz)."""
 
     def prepare(self) -> None:
         self.strata.projections(PROJECTIONS)  # the request side's connections; loads the embedder object
@@ -192,7 +194,7 @@ class Background:
         if not self._lead(leader):
             return
         try:
-            runner = self.workers.runner(FOLLOWERS)
+            runner = self.runner = self.workers.runner(FOLLOWERS)
             while not self.stop_event.is_set():
                 try:
                     runner.run(self.stop_event)  # returns when stop_event is set

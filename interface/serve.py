@@ -175,7 +175,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "security": [],
             "responses": {
                 "200": {"description": "Serving; the projection workers run.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
-                "503": {"description": "The projection workers stopped.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
+                "503": {"description": "The projection workers stopped, or the event log refuses writes.",
+                        "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
             },
         }
     }
@@ -207,10 +208,14 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "ok": {"type": "boolean"},
-        "status": {"enum": ["ok", "degraded", "stopped"]},
+        "status": {"enum": ["ok", "degraded", "unwritable", "stopped"],
+                   "description": "degraded: a projection fails (reads may lag); unwritable: the event log refuses "
+                                  "writes (e.g. a full disk); stopped: the projection workers stopped."},
         "version": {"type": "string"},
         "head": {"type": "integer", "description": "The log position of the last event."},
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
+        "writes": {"type": "object", "description": "Whether the last append to the event log succeeded.",
+                   "properties": {"ok": {"type": "boolean"}, "error": {"type": ["string", "null"]}}},
         "projections": {
             "type": "object",
             "additionalProperties": {
@@ -240,17 +245,26 @@ class Health:
         self.positions = positions
 
     def report(self) -> dict[str, Any]:
+        """`ok` is false (and /healthz answers 503) when the workers stopped or the log refuses writes;
+        a failing projection only degrades (reads may lag behind)."""
         head = self.strata.log.position()
+        runner = self.background.runner if self.background is not None else None
+        unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
         projections = {}
         for name, row in self.positions.rows().items():
             position = row["position"] or 0
+            error_position, error = row["error_position"], row["last_error"]
+            if error is None and name in unrecorded:
+                error_position, error = unrecorded[name]
             projections[name] = {"position": position, "lag": head - position,
-                                 "last_error": row["last_error"], "error_position": row["error_position"]}
+                                 "last_error": error, "error_position": error_position}
         workers = self.background is None or self.background.running
+        write_failure = self.strata.log.write_failure
         failing = any(p["last_error"] for p in projections.values())
-        status = "stopped" if not workers else "degraded" if failing else "ok"
-        return {"ok": workers, "status": status, "version": version(), "head": head,
-                "workers": workers, "projections": projections}
+        status = ("stopped" if not workers else "unwritable" if write_failure else "degraded" if failing else "ok")
+        return {"ok": status in ("ok", "degraded"), "status": status, "version": version(), "head": head,
+                "workers": workers, "writes": {"ok": write_failure is None, "error": write_failure},
+                "projections": projections}
 
 
 # --- middleware ---------------------------------------------------------------------------------------

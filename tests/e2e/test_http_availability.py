@@ -5,9 +5,11 @@ A real server process and an ordinary HTTP client."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
@@ -97,3 +99,55 @@ def test_a_broken_upload_is_the_clients_error_and_its_body_never_reaches_the_log
     broken = [line for line in served.stderr if "/v1/write" in line or "Invalid HTTP request" in line]
     assert len(broken) <= 3, broken  # uvicorn's warning for the malformed body, and one access line each
     assert all("status=400" in line or "Invalid HTTP request" in line for line in broken), broken
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB filesystem (tmpfs) that writes can really fill; skipped where mounting one is not allowed."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(serve: Callable[..., Served], tiny_disk: Path,
+                                                                tmp_path: Path) -> None:
+    from projections.embedder import assemble_model_dir
+
+    model = assemble_model_dir(tmp_path / "model")  # 23 MB: not on the tiny disk
+    served = serve(env={"STRATA_DATA_DIR": str(tiny_disk / "data"), "STRATA_MODEL_DIR": str(model)})
+    filler = tiny_disk / "filler"
+    filler.write_bytes(b"\0" * (1 << 20))
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        refusal = None
+        for i in range(2000):
+            response = http.post("/v1/write", json={"repo_id": REPO, "memory": {
+                "text": f"note {i}: " + "the integration suite needs the local database " * 40, "kind": "fact",
+                "scope": "repo", "confidence": 0.5}})
+            if response.status_code != 200:
+                refusal = response
+                break
+            head = response.json()["position"]
+        assert refusal is not None, "the disk never filled"
+        assert refusal.status_code == 503, refusal.text
+        assert refusal.json()["error"]["code"] == "event_log_unavailable"
+        assert "full" in refusal.json()["error"]["message"]
+        health = http.get("/healthz")
+        assert health.status_code == 503 and health.json()["status"] == "unwritable", health.text
+        assert health.json()["head"] == head and health.json()["writes"]["ok"] is False  # nothing half-written
+
+        filler.unlink()  # space again: writes and health come back by themselves
+        again = http.post("/v1/write", json=WRITE)
+        assert again.status_code == 200 and again.json()["position"] == head + 1, again.text
+        deadline = time.monotonic() + 90
+        while (health := http.get("/healthz").json())["status"] != "ok" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert health["status"] == "ok" and health["writes"] == {"ok": True, "error": None}, health
+    assert served.stop() == 0
