@@ -120,6 +120,19 @@ def test_openapi_describes_every_operation(serve: Callable[..., Served]) -> None
                 {"error": {"code": "c", "path": "", "message": "m"}, "errors": []}).model_dump(mode="json"))
     assert "/healthz" in document["paths"] and "security" not in document  # no token configured
 
+    # the served document says what the endpoint accepts (tests/integration/test_schema_agrees.py has the
+    # full comparison; here the same rules through the real transport)
+    def accepts(op: str, request: dict[str, Any]) -> tuple[bool, int]:
+        schema = document["paths"][f"/v1/{op}"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        status = httpx.post(f"{served.url}/v1/{op}", json=request, timeout=60).status_code
+        return validator(schema).is_valid(request), status
+
+    fact = {"text": "Lint with ruff", "kind": "fact", "scope": "repo", "confidence": 0.8}
+    assert accepts("write", {"repo_id": REPO, "memory": {**fact, "text": "bell \x07"}}) == (False, 400)
+    assert accepts("write", {"repo_id": REPO, "memory": {**fact, "links": {"change_targets": ["x"]}}}) == (False, 400)
+    assert accepts("read", {"repo_id": REPO, "query": "lint", "limit": 5.0}) == (True, 200)
+    assert accepts("update", {"repo_id": REPO, "memory_id": "x", "mode": "dry_run", "updates": {}}) == (False, 400)
+
     # every reference resolves
     def refs(node: Any) -> list[str]:
         if isinstance(node, dict):
