@@ -60,7 +60,8 @@ from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.consistency import PositionWaiters, TrackedPositions
 from interface.logs import route_stdlib_logging
-from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from interface.inspector.resources import add_inspector_resources
+from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
 from projections import store
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
@@ -316,10 +317,13 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
         description="Long-term memory for coding agents: recall what earlier sessions learned, record what this one did.",
         instructions=INSTRUCTIONS,
         version=version(),
-        tools=[_tool(op, dispatcher) for op in OPERATIONS.values()],
+        tools=[_tool(op, dispatcher) for op in AGENT_TOOLS.values()],
         log_level=strata.settings.log_level.upper(),  # type: ignore[arg-type]
     )
     index_op = OPERATIONS["memory_index"]
+    # the inspector's read-only views: resource templates, not tools (nothing in an agent's context)
+    add_inspector_resources(server, list(INSPECTOR.values()), dispatcher.call,
+                            lambda exc: error_response(exc).model_dump_json())
 
     async def index_text(repo_id: str) -> str:
         try:

@@ -75,16 +75,19 @@ _EFFECT = ("target", "confidence", "weight", "source")
 def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:
     """The memory's events as `viewer` may see them (domain/visibility.py): in full, or withheld."""
     visible_ids = visible_ids or visible_in_log(log, viewer)
-    records = []
-    for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids):
-        record = event_record(event)
-        if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
-            record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
-        if not full:
-            record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
-            record["withheld"] = WITHHELD
-        records.append(record)
-    return records
+    return [shown(event, full, viewer)
+            for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids)]
+
+
+def shown(event: Any, full: bool, viewer: str | None, position: int | None = None) -> dict[str, Any]:
+    """One event as `viewer` may see it: in full, or (`full` false) only its effect on shared values."""
+    record = event_record(event, position)
+    if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
+        record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
+    if not full:
+        record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
+        record["withheld"] = WITHHELD
+    return record
 
 
 def event_record(event: Any, position: int | None = None) -> dict[str, Any]:
