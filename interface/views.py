@@ -31,6 +31,19 @@ def visible_in_log(log: Any, viewer: str | None) -> VisibleIds:
     return visible_ids
 
 
+def memory_at(log: Any, m: Memory, position: int) -> Memory | None:
+    """The memory as it stood at a log position (its events up to there, folded by the aggregate);
+    None if it was written later, or if the log cannot say where its events are."""
+    positions = log.positions(m.id)
+    memory = None
+    for event in log.history(m.id):
+        at = positions.get(event.originator_version)
+        if at is None or at > position:
+            break
+        memory = event.mutate(memory)
+    return memory
+
+
 def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds | None = None) -> dict[str, Any]:
     """The memory's current state as `viewer` may see it (None: everything). A global memory shows
     another repo only what is global: not the repo it was written from, nor that repo's problems,

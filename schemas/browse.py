@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
+from schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
 
 Status = Literal["active", "pending", "rejected", "forgotten"]
 Maturity = Literal["candidate", "established", "proven"]
@@ -141,8 +141,8 @@ class TimelineRequest(Request):
     op: Literal["timeline"] | None = None
     repo_id: RepoId
     include_global: bool = True
-    before: Integer | None = Field(None, ge=1, description="Only events before this log position (the next page: the "
-                                                           "previous answer's next_before).")
+    before: LogPosition | None = Field(
+        None, description="Only events before this log position (the next page: the previous answer's next_before).")
     limit: Integer = PAGE
     as_of: AsOf | None = AS_OF
 

@@ -79,6 +79,8 @@ def _integral(value: object) -> object:
 
 Integer = Annotated[int, BeforeValidator(_integral)]
 """An integer field: a whole number, written 5 or 5.0 (not 5.5, not "5", not true)."""
+LogPosition = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
+"""A log position (1 or more), as Integer; the bound comes first so that an optional one publishes it too."""
 
 
 AS_OF_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"

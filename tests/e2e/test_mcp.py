@@ -1,5 +1,6 @@
 """The MCP server end to end through the official client: `strata mcp` spawned over stdio, and `strata serve`
-over streamable HTTP. Every operation of OPERATIONS is a tool and is called; the real embedding model runs."""
+over streamable HTTP. Every agent operation is a tool and is called, the inspector's are resource
+templates; the real embedding model runs."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
 from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from interface.operations import OPERATIONS, SESSION_PROTOCOL
+from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
 from schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
@@ -48,8 +49,10 @@ def tool_error(result: CallToolResult) -> dict[str, Any]:
 async def session(client: Client) -> None:
     """What an agent's session does, through every tool, plus the protocol prompt and the resources."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == set(OPERATIONS)
-    for name, op in OPERATIONS.items():
+    assert set(tools) == set(AGENT_TOOLS)  # the inspector's operations are resource templates, not tools
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert {op.resource for op in INSPECTOR.values() if op.resource} <= templates
+    for name, op in AGENT_TOOLS.items():
         tool = tools[name]
         assert tool.description == op.description
         assert tool.input_schema == op.request.model_json_schema()
@@ -95,13 +98,22 @@ async def session(client: Client) -> None:
     forgotten = structured(await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"],
                                                  "reason": "test"}), "forget")
     assert forgotten["forgotten"] is True
-    assert called == set(OPERATIONS), "every operation must be exercised here"
+    assert called == set(AGENT_TOOLS), "every tool must be exercised here"
+
+    # the inspector's views: resource templates answering the operations' JSON
+    listed = json.loads((await client.read_resource(f"strata://inspect/memories/{REPO}?kinds=problem,solution"
+                                                    )).contents[0].text)  # type: ignore[union-attr]
+    OPERATIONS["memories"].response.model_validate(listed)
+    assert listed["items"] and {m["kind"] for m in listed["items"]} <= {"problem", "solution"}
+    one = json.loads((await client.read_resource(f"strata://inspect/memory/{problem['memory_id']}/{REPO}"
+                                                 )).contents[0].text)  # type: ignore[union-attr]
+    assert one["memory"]["memory_id"] == problem["memory_id"] and one["history"][0]["type"] == "MemoryWritten"
 
     # refusals: the CLI's code / path / message
     invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {
         "text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}))
     assert (invalid["code"], invalid["path"]) == ("invalid_choice", "memory.kind")
-    for name in OPERATIONS:  # every tool refuses an empty request the same way
+    for name in AGENT_TOOLS:  # every tool refuses an empty request the same way
         missing = tool_error(await client.call_tool(name, {}))
         assert (missing["code"], missing["path"]) == ("missing_field", "repo_id"), name
     conflict = tool_error(await client.call_tool("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
@@ -204,6 +216,6 @@ def test_stdio_startup_refusal_is_a_structured_error(strata_env: dict[str, str],
 
 def test_tool_and_prompt_names_are_stable() -> None:
     """Agents' configurations name these; renaming one is a breaking change."""
-    assert set(OPERATIONS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
+    assert set(AGENT_TOOLS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
     assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
     assert os.path.basename(STRATA_COMMAND) == "strata"
