@@ -127,6 +127,8 @@ class Reader:
     """The read path at a past moment."""
     browser: Callable[[Moment | None], Browser]
     """Paged views of the store now (None) or at a past moment."""
+    prepare: Callable[[Moment, bool], None]
+    """Build the past model of a moment (and its vector index: True) ahead of the request."""
 
 
 class CommandAPI:
@@ -195,6 +197,18 @@ class CommandAPI:
 
     def repos(self, payload: str | bytes | dict[str, Any]) -> ReposResponse:
         return self._inspector().repos(parse(ReposRequest, payload))
+
+    def prepare_past(self, payload: str | bytes | dict[str, Any], model: type[BaseModel]) -> None:
+        """Build the past model a request's `as_of` needs before the request takes its turn: a serving
+        process does it off its operation lane, so a replay of the log never holds up other requests.
+        Does nothing without as_of, or when the request does not parse (the operation then says why)."""
+        try:
+            as_of = getattr(parse(model, payload), "as_of", None)
+            if as_of is not None:
+                reader = self._reader()
+                reader.prepare(reader.moment(as_of), model is ReadRequest)
+        except StrataError:
+            return
 
     def _inspector(self) -> Inspector:
         reader = self._reader()

@@ -59,7 +59,7 @@ class Strata:
 
     def api(self) -> CommandAPI:
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
-                        moment=self.moment, recall_at=self.recall_at, browser=self.browser)
+                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
                           feedback_max_memories=self.settings.feedback_max_memories)
 
@@ -106,14 +106,15 @@ class Strata:
     def past(self) -> PastModels:
         """Read models of the log truncated at a position, built on demand and cached."""
         if self._past is None:
-            def cache() -> EmbeddingCache:
-                self.projection("vectors")  # opens the embedding cache beside it
-                assert self._cache is not None
-                return self._cache
-
-            self._past = PastModels(self.log, lambda: self.projection("vectors").embedder, cache,  # type: ignore[attr-defined]
+            self._past = PastModels(self.log, lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
+                                    self.settings.projection_dir / "embedding-cache.sqlite",
                                     keep=self.settings.as_of_models)
         return self._past
+
+    def prepare_past(self, moment: Moment, vectors: bool) -> None:
+        """Build the past model of `moment` now (off a serving process's operation lane)."""
+        self.projection("vectors")  # the embedder and the cache's file exist before another thread uses them
+        self.past().prepare(moment.position, vectors)
 
     def recall_at(self, moment: Moment) -> RecallEngine:
         """The read path as it would have answered at `moment`: the same engine over a past model, with

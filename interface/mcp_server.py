@@ -120,16 +120,19 @@ class Dispatcher:
         self.api = api
         self.waiters = waiters
         self._lane: anyio.CapacityLimiter | None = None
+        self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
 
     async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error)."""
-        if self._lane is None:  # created inside the event loop that uses it
-            self._lane = anyio.CapacityLimiter(1)
+        if self._lane is None or self._past is None:  # created inside the event loop that uses them
+            self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
             if self.waiters is not None and op.method in ("read", "index"):
                 consistency = self.api.consistency_of(payload, op.request)
                 if consistency is not None:
                     await self.waiters.wait(consistency)
+            if op.read_only and "as_of" in op.request.model_fields:  # a replay of the log: not in the lane
+                await anyio.to_thread.run_sync(self.api.prepare_past, payload, op.request, limiter=self._past)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
             raise

@@ -119,21 +119,23 @@ class PastModel:
         self._embedder, self._cache = embedder, cache
         self._index: VectorIndex | None = None
         self._classifier: ArchetypeClassifier | None = None
+        self._lock = threading.Lock()
 
     def vector_index(self) -> VectorIndex:
         """The vector index a rebuilt store would load: every memory written up to the position, in
         log order (the FTS rowids), with its status then; built on first use."""
-        if self._index is None:
-            embedder = self._embedder()
-            rows = self.fts.conn.execute(
-                "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid").fetchall()
-            texts = dict(self.snapshot.conn.execute("SELECT memory_id, text FROM snapshot"))
-            vectors, embedded = vectors_for(texts.values(), embedder, self._cache())
-            self._index = VectorIndex.of_rows(embedder.dim, [
-                (memory_id, vectors[texts[memory_id]], repo_id, scope, kind, status)
-                for memory_id, repo_id, scope, kind, status in rows])
-            log.info("as_of_vectors", position=self.position, memories=len(rows), embedded=embedded)
-        return self._index
+        with self._lock:
+            if self._index is None:
+                embedder = self._embedder()
+                rows = self.fts.conn.execute(
+                    "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid").fetchall()
+                texts = dict(self.snapshot.conn.execute("SELECT memory_id, text FROM snapshot"))
+                vectors, embedded = vectors_for(texts.values(), embedder, self._cache())
+                self._index = VectorIndex.of_rows(embedder.dim, [
+                    (memory_id, vectors[texts[memory_id]], repo_id, scope, kind, status)
+                    for memory_id, repo_id, scope, kind, status in rows])
+                log.info("as_of_vectors", position=self.position, memories=len(rows), embedded=embedded)
+            return self._index
 
     def classifier(self) -> ArchetypeClassifier:
         if self._classifier is None:
@@ -149,23 +151,56 @@ class PastModel:
 
 class PastModels:
     """Past models by position, built on demand and kept (most recently used first) up to `keep`.
-    Used by one thread at a time (the serving process's operation lane, or the CLI)."""
 
-    def __init__(self, memory_log: MemoryLog, embedder: Callable[[], Embedder], cache: Callable[[], EmbeddingCache],
+    `at()` is for the thread that uses models (a serving process's operation lane, or the CLI): one
+    user at a time. `prepare()` may build a model on another thread beforehand, so that a replay of the
+    log never holds up that lane (interface/mcp_server.py's Dispatcher does this). A model it pushes out
+    is only retired there, and closed by the next at(): by then no operation uses it any more."""
+
+    def __init__(self, memory_log: MemoryLog, embedder: Callable[[], Embedder], cache_path: Path,
                  keep: int = 1, folder: Path | None = None) -> None:
-        self.log, self.embedder, self.cache, self.keep, self.folder = memory_log, embedder, cache, max(1, keep), folder
+        self.log, self.embedder, self.cache_path = memory_log, embedder, cache_path
+        self.keep, self.folder = max(1, keep), folder
         self.models: OrderedDict[int, PastModel] = OrderedDict()
+        self.retired: list[PastModel] = []
         self.lock = threading.Lock()
+        self._cache: EmbeddingCache | None = None
+
+    def cache(self) -> EmbeddingCache:
+        """A connection of its own to the embedding cache (models may be built off the request thread)."""
+        with self.lock:
+            if self._cache is None:
+                self._cache = EmbeddingCache(self.cache_path)
+            return self._cache
+
+    def prepare(self, position: int, vectors: bool = False) -> None:
+        """Build the model of `position` (and its vector index) if it is not built yet."""
+        with self.lock:
+            model = self.models.get(position)
+        if model is None:
+            model = self._add(position, self._build(position))
+        if vectors:
+            model.vector_index()
 
     def at(self, position: int) -> PastModel:
         with self.lock:
+            retired, self.retired = self.retired, []
             model = self.models.get(position)
             if model is not None:
                 self.models.move_to_end(position)
-                return model
-            while len(self.models) >= self.keep:
-                self.models.popitem(last=False)[1].close()
-            model = self.models[position] = self._build(position)
+        for old in retired:
+            old.close()
+        return model if model is not None else self._add(position, self._build(position))
+
+    def _add(self, position: int, model: PastModel) -> PastModel:
+        with self.lock:
+            known = self.models.get(position)
+            if known is not None:  # built twice at once: keep the first
+                self.retired.append(model)
+                return known
+            self.models[position] = model
+            while len(self.models) > self.keep:
+                self.retired.append(self.models.popitem(last=False)[1])
             return model
 
     def _build(self, position: int) -> PastModel:
@@ -188,5 +223,11 @@ class PastModels:
 
     def close(self) -> None:
         with self.lock:
-            while self.models:
-                self.models.popitem()[1].close()
+            models = [*self.models.values(), *self.retired]
+            self.models.clear()
+            self.retired = []
+        for model in models:
+            model.close()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

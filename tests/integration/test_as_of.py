@@ -163,3 +163,21 @@ def test_a_global_memory_another_repo_rated_shows_only_its_effect(strata: Strata
         api.memory({"repo_id": "acme/api", "memory_id": theirs})
     with pytest.raises(NotFound):
         api.review({"repo_id": "acme/api", "memory_id": theirs, "decision": "approved"})
+
+
+def test_past_models_are_kept_then_retired_and_closed_by_their_user(strata: Strata) -> None:
+    """A model built beside the operation lane (prepare) never closes one an operation may be using: the
+    one it pushes out is closed by the next at(), which only runs between operations."""
+    api = strata.api()
+    for i in range(4):
+        api.write(write_request("acme/api", f"fact number {i} about the deploy"))
+    past = strata.past()
+    first = past.at(2)
+    assert past.at(2) is first and first.snapshot.position == 2
+    past.prepare(3, vectors=True)  # keep = 1: the model of 2 is retired, still open
+    assert first.folder.exists() and first.snapshot.conn.execute("SELECT count(*) FROM snapshot").fetchone()[0] == 2
+    third = past.at(3)
+    assert not first.folder.exists() and third.vector_index().size() == 3
+    assert past.at(4).snapshot.position == 4 and third.folder.exists()
+    past.at(4)
+    assert not third.folder.exists()
