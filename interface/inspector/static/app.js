@@ -249,12 +249,12 @@
         el("td", { class: "num" }, e.position ?? ""), el("td", {}, when(e.timestamp)), el("td", {}, e.type),
         withMemory ? el("td", { class: "text" }, el("a", { href: link("memory", e.memory_id) }, short(e.text, 160)), " ", badge(e.kind, "kind")) : null,
         el("td", {}, e.withheld ? el("div", { class: "withheld" }, e.withheld) : null,
-          el("div", { class: "fields" }, details(e.fields))),
+          el("div", { class: "fields" }, details(e.fields, withMemory ? ["text"] : []))),
         el("td", {}, e.position ? el("a", { href: link(route().view, route().id, { as_of: e.position }), class: "as-of-link" }, "as of here") : null)))));
   }
 
-  function details(fields) {
-    return Object.entries(fields).filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && !v.length))
+  function details(fields, skip) {
+    return Object.entries(fields).filter(([k, v]) => !skip.includes(k) && v !== null && v !== "" && !(Array.isArray(v) && !v.length))
       .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n");
   }
 
