@@ -202,6 +202,8 @@ class CommandAPI:
         """Build the past model a request's `as_of` needs before the request takes its turn: a serving
         process does it off its operation lane, so a replay of the log never holds up other requests.
         Does nothing without as_of, or when the request does not parse (the operation then says why)."""
+        if not self.names_as_of(payload):
+            return
         try:
             as_of = getattr(parse(model, payload), "as_of", None)
             if as_of is not None:
@@ -209,6 +211,11 @@ class CommandAPI:
                 reader.prepare(reader.moment(as_of), model is ReadRequest)
         except StrataError:
             return
+
+    @staticmethod
+    def names_as_of(payload: str | bytes | dict[str, Any]) -> bool:
+        """Whether a request may ask for `as_of` (the usual request does not: no second parse for it)."""
+        return (b"as_of" if isinstance(payload, bytes) else "as_of") in payload
 
     def _inspector(self) -> Inspector:
         reader = self._reader()

@@ -114,7 +114,9 @@ class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
     Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
     that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
-    neither holds the lane nor a thread; without `waiters` it waits inside its call."""
+    neither holds the lane nor a thread; without `waiters` it waits inside its call. A request `as_of`
+    a past moment first has its read model of the past built on a second lane (workers/as_of.py: a
+    replay of the log, seconds at 100,000 memories), so that other requests are not held up meanwhile."""
 
     def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None) -> None:
         self.api = api
@@ -131,7 +133,8 @@ class Dispatcher:
                 consistency = self.api.consistency_of(payload, op.request)
                 if consistency is not None:
                     await self.waiters.wait(consistency)
-            if op.read_only and "as_of" in op.request.model_fields:  # a replay of the log: not in the lane
+            if op.read_only and "as_of" in op.request.model_fields and self.api.names_as_of(payload):
+                # building a read model of the past replays the log: beside the lane, not in it
                 await anyio.to_thread.run_sync(self.api.prepare_past, payload, op.request, limiter=self._past)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
