@@ -69,8 +69,9 @@ def main() -> None:
     for request in reads[:20]:  # warm: model, index, caches
         api.read(request)
     head = strata.log.position()
-    ids = [m for m, in strata.projection("snapshot").conn.execute(
-        "SELECT memory_id FROM snapshot WHERE scope = 'repo' AND repo_id = ? ORDER BY random() LIMIT ?", (repos[0], n))]
+    picked = strata.projection("fts").conn.execute(  # memories of the first 80% of the log: there as_of too
+        "SELECT memory_id, repo_id FROM fts_memories WHERE scope = 'repo' AND rowid <= (SELECT max(rowid) * 0.8 FROM"
+        " fts_memories) ORDER BY random() LIMIT ?", (n,)).fetchall()
     words = ["cache", "timeout", "postgres", "retry queue", "migration", "deploy", "worker", "index"]
 
     def views(as_of: int | None) -> dict[str, list[Callable[[], Any]]]:
@@ -84,8 +85,9 @@ def main() -> None:
             "memories: page 40 (offset 2,000)": [lambda r=r: api.memories({"repo_id": r, "offset": 2000, **extra})
                                                  for r in repos],
             "review_queue": [lambda r=r: api.review_queue({"repo_id": r, **extra}) for r in repos],
-            "memory: one memory's page": [lambda m=m: api.memory({"repo_id": repos[0], "memory_id": m, **extra})
-                                          for m in ids],
+            "repos": [lambda: api.repos(extra) for _ in repos],
+            "memory: one memory's page": [lambda m=m, r=r: api.memory({"repo_id": r, "memory_id": m, **extra})
+                                          for m, r in picked],
             "timeline: newest page": [lambda r=r: api.timeline({"repo_id": r, **extra}) for r in repos],
         }
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from domain import beliefs
-from domain.visibility import can_see, sql_clause
+from domain.visibility import can_see, sql_parts
 from projections import store
 from projections.fts import FTSProjection
 from projections.links import LinksProjection
@@ -57,15 +57,24 @@ class Browser:
                 if order in ("truth", "utility"):
                     hits.sort(key=lambda r: r[order], reverse=True)
             return len(hits), hits[offset : offset + limit]
-        where, params = sql_clause(include_global), [repo_id]
+        # each part of what the viewer sees is read in index order and the parts merged (UNION ALL):
+        # a page costs its own rows, not a sort of everything the repo sees
+        where, bound = "", []
         for column, values in filters:
             if values:
                 where += f" AND {column} IN ({','.join('?' * len(values))})"
-                params += list(values)
-        total = self.snapshot.conn.execute(f"SELECT count(*) FROM snapshot WHERE {where}", params).fetchone()[0]
-        page = self.snapshot.conn.execute(
-            f"{_SELECT} WHERE {where} ORDER BY {ORDERS[order or 'newest']} LIMIT ? OFFSET ?", [*params, limit, offset])
-        return total, [self._summary(values) for values in page]
+                bound += list(values)
+        parts = [(f"{condition}{where}", [repo_id, *bound] if binds else bound)
+                 for condition, binds in sql_parts(include_global)]
+        params = [p for _, part in parts for p in part]
+        conn = self.snapshot.conn
+        total = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts),
+                             params).fetchone()[0]
+        page = [row[0] for row in conn.execute(
+            " UNION ALL ".join(f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts)
+            + f" ORDER BY {ORDERS[order or 'newest']} LIMIT ? OFFSET ?", [*params, limit, offset])]
+        rows = self.rows(page)
+        return total, [rows[m] for m in page]
 
     def rows(self, memory_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Summaries of these memories (absent: unknown here, e.g. written after a past model's position)."""
