@@ -81,6 +81,12 @@ class Browser:
         found = store.select_in(self.snapshot.conn, _SELECT + " WHERE memory_id IN ({marks})", list(dict.fromkeys(memory_ids)))
         return {values[0]: self._summary(values) for values in found}
 
+    def owners(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """(scope, repo_id) of these memories: what decides who sees them, without the rest of the row."""
+        found = store.select_in(self.snapshot.conn, "SELECT memory_id, scope, repo_id FROM snapshot WHERE memory_id IN"
+                                " ({marks})", list(dict.fromkeys(memory_ids)))
+        return {memory_id: (scope, repo_id) for memory_id, scope, repo_id in found}
+
     def visible(self, viewer: str, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Summaries of the memories of `memory_ids` that `viewer` may see, in the order given."""
         ids = list(dict.fromkeys(memory_ids))

@@ -125,22 +125,23 @@ class Inspector:
         viewer, include_global = request.repo_id, request.include_global
         end = moment.position if moment is not None else browser.position
         cursor = min(end, request.before - 1) if request.before is not None else end
-        reader, rows, found = LogReader(self.log), {}, []
+        reader, owners, found = LogReader(self.log), {}, []
         scan_from = cursor
         while cursor >= 1 and len(found) < request.limit and scan_from - cursor < TIMELINE_SCAN:
             start = max(1, cursor - TIMELINE_WINDOW + 1)
             batch = [item for item in reader.read(start, cursor - start + 1, _MEMORY_TOPICS) if item[0] <= cursor]
-            rows.update(browser.rows({str(e.originator_id) for _, e in batch} - rows.keys()))
+            owners.update(browser.owners({str(e.originator_id) for _, e in batch} - owners.keys()))
             next_cursor = start - 1
             for position, event in reversed(batch):
-                row = rows.get(str(event.originator_id))
-                if row is not None and visibility.can_see(viewer, row["scope"], row["repo_id"], include_global):
-                    found.append((position, event, row))
+                owner = owners.get(str(event.originator_id))
+                if owner is not None and visibility.can_see(viewer, *owner, include_global):
+                    found.append((position, event))
                     if len(found) == request.limit:
                         next_cursor = position - 1
                         break
             cursor = next_cursor
-        events = self._shown(viewer, found)
+        rows = browser.rows(str(e.originator_id) for _, e in found)
+        events = self._shown(viewer, [(position, event, rows[str(event.originator_id)]) for position, event in found])
         return TimelineResponse(events=events, next_before=cursor + 1 if cursor >= 1 else None,
                                 position=browser.position, as_of=moment and moment.as_dict())
 

@@ -141,8 +141,15 @@
       "values are as they stood then. Actions are off.";
   }
 
+  const reposSeen = new Map(); // by as_of: the repo list counts every memory, so it is asked once per moment
+
   async function loadRepos(current, past) {
-    const data = await call("repos", { as_of: past });
+    const key = String(past ?? "");
+    let data = reposSeen.get(key);
+    if (!data) {
+      data = await call("repos", { as_of: past });
+      reposSeen.set(key, data);
+    }
     const names = data.repos.map((r) => r.repo_id);
     if (current && !names.includes(current)) names.unshift(current);
     options($("repo"), names, current);
