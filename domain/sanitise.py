@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from domain import secret_values as values
 from domain.secret_formats import (
@@ -150,10 +151,12 @@ def _span(m: re.Match[str], fmt: TokenFormat) -> tuple[int, int, str]:
 
 def _token_spans(text: str) -> Spans:
     spans: Spans = []
-    starts = [0] if _START_AT_0.match(text) else []
     first = _START.search(text)  # most texts have no candidate at all: one C-level scan decides
-    if first is not None:
-        starts += [m.end() for m in _START.finditer(text, first.start())]
+    starts = [m.end() for m in _START.finditer(text, first.start())] if first else []
+    if _START_AT_0.match(text):
+        starts.insert(0, 0)
+    if not starts:  # every format, marked ones too, is long enough to start a candidate
+        return spans
     done = 0
     for start in starts:
         if start < done:
@@ -207,7 +210,7 @@ _ASSIGN = re.compile(
     + rf"(?:{_QUOTED}|[\"']?(?P<uq>[^\s\"'`,;&<>]+))")
 # The default after a type annotation: `token: str | None = "..."`.
 _DEFAULT = re.compile(r"[^=\n,;()]{0,64}?=[ \t]{0,8}" + _QUOTED)
-_KEY_PATTERNS = [(re.compile(rf"(?:{w.word})\Z"), re.compile(rf"(?:{w.pattern})\Z"), w) for w in KEY_WORDS]
+_KEY_PATTERNS = [(re.compile(w.word), re.compile(rf"(?:{w.pattern})\Z"), w) for w in KEY_WORDS]
 _ASSIGN_TRIGGER = re.compile(r"p(?:ass|w|at)|secret|key|token|auth|cred|sig")
 
 # Authorization headers: the scheme decides the name; no scheme means the value itself is the credential.
@@ -237,11 +240,17 @@ def _value_group(m: re.Match[str]) -> str:
     return next(group for group in ("dq", "sq", "uq") if m.group(group) is not None)
 
 
+@lru_cache(maxsize=64)
+def _key_candidates(word: str) -> tuple[tuple[re.Pattern[str], KeyWord], ...]:
+    """The KEY_WORDS, in order, whose last word is `word` (`key` has seven)."""
+    return tuple((pattern, key) for last, pattern, key in _KEY_PATTERNS if last.fullmatch(word))
+
+
 def _key_word(low: str, m: re.Match[str]) -> KeyWord | None:
     """The key word that the key ending at the match is, if any (`api_key`, not `sort_key`)."""
-    start, end = m.span("key")
-    for word, pattern, key in _KEY_PATTERNS:
-        if word.match(low, start, end) and pattern.search(low, max(0, end - 48), end):
+    end = m.end("key")
+    for pattern, key in _key_candidates(m["key"]):
+        if pattern.search(low, max(0, end - 48), end):
             return key
     return None
 
@@ -326,7 +335,6 @@ def _curl_user_spans(text: str, low: str) -> Spans:
 # Each context rule runs only when its trigger occurs in the lower-cased text.
 _CONTEXT_RULES = (("authorization", _authorization_spans), ("bearer", _bearer_spans), ("://", _userinfo_spans),
                   ("value=", _xml_value_spans), ("--", _flag_spans), ("curl", _curl_user_spans))
-_CONTEXT_TRIGGER = re.compile("|".join([re.escape(t) for t, _ in _CONTEXT_RULES] + [_ASSIGN_TRIGGER.pattern]))
 
 
 # ---- assembly --------------------------------------------------------------------------------------
@@ -357,7 +365,7 @@ def _lower(text: str) -> str:
 def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
     # Whole blocks, then shaped tokens, then context: each stage sees the markers of the one before and
     # skips them, so a token inside `password=...` or a JWT after `Bearer` is counted once, by its family.
-    # Substring checks and one combined trigger search gate every stage: almost every text fails them all.
+    # Substring checks gate every stage: almost every text fails them all.
     found = 0
     if "-----BEGIN" in text or "Private-Lines:" in text:
         text, found = _apply(text, _block_spans(text), kinds)
@@ -366,8 +374,6 @@ def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
         text, n = _apply(text, spans, kinds)
         found += n
     low = _lower(text)
-    if _CONTEXT_TRIGGER.search(low) is None:
-        return text, found
     spans = [span for trigger, rule in _CONTEXT_RULES if trigger in low for span in rule(text, low)]
     if ("=" in text or ":" in text) and _ASSIGN_TRIGGER.search(low):
         spans += _assignment_spans(text, low)

@@ -127,7 +127,9 @@ def secret(value: str, tier: str, *, quoted: bool, loose: bool = False, compared
     `key: value` without quotes, where prose and type annotations live; `compared` means `key == value`;
     `after` is the text that follows the value."""
     value = value.strip()
-    if not any(c.isalnum() for c in value) or "[REDACTED:" in value or placeholder(value, after):
+    if tier == "weak" and len(value) < 16 or not any(c.isalnum() for c in value) or "[REDACTED:" in value:
+        return False  # cheap checks first: this runs on every key match
+    if placeholder(value, after):
         return False
     if not quoted and code(value, after):
         return False
