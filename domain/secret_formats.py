@@ -72,7 +72,8 @@ class ContextFormat:
     provider: str
     family: str
     kind: str
-    context: str  # assignment | authorization | bearer | url_userinfo | url_query | cli_flag | pem | putty
+    context: str  # assignment, connection_string, authorization, bearer, url_userinfo, url_query, cli_flag,
+    #               xml_value, pem or putty: which rule finds it, and which contexts the corpus builds
     key: str  # the variable, header, parameter or flag it appears under in real files
     value: str  # shape of a realistic value
     sources: tuple[str, ...]
@@ -175,9 +176,9 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     _t("atlassian_api_token", "Atlassian", "vcs", "atlassian_token", "ATATT3", "{b64urlpad:150-300}",
        (GL + "atlassian-api-token", GH + "atlassian_api_token"), "Jira, Confluence and Bitbucket API tokens"),
     _t("bitbucket_access_token", "Atlassian", "vcs", "atlassian_token", "ATCTT3", "{b64urlpad:150-300}",
-       (GH + "bitbucket_server_personal_access_token",), "repository and workspace access tokens"),
-    _t("bitbucket_app_password", "Atlassian", "vcs", "atlassian_token", "ATBB", "{alnum:24-40}",
-       (GL + "bitbucket-client-secret",), needs_digit=True),
+       (DOCS,), "repository and workspace access tokens"),
+    _t("bitbucket_app_password", "Atlassian", "vcs", "atlassian_token", "ATBB", "{alnum:24-40}", (DOCS,),
+       needs_digit=True),
 
     # ---- CI/CD and infrastructure tools -------------------------------------------------------
     _t("terraform_cloud_token", "HashiCorp", "ci", "terraform_token", (), "{alnum:14}.atlasv1.{b64urlpad:60-70}",
@@ -282,7 +283,7 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     _t("newrelic_user_key", "New Relic", "observability", "newrelic_key", "NRAK-", "{alnumup:27}",
        (GL + "new-relic-user-api-key", GH + "new_relic_personal_api_key")),
     _t("newrelic_insert_key", "New Relic", "observability", "newrelic_key", "NRII-", "{b64url:32}",
-       (GL + "new-relic-insert-key", GH + "new_relic_insights_query_key")),
+       (GL + "new-relic-insert-key",)),
     _t("sentry_user_token", "Sentry", "observability", "sentry_token", "sntryu_", "{hex:64}",
        (GL + "sentry-user-token", GH + "sentry_personal_token")),
     _t("sentry_org_token", "Sentry", "observability", "sentry_token", "sntrys_eyJ", "{b64:60-400}{pad:0-2}_{b64:43}",
@@ -533,6 +534,9 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
                   "{b64url:40}", (GL + "cloudflare-api-key", GH + "cloudflare_account_api_token")),
     ContextFormat("cloudflare_global_key", "Cloudflare", "cloud", "secret", "assignment", "X-Auth-Key", "{hex:37}",
                   (GL + "cloudflare-global-api-key", GH + "cloudflare_global_user_api_key")),
+    ContextFormat("ibm_cloud_iam_key", "IBM Cloud", "cloud", "secret", "assignment", "IBM_CLOUD_IAM_KEY",
+                  "{b64url:44}", (DS + "IbmCloudIamDetector", GH + "ibm_cloud_iam_key"),
+                  "Cloudant, SoftLayer and COS HMAC credentials sit under password/api_key/secret keys as well"),
     ContextFormat("vercel_token", "Vercel", "cloud", "token", "assignment", "VERCEL_TOKEN", "{alnum:24}",
                   (GH + "vercel_personal_access_token",)),
     ContextFormat("kubernetes_secret_data", "Kubernetes", "cloud", "password", "assignment", "password",
@@ -575,7 +579,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
     ContextFormat("algolia_admin_key", "Algolia", "saas", "secret", "assignment", "ALGOLIA_ADMIN_KEY", "{hex:32}",
                   (GL + "algolia-api-key",)),
     ContextFormat("twilio_auth_token", "Twilio", "messaging", "token", "assignment", "TWILIO_AUTH_TOKEN", "{hex:32}",
-                  (GH + "twilio_access_token",)),
+                  (DOCS,)),
     ContextFormat("postmark_server_token", "Postmark", "email", "token", "assignment", "X-Postmark-Server-Token",
                   _UUID, (DOCS,)),
     ContextFormat("sparkpost_key", "SparkPost", "email", "api_key", "assignment", "SPARKPOST_API_KEY", "{hex:40}",
@@ -634,7 +638,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
 _QUALIFIERS = ("app", "application", "master", "license", "licence", "encryption", "signing", "account", "client",
                "service", "server", "consumer", "admin", "deploy", "webhook", "hmac", "jwt", "root", "partner",
                "merchant", "subscription", "functions?", "db", "database", "write", "ingest", "sdk", "shared",
-               "storage", "session", "auth", "kaggle", "mailgun", "mailjet", "sparkpost", "algolia", "stripe",
+               "storage", "session", "auth", "iam", "cloudant", "softlayer", "kaggle", "mailgun", "mailjet", "sparkpost", "algolia", "stripe",
                "datadog", "dd", "cloudflare", "cf", "heroku", "twilio", "sendgrid", "openai", "anthropic",
                "gemini", "google", "azure", "aws")
 KEY_WORDS: tuple[KeyWord, ...] = (
