@@ -118,12 +118,12 @@ _BY_HEAD: dict[str, list[_Compiled]] = {}
 # Formats found anywhere: searched only when their literal occurs in the text.
 _ANYWHERE: list[tuple[str, re.Pattern[str], TokenFormat]] = []
 for _fmt in TOKEN_FORMATS:
+    _pattern = _token_regex(_fmt)
     if _fmt.anywhere or not _fmt.prefixes:
-        for _literal in _fmt.prefixes or (_first_literal(_fmt),):
-            _ANYWHERE.append((_literal, _token_regex(_fmt), _fmt))
-        continue
-    for _head in {p[:2] for p in _fmt.prefixes}:
-        _BY_HEAD.setdefault(_head, []).append((_token_regex(_fmt), _fmt))
+        _ANYWHERE += [(literal, _pattern, _fmt) for literal in _fmt.prefixes or (_first_literal(_fmt),)]
+    else:
+        for _head in {p[:2] for p in _fmt.prefixes}:
+            _BY_HEAD.setdefault(_head, []).append((_pattern, _fmt))
 for _bucket in _BY_HEAD.values():
     _bucket.sort(key=lambda c: -max(len(p) for p in c[1].prefixes))
 
@@ -155,7 +155,7 @@ def _token_spans(text: str) -> Spans:
     starts = [m.end() for m in _START.finditer(text, first.start())] if first else []
     if _START_AT_0.match(text):
         starts.insert(0, 0)
-    if not starts:  # every format, marked ones too, is long enough to start a candidate
+    if not starts:  # formats found anywhere hold a candidate too (their literal follows one; the corpus checks)
         return spans
     done = 0
     for start in starts:
