@@ -59,7 +59,8 @@ from pydantic import BaseModel
 from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from interface import tool_schema
+from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL, Operation
 from projections import store
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
@@ -279,8 +280,7 @@ def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dic
 
 
 def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
-    input_schema = op.request.model_json_schema()
-    output_schema = op.response.model_json_schema(mode="serialization")
+    input_schema = tool_schema.input_schema(op.request, hidden=op.advanced)
 
     async def call(arguments: dict[str, Any]) -> CallToolResult:
         started = time.perf_counter()
@@ -301,11 +301,21 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         name=op.name,
         description=op.description,
         parameters=input_schema,
-        fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output_schema),
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase),  # no output schema: see interface/tool_schema.py
         is_async=True,
-        annotations=ToolAnnotations(read_only_hint=op.read_only, destructive_hint=op.destructive,
-                                    idempotent_hint=op.read_only or op.idempotent, open_world_hint=False),
+        annotations=tool_annotations(op),
     )
+
+
+def tool_annotations(op: Operation) -> ToolAnnotations:
+    """The hints clients act on (VS Code and others skip the confirmation of read-only tools; only a
+    destructive tool should make them ask), leaving out what the protocol's defaults already say
+    (readOnlyHint false, idempotentHint false), what it defines only for tools that change state
+    (destructiveHint, idempotentHint), and openWorldHint (no client we know acts on it): the tool
+    list is in every session's context."""
+    changes = not op.read_only
+    return ToolAnnotations(read_only_hint=op.read_only or None, destructive_hint=op.destructive if changes else None,
+                           idempotent_hint=(changes and op.idempotent) or None)
 
 
 def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MCPServer:
@@ -318,7 +328,7 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
         description="Long-term memory for coding agents: recall what earlier sessions learned, record what this one did.",
         instructions=INSTRUCTIONS,
         version=version(),
-        tools=[_tool(op, dispatcher) for op in OPERATIONS.values()],
+        tools=[_tool(op, dispatcher) for op in AGENT_TOOLS.values()],
         log_level=strata.settings.log_level.upper(),  # type: ignore[arg-type]
     )
     index_op = OPERATIONS["memory_index"]

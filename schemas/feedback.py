@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
 from schemas.update import UtilityValueChange
@@ -16,18 +17,18 @@ class UsedMemory(Request):
     target: Probability = Field(description="How helpful it was: 1 solved it, 0.5 partly, 0 misleading.")
     rationale: Rationale = ""
     evidence_refs: list[EvidenceRef] = Field(
-        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence an observation weighs less."
+        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence it weighs half."
     )
 
 
 class FeedbackRequest(Request):
-    op: Literal["feedback"] | None = None
+    op: SkipJsonSchema[Literal["feedback"] | None] = None  # accepted and ignored; see schemas/common.py
     repo_id: RepoId
     read_ids: list[MemoryId] = Field(
-        min_length=1, max_length=32, description="The reads of this session; every used memory must come from one."
+        min_length=1, max_length=32, description="This session's reads."
     )
-    used: list[UsedMemory] = Field(min_length=1, max_length=100, description="Only the memories the agent actually used.")
-    confidence: Probability = Field(0.8, description="How sure the agent is of these ratings.")
+    used: list[UsedMemory] = Field(min_length=1, max_length=100)
+    confidence: Probability = Field(0.8, description="How sure you are of these ratings.")
     context_problem_id: MemoryId | None = Field(None, description="The problem the session worked on.")
     mode: Literal["dry_run", "commit"] = "commit"
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import RepoId, Request, Response
 from schemas.read import Consistency
 
 
 class IndexRequest(Request):
-    op: Literal["index"] | None = None
+    op: SkipJsonSchema[Literal["index"] | None] = None  # accepted and ignored; see schemas/common.py
     repo_id: RepoId
     include_global: bool = True
     max_tokens: int = Field(300, ge=64, le=4000, description="Most tokens the rendered table may take.")

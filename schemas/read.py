@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
@@ -23,11 +24,11 @@ class Consistency(Request):
 
 
 class ReadRequest(Request):
-    op: Literal["read"] | None = None
+    op: SkipJsonSchema[Literal["read"] | None] = None  # accepted and ignored; see schemas/common.py
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
-        description="ambient (no explicit question, strict), targeted (a question), auto (extension: pick a read profile by archetype).",
+        description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by archetype.",
     )
     query: QueryText
     include_global: bool = True
@@ -36,7 +37,7 @@ class ReadRequest(Request):
     expand: Expand = Field(default_factory=Expand)
     token_budget: int | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
-        None, description="Extension: the problem being worked on, for problem-specific utility."
+        None, description="Extension: the problem you work on (utility is per problem)."
     )
     consistency: Consistency | None = None
 

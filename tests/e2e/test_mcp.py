@@ -1,5 +1,5 @@
 """The MCP server end to end through the official client: `strata mcp` spawned over stdio, and `strata serve`
-over streamable HTTP. Every operation of OPERATIONS is a tool and is called; the real embedding model runs."""
+over streamable HTTP. Every agent tool (AGENT_TOOLS) is called; the real embedding model runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
 from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from interface.operations import OPERATIONS, SESSION_PROTOCOL
+from interface import tool_schema
+from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL
 from schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
@@ -48,15 +49,16 @@ def tool_error(result: CallToolResult) -> dict[str, Any]:
 async def session(client: Client) -> None:
     """What an agent's session does, through every tool, plus the protocol prompt and the resources."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == set(OPERATIONS)
-    for name, op in OPERATIONS.items():
+    assert set(tools) == set(AGENT_TOOLS)
+    for name, op in AGENT_TOOLS.items():
         tool = tools[name]
         assert tool.description == op.description
-        assert tool.input_schema == op.request.model_json_schema()
-        assert tool.output_schema == op.response.model_json_schema(mode="serialization")
-        assert tool.annotations is not None and tool.annotations.read_only_hint is op.read_only
+        assert tool.input_schema == tool_schema.input_schema(op.request, op.advanced)
+        assert tool.output_schema is None  # the lean surface: see interface/tool_schema.py
+        assert tool.annotations is not None and bool(tool.annotations.read_only_hint) is op.read_only
         # only forget may make memories unavailable: clients must not ask before every write
-        assert tool.annotations.destructive_hint is (name == "forget")
+        if not op.read_only:
+            assert tool.annotations.destructive_hint is (name == "forget")
     assert "memory_index" in (client.instructions or "") and "read" in (client.instructions or "")
 
     called: set[str] = set()
@@ -95,18 +97,22 @@ async def session(client: Client) -> None:
     forgotten = structured(await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"],
                                                  "reason": "test"}), "forget")
     assert forgotten["forgotten"] is True
-    assert called == set(OPERATIONS), "every operation must be exercised here"
+    assert called == set(AGENT_TOOLS), "every tool must be exercised here"
 
     # refusals: the CLI's code / path / message
     invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {
         "text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}))
     assert (invalid["code"], invalid["path"]) == ("invalid_choice", "memory.kind")
-    for name in OPERATIONS:  # every tool refuses an empty request the same way
+    for name in AGENT_TOOLS:  # every tool refuses an empty request the same way
         missing = tool_error(await client.call_tool(name, {}))
         assert (missing["code"], missing["path"]) == ("missing_field", "repo_id"), name
     conflict = tool_error(await client.call_tool("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
                                                             "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}}))
     assert conflict["path"] == "memory_id"
+    # early clients sent the operation's name as `op`: still accepted (not advertised); a wrong one is refused
+    structured(await client.call_tool("memory_index", {"op": "index", "repo_id": REPO}), "memory_index")
+    wrong_op = tool_error(await client.call_tool("memory_index", {"op": "read", "repo_id": REPO}))
+    assert (wrong_op["code"], wrong_op["path"]) == ("invalid_choice", "op")
     # a client that sends a nested object as JSON text still gets through
     as_text = await client.call_tool("write", {"repo_id": REPO, "memory": json.dumps({
         "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7})})
@@ -204,6 +210,6 @@ def test_stdio_startup_refusal_is_a_structured_error(strata_env: dict[str, str],
 
 def test_tool_and_prompt_names_are_stable() -> None:
     """Agents' configurations name these; renaming one is a breaking change."""
-    assert set(OPERATIONS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
+    assert set(AGENT_TOOLS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
     assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
     assert os.path.basename(STRATA_COMMAND) == "strata"
