@@ -372,14 +372,19 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 @app.command()
 def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
     """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
-    read them back as a new session would; update utility; show the result.
+    read them back as a new session would; update utility; show the result. It uses a temporary store,
+    deleted afterwards, unless --data-dir, STRATA_DATA_DIR or the config file names one.
 
-    Example: strata --data-dir /tmp/strata demo
+    Example: strata demo   |   strata --data-dir /tmp/strata demo
     """
-    from interface.demo import run_demo
+    from interface.demo import names_a_data_dir, run_demo, temporary_store
 
-    with _session(ctx) as strata:
-        run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
+    opts: Options = ctx.obj
+    with temporary_store(None if names_a_data_dir(opts.config, opts.data_dir) else sys.stdout) as scratch:
+        if scratch is not None:
+            ctx.obj = Options(scratch, opts.config, opts.json_output)
+        with _session(ctx) as strata:
+            run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
 
 
 RUNNER_RESTART_S = 2.0
