@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Callable
@@ -42,3 +43,15 @@ def test_serve_says_where_its_data_is_and_how_to_connect(serve: Callable[..., Se
     assert f"strata init claude-code --http {served.url}/mcp" in said
     assert httpx.get(f"{served.url}/healthz", timeout=30).status_code == 200  # up, signal handlers in place
     assert served.stop() == 0
+
+
+def test_the_postgres_log_without_its_driver_says_which_extra(strata_env: dict[str, str], tmp_path: Path) -> None:
+    """psycopg is the `postgres` extra: without it, choosing the PostgreSQL log is a clear refusal."""
+    shadow = tmp_path / "shadow" / "psycopg"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('psycopg is not installed here')\n")
+    env = {**strata_env, "STRATA_EVENT_STORE": "postgres", "PYTHONPATH": str(shadow.parent)}
+    result = subprocess.run([STRATA_COMMAND, "--json", "log"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "postgres_not_installed" and "strata-recall[postgres]" in error["message"]
