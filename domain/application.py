@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain import beliefs
@@ -34,6 +34,7 @@ from domain.commands import (
 from domain.errors import Conflict, InvalidInput, NotFound
 from domain.ids import parse_memory_id
 from domain.memory import Memory
+from domain.persistence import EventStoreUnavailable
 from domain.transcoder import OrjsonTranscoder
 from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
@@ -54,6 +55,11 @@ def _retrying(attempt: Callable[[], T]) -> T:
             if n == CONFLICT_RETRIES:
                 raise
             time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
+        except (OperationalError, InterfaceError) as exc:  # disk full, I/O error, locked too long, server gone
+            raise EventStoreUnavailable(
+                "event_log_unavailable", "",
+                f"the event log cannot be used right now ({' '.join(str(exc).split())[:300]}); nothing was recorded: "
+                "retry once it is fixed (strata doctor checks the data directory and the log)") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -503,10 +509,18 @@ class MemoryLog(Application[UUID]):
 
         return _retrying(attempt)
 
+    write_failure: str | None = None
+    """Why the last attempt to append to the log failed, until an append succeeds (for health checks)."""
+
     def _record(self, events: list[Any]) -> int | None:
         if not events:
             return None
-        recordings = self.events.put(events)
+        try:
+            recordings = self.events.put(events)
+        except (OperationalError, InterfaceError) as exc:
+            self.write_failure = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise
+        self.write_failure = None
         return recordings[-1].notification.id if recordings else None
 
 

@@ -138,28 +138,20 @@ class CommandAPI:
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
         )
 
-    def await_consistency(self, payload: str | bytes | dict[str, Any],
-                          model: type[ReadRequest | IndexRequest] = ReadRequest) -> None:
-        """For transports that serialise operations: wait for a read's (or an index's)
-        `consistency.after_position` before taking their lock, so a waiting call does not hold up
-        everyone else (the operation's own check then passes at once). Raises `not_yet_consistent`
-        when the wait times out; payloads that do not parse are left for the operation to report."""
+    @staticmethod
+    def consistency_of(payload: str | bytes | dict[str, Any],
+                       model: type[ReadRequest | IndexRequest] = ReadRequest) -> Consistency | None:
+        """A read's (or an index's) `consistency` option, for transports that wait for it before the
+        call takes its turn (interface/consistency.py); None when absent, or when the payload does not
+        parse (the operation itself then reports why)."""
         try:
-            request = parse(model, payload)
+            return parse(model, payload).consistency
         except StrataError:
-            return
-        if request.consistency is not None:
-            self._wait_consistent(self._reader(), request.consistency)
+            return None
 
     def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
-        wanted, timeout_ms = consistency.after_position, consistency.timeout_ms
-        if not reader.wait(wanted, timeout_ms / 1000):
-            raise Conflict(
-                "not_yet_consistent",
-                "consistency.after_position",
-                f"the projections have not reached log position {wanted} within {timeout_ms} ms;"
-                " retry, or allow a longer timeout_ms",
-            )
+        if not reader.wait(consistency.after_position, consistency.timeout_ms / 1000):
+            raise not_yet_consistent(consistency)
 
     def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
         request = parse(ArchetypeRequest, payload)
@@ -373,6 +365,15 @@ def _prepare_chunk(chunk: list[tuple[int, str | bytes]]) -> _Prepared:
             continue
         items.append((number, cmd, CleanWrite.of(cmd)))
     return items, problems
+
+
+def not_yet_consistent(consistency: Consistency) -> Conflict:
+    return Conflict(
+        "not_yet_consistent",
+        "consistency.after_position",
+        f"the projections have not reached log position {consistency.after_position} within "
+        f"{consistency.timeout_ms} ms; retry, or allow a longer timeout_ms",
+    )
 
 
 def to_read_query(request: ReadRequest) -> ReadQuery:

@@ -1,6 +1,6 @@
 """The `strata` command: JSON requests in (argument, file or stdin), JSON out when piped,
 readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-4 conflict."""
+4 conflict, 5 unavailable (the event log cannot be reached or written; retry later)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import replay as run_replay
 
-EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
+EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "internal": 1}
 
 app = typer.Typer(
     name="strata",
@@ -66,12 +66,22 @@ class Failed(Exception):
         self.exit_code = code
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from interface.mcp_server import version
+
+        sys.stdout.write(f"strata {version()}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where the SQLite files live [env STRATA_DATA_DIR]."),
     config: Optional[Path] = typer.Option(None, "--config", help="A TOML config file [env STRATA_CONFIG]."),
     json_output: Optional[bool] = typer.Option(None, "--json/--text", help="Force JSON or readable output."),
+    show_version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                      help="Print the version and exit."),
 ) -> None:
     """Long-term memory for coding agents.
 
@@ -719,20 +729,36 @@ def archetypes_seed(ctx: typer.Context) -> None:
               lambda v: "\n".join(f"{n}: {o}" for n, o in v["archetypes"].items()))
 
 
+def _usage_error(exc: Exception) -> int:
+    """A command-line usage error (unknown command or option, missing or bad parameter) as one line
+    on stderr; its exit code (2 for usage errors). typer parses with its own bundled copy of click,
+    whose exceptions derive from typer.TyperException, not from the click package's. A command
+    group called without a command prints its help (to stdout, exit 0)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        sys.stdout.write(exc.ctx.get_help() + "\n")  # type: ignore[attr-defined]
+        return 0
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = " ".join(message.split())
+    context = getattr(exc, "ctx", None)
+    command = getattr(context, "command_path", None) or "strata"
+    sys.stderr.write(f"error (usage): {message} (see {command} --help)\n")
+    code = getattr(exc, "exit_code", EXIT_CODES["invalid_input"])
+    return code if isinstance(code, int) and code > 0 else EXIT_CODES["invalid_input"]
+
+
 def main() -> None:
     """Console entry point."""
     try:
-        code = app(standalone_mode=False)  # click returns typer.Exit codes instead of raising them here
+        code = app(standalone_mode=False)  # typer returns typer.Exit codes instead of raising them here
     except Failed as failed:
         sys.exit(failed.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, click.Abort):
         sys.stderr.write("aborted\n")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_CODES["invalid_input"])
+    except (typer.TyperException, click.ClickException) as exc:
+        sys.exit(_usage_error(exc))
     except KeyboardInterrupt:
         sys.exit(130)
     if isinstance(code, int):

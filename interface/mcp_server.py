@@ -32,7 +32,6 @@ out interleaved transactions on the shared ledger connection.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import threading
@@ -54,7 +53,9 @@ from pydantic import BaseModel
 from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from interface import tool_schema
+from interface import stdio_wire, tool_schema
+from interface.consistency import PositionWaiters, TrackedPositions
+from interface.logs import route_stdlib_logging
 from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL, Operation
 from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
     INDEX_URI,
@@ -67,7 +68,6 @@ from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are 
     Wire,
     version,
 )
-from interface import stdio_wire
 from projections import store
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
@@ -89,10 +89,13 @@ def internal_error(exc: BaseException) -> StrataError:
 
 class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
-    Callers wait for the lane asynchronously, so a queued request holds no thread."""
+    Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
+    that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
+    neither holds the lane nor a thread; without `waiters` it waits inside its call."""
 
-    def __init__(self, api: CommandAPI) -> None:
+    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None) -> None:
         self.api = api
+        self.waiters = waiters
         self._lane: anyio.CapacityLimiter | None = None
 
     async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
@@ -100,14 +103,23 @@ class Dispatcher:
         if self._lane is None:  # created inside the event loop that uses it
             self._lane = anyio.CapacityLimiter(1)
         try:
-            if op.method in ("read", "index"):  # a consistency wait happens outside the lane (see await_consistency)
-                await anyio.to_thread.run_sync(self.api.await_consistency, payload, op.request)
+            if self.waiters is not None and op.method in ("read", "index"):
+                consistency = self.api.consistency_of(payload, op.request)
+                if consistency is not None:
+                    await self.waiters.wait(consistency)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
+
+
+def serving_dispatcher(strata: Strata, positions: TrackedPositions) -> Dispatcher:
+    """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
+    the projections' positions through `positions` (connections of its own)."""
+    waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
+    return Dispatcher(strata.api(), waiters)
 
 
 class Background:
@@ -129,6 +141,8 @@ class Background:
         self.thread: threading.Thread | None = None
         self.scheduler: Any = None
         self.leading = False
+        self.runner: Any = None
+        """The runner while this process leads (its in-memory errors feed /healthz)."""
 
     def prepare(self) -> None:
         self.strata.projections(PROJECTIONS)  # the request side's connections; builds the embedder (unloaded)
@@ -169,7 +183,7 @@ class Background:
         if not self._lead(leader):
             return
         try:
-            runner = self.workers.runner(FOLLOWERS)
+            runner = self.runner = self.workers.runner(FOLLOWERS)
             while not self.stop_event.is_set():
                 try:
                     runner.run(self.stop_event)  # returns when stop_event is set
@@ -216,23 +230,6 @@ class Background:
         if self.workers is not None:
             self.workers.close()
             self.workers = None
-
-
-def route_stdlib_logging(settings: Any) -> None:
-    """The MCP SDK, uvicorn and apscheduler log through the standard library: render their records like
-    Strata's own lines (console or JSON, on stderr) at the configured level. (Done before the SDK's
-    MCPServer is built: it would otherwise install a handler of its own on the root logger.)"""
-    renderer = (structlog.processors.JSONRenderer() if settings.log_format == "json"
-                else structlog.dev.ConsoleRenderer(colors=False))
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, structlog.processors.add_log_level,
-                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
-    ))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(settings.log_level.upper())
 
 
 # --- the MCP server ---------------------------------------------------------------------------------
@@ -436,11 +433,12 @@ def run_stdio(strata: Strata) -> None:
     Fast start: the wire may have answered `initialize` already (interface/stdio_wire.py); the embedding
     model loads on a background thread once serving has begun, and the first read waits for it only if
     it is still loading (a write never needs it)."""
-    route_stdlib_logging(strata.settings)
+    route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
+    positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
         background.prepare()  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
-        server = build_mcp_server(strata, Dispatcher(strata.api()))
+        server = build_mcp_server(strata, serving_dispatcher(strata, positions))
         wire = stdio_wire.claim()
         wire.start_protocol()
         background.start()
@@ -451,3 +449,4 @@ def run_stdio(strata: Strata) -> None:
     finally:
         background.stop()
         background.close()
+        positions.close()

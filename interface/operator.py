@@ -172,7 +172,7 @@ def doctor(strata: Strata) -> list[Check]:
         return ", ".join(f"{name} lag {lag}" for name, lag in lags.items()) + note
 
     def serving() -> str:
-        from interface.serve import is_loopback  # the check serve itself makes
+        from interface.http_security import is_loopback  # the check serve itself makes
 
         if not is_loopback(settings.host) and settings.token is None:
             raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")

@@ -4,7 +4,9 @@ tokens in every session and teaches nothing.
 Every agent pays for the tool list in every session, so the published schemas keep what tells an agent
 how to call a tool — field names, types, enums, required fields, numeric ranges, useful defaults and
 the field descriptions — and leave out what only a validator needs: titles (the field name again),
-string and list length limits, `additionalProperties`, null branches of optional fields, null and empty
+string and list length limits, the control-character `pattern` of text fields, `additionalProperties`,
+cross-field rules (`allOf` with if/then, an object's `anyOf` of required fields: the field descriptions
+say them in words), null branches of optional fields, null and empty
 defaults, and `$defs` indirection (inlined). The server still validates every request against the full
 contract, so a request these schemas allow but the contract refuses gets the usual structured error
 (code, path, message) naming the limit.
@@ -21,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-_VALIDATOR_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "additionalProperties", "$defs"})
+_VALIDATOR_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "pattern", "additionalProperties", "$defs",
+                             "allOf"})
 _EXTENSION = "Extension: "  # marks contract extensions in schemas/; meaningless to an agent
 
 
@@ -45,6 +48,8 @@ def _compact(spec: Any, defs: dict[str, Any]) -> Any:
     if not isinstance(spec, dict):
         return spec
     spec = _inline(spec, defs)
+    if "properties" in spec and "anyOf" in spec:  # an object's cross-field rule, e.g. "truth or utility"
+        spec = {k: v for k, v in spec.items() if k != "anyOf"}
     branches = spec.get("anyOf")
     if branches and any(b == {"type": "null"} for b in branches):  # optional: absent means null
         rest = [b for b in branches if b != {"type": "null"}]

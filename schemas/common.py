@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
@@ -26,6 +26,8 @@ MAX_LINKS = 32
 
 # C0 controls other than tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+NO_CONTROL_PATTERN = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
+"""The same rule as _CONTROL, as the published JSON Schema says it (ECMA-262 syntax, which Python's re reads too)."""
 
 
 def _no_control_characters(value: str) -> str:
@@ -64,7 +66,17 @@ def _text(min_length: int, max_length: int, *checks: object) -> object:
         StringConstraints(min_length=min_length, max_length=max_length),
         AfterValidator(_no_control_characters),
         *(AfterValidator(c) for c in checks),
+        Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN}),
     ]
+
+
+def _integral(value: object) -> object:
+    """JSON has one number type and JSON Schema's "integer" accepts 5.0: so does every integer field."""
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+Integer = Annotated[int, BeforeValidator(_integral)]
+"""An integer field: a whole number, written 5 or 5.0 (not 5.5, not "5", not true)."""
 
 
 MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)

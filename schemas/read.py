@@ -7,11 +7,11 @@ from typing import Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from schemas.common import Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from schemas.common import Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
 class Expand(Request):
-    semantic_hops: int = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
+    semantic_hops: Integer = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
     include_problem_links: bool = Field(True, description="A problem brings its solutions and failed tactics, and back.")
     include_update_links: bool = Field(True, description="Every result carries its change chain.")
 
@@ -19,8 +19,8 @@ class Expand(Request):
 class Consistency(Request):
     """Extension: read-your-writes. Wait until the projections have reached a log position."""
 
-    after_position: int = Field(ge=0, description="A `position` returned by write/update/forget.")
-    timeout_ms: int = Field(2000, ge=0, le=30000)
+    after_position: Integer = Field(ge=0, description="A `position` returned by write/update/forget.")
+    timeout_ms: Integer = Field(2000, ge=0, le=30000)
 
 
 class ReadRequest(Request):
@@ -33,9 +33,9 @@ class ReadRequest(Request):
     query: QueryText
     include_global: bool = True
     kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
-    limit: int = Field(20, ge=1, le=100)
+    limit: Integer = Field(20, ge=1, le=100)
     expand: Expand = Field(default_factory=Expand)
-    token_budget: int | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
+    token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
         None, description="Extension: the problem you work on (utility is per problem)."
     )

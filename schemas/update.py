@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
@@ -41,6 +41,11 @@ class UtilityChange(Request):
 
 
 class Updates(Request):
+    model_config = ConfigDict(json_schema_extra={
+        # what _at_least_one checks, as the published schema says it: `{}` and all-null are refused
+        "anyOf": [{"required": [key], "properties": {key: {"type": "object"}}} for key in ("truth", "utility")],
+    })
+
     truth: TruthChange | None = None
     utility: UtilityChange | None = None
 

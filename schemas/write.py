@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import (
@@ -33,7 +33,21 @@ class Links(Request):
     )
 
 
+_LINK_RULES = [
+    # The write rules of domain/application.py (_check_links) that need no lookup, as the schema says them.
+    {"if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
+     "then": {"required": ["links"],
+              "properties": {"links": {"required": ["problem_id"], "properties": {"problem_id": {"type": "string"}}}}}},
+    {"if": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
+     "then": {"required": ["links"],
+              "properties": {"links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}}},
+     "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}}},
+]
+
+
 class MemoryIn(Request):
+    model_config = ConfigDict(json_schema_extra={"allOf": _LINK_RULES})
+
     text: MemoryText
     scope: Scope
     kind: Kind

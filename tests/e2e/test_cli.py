@@ -180,3 +180,31 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
     listing = ok_json(run(env, "archetypes", "list"))
     assert listing["source"] == "log"
     assert next(a for a in listing["archetypes"] if a["name"] == "debugging")["matches"] == 1
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["nosuch"], "No such command 'nosuch'"),
+    (["index"], "Missing option '--repo'"),
+    (["write", "--bogus"], "No such option: --bogus"),
+    (["show"], "Missing argument"),
+    (["--data-dir"], "requires an argument"),
+])
+def test_usage_errors_exit_2_with_one_line(env: dict[str, str], args: list[str], says: str) -> None:
+    result = run(env, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    no_traceback(result)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and lines[0].startswith("error (usage):"), result.stderr
+
+
+def test_version_and_bare_command(env: dict[str, str]) -> None:
+    from interface.mcp_server import version
+
+    assert version() != "0.0.0"  # installed as a distribution, as the README's commands do
+    for flag in ("--version", "-V"):
+        result = run(env, flag)
+        assert result.returncode == 0 and result.stdout.strip() == f"strata {version()}", result
+    bare = run(env)
+    assert bare.returncode == 0 and "Usage: strata" in bare.stdout and "Commands" in bare.stdout
+    no_traceback(bare)
