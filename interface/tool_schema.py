@@ -25,6 +25,9 @@ from pydantic import BaseModel
 
 _VALIDATOR_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "pattern", "additionalProperties", "$defs",
                              "allOf"})
+ENVELOPE = ("op",)
+"""Top-level request fields no tool advertises: `op` names the operation, which the tool name already
+does (still accepted and ignored, for clients that send it; see schemas/common.py Request)."""
 _EXTENSION = "Extension: "  # marks contract extensions in schemas/; meaningless to an agent
 
 
@@ -32,6 +35,7 @@ def input_schema(model: type[BaseModel], hidden: tuple[str, ...] = ()) -> dict[s
     """The request contract, compacted for `tools/list`, without the top-level fields in `hidden` (an
     operation's advanced fields: still accepted, not advertised)."""
     full = model.model_json_schema(mode="validation")
+    hidden = (*hidden, *ENVELOPE)
     full["properties"] = {k: v for k, v in full["properties"].items() if k not in hidden}
     return _compact(full, full.get("$defs", {}))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
 from schemas.update import UtilityValueChange
@@ -22,7 +21,7 @@ class UsedMemory(Request):
 
 
 class FeedbackRequest(Request):
-    op: SkipJsonSchema[Literal["feedback"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["feedback"] | None = None
     repo_id: RepoId
     read_ids: list[MemoryId] = Field(
         min_length=1, max_length=32, description="This session's reads."

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import MemoryId, Rationale, RepoId, Request, Response
 
 
 class ForgetRequest(Request):
-    op: SkipJsonSchema[Literal["forget"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["forget"] | None = None
     repo_id: RepoId
     memory_id: MemoryId
     reason: Rationale = ""

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import Integer, RepoId, Request, Response
 from schemas.read import Consistency
 
 
 class IndexRequest(Request):
-    op: SkipJsonSchema[Literal["index"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["index"] | None = None
     repo_id: RepoId
     include_global: bool = True
     max_tokens: Integer = Field(300, ge=64, le=4000, description="Most tokens the rendered table may take.")

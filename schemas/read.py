@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
@@ -24,7 +23,7 @@ class Consistency(Request):
 
 
 class ReadRequest(Request):
-    op: SkipJsonSchema[Literal["read"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["read"] | None = None
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
-from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
@@ -57,7 +56,7 @@ class Updates(Request):
 
 
 class UpdateRequest(Request):
-    op: SkipJsonSchema[Literal["update"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["update"] | None = None
     repo_id: RepoId
     memory_id: MemoryId
     mode: Literal["dry_run", "commit"]

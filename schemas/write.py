@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from schemas.common import (
     MAX_LINKS,
@@ -58,7 +57,7 @@ class MemoryIn(Request):
 
 
 class WriteRequest(Request):
-    op: SkipJsonSchema[Literal["write"] | None] = None  # accepted and ignored; see schemas/common.py
+    op: Literal["write"] | None = None
     repo_id: RepoId
     memory: MemoryIn
     author: RepoId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
