@@ -141,6 +141,7 @@ class Background:
         self.thread: threading.Thread | None = None
         self.scheduler: Any = None
         self.leading = False
+        self.model_ready = threading.Event()
         self.runner: Any = None
         """The runner while this process leads (its in-memory errors feed /healthz)."""
 
@@ -168,10 +169,20 @@ class Background:
         started = time.perf_counter()
         try:
             self.strata.warm_up()
+            log.info("model_loaded", s=round(time.perf_counter() - started, 3))
         except Exception as exc:  # reads will report it; the log says why now
             log.error("model_load_failed", error=f"{type(exc).__name__}: {exc}")
-            return
-        log.info("model_loaded", s=round(time.perf_counter() - started, 3))
+        finally:
+            self.model_ready.set()
+
+    def _await_model(self) -> bool:
+        """Wait until the model has loaded (or failed to), or until stopped (False). The runner starts
+        after it: a batch for the vector projection would wait for the model anyway, and a stop during
+        the load then needs no batch to finish (the loading thread is a daemon)."""
+        while not self.model_ready.wait(0.1):
+            if self.stop_event.is_set():
+                return False
+        return True
 
     def _follow(self) -> None:
         """Run the projections while this process leads. Several serving processes on one data
@@ -180,7 +191,7 @@ class Background:
         not once per process. Their reads see the leader's committed work in the shared files."""
         assert self.workers is not None
         leader = store.FileLock(self.strata.settings.projection_dir / "followers.lock")
-        if not self._lead(leader):
+        if not self._await_model() or not self._lead(leader):
             return
         try:
             runner = self.runner = self.workers.runner(FOLLOWERS)

@@ -17,12 +17,8 @@ REPO = "acme/api"
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "api"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "https://github.com/acme/api.git"], check=True)
-    return root
+def repo(git_repo: Path) -> Path:
+    return git_repo
 
 
 def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -57,12 +57,8 @@ VSCODE_JSONC = '''{
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "api"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
-    return root
+def repo(git_repo: Path) -> Path:
+    return git_repo
 
 
 @pytest.fixture
