@@ -595,7 +595,7 @@ def hook(
     JSON payload on stdin and prints its reply. session-start: the repo's memory index as context; stop,
     pre-compact: remind the agent once to write what it learned and rate its reads. Always exits 0.
 
-    Example: echo '{"session_id": "s1", "cwd": "."}' | strata hook session-start
+    Example: strata hook session-start < payload.json   (payload: {"session_id": "s1", "cwd": "."})
     """
     from interface import hooks
 

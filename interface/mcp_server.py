@@ -142,6 +142,7 @@ class Background:
         self.scheduler: Any = None
         self.leading = False
         self.model_ready = threading.Event()
+        self.loading: threading.Thread | None = None
         self.runner: Any = None
         """The runner while this process leads (its in-memory errors feed /healthz)."""
 
@@ -159,7 +160,8 @@ class Background:
     def start(self) -> None:
         assert self.workers is not None, "prepare() first"
         self.stop_event.clear()
-        threading.Thread(target=self._warm_up, name="strata-model", daemon=True).start()
+        self.loading = threading.Thread(target=self._warm_up, name="strata-model", daemon=True)
+        self.loading.start()
         self.thread = threading.Thread(target=self._follow, name="strata-runner", daemon=True)
         self.thread.start()
         self.scheduler.start()
@@ -178,7 +180,7 @@ class Background:
     def _await_model(self) -> bool:
         """Wait until the model has loaded (or failed to), or until stopped (False). The runner starts
         after it: a batch for the vector projection would wait for the model anyway, and a stop during
-        the load then needs no batch to finish (the loading thread is a daemon)."""
+        the load then has no batch to finish, only the load (see stop())."""
         while not self.model_ready.wait(0.1):
             if self.stop_event.is_set():
                 return False
@@ -227,8 +229,8 @@ class Background:
         return self.thread is not None and self.thread.is_alive()
 
     def stop(self) -> None:
-        """Finish the batch in hand, stop the scheduler (waiting for a running job), and return.
-        Idempotent."""
+        """Finish the batch in hand, stop the scheduler (waiting for a running job), let a model load
+        under way finish, and return. Idempotent."""
         self.stop_event.set()
         if self.thread is not None:
             self.thread.join(timeout=60)
@@ -236,6 +238,9 @@ class Background:
             log.info("background_stopped")
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        if self.loading is not None:  # never exit while onnxruntime builds its session: it aborts the process
+            self.loading.join(timeout=120)
+            self.loading = None
 
     def close(self) -> None:
         if self.workers is not None:
