@@ -46,9 +46,9 @@ TIMEOUT_S = 120.0
 class Launch:
     """One `strata mcp` process spoken to over newline-delimited JSON-RPC on its stdin and stdout."""
 
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
         self.next_id = 0
 
@@ -96,8 +96,8 @@ def initialize_params() -> dict[str, Any]:
     return {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench_start", "version": "0"}}
 
 
-def one_launch(command: list[str], env: dict[str, str], n: int) -> dict[str, Any]:
-    launch = Launch(command, env)
+def one_launch(command: list[str], env: dict[str, str], n: int, cwd: Path | None) -> dict[str, Any]:
+    launch = Launch(command, env, cwd)
     try:
         ready, _ = launch.answer(launch.send("initialize", initialize_params()))
         launch.send("notifications/initialized", notify=True)
@@ -113,9 +113,10 @@ def one_launch(command: list[str], env: dict[str, str], n: int) -> dict[str, Any
             "tools": tools}
 
 
-def measure(name: str, command: list[str], env: dict[str, str], launches: int, tokens: TokenCounter) -> dict[str, Any]:
-    one_launch(command, env, 0)  # prepares the data directory (and the model folder) like a user's
-    runs = [one_launch(command, env, n) for n in range(1, launches + 1)]
+def measure(name: str, command: list[str], env: dict[str, str], launches: int, tokens: TokenCounter,
+            cwd: Path | None = None) -> dict[str, Any]:
+    one_launch(command, env, 0, cwd)  # prepares the data directory (and the model folder) like a user's
+    runs = [one_launch(command, env, n, cwd) for n in range(1, launches + 1)]
     wire = json.dumps(runs[-1]["tools"], separators=(",", ":"), ensure_ascii=False)
     figures = {key: statistics.median(r[key] for r in runs) for key in ("initialize", "tools_list", "write", "read")}
     return {"name": name, "tools": len(runs[-1]["tools"]["tools"]), "tokens": tokens.count(wire), "chars": len(wire),
@@ -138,6 +139,12 @@ def hook_seconds(env: dict[str, str], runs: int) -> dict[str, float]:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             times.append(time.perf_counter() - started)
         out[event] = statistics.median(times)
+    floor = []
+    for _ in range(runs):  # the same run's floor: starting the interpreter and doing nothing
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        floor.append(time.perf_counter() - started)
+    out["python -c pass"] = statistics.median(floor)
     return out
 
 
@@ -174,8 +181,9 @@ def main() -> None:
             command = [sys.executable, "-c", "import sys; sys.argv[0] = 'strata'; from interface.cli import main; main()",
                        "mcp"]
             (folder / "base").mkdir()
+            # run from inside the tree: `python -c` puts the working directory first on sys.path
             results.append(measure(f"baseline {args.baseline}", command, environment(folder / "base", tree),
-                                   args.launches, tokens))
+                                   args.launches, tokens, cwd=tree))
         (folder / "this").mkdir()
         results.append(measure("this checkout", [STRATA, "mcp"], environment(folder / "this"), args.launches, tokens))
         hooks = hook_seconds(environment(folder / "this"), args.launches)
@@ -192,7 +200,8 @@ def main() -> None:
         print(f"this / baseline: tools/list tokens {this['tokens'] / base['tokens']:.2f}, "
               f"time to initialize {this['initialize'] / base['initialize']:.2f}")
     print(f"this checkout's hooks (median of {args.launches}): session-start {hooks['session-start'] * 1000:.0f} ms, "
-          f"stop {hooks['stop'] * 1000:.0f} ms")
+          f"stop {hooks['stop'] * 1000:.0f} ms; floor (python -c pass) {hooks['python -c pass'] * 1000:.0f} ms; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("goals: tools/list <= 2,500 tokens; initialize <= 0.5 s after launch; hooks well under a second")
 
 
