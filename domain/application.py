@@ -214,7 +214,7 @@ class MemoryLog(Application[UUID]):
             memory = session.visible(raw_id, repo_id, "memory_id")
             outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
             if truth is not None:
-                outcome.truth, n = self._adjust_truth(memory, truth, commit)
+                outcome.truth, n = self._adjust_truth(memory, truth, commit, repo_id)
                 outcome.redactions += n
             if utility is not None:
                 outcome.utility, n = self._observe_utility(session, repo_id, memory, utility, commit)
@@ -270,7 +270,7 @@ class MemoryLog(Application[UUID]):
             if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
                 return ForgetOutcome(memory_id=memory.memory_id, forgotten=False)
             memory = session.visible(raw_id, repo_id, "memory_id")
-            memory._forget(reason=sanitise(reason).text)
+            memory._forget(reason=sanitise(reason).text, repo_id=repo_id)
             session.changed(memory)
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
@@ -328,7 +328,7 @@ class MemoryLog(Application[UUID]):
             redactions=redactions,
         )
         session.add(written)
-        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence)
+        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id)
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
     def _reinforce(
@@ -360,6 +360,7 @@ class MemoryLog(Application[UUID]):
             evidence_refs=evidence,
             source="reinforcement",
             weight=beliefs.reinforcement_weight(cmd.confidence),
+            repo_id=cmd.repo_id,
         )
         new_problems = [problem.memory_id] if problem and problem.memory_id not in existing.problem_ids else []
         new_related = [m.memory_id for m in related if m.memory_id not in existing.related_ids]
@@ -369,12 +370,13 @@ class MemoryLog(Application[UUID]):
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
             self._record_change_on(
-                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence
+                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence, cmd.repo_id
             )
         session.changed(existing)
 
     def _record_change_on(
-        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str]
+        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str],
+        repo_id: str,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
@@ -386,6 +388,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=evidence or [f"memory:{change_id}"],
                 source="change",
                 weight=beliefs.change_weight(confidence),
+                repo_id=repo_id,
             )
             session.changed(target)
 
@@ -422,6 +425,17 @@ class MemoryLog(Application[UUID]):
         targets = [
             session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
         ]
+        if cmd.scope == "repo":
+            for i, target in enumerate(targets):
+                if target.scope == "global":
+                    raise InvalidInput(
+                        "change_of_global_memory",
+                        f"{base}.change_targets[{i}]",
+                        f"memory {target.memory_id} is global: a change written in repo scope cannot change what every "
+                        "repo believes. If it holds beyond this repo, write the change with scope 'global'; if only "
+                        "this repo differs, write a repo fact or preference saying so, with the global memory in "
+                        "links.related_memory_ids",
+                    )
         if cmd.scope == "global":
             linked = [(f"{base}.problem_id", problem)] if problem else []
             linked += [(f"{base}.related_memory_ids[{i}]", m) for i, m in enumerate(related)]
@@ -438,7 +452,7 @@ class MemoryLog(Application[UUID]):
 
     # --- the update rules -------------------------------------------------------------------------
 
-    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool) -> tuple[Adjustment, int]:
+    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str) -> tuple[Adjustment, int]:
         rationale = sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         weight = beliefs.truth_weight(cmd.confidence, len(refs))
@@ -453,6 +467,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=[r.text for r in refs],
                 source="update",
                 weight=weight,
+                repo_id=repo_id,
             )
         adjustment = Adjustment(before, before if tiny else after, weight, commit and not tiny, _note(tiny, commit))
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
@@ -488,6 +503,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=[r.text for r in refs],
                 read_id=cmd.read_id,
                 weight=weight,
+                repo_id=repo_id,
             )
         if tiny:
             after, global_after = before, global_before

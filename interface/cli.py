@@ -28,7 +28,7 @@ from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
 from interface.settings import load_settings
-from interface.views import event_record, memory_state
+from interface.views import event_record, history, memory_state, visible_in_log
 from projections.archetypes import DEFAULT_ARCHETYPES
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
@@ -213,16 +213,18 @@ def show(
     memory_id: str = typer.Argument(..., help="The memory's id."),
     repo: Optional[str] = typer.Option(None, "--repo", help="Only if visible from this repo."),
 ) -> None:
-    """Show a memory's current state and its full event history.
+    """Show a memory's current state and its full event history. With --repo, as that repo sees it:
+    another repo's memory is not found, and on a global memory what other repos recorded is withheld.
 
     Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api
     """
     with _session(ctx) as strata:
         memory = strata.log.memory(memory_id, repo)
+        visible_ids = visible_in_log(strata.log, repo)
         view = {
             "ok": True,
-            "memory": memory_state(memory),
-            "history": [event_record(e) for e in strata.log.history(memory.id)],
+            "memory": memory_state(memory, repo, visible_ids),
+            "history": history(strata.log, memory, repo, visible_ids),
         }
         _emit(ctx.obj, view, render.show)
 
@@ -622,7 +624,8 @@ def review_list(
     with _session(ctx) as strata:
         strata.runner(["fts"]).catch_up()
         pending = strata.projection("fts").pending(repo, limit)  # type: ignore[attr-defined]
-        memories = [memory_state(strata.log.memory(mid)) for mid in pending]
+        visible_ids = visible_in_log(strata.log, repo)
+        memories = [memory_state(strata.log.memory(mid), repo, visible_ids) for mid in pending]
         _emit(ctx.obj, {"ok": True, "pending": memories}, render.pending)
 
 

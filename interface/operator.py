@@ -17,7 +17,7 @@ import orjson
 from domain import beliefs
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from projections import store
-from projections.memory_index import visible_clause
+from domain.visibility import sql_clause
 from projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -31,19 +31,20 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
     what solved them and what failed, then facts, preferences and changes. Active memories only,
     from the snapshot (the caller compacts first)."""
-    visible = visible_clause(include_global)
     rows = strata.projection("snapshot").conn.execute(
         "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
-        f" FROM snapshot WHERE ({visible}) AND status = 'active' ORDER BY created",
+        f" FROM snapshot WHERE {sql_clause(include_global)} AND status = 'active' ORDER BY created",
         (repo_id,),
     ).fetchall()
+    shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
     now = datetime.now(timezone.utc)
     memories = []
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
         memories.append({"id": mid, "kind": kind, "scope": scope, "text": text, "utility": utility,
                          "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days), "maturity": maturity,
-                         "problems": orjson.loads(problems), "chain": orjson.loads(chain)})
+                         "problems": orjson.loads(problems),
+                         "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown]})
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         by_kind.setdefault(m["kind"], []).append(m)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain.memory import Memory
+from domain.visibility import sql_clause
 from projections.base import Positioned, Projection
 from projections.store import Connection, sqlite3
 
@@ -186,7 +187,7 @@ class FTSProjection(Projection):
         sql = "SELECT memory_id FROM fts_memories WHERE status = 'pending'"
         params: list[Any] = []
         if repo_id is not None:
-            sql += " AND (repo_id = ? OR scope = 'global')"
+            sql += f" AND {sql_clause()}"
             params.append(repo_id)
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit)
