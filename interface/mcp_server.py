@@ -127,9 +127,9 @@ class Background:
     Strata of their own that shares the embedding model with the request side (see the module docstring).
 
     `prepare()` does what can refuse a start (opening projections, taking the follower locks) before
-    anything is served; `start()` and `stop()` only start and stop threads. The embedding model loads on
-    a thread of its own from `start()` (~1 s): a read that comes first waits for it, a write never does
-    (its vectors are the runner's work)."""
+    anything is served; `start()` and `stop()` only start and stop threads. `strata mcp` starts fast: its
+    embedding model loads on a thread of its own from `start()` (~1 s), a read that comes first waits for
+    it, a write never does (its vectors are the runner's work). `strata serve` loads it in `prepare()`."""
 
     RESTART_PAUSE_S = 1.0
     LEADER_POLL_S = 1.0
@@ -146,8 +146,14 @@ class Background:
         self.runner: Any = None
         """The runner while this process leads (its in-memory errors feed /healthz)."""
 
-    def prepare(self) -> None:
+    def prepare(self, load_model: bool = True) -> None:
+        """With `load_model` False (stdio's fast start) the model loads on a thread from start(); a
+        long-running server loads it here, so that its first reads and consistency waits never wait
+        for it."""
         self.strata.projections(PROJECTIONS)  # the request side's connections; builds the embedder (unloaded)
+        if load_model:
+            self.strata.warm_up()  # a model that cannot load refuses the start, as before
+            self.model_ready.set()
         self.workers = build(self.strata.settings, embedder=self.strata.embedder)
         for name in PROJECTIONS:
             try:
@@ -160,8 +166,9 @@ class Background:
     def start(self) -> None:
         assert self.workers is not None, "prepare() first"
         self.stop_event.clear()
-        self.loading = threading.Thread(target=self._warm_up, name="strata-model", daemon=True)
-        self.loading.start()
+        if not self.model_ready.is_set():
+            self.loading = threading.Thread(target=self._warm_up, name="strata-model", daemon=True)
+            self.loading.start()
         self.thread = threading.Thread(target=self._follow, name="strata-runner", daemon=True)
         self.thread.start()
         self.scheduler.start()
@@ -177,15 +184,6 @@ class Background:
         finally:
             self.model_ready.set()
 
-    def _await_model(self) -> bool:
-        """Wait until the model has loaded (or failed to), or until stopped (False). The runner starts
-        after it: a batch for the vector projection would wait for the model anyway, and a stop during
-        the load then has no batch to finish, only the load (see stop())."""
-        while not self.model_ready.wait(0.1):
-            if self.stop_event.is_set():
-                return False
-        return True
-
     def _follow(self) -> None:
         """Run the projections while this process leads. Several serving processes on one data
         directory (an agent per `strata mcp`) elect one runner with an exclusive file lock: the
@@ -193,7 +191,7 @@ class Background:
         not once per process. Their reads see the leader's committed work in the shared files."""
         assert self.workers is not None
         leader = store.FileLock(self.strata.settings.projection_dir / "followers.lock")
-        if not self._await_model() or not self._lead(leader):
+        if not self._lead(leader):
             return
         try:
             runner = self.runner = self.workers.runner(FOLLOWERS)
@@ -453,7 +451,7 @@ def run_stdio(strata: Strata) -> None:
     background = Background(strata)
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
-        background.prepare()  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
+        background.prepare(load_model=False)  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
         server = build_mcp_server(strata, serving_dispatcher(strata, positions))
         wire = stdio_wire.claim()
         wire.start_protocol()
