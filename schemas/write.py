@@ -24,11 +24,11 @@ from schemas.common import (
 
 class Links(Request):
     problem_id: MemoryId | None = Field(
-        None, description="The problem a solution or failed_tactic belongs to (required for those kinds)."
+        None, description="Required for solution and failed_tactic."
     )
     related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
     change_targets: list[MemoryId] = Field(
-        default_factory=list, max_length=MAX_LINKS, description="The memories a change affects (required for kind change)."
+        default_factory=list, max_length=MAX_LINKS, description="Required for kind change."
     )
 
 
@@ -50,7 +50,7 @@ class MemoryIn(Request):
     text: MemoryText
     scope: Scope
     kind: Kind
-    confidence: Probability = Field(description="The writer's belief that this is true; the truth prior.")
+    confidence: Probability = Field(description="Your belief that it is true (the truth prior).")
     rationale: Rationale = ""
     links: Links = Field(default_factory=Links)
     evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)
