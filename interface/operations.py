@@ -111,7 +111,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
-            advanced=("expand", "consistency"),
+            advanced=("expand", "consistency", "as_of"),
         ),
         Operation(
             name="write",
