@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
 class Expand(Request):
@@ -39,6 +39,9 @@ class ReadRequest(Request):
         None, description="Extension: the problem you work on (utility is per problem)."
     )
     consistency: Consistency | None = None
+    as_of: AsOf | None = Field(
+        None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
+                          "time); such a read is not recorded, so feedback cannot cite it.")
 
 
 class ChangeLink(Response):
@@ -78,3 +81,4 @@ class ReadResponse(Response):
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
+    as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")
