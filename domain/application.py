@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain import beliefs
@@ -34,6 +34,7 @@ from domain.commands import (
 from domain.errors import Conflict, InvalidInput, NotFound
 from domain.ids import parse_memory_id
 from domain.memory import Memory
+from domain.persistence import EventStoreUnavailable
 from domain.transcoder import OrjsonTranscoder
 from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
@@ -54,6 +55,11 @@ def _retrying(attempt: Callable[[], T]) -> T:
             if n == CONFLICT_RETRIES:
                 raise
             time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
+        except (OperationalError, InterfaceError) as exc:  # disk full, I/O error, locked too long, server gone
+            raise EventStoreUnavailable(
+                "event_log_unavailable", "",
+                f"the event log cannot be used right now ({' '.join(str(exc).split())[:300]}); nothing was recorded: "
+                "retry once it is fixed (strata doctor checks the data directory and the log)") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -118,6 +124,26 @@ class MemoryLog(Application[UUID]):
 
     def history(self, mid: UUID) -> list[Any]:
         return list(self.events.get(mid))
+
+    def positions(self, mid: UUID) -> dict[int, int]:
+        """The log position of each version of an aggregate (empty where the recorder cannot say)."""
+        recorder = self.recorder
+        if isinstance(recorder, SQLiteAggregateRecorder):
+            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+                   "WHERE originator_id = ?")
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql, [mid.hex])
+                return {row[0]: row[1] for row in cursor.fetchall()}
+        if type(recorder).__module__ == "eventsourcing.postgres":
+            from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
+
+            statement = SQL("SELECT originator_version, notification_id FROM {schema}.{table} WHERE originator_id = %s"
+                            ).format(schema=Identifier(recorder.datastore.schema),
+                                     table=Identifier(recorder.events_table_name))
+            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                cursor.execute(statement, [mid])
+                return {row["originator_version"]: row["notification_id"] for row in cursor.fetchall()}
+        return {}
 
     def position(self) -> int:
         return self.recorder.max_notification_id() or 0
@@ -208,7 +234,7 @@ class MemoryLog(Application[UUID]):
             memory = session.visible(raw_id, repo_id, "memory_id")
             outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
             if truth is not None:
-                outcome.truth, n = self._adjust_truth(memory, truth, commit)
+                outcome.truth, n = self._adjust_truth(memory, truth, commit, repo_id)
                 outcome.redactions += n
             if utility is not None:
                 outcome.utility, n = self._observe_utility(session, repo_id, memory, utility, commit)
@@ -264,7 +290,7 @@ class MemoryLog(Application[UUID]):
             if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
                 return ForgetOutcome(memory_id=memory.memory_id, forgotten=False)
             memory = session.visible(raw_id, repo_id, "memory_id")
-            memory._forget(reason=sanitise(reason).text)
+            memory._forget(reason=sanitise(reason).text, repo_id=repo_id)
             session.changed(memory)
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
@@ -272,21 +298,25 @@ class MemoryLog(Application[UUID]):
         outcome.position = position
         return outcome
 
-    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None) -> ReviewOutcome:
+    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None,
+               repo_id: str | None = None) -> ReviewOutcome:
         """A person's decision on a pending memory: approved memories become active (recalled),
-        rejected ones are remembered so the same proposal is refused."""
+        rejected ones are remembered so the same proposal is refused. With `repo_id`, only a memory
+        that repo sees (the inspector reviews from a repo's queue)."""
         if decision not in ("approved", "rejected"):
             raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
 
         def run(session: Session) -> ReviewOutcome:
             mid = parse_memory_id(raw_id)
             memory = session.find(mid) if mid else None
-            if memory is None:
-                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}")
+            if memory is None or (repo_id is not None and not memory.visible_to(repo_id)):
+                where = f" in repo {repo_id!r}" if repo_id is not None else ""
+                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
             if memory.status != "pending":
                 raise Conflict("not_pending", "memory_id",
                                f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")
-            memory._review(decision=decision, reviewer=reviewer, note=sanitise(note).text)
+            memory._review(decision=decision, reviewer=sanitise(reviewer).text if reviewer else reviewer,
+                           note=sanitise(note).text)
             session.changed(memory)
             return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
 
@@ -322,7 +352,7 @@ class MemoryLog(Application[UUID]):
             redactions=redactions,
         )
         session.add(written)
-        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence)
+        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id)
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
     def _reinforce(
@@ -354,6 +384,7 @@ class MemoryLog(Application[UUID]):
             evidence_refs=evidence,
             source="reinforcement",
             weight=beliefs.reinforcement_weight(cmd.confidence),
+            repo_id=cmd.repo_id,
         )
         new_problems = [problem.memory_id] if problem and problem.memory_id not in existing.problem_ids else []
         new_related = [m.memory_id for m in related if m.memory_id not in existing.related_ids]
@@ -363,12 +394,13 @@ class MemoryLog(Application[UUID]):
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
             self._record_change_on(
-                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence
+                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence, cmd.repo_id
             )
         session.changed(existing)
 
     def _record_change_on(
-        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str]
+        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str],
+        repo_id: str,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
@@ -380,6 +412,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=evidence or [f"memory:{change_id}"],
                 source="change",
                 weight=beliefs.change_weight(confidence),
+                repo_id=repo_id,
             )
             session.changed(target)
 
@@ -416,6 +449,17 @@ class MemoryLog(Application[UUID]):
         targets = [
             session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
         ]
+        if cmd.scope == "repo":
+            for i, target in enumerate(targets):
+                if target.scope == "global":
+                    raise InvalidInput(
+                        "change_of_global_memory",
+                        f"{base}.change_targets[{i}]",
+                        f"memory {target.memory_id} is global: a change written in repo scope cannot change what every "
+                        "repo believes. If it holds beyond this repo, write the change with scope 'global'; if only "
+                        "this repo differs, write a repo fact or preference saying so, with the global memory in "
+                        "links.related_memory_ids",
+                    )
         if cmd.scope == "global":
             linked = [(f"{base}.problem_id", problem)] if problem else []
             linked += [(f"{base}.related_memory_ids[{i}]", m) for i, m in enumerate(related)]
@@ -432,7 +476,7 @@ class MemoryLog(Application[UUID]):
 
     # --- the update rules -------------------------------------------------------------------------
 
-    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool) -> tuple[Adjustment, int]:
+    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str) -> tuple[Adjustment, int]:
         rationale = sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         weight = beliefs.truth_weight(cmd.confidence, len(refs))
@@ -447,6 +491,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=[r.text for r in refs],
                 source="update",
                 weight=weight,
+                repo_id=repo_id,
             )
         adjustment = Adjustment(before, before if tiny else after, weight, commit and not tiny, _note(tiny, commit))
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
@@ -482,6 +527,7 @@ class MemoryLog(Application[UUID]):
                 evidence_refs=[r.text for r in refs],
                 read_id=cmd.read_id,
                 weight=weight,
+                repo_id=repo_id,
             )
         if tiny:
             after, global_after = before, global_before
@@ -503,10 +549,18 @@ class MemoryLog(Application[UUID]):
 
         return _retrying(attempt)
 
+    write_failure: str | None = None
+    """Why the last attempt to append to the log failed, until an append succeeds (for health checks)."""
+
     def _record(self, events: list[Any]) -> int | None:
         if not events:
             return None
-        recordings = self.events.put(events)
+        try:
+            recordings = self.events.put(events)
+        except (OperationalError, InterfaceError) as exc:
+            self.write_failure = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise
+        self.write_failure = None
         return recordings[-1].notification.id if recordings else None
 
 

@@ -63,3 +63,10 @@ class Conflict(StrataError):
     """The request is well formed but the memory's state forbids it (e.g. it was rejected)."""
 
     family = "conflict"
+
+
+class Unavailable(StrataError):
+    """Strata cannot do it right now (the event log cannot be written or reached, or too many
+    requests already wait); nothing was recorded, and the same request may succeed later."""
+
+    family = "unavailable"

@@ -41,15 +41,29 @@ class Memory(Aggregate):
         status: str
         redactions: int
 
+    # `repo_id` on the events a request from a repo records about an existing memory (version 2): the
+    # repo the request came from. On a global memory, what such an event carries (rationale, evidence,
+    # problem, read) belongs to that repo: domain/visibility.py shows it to that repo alone. Events
+    # recorded before version 2 have None: their origin is unknown, so other repos never see it.
+
     class TruthAdjusted(Aggregate.Event):
+        class_version = 2
+
         target: float
         confidence: float
         rationale: str
         evidence_refs: list[str]
         source: str  # "update" | "reinforcement" | "change"
         weight: float
+        repo_id: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["repo_id"] = None
 
     class UtilityObserved(Aggregate.Event):
+        class_version = 2
+
         target: float
         confidence: float
         rationale: str
@@ -57,6 +71,11 @@ class Memory(Aggregate):
         evidence_refs: list[str]
         read_id: str | None
         weight: float
+        repo_id: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["repo_id"] = None
 
     class ChangeRecorded(Aggregate.Event):
         change_memory_id: str
@@ -70,7 +89,14 @@ class Memory(Aggregate):
         change_targets: list[str]
 
     class MemoryForgotten(Aggregate.Event):
+        class_version = 2
+
         reason: str
+        repo_id: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["repo_id"] = None
 
     class MemoryReviewed(Aggregate.Event):
         """A person approved (status active) or rejected (status rejected) a pending memory."""
@@ -148,6 +174,7 @@ class Memory(Aggregate):
         evidence_refs: list[str],
         source: str,
         weight: float,
+        repo_id: str | None = None,
     ) -> None:
         self.truth = beliefs.observe(self.truth, target, weight)
         if source == "reinforcement":
@@ -166,6 +193,7 @@ class Memory(Aggregate):
         evidence_refs: list[str],
         read_id: str | None,
         weight: float,
+        repo_id: str | None = None,
     ) -> None:
         self.utility = beliefs.add_utility(self.utility, problem_id or beliefs.NO_CONTEXT, target, weight)
 
@@ -180,7 +208,7 @@ class Memory(Aggregate):
         self.change_targets.extend(change_targets)
 
     @event(MemoryForgotten)
-    def _forget(self, reason: str) -> None:
+    def _forget(self, reason: str, repo_id: str | None = None) -> None:
         self.status = "forgotten"
 
     @event(MemoryReviewed)

@@ -34,7 +34,7 @@ from typing import Any
 from eventsourcing.sqlite import SQLiteConnection, SQLiteConnectionPool, SQLiteFactory
 from eventsourcing.utils import Environment
 
-from domain.errors import StrataError
+from domain.errors import StrataError, Unavailable
 
 CACHE_KIB = 65536
 PROBE_TIMEOUT_S = 5
@@ -43,8 +43,9 @@ DDL_LOCK = 0x5374726174614444
 """The advisory lock key under which the log's tables are created ("StrataDD")."""
 
 
-class EventStoreUnavailable(StrataError):
-    """The event log's server cannot be reached or used (nothing was recorded)."""
+class EventStoreUnavailable(Unavailable):
+    """The event log cannot be reached or written (its server is down, its disk is full); nothing was
+    recorded."""
 
 
 class TunedSQLiteConnectionPool(SQLiteConnectionPool):

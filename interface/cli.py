@@ -1,6 +1,6 @@
 """The `strata` command: JSON requests in (argument, file or stdin), JSON out when piped,
 readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-4 conflict."""
+4 conflict, 5 unavailable (the event log cannot be reached or written; retry later)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,23 +20,24 @@ import click
 import orjson
 import structlog
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from domain.errors import Conflict, InvalidInput, StrataError
+from domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from domain import archive
 from interface import operator, render
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
 from interface.settings import load_settings
-from interface.views import event_record, memory_state
+from interface.views import event_record, history, memory_at, memory_state, visible_in_log
 from projections.archetypes import DEFAULT_ARCHETYPES
 from projections.store import ProjectionBusy
+from schemas.common import AsOf
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import replay as run_replay
 
-EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "internal": 1}
+EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "internal": 1}
 
 app = typer.Typer(
     name="strata",
@@ -66,12 +68,22 @@ class Failed(Exception):
         self.exit_code = code
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from interface.mcp_server import version
+
+        sys.stdout.write(f"strata {version()}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where the SQLite files live [env STRATA_DATA_DIR]."),
     config: Optional[Path] = typer.Option(None, "--config", help="A TOML config file [env STRATA_CONFIG]."),
     json_output: Optional[bool] = typer.Option(None, "--json/--text", help="Force JSON or readable output."),
+    show_version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                      help="Print the version and exit."),
 ) -> None:
     """Long-term memory for coding agents.
 
@@ -202,19 +214,38 @@ def show(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The memory's id."),
     repo: Optional[str] = typer.Option(None, "--repo", help="Only if visible from this repo."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
-    """Show a memory's current state and its full event history.
+    """Show a memory's current state and its full event history. With --repo, as that repo sees it:
+    another repo's memory is not found, and on a global memory what other repos recorded is withheld.
+    With --as-of, as it stood at that log position or time (its history up to there).
 
-    Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api
+    Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api --as-of 2026-11-01T12:00:00Z
     """
     with _session(ctx) as strata:
         memory = strata.log.memory(memory_id, repo)
+        moment = strata.moment(_as_of(as_of)) if as_of is not None else None
+        if moment is not None:
+            then = memory_at(strata.log, memory, moment.position)
+            if then is None:
+                raise NotFound("not_found", "memory_id", f"memory {memory_id} was written after log position {moment.position}")
+            memory = then
+        visible_ids = visible_in_log(strata.log, repo)
         view = {
             "ok": True,
-            "memory": memory_state(memory),
-            "history": [event_record(e) for e in strata.log.history(memory.id)],
+            "memory": memory_state(memory, repo, visible_ids),
+            "history": [r for r in history(strata.log, memory, repo, visible_ids) if r["version"] <= memory.version],
+            **({"as_of": moment.as_dict()} if moment is not None else {}),
         }
         _emit(ctx.obj, view, render.show)
+
+
+def _as_of(text: str) -> int | datetime:
+    """--as-of: a log position (digits) or an ISO 8601 time, checked as the API's `as_of` is."""
+    try:
+        return TypeAdapter(AsOf).validate_python(int(text) if text.strip().isdigit() else text.strip())
+    except ValidationError as exc:
+        raise InvalidInput("invalid_as_of", "as_of", f"--as-of {text!r}: {exc.errors()[0]['msg']}") from None
 
 
 @app.command("log")
@@ -372,14 +403,19 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 @app.command()
 def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
     """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
-    read them back as a new session would; update utility; show the result.
+    read them back as a new session would; update utility; show the result. It uses a temporary store,
+    deleted afterwards, unless --data-dir, STRATA_DATA_DIR or the config file names one.
 
-    Example: strata --data-dir /tmp/strata demo
+    Example: strata demo   |   strata --data-dir /tmp/strata demo
     """
-    from interface.demo import run_demo
+    from interface.demo import names_a_data_dir, run_demo, temporary_store
 
-    with _session(ctx) as strata:
-        run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
+    opts: Options = ctx.obj
+    with temporary_store(None if names_a_data_dir(opts.config, opts.data_dir) else sys.stdout) as scratch:
+        if scratch is not None:
+            ctx.obj = Options(scratch, opts.config, opts.json_output)
+        with _session(ctx) as strata:
+            run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
 
 
 RUNNER_RESTART_S = 2.0
@@ -534,6 +570,61 @@ def serve(
         run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
 
 
+@app.command("init")
+def init_client(
+    ctx: typer.Context,
+    client: str = typer.Argument(..., help="claude-code, codex, cursor or vscode."),
+    http: Optional[str] = typer.Option(None, "--http", metavar="URL",
+                                       help="Connect to a running `strata serve` at URL (e.g. http://127.0.0.1:7411/mcp) instead of starting `strata mcp`."),
+    hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, cursor)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as a diff; write nothing."),
+    repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="The repository [default: the git root of the current directory]."),
+    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="The repo id memories are filed under [default: the origin remote's owner/name, else the folder name]."),
+    command: Optional[str] = typer.Option(None, "--command", help="How the client starts Strata [default: this installation's strata]."),
+) -> None:
+    """Connect an agent client: write or merge its MCP configuration, append the session protocol to its
+    instructions file between markers, and with --hooks install the lifecycle hooks. Idempotent; never
+    touches unrelated settings; refuses a malformed file and writes nothing then.
+
+    Example: strata init claude-code --hooks --dry-run
+    """
+    from interface import clients
+
+    opts: Options = ctx.obj
+    data_dir = opts.data_dir or (Path(os.environ["STRATA_DATA_DIR"]) if os.environ.get("STRATA_DATA_DIR") else None)
+    try:
+        result = clients.init(client, root=repo_root or Path.cwd(), repo_id=repo_id, http_url=http, hooks=hooks,
+                              dry_run=dry_run, command=command, data_dir=data_dir)
+    except StrataError as exc:
+        raise _fail(opts, exc) from None
+
+    def human(r: dict[str, Any]) -> str:
+        lines = [f"{f['action']}: {f['path']}" for f in r["files"]]
+        head = f"{r['client']} (repo_id {r['repo_id']})" + (" -- dry run, nothing written" if r["dry_run"] else "")
+        return "\n".join([head, *lines] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
+
+    _emit(opts, result, human)
+
+
+@app.command("hook")
+def hook(
+    ctx: typer.Context,
+    event: str = typer.Argument(..., help="session-start, stop or pre-compact."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="The repo id [default: derived from the payload's cwd]."),
+) -> None:
+    """A lifecycle hook for agent clients (installed by `strata init CLIENT --hooks`): reads the client's
+    JSON payload on stdin and prints its reply. session-start: the repo's memory index as context; stop,
+    pre-compact: remind the agent once to write what it learned and rate its reads. Always exits 0.
+
+    Example: strata hook session-start < payload.json   (payload: {"session_id": "s1", "cwd": "."})
+    """
+    from interface import hooks
+
+    opts: Options = ctx.obj
+    hooks.run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, config=opts.config,
+              data_dir=opts.data_dir, repo_id=repo)
+
+
 review_app = typer.Typer(help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).",
                          no_args_is_help=True)
 app.add_typer(review_app, name="review")
@@ -552,7 +643,8 @@ def review_list(
     with _session(ctx) as strata:
         strata.runner(["fts"]).catch_up()
         pending = strata.projection("fts").pending(repo, limit)  # type: ignore[attr-defined]
-        memories = [memory_state(strata.log.memory(mid)) for mid in pending]
+        visible_ids = visible_in_log(strata.log, repo)
+        memories = [memory_state(strata.log.memory(mid), repo, visible_ids) for mid in pending]
         _emit(ctx.obj, {"ok": True, "pending": memories}, render.pending)
 
 
@@ -659,20 +751,36 @@ def archetypes_seed(ctx: typer.Context) -> None:
               lambda v: "\n".join(f"{n}: {o}" for n, o in v["archetypes"].items()))
 
 
+def _usage_error(exc: Exception) -> int:
+    """A command-line usage error (unknown command or option, missing or bad parameter) as one line
+    on stderr; its exit code (2 for usage errors). typer parses with its own bundled copy of click,
+    whose exceptions derive from typer.TyperException, not from the click package's. A command
+    group called without a command prints its help (to stdout, exit 0)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        sys.stdout.write(exc.ctx.get_help() + "\n")  # type: ignore[attr-defined]
+        return 0
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = " ".join(message.split())
+    context = getattr(exc, "ctx", None)
+    command = getattr(context, "command_path", None) or "strata"
+    sys.stderr.write(f"error (usage): {message} (see {command} --help)\n")
+    code = getattr(exc, "exit_code", EXIT_CODES["invalid_input"])
+    return code if isinstance(code, int) and code > 0 else EXIT_CODES["invalid_input"]
+
+
 def main() -> None:
     """Console entry point."""
     try:
-        code = app(standalone_mode=False)  # click returns typer.Exit codes instead of raising them here
+        code = app(standalone_mode=False)  # typer returns typer.Exit codes instead of raising them here
     except Failed as failed:
         sys.exit(failed.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, click.Abort):
         sys.stderr.write("aborted\n")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_CODES["invalid_input"])
+    except (typer.TyperException, click.ClickException) as exc:
+        sys.exit(_usage_error(exc))
     except KeyboardInterrupt:
         sys.exit(130)
     if isinstance(code, int):

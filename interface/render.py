@@ -59,8 +59,9 @@ def error(r: ErrorResponse) -> str:
 
 def show(view: dict[str, Any]) -> str:
     m = view["memory"]
+    written_in = f", repo {m['repo_id']}" if m["repo_id"] else ""
     lines = [
-        f"{m['kind']} ({m['scope']}, repo {m['repo_id']}) {m['memory_id']}  [{m['status']}]",
+        f"{m['kind']} ({m['scope']}{written_in}) {m['memory_id']}  [{m['status']}]",
         f"  {m['text']}",
         f"  truth {m['truth']:.3f}  utility {m['utility']:.3f}  maturity {m['maturity']}  "
         f"validations {m['validations']}  reinforcements {m['reinforcements']}",
@@ -82,6 +83,10 @@ def events(records: list[dict[str, Any]]) -> str:
 
 def _event_line(e: dict[str, Any]) -> str:
     f = e["fields"]
+    if e.get("withheld"):
+        effect = f" -> {f['target']} (weight {f['weight']:.2f})" if "target" in f else ""
+        where = f"#{e['position']} " if "position" in e else ""
+        return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']}{effect} [withheld: {e['withheld']}]"
     detail = {
         "MemoryWritten": lambda: f"{f['kind']}/{f['scope']} {f['text'][:60]!r}",
         "TruthAdjusted": lambda: f"{f['source']} -> {f['target']} (weight {f['weight']:.2f})",
@@ -148,7 +153,7 @@ def feedback(r: FeedbackResponse) -> str:
 def pending(view: dict[str, Any]) -> str:
     if not view["pending"]:
         return "nothing is waiting for review"
-    return "\n".join(f"{m['memory_id']}  {m['repo_id']} {m['kind']}/{m['scope']}: {m['text'][:100]}" for m in view["pending"])
+    return "\n".join(f"{m['memory_id']}  {m['repo_id'] or '-'} {m['kind']}/{m['scope']}: {m['text'][:100]}" for m in view["pending"])
 
 
 def doctor(view: dict[str, Any]) -> str:

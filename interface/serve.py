@@ -4,9 +4,11 @@ operation (with its OpenAPI description), a health check, the projection workers
 Endpoints (all generated from `interface.operations.OPERATIONS`):
 
     POST /mcp                 MCP streamable HTTP (the tools, prompt and resources of interface/mcp_server.py)
-    POST /v1/<operation>      the operation's request JSON in, its response JSON out (read, write, update, ...)
+    POST /v1/<operation>      the operation's request JSON in, its response JSON out (read, write, update, ...,
+                              and the inspector's memories, memory, timeline, review_queue, repos, review)
     GET  /openapi.json        OpenAPI 3.1 description of /v1/*
     GET  /healthz             log head, each projection's position and lag, whether the workers run
+    GET  /                    the inspector's page (interface/inspector/), its script and style under /inspector/
 
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 404 not found, 409
@@ -21,9 +23,6 @@ runner and the scheduler, and return (exit code 0). Threads and connections: see
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import ipaddress
 import signal
 import socket
 import sys
@@ -36,35 +35,38 @@ import anyio
 import orjson
 import structlog
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.errors import Conflict, InvalidInput, StrataError
-from domain.persistence import EventStoreUnavailable
 from interface.bootstrap import PROJECTIONS, Strata
+from interface.http_security import BearerToken, NoSniff, RequestGuard, allowed_hosts, is_loopback
+from interface.inspector.page import PAGE_PATHS, page_routes
+from interface.consistency import TrackedPositions
+from interface.logs import route_stdlib_logging
 from interface.mcp_server import (
     SESSION_PROTOCOL,
     Background,
     Dispatcher,
+    serving_dispatcher,
     build_mcp_server,
     error_response,
     internal_error,
-    route_stdlib_logging,
     version,
 )
 from interface.operations import OPERATIONS, Operation
-from projections import store
 from schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
 
-STATUS = {"invalid_input": 400, "not_found": 404, "conflict": 409, "internal": 500}
+STATUS = {"invalid_input": 400, "not_found": 404, "conflict": 409, "unavailable": 503, "internal": 500}
 MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
 GRACEFUL_SHUTDOWN_S = 10.0
@@ -72,8 +74,6 @@ GRACEFUL_SHUTDOWN_S = 10.0
 KEEP_ALIVE_S = 30.0
 """Idle keep-alive connections are closed after this. Longer than common clients' pool expiry (httpx: 5 s),
 so a client never reuses a connection the server is closing at that very moment."""
-OPEN_PATHS = frozenset({"/healthz"})
-"""Routes that never need the token (a load balancer's probe has none)."""
 
 
 # --- responses ----------------------------------------------------------------------------------------
@@ -85,26 +85,33 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 def error_json(exc: StrataError, status: int | None = None, headers: dict[str, str] | None = None) -> Response:
     if status is None:
-        status = 503 if isinstance(exc, EventStoreUnavailable) else STATUS.get(exc.family, 500)
+        status = STATUS.get(exc.family, 500)
     return Response(error_response(exc).model_dump_json(), status_code=status, media_type="application/json",
                     headers=headers)
 
 
 async def _body(request: Request) -> bytes:
+    """The whole request body, or InvalidInput: too large (413), or cut short (400) because the client
+    went away or its chunked encoding was malformed (uvicorn answers the latter with its own 400 and
+    one warning; to the app both look like a disconnect). The client's error, not an internal one."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _TooLarge()
+        raise _too_large()
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise _too_large()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise InvalidInput("incomplete_body", "", "the connection closed before the whole request body arrived "
+                           "(or its chunked encoding was malformed)") from None
     return b"".join(chunks)
 
 
-class _TooLarge(Exception):
-    pass
+def _too_large() -> InvalidInput:
+    return InvalidInput("request_too_large", "", f"the request exceeds {MAX_BODY_BYTES} bytes")
 
 
 def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
@@ -112,12 +119,9 @@ def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
         request.scope.setdefault("state", {})["op"] = op.name
         try:
             body = await _body(request)
-        except _TooLarge:
-            return error_json(InvalidInput("request_too_large", "", f"the request exceeds {MAX_BODY_BYTES} bytes"), 413)
-        try:
             response = await dispatcher.call(op, body)  # the CLI's parse: invalid JSON is invalid_json
         except StrataError as exc:
-            return error_json(exc)
+            return error_json(exc, 413 if exc.code == "request_too_large" else None)
         return Response(response.model_dump_json(), media_type="application/json")
 
     endpoint.__name__ = f"op_{op.name}"
@@ -160,7 +164,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                 "operationId": op.name,
                 "summary": op.summary,
                 "description": op.description,
-                "tags": ["memory"],
+                "tags": ["memory" if op.agent_tool else "inspector"],
                 "requestBody": {"required": True, "content": body},
                 "responses": responses,
                 **({"x-read-only": True} if op.read_only else {}),
@@ -174,7 +178,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "security": [],
             "responses": {
                 "200": {"description": "Serving; the projection workers run.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
-                "503": {"description": "The projection workers stopped.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
+                "503": {"description": "The projection workers stopped, or the event log refuses writes.",
+                        "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
             },
         }
     }
@@ -189,6 +194,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             + SESSION_PROTOCOL,
         },
         "tags": [{"name": "memory", "description": "The agent-facing operations."},
+                 {"name": "inspector", "description": "For people and programs: browse, search and review memories, "
+                                                     "now or as of a past moment (the page at / uses them)."},
                  {"name": "operations", "description": "Running the service."}],
         "paths": paths,
         "components": {
@@ -206,10 +213,14 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "ok": {"type": "boolean"},
-        "status": {"enum": ["ok", "degraded", "stopped"]},
+        "status": {"enum": ["ok", "degraded", "unwritable", "stopped"],
+                   "description": "degraded: a projection fails (reads may lag); unwritable: the event log refuses "
+                                  "writes (e.g. a full disk); stopped: the projection workers stopped."},
         "version": {"type": "string"},
         "head": {"type": "integer", "description": "The log position of the last event."},
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
+        "writes": {"type": "object", "description": "Whether the last append to the event log succeeded.",
+                   "properties": {"ok": {"type": "boolean"}, "error": {"type": ["string", "null"]}}},
         "projections": {
             "type": "object",
             "additionalProperties": {
@@ -230,40 +241,35 @@ HEALTH_SCHEMA: dict[str, Any] = {
 
 
 class Health:
-    """Positions read on connections of its own (the request and runner connections belong to their
-    threads); the tracking rows are tiny, so this is cheap enough for a probe every second."""
+    """What /healthz reports, from the projections' tracking rows (read through `positions`, on
+    connections of their own): cheap enough for a probe every second."""
 
-    def __init__(self, strata: Strata, background: Background | None) -> None:
+    def __init__(self, strata: Strata, background: Background | None, positions: TrackedPositions) -> None:
         self.strata = strata
         self.background = background
-        self._conns: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self.positions = positions
 
     def report(self) -> dict[str, Any]:
-        with self._lock:
-            head = self.strata.log.position()
-            projections = {}
-            for name in PROJECTIONS:
-                row = store.tracking_row(self._conn(name), name)
-                position = row["position"] or 0
-                projections[name] = {"position": position, "lag": head - position,
-                                     "last_error": row["last_error"], "error_position": row["error_position"]}
+        """`ok` is false (and /healthz answers 503) when the workers stopped or the log refuses writes;
+        a failing projection only degrades (reads may lag behind)."""
+        head = self.strata.log.position()
+        runner = self.background.runner if self.background is not None else None
+        unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
+        projections = {}
+        for name, row in self.positions.rows().items():
+            position = row["position"] or 0
+            error_position, error = row["error_position"], row["last_error"]
+            if error is None and name in unrecorded:
+                error_position, error = unrecorded[name]
+            projections[name] = {"position": position, "lag": head - position,
+                                 "last_error": error, "error_position": error_position}
         workers = self.background is None or self.background.running
+        write_failure = self.strata.log.write_failure
         failing = any(p["last_error"] for p in projections.values())
-        status = "stopped" if not workers else "degraded" if failing else "ok"
-        return {"ok": workers, "status": status, "version": version(), "head": head,
-                "workers": workers, "projections": projections}
-
-    def _conn(self, name: str) -> Any:
-        if name not in self._conns:
-            self._conns[name] = store.connect(self.strata.settings.projection_dir / f"{name}.sqlite")
-        return self._conns[name]
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._conns.values():
-                conn.close()
-            self._conns.clear()
+        status = ("stopped" if not workers else "unwritable" if write_failure else "degraded" if failing else "ok")
+        return {"ok": status in ("ok", "degraded"), "status": status, "version": version(), "head": head,
+                "workers": workers, "writes": {"ok": write_failure is None, "error": write_failure},
+                "projections": projections}
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -298,31 +304,6 @@ class AccessLog:
                      ms=round((time.perf_counter() - started) * 1000, 2))
 
 
-class BearerToken:
-    """Every route but OPEN_PATHS needs `Authorization: Bearer <token>`, compared in constant time."""
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.digest = hashlib.sha256(token.encode()).digest() if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.digest is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        # hashing first makes the comparison independent of the presented token's length too
-        presented = hashlib.sha256(credentials.strip()).digest()
-        if scheme.lower() == b"bearer" and hmac.compare_digest(presented, self.digest):
-            await self.app(scope, receive, send)
-            return
-        code, message = ("token_required", "this server needs Authorization: Bearer <token>") if not header else (
-            "invalid_token", "the bearer token is not this server's")
-        response = error_json(StrataError(code, "authorization", message), 401,
-                              headers={"WWW-Authenticate": 'Bearer realm="strata"'})
-        await response(scope, receive, send)
-
-
 # --- the app ------------------------------------------------------------------------------------------
 
 
@@ -330,17 +311,22 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     """The whole HTTP surface over `strata`. With `background` (prepared), the app's lifespan starts and
     stops the projection workers and the scheduler."""
     token = strata.settings.token.get_secret_value() if strata.settings.token else None
-    dispatcher = Dispatcher(strata.api())
+    positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
+    dispatcher = serving_dispatcher(strata, positions)
     mcp = build_mcp_server(strata, dispatcher)
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)  # DNS-rebinding guard on loopback
-    health = Health(strata, background)
+    # Host and Origin are checked for every route by RequestGuard, so the SDK's own guard (on for a
+    # loopback host, with its own lists) is off: one check, one set of allowed names.
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    health = Health(strata, background, positions)
+    probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(openapi_document(token_required=token is not None))
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type="application/json")
 
     async def healthz(request: Request) -> Response:
-        report = await anyio.to_thread.run_sync(health.report)
+        report = await anyio.to_thread.run_sync(health.report, limiter=probe)
         return _json(report, 200 if report["ok"] else 503)
 
     async def http_error(request: Request, exc: Exception) -> Response:
@@ -361,6 +347,7 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
         *(Route(f"/v1/{op.name}", _operation_endpoint(op, dispatcher), methods=["POST"]) for op in OPERATIONS.values()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        *page_routes(),
     ]
 
     @contextlib.asynccontextmanager
@@ -373,32 +360,21 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
             finally:
                 if background is not None:
                     await anyio.to_thread.run_sync(background.stop)
-                health.close()
+                positions.close()
 
     return Starlette(
         routes=routes,
-        middleware=[Middleware(AccessLog), Middleware(BearerToken, token=token)],
+        middleware=[Middleware(AccessLog),
+                    Middleware(NoSniff),
+                    Middleware(RequestGuard, hosts=allowed_hosts(host, strata.settings.allowed_hosts),
+                               origins=strata.settings.allowed_origins),
+                    Middleware(BearerToken, token=token, open_paths=PAGE_PATHS)],
         exception_handlers={HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
     )
 
 
 # --- running it ---------------------------------------------------------------------------------------
-
-
-def is_loopback(host: str) -> bool:
-    """True when every address `host` names is a loopback address (127.0.0.0/8, ::1)."""
-    if not host:
-        return False
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -446,8 +422,13 @@ class _Server(uvicorn.Server):
             for sig, handler in original.items():
                 signal.signal(sig, handler)
 
+    signals: list[str] = []
+
     def _stop(self, sig: int, frame: Any) -> None:
-        log.info("signal", signal=signal.Signals(sig).name)
+        # Nothing is logged here: the handler runs on the main thread between two bytecodes, possibly
+        # while that thread is inside the logger's write lock, which would then never be released
+        # (a deadlocked shutdown, seen under load). run_server logs the signals afterwards.
+        self.signals = [*self.signals, signal.Signals(sig).name]
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: do not wait for requests in flight
         self.should_exit = True
@@ -464,7 +445,7 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         )
     if strata.settings.token is not None and not strata.settings.token.get_secret_value().strip():
         raise InvalidInput("empty_token", "token", "the bearer token is empty")
-    route_stdlib_logging(strata.settings)
+    route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
     try:
         background.prepare()
@@ -477,7 +458,10 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         url = url_of(sock)
         log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None)
         sys.stderr.write(f"strata: serving on {url} (MCP at {url}/mcp, JSON at {url}/v1/<operation>); "
-                         "SIGINT/SIGTERM to stop\n")
+                         "SIGINT/SIGTERM to stop\n"
+                         f"strata: data directory {strata.settings.data_dir}\n"
+                         f"strata: connect an agent from its repository: strata init claude-code --http {url}/mcp "
+                         "(or codex, cursor, vscode)\n")
         sys.stderr.flush()
         try:
             server.run(sockets=[sock])
@@ -485,7 +469,7 @@ def run_server(strata: Strata, host: str, port: int) -> None:
             sock.close()
         if not server.started:
             raise StrataError("serve_failed", "", "the server did not start; see the log above")
-        log.info("stopped", url=url)
+        log.info("stopped", url=url, signals=server.signals)
     finally:
         background.stop()
         background.close()

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from domain.errors import InvalidInput
 
@@ -54,10 +54,25 @@ class Settings(BaseModel):
     read_retention_days: float = Field(
         30.0, gt=0, description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads."
     )
+    max_waiting_reads: int = Field(
+        32, ge=1, le=10_000,
+        description="Most reads a serving process lets wait for consistency.after_position at once.")
+    as_of_models: int = Field(
+        1, ge=1, le=16,
+        description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
+                    "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
     token: SecretStr | None = Field(None, description="Bearer token; required when binding a non-loopback address.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names `strata serve` answers to besides loopback names and its bound address "
+                    "(comma-separated in STRATA_ALLOWED_HOSTS); '*' turns the Host check off.")
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Web origins (scheme://host:port) whose pages may call `strata serve`, besides its own "
+                    "(comma-separated in STRATA_ALLOWED_ORIGINS).")
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"
     postgres_host: str = "127.0.0.1"
@@ -67,6 +82,12 @@ class Settings(BaseModel):
     postgres_password: SecretStr | None = None
     postgres_schema: str = Field("", description="A schema for the log's tables; empty means public.")
     postgres_pool_size: int = Field(5, ge=1, le=100)
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """A list in the config file; a comma-separated string in the environment."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
     @property
     def event_db(self) -> Path:

@@ -1,4 +1,5 @@
-"""Plain-dict views of memories and events for `show` and `log` (operator output, JSON-ready)."""
+"""Plain-dict views of memories and events for `show`, `log` and review lists (operator output,
+JSON-ready), as a repo sees them: domain/visibility.py decides what a viewer may see."""
 
 from __future__ import annotations
 
@@ -7,39 +8,99 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain import beliefs
+from domain import beliefs, visibility
+from domain.ids import parse_memory_id
 from domain.memory import Memory
+from domain.visibility import VisibleIds
 
 _META = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
-def memory_state(m: Memory) -> dict[str, Any]:
+def visible_in_log(log: Any, viewer: str | None) -> VisibleIds:
+    """visible_ids() for `viewer`, answered from the log (for views of a few memories)."""
+
+    def visible_ids(ids: Any) -> set[str]:
+        out = set()
+        for raw in ids:
+            mid = parse_memory_id(raw)
+            memory = log.find(mid) if mid else None
+            if memory is not None and visibility.can_see(viewer, memory.scope, memory.repo_id):
+                out.add(raw)
+        return out
+
+    return visible_ids
+
+
+def memory_at(log: Any, m: Memory, position: int) -> Memory | None:
+    """The memory as it stood at a log position (its events up to there, folded by the aggregate);
+    None if it was written later, or if the log cannot say where its events are."""
+    positions = log.positions(m.id)
+    memory = None
+    for event in log.history(m.id):
+        at = positions.get(event.originator_version)
+        if at is None or at > position:
+            break
+        memory = event.mutate(memory)
+    return memory
+
+
+def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds | None = None) -> dict[str, Any]:
+    """The memory's current state as `viewer` may see it (None: everything). A global memory shows
+    another repo only what is global: not the repo it was written from, nor that repo's problems,
+    links and changes."""
+    foreign = viewer is not None and not (m.scope == "repo" and m.repo_id == viewer)
+    seen = (visible_ids or (lambda ids: set(ids))) if foreign else (lambda ids: set(ids))
+    linked = seen([*m.utility, *m.problem_ids, *m.related_ids, *m.change_targets,
+                   *(c["change_memory_id"] for c in m.changes)])
     return {
         "memory_id": m.memory_id,
         "kind": m.kind,
         "scope": m.scope,
-        "repo_id": m.repo_id,
+        "repo_id": m.repo_id if not foreign or m.repo_id == viewer else None,
         "status": m.status,
         "text": m.text,
         "rationale": m.rationale,
         "confidence": m.confidence,
         "truth": round(m.truth_value, 4),
         "utility": round(m.global_utility, 4),
-        "utility_by_problem": {k or "(none)": round(m.utility_for(k or None), 4) for k in m.utility},
+        "utility_by_problem": {k or "(none)": round(m.utility_for(k or None), 4) for k in m.utility if not k or k in linked},
         "maturity": beliefs.maturity(m.validations, m.truth_value),
         "validations": m.validations,
         "reinforcements": m.reinforcements,
         "last_validated": m.last_validated.isoformat(),
-        "problem_ids": m.problem_ids,
-        "related_ids": m.related_ids,
-        "change_targets": m.change_targets,
-        "change_chain": m.changes,
+        "problem_ids": [i for i in m.problem_ids if i in linked],
+        "related_ids": [i for i in m.related_ids if i in linked],
+        "change_targets": [i for i in m.change_targets if i in linked],
+        "change_chain": [c for c in m.changes if c["change_memory_id"] in linked],
         "evidence_refs": m.evidence_refs,
         "author": m.author,
         "version": m.version,
         "created": m.created_on.isoformat(),
         "modified": m.modified_on.isoformat(),
     }
+
+
+WITHHELD = "recorded from another repo: only what it did to the shared values is shown"
+_EFFECT = ("target", "confidence", "weight", "source")
+"""What a withheld event still shows: its effect on values every viewer of the memory shares."""
+
+
+def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:
+    """The memory's events as `viewer` may see them (domain/visibility.py): in full, or withheld."""
+    visible_ids = visible_ids or visible_in_log(log, viewer)
+    return [shown(event, full, viewer)
+            for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids)]
+
+
+def shown(event: Any, full: bool, viewer: str | None, position: int | None = None) -> dict[str, Any]:
+    """One event as `viewer` may see it: in full, or (`full` false) only its effect on shared values."""
+    record = event_record(event, position)
+    if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
+        record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
+    if not full:
+        record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
+        record["withheld"] = WITHHELD
+    return record
 
 
 def event_record(event: Any, position: int | None = None) -> dict[str, Any]:

@@ -31,8 +31,9 @@ class LogReader:
     The shortcuts, each checked per event and otherwise left to the mapper: rows come straight from
     the SQLite table (the recorder's own query, without building a UUID object per row the slow way);
     an event whose only custom-typed value is its timestamp (the only `"_type_"` marker in its bytes)
-    gets just that field revived; versioned event classes (upcasting), ciphers and compressors go
-    through the mapper. tests/integration/test_speed_log_reader.py checks equality with read_log.
+    gets just that field revived; events of versioned classes are upcast here as the mapper would
+    (their `upcast_vN_vN+1` methods, in order); ciphers and compressors go through the mapper.
+    tests/integration/test_speed_log_reader.py checks equality with read_log.
     """
 
     def __init__(self, memory_log: Any) -> None:
@@ -44,7 +45,7 @@ class LogReader:
         recorder = memory_log.recorder
         self.sqlite = (isinstance(recorder, SQLiteApplicationRecorder)
                        and recorder.datastore.originator_id_type == "uuid")
-        self._classes: dict[str, tuple[type, Callable[[Any], Any]] | None] = {}
+        self._classes: dict[str, tuple[type, Callable[[Any], Any], int]] = {}
         if self.fast:
             self._timestamp = self.transcoder.names["datetime_iso"].decode
 
@@ -63,22 +64,21 @@ class LogReader:
         new = object.__new__
         set_attr = object.__setattr__
         for position, originator_id, version, topic, state in rows:
-            known = classes.get(topic, False)
-            if known is False:
+            known = classes.get(topic)
+            if known is None:
                 known = classes[topic] = self._class_of(topic)
-            values = loads(state) if known is not None else None
-            if values is None or "class_version" in values:
-                append((position, self._slow(originator_id, version, topic, state)))
-                continue
+            values = loads(state)
+            cls, convert, class_version = known
             stamp = values.get("timestamp")
             if (type(stamp) is dict and state.count(b'"_type_"') == 1 and len(stamp) == 2
                     and stamp.get("_type_") == "datetime_iso"):
                 values["timestamp"] = timestamp(stamp["_data_"])
             else:
                 values = self.transcoder._revive(values)
-            cls, convert = known
             values["originator_id"] = convert(_uuid(originator_id) if type(originator_id) is str else originator_id)
             values["originator_version"] = version
+            if class_version != 1 or "class_version" in values:
+                _upcast(cls, class_version, values)  # after the ids, as the mapper does (attribute order)
             event = new(cls)
             set_attr(event, "__dict__", values)
             append((position, event))
@@ -104,18 +104,17 @@ class LogReader:
             return [tuple(row) for row in c.fetchall()]
 
     @staticmethod
-    def _class_of(topic: str) -> tuple[type, Callable[[Any], Any]] | None:
+    def _class_of(topic: str) -> tuple[type, Callable[[Any], Any], int]:
         cls = resolve_topic(topic)
-        if getattr(cls, "class_version", 1) != 1:
-            return None  # upcasting: the mapper's job
-        return cls, find_id_convertor(cls, UUID)
+        return cls, find_id_convertor(cls, UUID), getattr(cls, "class_version", 1)
 
-    def _slow(self, originator_id: Any, version: int, topic: str, state: bytes) -> Any:
-        from eventsourcing.persistence import StoredEvent
 
-        if type(originator_id) is str:
-            originator_id = self.log.recorder.convert_originator_id(originator_id)
-        return self.log.mapper.to_domain_event(StoredEvent(originator_id, version, topic, state))
+def _upcast(cls: type, class_version: int, values: dict[str, Any]) -> None:
+    """What eventsourcing's mapper does to a stored event's state before it builds the event."""
+    stored = values.pop("class_version", 1)
+    while stored < class_version:
+        getattr(cls, f"upcast_v{stored}_v{stored + 1}")(values)
+        stored += 1
 
 
 def _uuid(text: str, _new: Any = object.__new__, _set: Any = object.__setattr__, _unknown: Any = SafeUUID.unknown,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain.memory import Memory
+from domain.visibility import sql_clause
 from projections import store
 from projections.base import Positioned, Projection
 from projections.store import Connection, sqlite3
@@ -81,6 +82,13 @@ def quote_query(words: list[str]) -> str:
     """Words as an FTS5 query that cannot be misread as syntax: every word quoted, OR-ed, so a
     memory matching some of the words still ranks (bm25 rewards matching more)."""
     return " OR ".join(f'"{w}"' for w in words)
+
+
+def prefix_query(text: str) -> str:
+    """A search box's text as an FTS5 query: every word must occur, the last ones as typed so far
+    (each word quoted, so nothing in it is read as syntax, and matched as a prefix)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return " AND ".join(f'"{w}"*' for w in words)
 
 
 class FTSProjection(Projection):
@@ -239,13 +247,32 @@ class FTSProjection(Projection):
         scratch.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
         scratch.execute("CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'instance')")
         return scratch
+    def matching(self, text: str, repo_id: str, *, include_global: bool = True, kinds: Sequence[str] = (),
+                 statuses: Sequence[str] = (), limit: int = 1000) -> list[str]:
+        """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first,
+        optionally of these kinds and statuses: a search box over a repo's memories."""
+        words = prefix_query(text)
+        if not words:
+            return []
+        keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
+        sql = ("SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
+               " WHERE fts_text MATCH ? AND ((m.repo_id = ? AND m.scope = 'repo')"
+               + (" OR m.scope = 'global')" if include_global else ")"))
+        params: list[Any] = [f"scope_key : ({' OR '.join(keys)}) AND text : ({words})", repo_id]
+        for column, values in (("kind", kinds), ("status", statuses)):
+            if values:
+                sql += f" AND m.{column} IN ({','.join('?' * len(values))})"
+                params += list(values)
+        sql += " ORDER BY bm25(fts_text, 1.0, 0.0), m.rowid LIMIT ?"
+        params.append(limit)
+        return [row[0] for row in self.conn.execute(sql, params)]
 
     def pending(self, repo_id: str | None = None, limit: int = 200) -> list[str]:
         """Memories waiting for review, oldest first (optionally of one repo, its global ones included)."""
         sql = "SELECT memory_id FROM fts_memories WHERE status = 'pending'"
         params: list[Any] = []
         if repo_id is not None:
-            sql += " AND (repo_id = ? OR scope = 'global')"
+            sql += f" AND {sql_clause()}"
             params.append(repo_id)
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit)

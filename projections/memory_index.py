@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from domain.sanitise import MARKER
+from domain.visibility import sql_clause
 from projections.fts import STOPWORDS, FTSProjection
 from projections.snapshot import SnapshotProjection
 from projections.tokens import TokenCounter
@@ -41,7 +43,8 @@ class Topic:
 
 
 def _words(text: str) -> set[str]:
-    return {w.strip(".-") for w in _WORD.findall(text.lower())} - STOPWORDS - _GENERIC
+    # A `[REDACTED:github_token]` marker stands for a secret, not for what the memory is about.
+    return {w.strip(".-") for w in _WORD.findall(MARKER.sub(" ", text).lower())} - STOPWORDS - _GENERIC
 
 
 def _normalise(docs: list[set[str]]) -> list[set[str]]:
@@ -84,11 +87,6 @@ def _kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(f"{v} {k}" for k, v in kinds.items())
 
 
-def visible_clause(include_global: bool) -> str:
-    """SQL over a table with repo_id and scope columns: the memories one `?` repo may see."""
-    return "(repo_id = ? AND scope = 'repo')" + (" OR scope = 'global'" if include_global else "")
-
-
 class MemoryIndex:
     """Membership, kinds and statuses come from the FTS projection (kept current by the workers);
     texts, which never change, from the snapshot, or from the log for memories newer than it."""
@@ -102,15 +100,15 @@ class MemoryIndex:
 
     def build(self, repo_id: str, *, include_global: bool = True, max_tokens: int = 300) -> dict[str, Any]:
         position = self.fts.position
-        visible = visible_clause(include_global)
+        visible = sql_clause(include_global)
         rows = self.fts.conn.execute(
-            f"SELECT memory_id, kind, scope, status FROM fts_memories WHERE ({visible})"
+            f"SELECT memory_id, kind, scope, status FROM fts_memories WHERE {visible}"
             " AND status IN ('active', 'pending') ORDER BY rowid",
             (repo_id,),
         ).fetchall()
         live = [(mid, kind) for mid, kind, _, status in rows if status == "active"]
         text = dict(self.snapshot.conn.execute(
-            f"SELECT memory_id, text FROM snapshot WHERE ({visible}) AND status = 'active'", (repo_id,)))
+            f"SELECT memory_id, text FROM snapshot WHERE {visible} AND status = 'active'", (repo_id,)))
         missing = [mid for mid, _ in live if mid not in text]
         if missing:
             text.update(self.texts(missing))

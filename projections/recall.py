@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from domain import beliefs
+from domain.visibility import can_see
 from projections.archetypes import ArchetypeClassifier
 from projections.embedder import Embedder
 from projections.fts import FTSProjection, coverage
@@ -285,6 +286,7 @@ class RecallEngine:
         self.state.advance(position)
         self.index.refresh()
         clock.lap("consistency")
+        q = self._in_scope(q)
         qv = self.embedder.embed_query(q.query)
         clock.lap("embed")
         q, archetype, favoured = self._profile(q, qv)
@@ -537,9 +539,17 @@ class RecallEngine:
 
     @staticmethod
     def _visible(row: dict[str, Any], q: ReadQuery) -> bool:
-        if row["scope"] == "global":
-            return q.include_global
-        return row["repo_id"] == q.repo_id
+        return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global)
+
+    def _in_scope(self, q: ReadQuery) -> ReadQuery:
+        """The query with another repo's problem as current_problem_id treated exactly like an unknown
+        id: its utilities are that repo's."""
+        if q.current_problem_id is None:
+            return q
+        row = self.state.rows({q.current_problem_id}).get(q.current_problem_id)
+        if row is not None and can_see(q.repo_id, row["scope"], row["repo_id"]):
+            return q
+        return replace(q, current_problem_id=None)
 
     def _suppression(self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any], now: datetime) -> str | None:
         if row["status"] in SUPPRESSIBLE:

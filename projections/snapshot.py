@@ -44,6 +44,13 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE INDEX snapshot_scope ON snapshot (repo_id, scope, status)")
 
 
+def m002_browse_index(conn: Connection) -> None:
+    """What the inspector's pages filter and sort by, per repo and for global memories (projections/
+    browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
+    conn.execute("CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
+                 " truth, utility)")
+
+
 # The aggregate's own attributes that hold datetimes: the state blob stores them as ISO strings.
 _DATETIMES = ("_created_on", "_modified_on", "last_validated")
 _EVENTSOURCING_KEYS = ("_id", "_version", "_pending_events")
@@ -329,7 +336,7 @@ def fold_states(states: dict[str, MemoryState], events: Sequence[Any],
 
 class SnapshotProjection(Projection):
     name = "snapshot"
-    migrations = (m001_create_tables,)
+    migrations = (m001_create_tables, m002_browse_index)
     tables = ("snapshot",)
     digest_queries = (f"SELECT {', '.join(COLUMNS)} FROM snapshot ORDER BY memory_id",)
     count_query = "SELECT count(*) FROM snapshot"

@@ -6,15 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Kind, QueryText, Rationale, Request, Response, _text
+from schemas.common import Integer, Kind, QueryText, Rationale, Request, Response, _text
 
 ArchetypeName = _text(1, 64)
 
 
 class ArchetypeProfile(Request):
     mode: Literal["targeted", "ambient"] = "targeted"
-    limit: int = Field(10, ge=1, le=100)
-    semantic_hops: int = Field(1, ge=0, le=3)
+    limit: Integer = Field(10, ge=1, le=100)
+    semantic_hops: Integer = Field(1, ge=0, le=3)
     include_problem_links: bool = True
     kinds: list[Kind] | None = Field(
         None, description="Kinds this archetype favours in the ranking; the others still come back (only a read's "

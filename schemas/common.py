@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StringConstraints,
+                      WithJsonSchema)
 from pydantic_core import PydanticCustomError
 
 Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
@@ -26,6 +28,8 @@ MAX_LINKS = 32
 
 # C0 controls other than tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+NO_CONTROL_PATTERN = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
+"""The same rule as _CONTROL, as the published JSON Schema says it (ECMA-262 syntax, which Python's re reads too)."""
 
 
 def _no_control_characters(value: str) -> str:
@@ -64,7 +68,63 @@ def _text(min_length: int, max_length: int, *checks: object) -> object:
         StringConstraints(min_length=min_length, max_length=max_length),
         AfterValidator(_no_control_characters),
         *(AfterValidator(c) for c in checks),
+        Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN}),
     ]
+
+
+def _integral(value: object) -> object:
+    """JSON has one number type and JSON Schema's "integer" accepts 5.0: so does every integer field."""
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+Integer = Annotated[int, BeforeValidator(_integral)]
+"""An integer field: a whole number, written 5 or 5.0 (not 5.5, not "5", not true)."""
+LogPosition = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
+"""A log position (1 or more), as Integer; the bound comes first so that an optional one publishes it too."""
+
+
+AS_OF_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"
+
+
+def _as_of(value: object) -> object:
+    """A log position (an integer >= 1, or 5.0) or an ISO 8601 date or time (UTC unless it says
+    otherwise), given back as an int or an aware datetime."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int:
+        if value < 1:
+            raise PydanticCustomError("out_of_range", "a log position is 1 or more")
+        return value
+    if type(value) is str:
+        if re.match(AS_OF_TIME_PATTERN, value):
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                moment = None
+            if moment is not None:
+                return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        raise PydanticCustomError("invalid_time", "is not an ISO 8601 date or time, e.g. 2026-11-01T12:00:00Z")
+    raise PydanticCustomError("wrong_type", "must be a log position (integer) or an ISO 8601 time (string)")
+
+
+AsOf = Annotated[
+    Any,
+    PlainValidator(_as_of),
+    WithJsonSchema({
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": AS_OF_TIME_PATTERN}],
+        "description": "Answer as the store stood then: a log position (as returned by write, update, forget), or an "
+                       "ISO 8601 time, meaning the last event at or before it (UTC unless a zone is given).",
+    }, mode="validation"),
+]
+"""`as_of`: a past moment named by a log position or a time."""
+
+
+class AsOfPoint(BaseModel):
+    """The past moment an answer reflects."""
+
+    model_config = ConfigDict(extra="forbid")
+    position: int = Field(description="The last log position the answer includes.")
+    time: str = Field(description="The clock of the answer (ISO 8601): a position's event time, or the time asked for.")
 
 
 MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
@@ -77,7 +137,12 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 
 
 class Request(BaseModel):
-    """Requests reject unknown fields (a typo must not be silently ignored) and wrong types."""
+    """Requests reject unknown fields (a typo must not be silently ignored) and wrong types.
+
+    Each operation's request accepts an `op` field naming that operation (an envelope field of early
+    clients): a matching value is ignored and any other is refused (invalid_choice). The agent tools
+    do not advertise it (interface/tool_schema.py), so no agent pays for it and no client sending it
+    breaks."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

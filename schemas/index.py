@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import RepoId, Request, Response
+from schemas.common import Integer, RepoId, Request, Response
 from schemas.read import Consistency
 
 
@@ -14,7 +14,7 @@ class IndexRequest(Request):
     op: Literal["index"] | None = None
     repo_id: RepoId
     include_global: bool = True
-    max_tokens: int = Field(300, ge=64, le=4000, description="Most tokens the rendered table may take.")
+    max_tokens: Integer = Field(300, ge=64, le=4000, description="Most tokens the rendered table may take.")
     consistency: Consistency | None = Field(
         None, description="Wait until the projections have reached a write's log position (read-your-writes)."
     )

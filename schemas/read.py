@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
 class Expand(Request):
-    semantic_hops: int = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
+    semantic_hops: Integer = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
     include_problem_links: bool = Field(True, description="A problem brings its solutions and failed tactics, and back.")
     include_update_links: bool = Field(True, description="Every result carries its change chain.")
 
@@ -18,8 +18,8 @@ class Expand(Request):
 class Consistency(Request):
     """Extension: read-your-writes. Wait until the projections have reached a log position."""
 
-    after_position: int = Field(ge=0, description="A `position` returned by write/update/forget.")
-    timeout_ms: int = Field(2000, ge=0, le=30000)
+    after_position: Integer = Field(ge=0, description="A `position` returned by write/update/forget.")
+    timeout_ms: Integer = Field(2000, ge=0, le=30000)
 
 
 class ReadRequest(Request):
@@ -27,20 +27,22 @@ class ReadRequest(Request):
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
-        description="ambient (no explicit question, strict), targeted (a question), auto (extension: pick a read profile "
-                    "by archetype; a profile shapes ranking and budgets, never which kinds come back).",
+        description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by "
+                    "archetype, which ranks kinds but never hides one.",
     )
     query: QueryText
     include_global: bool = True
     kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
-    limit: int = Field(20, ge=1, le=100, description="Most results; a case (a problem with its solutions and failed "
-                       "tactics) is one result.")
+    limit: Integer = Field(20, ge=1, le=100, description="Most results; a case (a problem, its solutions and failed tactics) is one.")
     expand: Expand = Field(default_factory=Expand)
-    token_budget: int | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
+    token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
-        None, description="Extension: the problem being worked on, for problem-specific utility."
+        None, description="Extension: the problem you work on (utility is per problem)."
     )
     consistency: Consistency | None = None
+    as_of: AsOf | None = Field(
+        None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
+                          "time); such a read is not recorded, so feedback cannot cite it.")
 
 
 class ChangeLink(Response):
@@ -96,3 +98,4 @@ class ReadResponse(Response):
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
+    as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from schemas.common import (
     MAX_LINKS,
@@ -24,19 +24,33 @@ from schemas.common import (
 
 class Links(Request):
     problem_id: MemoryId | None = Field(
-        None, description="The problem a solution or failed_tactic belongs to (required for those kinds)."
+        None, description="Required for solution and failed_tactic."
     )
     related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
     change_targets: list[MemoryId] = Field(
-        default_factory=list, max_length=MAX_LINKS, description="The memories a change affects (required for kind change)."
+        default_factory=list, max_length=MAX_LINKS, description="Required for kind change."
     )
 
 
+_LINK_RULES = [
+    # The write rules of domain/application.py (_check_links) that need no lookup, as the schema says them.
+    {"if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
+     "then": {"required": ["links"],
+              "properties": {"links": {"required": ["problem_id"], "properties": {"problem_id": {"type": "string"}}}}}},
+    {"if": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
+     "then": {"required": ["links"],
+              "properties": {"links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}}},
+     "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}}},
+]
+
+
 class MemoryIn(Request):
+    model_config = ConfigDict(json_schema_extra={"allOf": _LINK_RULES})
+
     text: MemoryText
     scope: Scope
     kind: Kind
-    confidence: Probability = Field(description="The writer's belief that this is true; the truth prior.")
+    confidence: Probability = Field(description="Your belief that it is true (the truth prior).")
     rationale: Rationale = ""
     links: Links = Field(default_factory=Links)
     evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)

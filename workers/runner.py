@@ -57,6 +57,9 @@ class Runner:
     retry_cap: float = 30.0
     _backoff: dict[str, _Backoff] = field(default_factory=dict)
     _reader: LogReader | None = None
+    errors: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Each failing projection's (position, error), also when marking it in its file failed too (a
+    full disk): what a health check reports."""
 
     def read(self, start: int, limit: int) -> list:
         if self._reader is None:
@@ -84,12 +87,18 @@ class Runner:
             try:
                 applied += projection.handle(batch)
                 self._backoff.pop(projection.name, None)
+                self.errors.pop(projection.name, None)
             except Exception as exc:  # a worker must never die of one projection's failure
-                at = positions[projection.name] + 1
+                at, error = positions[projection.name] + 1, f"{type(exc).__name__}: {exc}"
                 pause = self._backoff.setdefault(projection.name, _Backoff()).failed(self.retry_base, self.retry_cap)
-                log.error("projection_failed", projection=projection.name, position=at, error=f"{type(exc).__name__}: {exc}",
+                log.error("projection_failed", projection=projection.name, position=at, error=error,
                           retry_in_s=round(pause, 2))
-                projection.record_error(at, f"{type(exc).__name__}: {exc}")
+                self.errors[projection.name] = (at, error)
+                try:
+                    projection.record_error(at, error)
+                except Exception as unrecorded:  # e.g. the disk is full: the retry goes on all the same
+                    log.error("projection_error_unrecorded", projection=projection.name,
+                              error=f"{type(unrecorded).__name__}: {unrecorded}")
         return applied
 
     def catch_up(self, progress: Progress | None = None, stop: threading.Event | None = None, max_failures: int = 3) -> int:
@@ -235,7 +244,7 @@ events are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
 def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000,
-              window: int = REPLAY_WINDOW, progress: Progress | None = None) -> int:
+              window: int = REPLAY_WINDOW, progress: Progress | None = None, until: int | None = None) -> int:
     """Catch projections up to the head as it is now, decoding each batch of the log once for all of
     them. Each projection gathers the batches into windows of `window` events and applies each
     window with its position in one transaction (Projection.handle, in the projection's bulk()
@@ -244,11 +253,13 @@ def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_si
     embedding, which releases the GIL) applies on a thread of its own, overlapping the decoding;
     the others apply on the decoding thread, in turn (threads gained nothing there: their work holds
     the GIL, and handing it back and forth cost ~10%). A failure stops the replay and is raised
-    here (the projection keeps the windows it committed). Returns the events decoded."""
+    here (the projection keeps the windows it committed). With `until`, the projections stop at that
+    log position instead of the head (read models of the past: workers/as_of.py). Returns the events
+    decoded."""
     import queue
     from contextlib import ExitStack
 
-    head = memory_log.position()
+    head = memory_log.position() if until is None else min(until, memory_log.position())
     start = min(p.position for p in projections) + 1
     reader = LogReader(memory_log)
     wanted = [p.topics() for p in projections]

@@ -99,6 +99,23 @@ def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
     assert hidden.returncode == 3
 
 
+def test_show_as_of_a_position_or_a_time(env: dict[str, str]) -> None:
+    written = ok_json(run(env, "write", json.dumps(WRITE)))
+    ok_json(run(env, "write", json.dumps(WRITE)))  # reinforced: truth and reinforcements move
+    mid = written["memory_id"]
+    then = ok_json(run(env, "show", mid, "--as-of", str(written["position"])))
+    assert then["memory"]["reinforcements"] == 0 and [e["type"] for e in then["history"]] == ["MemoryWritten"]
+    assert then["as_of"]["position"] == written["position"]
+    at_time = ok_json(run(env, "show", mid, "--as-of", then["as_of"]["time"]))
+    assert at_time["memory"] == then["memory"]
+    now = ok_json(run(env, "show", mid))
+    assert now["memory"]["reinforcements"] == 1 and "as_of" not in now
+    for wrong, code in (("0", 2), ("99", 2), ("yesterday", 2), ("1999-01-01", 2)):
+        refused = run(env, "--json", "show", mid, "--as-of", wrong)
+        assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "as_of", wrong
+        no_traceback(refused)
+
+
 def test_log_lists_recent_events_with_positions(env: dict[str, str]) -> None:
     for i in range(3):
         ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))
@@ -184,3 +201,31 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
     listing = ok_json(run(env, "archetypes", "list"))
     assert listing["source"] == "log"
     assert next(a for a in listing["archetypes"] if a["name"] == "debugging")["matches"] == 1
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["nosuch"], "No such command 'nosuch'"),
+    (["index"], "Missing option '--repo'"),
+    (["write", "--bogus"], "No such option: --bogus"),
+    (["show"], "Missing argument"),
+    (["--data-dir"], "requires an argument"),
+])
+def test_usage_errors_exit_2_with_one_line(env: dict[str, str], args: list[str], says: str) -> None:
+    result = run(env, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    no_traceback(result)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and lines[0].startswith("error (usage):"), result.stderr
+
+
+def test_version_and_bare_command(env: dict[str, str]) -> None:
+    from interface.mcp_server import version
+
+    assert version() != "0.0.0"  # installed as a distribution, as the README's commands do
+    for flag in ("--version", "-V"):
+        result = run(env, flag)
+        assert result.returncode == 0 and result.stdout.strip() == f"strata {version()}", result
+    bare = run(env)
+    assert bare.returncode == 0 and "Usage: strata" in bare.stdout and "Commands" in bare.stdout
+    no_traceback(bare)

@@ -142,6 +142,37 @@ def test_change_records_on_every_target_in_the_same_transaction(api: CommandAPI,
         "MemoryWritten", "ChangeRecorded", "TruthAdjusted", "ChangeRecorded", "TruthAdjusted"]
 
 
+def test_a_repo_change_may_not_change_a_global_memory(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
+    """A change written in one repo would lower a global memory's truth for every repo and show its
+    private text in their change chains: it is refused, pointing at the two ways that keep it honest."""
+    shared = api.write(write_request("b", "Use requests for HTTP calls", "preference", "global")).memory_id
+    before, log = truth(strata, shared), log_bytes(data_dir)
+    with pytest.raises(InvalidInput) as caught:
+        api.write(write_request("b", "We moved to httpx in the billing service", "change",
+                                links={"change_targets": [shared]}))
+    assert (caught.value.code, caught.value.path) == ("change_of_global_memory", "memory.links.change_targets[0]")
+    assert "scope 'global'" in caught.value.message and "related_memory_ids" in caught.value.message
+    assert log_bytes(data_dir) == log and truth(strata, shared) == before
+    # the two ways: a global change, or a repo memory that records the local exception
+    assert api.write(write_request("b", "httpx replaced requests everywhere", "change", "global",
+                                   links={"change_targets": [shared]})).outcome == "created"
+    assert api.write(write_request("b", "The billing service uses httpx", "fact",
+                                   links={"related_memory_ids": [shared]})).outcome == "created"
+
+
+def test_events_made_from_a_repo_record_it(api: CommandAPI, strata: Strata) -> None:
+    shared = api.write(write_request("a", "Pin the linter version", "preference", "global")).memory_id
+    problem = api.write(write_request("b", "Lint results differ between machines", "problem")).memory_id
+    api.update({"repo_id": "b", "memory_id": shared, "mode": "commit", "updates": {
+        "truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen in b", "evidence_refs": ["ci:b#1"]},
+        "utility": {"target": 1.0, "confidence": 0.9, "rationale": "fixed b's lint", "context_problem_id": problem}}})
+    api.write(write_request("c", "Pin the linter version", "preference", "global"))  # a reinforcement from c
+    api.forget({"repo_id": "a", "memory_id": shared, "reason": "we stopped linting"})
+    origins = [(type(e).__name__, getattr(e, "repo_id", "-")) for e in strata.log.history(strata.log.memory(shared).id)]
+    assert origins == [("MemoryWritten", "a"), ("TruthAdjusted", "b"), ("UtilityObserved", "b"),
+                       ("TruthAdjusted", "c"), ("MemoryForgotten", "a")]
+
+
 def test_change_needs_targets_and_only_changes_have_them(api: CommandAPI) -> None:
     with pytest.raises(InvalidInput) as caught:
         api.write(write_request("r", "Everything changed", "change"))

@@ -57,11 +57,15 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
     import anyio
 
     from domain.errors import Conflict
-    from interface.mcp_server import Dispatcher
+    from interface.bootstrap import PROJECTIONS
+    from interface.consistency import TrackedPositions
+    from interface.mcp_server import serving_dispatcher
     from interface.operations import OPERATIONS
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
-    dispatcher = Dispatcher(strata.api())
+    strata.projections(PROJECTIONS)  # as a serving process opens them before it serves
+    positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
+    dispatcher = serving_dispatcher(strata, positions)
     finished: list[str] = []
 
     async def waiting_read() -> None:
@@ -86,4 +90,5 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
         anyio.run(both)
         assert finished == ["write", "read refused"]
     finally:
+        positions.close()
         strata.close()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
+import orjson
 import pytest
 
 from interface.bootstrap import Strata, build
@@ -61,3 +62,28 @@ def test_uuids_equal_the_parsed_ones() -> None:
                  "00003b7f8e875e20a7d614cff53501d6", "{5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10}"):
         value = _uuid(text)
         assert value == UUID(text) and hash(value) == hash(UUID(text)) and str(value) == str(UUID(text))
+
+
+def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata) -> None:
+    """A log written before TruthAdjusted, UtilityObserved and MemoryForgotten carried their origin repo
+    (version 1) reads back with repo_id None, through the fast reader and the mapper alike."""
+    every_event(hashed)
+    recorder = hashed.log.recorder
+    versioned = ("Memory.TruthAdjusted", "Memory.UtilityObserved", "Memory.MemoryForgotten")
+    with recorder.datastore.transaction(commit=True) as c:
+        c.execute(f"SELECT rowid, topic, state FROM {recorder.events_table_name}")
+        rows = [tuple(r) for r in c.fetchall()]
+        old = 0
+        for rowid, topic, state in rows:
+            if topic.endswith(versioned):
+                fields = orjson.loads(state)
+                assert fields.pop("class_version") == 2 and "repo_id" in fields
+                del fields["repo_id"]
+                c.execute(f"UPDATE {recorder.events_table_name} SET state = ? WHERE rowid = ?", (orjson.dumps(fields), rowid))
+                old += 1
+    assert old >= 3
+    head = hashed.log.position()
+    fast, slow = LogReader(hashed.log).read(1, head), list(hashed.log.read_log(1, head))
+    same(fast, slow)
+    upcast = [e for _, e in fast if type(e).__qualname__ in versioned]
+    assert len(upcast) == old and all(e.repo_id is None for e in upcast)

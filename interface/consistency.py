@@ -1,0 +1,109 @@
+"""Read-your-writes for serving processes: calls that wait for the projections to reach a log position
+(`consistency.after_position`), without holding a thread each.
+
+A waiting read used to block a worker thread of the event loop's shared pool for up to its timeout;
+enough of them (45 waiting 30 s) took every thread, and /healthz and ordinary reads stalled behind
+them. Here a wait is a coroutine: the positions are read at most once per interval for all waiters
+together, on connections of their own (`TrackedPositions`, shared with /healthz) and a thread of
+their own, so nothing a waiter does takes capacity other requests need. How many may wait at once is
+bounded too (`max_waiting_reads`): past it a read is refused at once with `too_many_waiting`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from domain.errors import Unavailable
+from interface.api import not_yet_consistent
+from projections import store
+from schemas.read import Consistency
+
+
+class TrackedPositions:
+    """Each projection's tracking row, read on connections of this object's own (the request and
+    runner connections belong to their threads). The rows are tiny: a read costs microseconds."""
+
+    def __init__(self, folder: Path, names: Sequence[str]) -> None:
+        self.folder = folder
+        self.names = tuple(names)
+        self._conns: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {name: store.tracking_row(self._conn(name), name) for name in self.names}
+
+    def reached(self, names: Sequence[str]) -> int:
+        """The log position every one of `names` has applied."""
+        with self._lock:
+            return min(store.position(self._conn(name), name) for name in names)
+
+    def _conn(self, name: str) -> Any:
+        if name not in self._conns:
+            self._conns[name] = store.connect(self.folder / f"{name}.sqlite")
+        return self._conns[name]
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+
+
+class PositionWaiters:
+    """Waits for a log position as coroutines; `reached()` (a blocking read) runs at most once per
+    `interval` for all of them, on a thread of its own. Past `limit` waiters a call still gets a short
+    `grace` (a read of a write just made is answered within milliseconds) before it is refused."""
+
+    def __init__(self, reached: Callable[[], int], limit: int, interval: float = 0.01, grace: float = 0.5) -> None:
+        self.reached = reached
+        self.limit = limit
+        self.interval = interval
+        self.grace = grace
+        self.waiting = 0
+        self._value = -1
+        self._read_at = float("-inf")
+        self._reader: anyio.CapacityLimiter | None = None
+        self._lock: anyio.Lock | None = None
+
+    async def wait(self, consistency: Consistency) -> None:
+        """Return once the projections reached `after_position`; Conflict `not_yet_consistent` after
+        `timeout_ms`; Unavailable `too_many_waiting` at once when `limit` calls already wait."""
+        wanted, timeout = consistency.after_position, consistency.timeout_ms / 1000
+        if await self._position(fresh=True) >= wanted:
+            return
+        if self.waiting >= self.limit:
+            if await self._until(wanted, min(timeout, self.grace)):
+                return
+            raise Unavailable("too_many_waiting", "consistency.after_position",
+                              f"{self.waiting} calls already wait for the projections to catch up (the most this "
+                              "server lets wait at once: max_waiting_reads); retry shortly")
+        self.waiting += 1
+        try:
+            if not await self._until(wanted, timeout):
+                raise not_yet_consistent(consistency)
+        finally:
+            self.waiting -= 1
+
+    async def _until(self, wanted: int, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            while await self._position() < wanted:
+                await anyio.sleep(self.interval)
+            return True
+        return await self._position(fresh=True) >= wanted
+
+    async def _position(self, fresh: bool = False) -> int:
+        if self._lock is None:  # created inside the event loop that uses them
+            self._lock, self._reader = anyio.Lock(), anyio.CapacityLimiter(1)
+        if fresh or time.monotonic() - self._read_at >= self.interval:
+            async with self._lock:
+                if fresh or time.monotonic() - self._read_at >= self.interval:
+                    self._value = await anyio.to_thread.run_sync(self.reached, limiter=self._reader)
+                    self._read_at = time.monotonic()
+        return self._value

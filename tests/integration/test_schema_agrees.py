@@ -1,0 +1,129 @@
+"""The published JSON Schema (schemas/json, /openapi.json, the MCP tools) describes exactly what the API
+accepts: for each request below, the schema's verdict and the API's agree (a refusal for a reason of
+shape is invalid_input; a missing memory is a matter of state, which no schema can know, so every id
+below exists). Run against a real store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from domain.errors import InvalidInput, StrataError
+from interface.api import CommandAPI
+from interface.bootstrap import Strata
+from schemas.registry import json_schema
+from tests.conftest import memory, write_request
+
+REPO = "acme/api"
+
+
+def cases(problem: str, fact: str, read_id: str) -> list[tuple[str, dict[str, Any]]]:
+    write = lambda **m: {"repo_id": REPO, "memory": {**memory("Run make db-up before pytest", "fact"), **m}}  # noqa: E731
+    read = lambda **r: {"repo_id": REPO, "query": "integration tests hang", **r}  # noqa: E731
+    truth = {"target": 0.2, "confidence": 0.9, "rationale": "the Makefile changed", "evidence_refs": ["file:Makefile"]}
+    update = lambda **u: {"repo_id": REPO, "memory_id": fact, "mode": "dry_run", **u}  # noqa: E731
+    return [
+        ("write", write()),
+        ("write", write(text="tab\\tand newline\\nare fine")),
+        ("write", write(text="a bell \x07 is not")),
+        ("write", write(text="DEL \x7f is not")),
+        ("write", write(text="a C1 control \x85 is not")),
+        ("write", write(confidence=1)),
+        ("write", write(confidence=1.0)),
+        ("write", write(confidence=1.5)),
+        ("write", write(kind="solution", links={"problem_id": problem})),
+        ("write", write(kind="solution")),
+        ("write", write(kind="failed_tactic", links={"problem_id": None})),
+        ("write", write(kind="change", links={"change_targets": [fact]})),
+        ("write", write(kind="change")),
+        ("write", write(kind="change", links={"change_targets": []})),
+        ("write", write(kind="fact", links={"change_targets": [fact]})),
+        ("write", write(kind="preference", links={"change_targets": []})),
+        ("write", {**write(), "op": "write"}),
+        ("write", {**write(), "surprise": 1}),
+        ("write", write(evidence_refs=["file:a.py\x00"])),
+        ("read", read()),
+        ("read", read(limit=5.0)),
+        ("read", read(limit=5.5)),
+        ("read", read(limit="5")),
+        ("read", read(limit=True)),
+        ("read", read(expand={"semantic_hops": 1.0})),
+        ("read", read(token_budget=64.0)),
+        ("read", read(consistency={"after_position": 1.0, "timeout_ms": 100.0})),
+        ("read", read(query="hang\x1b[31m")),
+        ("read", read(current_problem_id=problem)),
+        ("update", update(updates={"truth": truth})),
+        ("update", update(updates={})),
+        ("update", update(updates={"truth": None})),
+        ("update", update(updates={"truth": None, "utility": None})),
+        ("update", update(updates={"truth": {**truth, "evidence_refs": []}})),
+        ("update", update(updates={"utility": {"target": 1, "confidence": 1, "rationale": "x"}})),
+        ("memory_index", {"repo_id": REPO, "max_tokens": 300.0}),
+        ("memory_index", {"repo_id": REPO, "max_tokens": 300.5}),
+        ("forget", {"repo_id": REPO, "memory_id": fact, "reason": "bell\x07"}),
+        ("feedback", {"repo_id": REPO, "read_ids": [read_id], "used": [], "mode": "dry_run"}),
+        ("feedback", {"repo_id": REPO, "read_ids": [], "used": []}),
+        ("read", read(as_of=1)),
+        ("read", read(as_of=1.0)),
+        ("read", read(as_of=0)),
+        ("read", read(as_of="2099-01-01T00:00:00Z")),
+        ("read", read(as_of="2099-01-01")),
+        ("read", read(as_of="2099-01-01T10:00+02:00")),
+        ("read", read(as_of="yesterday")),
+        ("read", read(as_of=True)),
+        ("memories", {"repo_id": REPO}),
+        ("memories", {"repo_id": REPO, "query": "tests", "kinds": ["fact"], "statuses": ["active", "pending"],
+                      "maturities": ["candidate"], "order": "truth", "offset": 0, "limit": 10.0, "as_of": 2}),
+        ("memories", {"repo_id": REPO, "kinds": ["fact", "nope"]}),
+        ("memories", {"repo_id": REPO, "limit": 0}),
+        ("memories", {"repo_id": REPO, "order": "random"}),
+        ("memories", {"repo_id": REPO, "query": ""}),
+        ("memory", {"repo_id": REPO, "memory_id": fact}),
+        ("memory", {"repo_id": REPO, "memory_id": fact, "as_of": "2099-01-01"}),
+        ("memory", {"repo_id": REPO}),
+        ("timeline", {"repo_id": REPO, "before": 3, "limit": 5}),
+        ("timeline", {"repo_id": REPO, "before": 0}),
+        ("review_queue", {"repo_id": REPO, "offset": 1}),
+        ("review_queue", {"repo_id": REPO, "offset": -1}),
+        ("repos", {}),
+        ("repos", {"as_of": 1}),
+        ("repos", {"repo_id": REPO}),
+        ("review", {"repo_id": REPO, "memory_id": fact, "decision": "maybe"}),
+        ("review", {"repo_id": REPO, "memory_id": fact, "decision": "approved", "note": "bell\x07"}),
+    ]
+
+
+NAMES = {"write": "write-request", "read": "read-request", "update": "update-request", "memory_index": "index-request",
+         "forget": "forget-request", "feedback": "feedback-request", "memories": "memories-request",
+         "memory": "memory-request", "timeline": "timeline-request", "review_queue": "review-queue-request",
+         "repos": "repos-request", "review": "review-request"}
+METHODS = {"memory_index": "index"}
+
+
+def test_the_schema_accepts_exactly_what_the_api_accepts(strata: Strata) -> None:
+    api: CommandAPI = strata.api()
+    problem = api.write(write_request(REPO, "Integration tests hang", "problem")).memory_id
+    fact = api.write(write_request(REPO, "The test database listens on 5433")).memory_id
+    strata.catch_up()
+    read_id = api.read({"repo_id": REPO, "query": "tests hang"}).read_id
+    validators = {op: Draft202012Validator(json_schema(name)) for op, name in NAMES.items()}
+    disagreements = []
+    for op, request in cases(problem, fact, read_id):
+        schema_ok = validators[op].is_valid(request)
+        try:
+            getattr(api, METHODS.get(op, op))(request)
+            api_ok, why = True, "accepted"
+        except InvalidInput as exc:
+            api_ok, why = False, exc.code
+        except StrataError as exc:  # a matter of state: the shape was accepted
+            api_ok, why = True, exc.code
+        if schema_ok != api_ok:
+            disagreements.append((op, request, f"schema {'accepts' if schema_ok else 'refuses'}, API: {why}"))
+    assert not disagreements, "\n".join(map(str, disagreements))
+
+
+@pytest.mark.parametrize("name", sorted(NAMES.values()))
+def test_published_request_schemas_are_valid_json_schema(name: str) -> None:
+    Draft202012Validator.check_schema(json_schema(name))

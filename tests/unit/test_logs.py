@@ -1,0 +1,67 @@
+"""Log lines never carry secrets, request payloads or the local variables of a traceback, for Strata's
+own lines and for the standard-library records of the libraries it serves with."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import structlog
+
+from interface.logs import MAX_FIELD_CHARS, configure_logging, route_stdlib_logging
+
+SECRET = "hunter2-" + "Zq81vX0pLm"
+TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+
+
+def _fail_holding_a_request_body() -> None:
+    body = b'{"memory": {"text": "password=' + SECRET.encode() + b'"}}'  # noqa: F841 - a local a traceback could show
+    raise ValueError(f"could not store the request: token {TOKEN}")
+
+
+@contextmanager
+def captured() -> Iterator[io.StringIO]:
+    """stderr as the log configuration sees it when it is configured (pytest's own capture swaps
+    sys.stderr between a fixture's setup and the test, so this is done inside the test)."""
+    stream, real = io.StringIO(), sys.stderr
+    sys.stderr = stream
+    try:
+        yield stream
+    finally:
+        sys.stderr = real
+        configure_logging("warning")  # back to what the rest of the suite uses
+        logging.getLogger().handlers[:] = []
+
+
+@pytest.mark.parametrize("fmt", ["console", "json"])
+def test_own_lines_are_scrubbed_and_tracebacks_have_no_locals(fmt: str) -> None:
+    with captured() as stderr:
+        configure_logging("info", fmt)
+        log = structlog.get_logger("strata.test")
+        try:
+            _fail_holding_a_request_body()
+        except ValueError as exc:
+            log.error("internal_error", detail=str(exc), body=f"password={SECRET}", payload="x" * 5000,
+                      password=SECRET, headers={"authorization": f"Bearer {SECRET}"}, exc_info=True)
+    out = stderr.getvalue()
+    assert SECRET not in out and TOKEN not in out
+    assert "[REDACTED:" in out and "internal_error" in out
+    assert "Traceback" in out and "_fail_holding_a_request_body" in out  # the traceback is kept, as plain text
+    assert "╭" not in out and "body = b" not in out  # no rich locals panel
+    assert "x" * (MAX_FIELD_CHARS + 1) not in out and "more characters not logged" in out
+
+
+def test_library_records_are_scrubbed_too() -> None:
+    with captured() as stderr:
+        route_stdlib_logging("info", "console")
+        try:
+            _fail_holding_a_request_body()
+        except ValueError:
+            logging.getLogger("uvicorn.error").exception("Exception in ASGI application with Bearer %s", TOKEN)
+    out = stderr.getvalue()
+    assert "Exception in ASGI application" in out and "uvicorn.error" in out
+    assert SECRET not in out and TOKEN not in out and "╭" not in out
