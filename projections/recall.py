@@ -9,9 +9,11 @@ position from the projections (never by rebuilding aggregates).
    links away, adding up; every result carries its change chain), then semantic hops from the best
    hits with a threshold that tightens per hop.
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
-   forgotten and pending memories are suppressed and counted by reason.
+   forgotten, archived and pending memories are suppressed and counted by reason.
 5. Selection: dedup, a per-source cap for diversity, a token budget, order by
-   relevance × truth (decayed since last validation) × utility (per problem when known).
+   relevance × truth (decayed since last validation) × utility (per problem when known), and for
+   memories anchored to code whose code changed in the reader's workspace, × a weight below one
+   (projections/anchors.py; a read without a workspace, or a memory without anchors, is unaffected).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from domain import beliefs
 from domain.visibility import can_see
+from projections.anchors import Workspace, anchor_fields, anchor_weight
 from projections.archetypes import ArchetypeClassifier
 from projections.embedder import Embedder
 from projections.fts import FTSProjection
@@ -44,7 +47,7 @@ GUIDANCE = (
     "truth. Failed tactics are cautions, not bans — the context may have changed."
 )
 CAUTION = "tried before and failed on this problem; reconsider only if the context has changed"
-SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected"}
+SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 
 
 @lru_cache(maxsize=65536)
@@ -107,6 +110,7 @@ class ReadQuery:
     include_update_links: bool = True
     token_budget: int | None = None
     current_problem_id: str | None = None
+    workspace: Workspace | None = None  # the agent's working tree: anchored memories whose code moved rank lower
 
 
 @dataclass
@@ -155,6 +159,7 @@ class RecallEngine:
         self.config = config or RecallConfig()
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
+        self.lock = self._lock  # also taken by the write path's near-duplicate lookup (projections/near_duplicates.py)
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
         self.reads = 0  # served so far
 
@@ -217,7 +222,7 @@ class RecallEngine:
             semantic_hops=p.get("semantic_hops", q.semantic_hops),
             include_problem_links=p.get("include_problem_links", q.include_problem_links),
             include_update_links=q.include_update_links, token_budget=q.token_budget,
-            current_problem_id=q.current_problem_id,
+            current_problem_id=q.current_problem_id, workspace=q.workspace,
         )
         return tuned, {"name": match.name, "similarity": round(match.similarity, 4), "profile": p}
 
@@ -230,7 +235,7 @@ class RecallEngine:
         # slowed the model's two threads by more than it saved (p50 18.0 vs 15.9 ms at 100,000
         # memories, same run, quiet machine)
         keyword = [(m, -s) for m, s in self.fts.search(
-            q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected"),
+            q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected", "archived"),
             limit=c.overfetch)]
         if c.relevance == "vector":
             keyword = []
@@ -352,7 +357,8 @@ class RecallEngine:
                 continue
             truth = self._truth(row, now)
             utility = self._utility(q, qv, row)
-            scored.append((cand.relevance * truth * (0.5 + utility), cand, row, truth, utility))
+            weight = anchor_weight(row, q.workspace)
+            scored.append((cand.relevance * truth * (0.5 + utility) * weight, cand, row, truth, utility))
         scored.sort(key=lambda s: -s[0])
         return self._fit(q, scored, suppressed), suppressed
 
@@ -472,4 +478,5 @@ class RecallEngine:
             "maturity": row["maturity"],
             "change_chain": chain,
             "note": CAUTION if row["kind"] == "failed_tactic" else None,
+            **anchor_fields(row, q.workspace),
         }
