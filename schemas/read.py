@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from schemas.anchors import AnchorOut, ReadWorkspace
 from schemas.common import Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
@@ -39,6 +40,9 @@ class ReadRequest(Request):
         None, description="Extension: the problem being worked on, for problem-specific utility."
     )
     consistency: Consistency | None = None
+    workspace: ReadWorkspace | None = Field(
+        None, description="Extension: the agent's working tree; memories anchored to code that changed since they "
+                          "were written say so and rank lower.")
 
 
 class ChangeLink(Response):
@@ -62,6 +66,12 @@ class ReadResult(Response):
     relevance: float = Field(description="Extension: fused relevance to the query (or inherited through a link).")
     change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
+    anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
+    anchor_changed: list[str] = Field(
+        default_factory=list, description="Extension: with a workspace, the anchors (path or path#symbol) whose code "
+                                          "changed since the memory was written: check it before relying on it.")
+    anchor_missing: list[str] = Field(
+        default_factory=list, description="Extension: with a workspace, anchors whose file or symbol is gone.")
 
 
 class ArchetypeUsed(Response):
