@@ -295,9 +295,10 @@ def render(result: dict[str, Any]) -> str:
 
 
 def scheduled(strata: Any) -> dict[str, Any]:
-    """The scheduled job: compact, then reflect over every repo; the actions are recorded only when
-    settings.reflect_apply is on (otherwise the report is logged and nothing changes)."""
-    strata.compact()
+    """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it
+    (it runs beside that job, so it reads on connections of its own and compacts nothing itself);
+    the actions are recorded only when settings.reflect_apply is on (otherwise the report is logged
+    and nothing changes)."""
     result = reflect(strata, everything=True, apply=strata.settings.reflect_apply)
     return {"pools": len(result["reports"]), "actions": sum(len(r["actions"]) for r in result["reports"]),
             "applied": strata.settings.reflect_apply}

@@ -162,6 +162,8 @@ def test_a_stale_report_is_refused_whole(strata: Strata) -> None:
 
 def test_the_scheduled_job_logs_unless_told_to_apply(strata: Strata, data_dir: Any) -> None:
     m = seed(strata)
+    assert strata.scheduler().get_job("reflect") is not None  # in every process that compacts the snapshot
+    assert strata.scheduler(compaction=False).get_job("reflect") is None
     head = strata.log.position()
     summary = scheduled(strata)
     assert summary["applied"] is False and strata.log.position() == head  # today nothing has decayed
