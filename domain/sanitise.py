@@ -1,12 +1,37 @@
 """Secret redaction applied to every string before it reaches the event log.
 
 Pure and stdlib-only: it sits on the hot write path and the bulk importer, so it must stay cheap and linear.
+What it recognises is data (domain/secret_formats.py); this module compiles that data into a few scanners:
+
+1. blocks: PEM and PuTTY private keys, whole;
+2. tokens with a shape of their own: one scan finds where a token could start (a boundary followed by 16+
+   token characters) and the first two characters pick the few formats whose prefix could begin there;
+   formats marked by a literal inside them (webhook hosts, `.atlasv1.`) are searched only when it occurs;
+3. context: a value after a key that names a secret (`password=`, `"apiKey":`, `?access_token=`), an
+   Authorization header, a `bearer` token, a password or token in a URL's userinfo, a secret CLI flag.
+   Such values are redacted only when they look like one: code (`get_password()`, `settings.api_key`,
+   `os.environ["API_KEY"]`), type annotations, references (`${TOKEN}`, `%(password)s`), placeholders
+   (`<token>`, `xxx`, `changeme`), paths and URLs are kept.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+from domain import secret_values as values
+from domain.secret_formats import (
+    ALPHABETS,
+    AUTH_SCHEMES,
+    KEY_WORDS,
+    TOKEN_FORMATS,
+    KeyWord,
+    Optional_,
+    Segment,
+    TokenFormat,
+    parse_shape,
+)
 
 
 @dataclass(frozen=True)
@@ -16,130 +41,317 @@ class Sanitised:
     kinds: tuple[str, ...]  # sorted unique pattern names that fired
 
 
+Spans = list[tuple[int, int, str]]  # (start, end, kind) of each secret found
+
+# What a redaction leaves behind; other modules use it to skip markers (the memory index, for one).
+MARKER = re.compile(r"\[REDACTED:[a-z0-9_]{1,64}\]")
+
 # Every quantifier is bounded or runs over a class that cannot overlap what follows it, so each regex is
 # linear in its input; the tests feed ~100 KB adversarial strings to keep it that way.
 #
-# Only the last-closing named group of a match (`s`, or the assignment's value) is replaced, so
-# `password=`, `Bearer ` and `://user:` stay readable; patterns without one redact the whole match.
-#
 # Case-insensitive rules run on `text.lower()` with lower-case patterns: re.IGNORECASE costs ~8x here
 # because it disables sre's prefix scan. Spans map back because `_lower` keeps the length.
-#
-# Patterns that start with a literal let sre jump straight to candidates; a leading look-behind forces a
-# try at every position (~2 us per 200 chars), so those only run behind an exact trigger substring.
+
+
+# ---- tokens with a shape of their own --------------------------------------------------------------
+
+def _class(chars: str, drop: str = "") -> str:
+    return "[" + "".join(re.escape(c) for c in chars if c not in drop) + "]"
+
+
+def _segment(seg: Segment, last: bool) -> str:
+    chars = ALPHABETS[seg.alphabet]
+    if last and "." in chars:  # a token never ends with a full stop
+        head = f"{{{max(seg.low - 1, 0)},{seg.high - 1}}}"
+        return _class(chars) + head + _class(chars, drop=".")
+    return _class(chars) + (f"{{{seg.low}}}" if seg.low == seg.high else f"{{{seg.low},{seg.high}}}")
+
+
+def _parts_regex(parts: tuple, last_index: int | None) -> str:
+    out = []
+    for i, part in enumerate(parts):
+        if isinstance(part, Segment):
+            out.append(_segment(part, i == last_index))
+        elif isinstance(part, Optional_):
+            out.append("(?:" + _parts_regex(part.parts, None) + ")?")
+        else:
+            out.append(re.escape(part))
+    return "".join(out)
+
+
+def _edge_alphabet(parts: tuple, first: bool) -> str:
+    """Characters the token may start (or end) with, to check that it is not part of a longer run."""
+    ordered = parts if first else tuple(reversed(parts))
+    chars = ""
+    for part in ordered:
+        if isinstance(part, Optional_):
+            inner = part.parts if first else tuple(reversed(part.parts))
+            chars += ALPHABETS[inner[0].alphabet] if isinstance(inner[0], Segment) else inner[0][0]
+            continue
+        chars += ALPHABETS[part.alphabet] if isinstance(part, Segment) else part[0 if first else -1]
+        break
+    return chars
+
+
+def _token_regex(fmt: TokenFormat) -> re.Pattern[str]:
+    parts = parse_shape(fmt.body)
+    last = len(parts) - 1 if isinstance(parts[-1], Segment) else None
+    end = _edge_alphabet(parts, first=False)
+    tail = "".join(sorted(set(end + ALPHABETS["alnum"]) - {"."}))
+    # Not followed by more of the token; a "." followed by more of it means the token goes on.
+    right = f"(?!{_class(tail)}|\\.{_class(tail)})" if "." in end else f"(?!{_class(tail)})"
+    if fmt.prefixes:
+        alternatives = "|".join(re.escape(p) for p in sorted(fmt.prefixes, key=len, reverse=True))
+        left = f"(?P<prefix>{alternatives})"
+    else:  # a marker inside the body: not preceded by more of the token's first segment
+        left = f"(?<!{_class(_edge_alphabet(parts, first=True))})"
+    return re.compile(left + "(?P<body>" + _parts_regex(parts, last) + ")" + right)
+
+
+def _first_literal(fmt: TokenFormat) -> str:
+    return max((p for p in parse_shape(fmt.body) if isinstance(p, str)), key=len)
+
+
+_Compiled = tuple[re.Pattern[str], TokenFormat]
+# Formats found where a token starts, grouped by the two characters their prefixes begin with.
+_BY_HEAD: dict[str, list[_Compiled]] = {}
+# Formats found anywhere: searched only when their literal occurs in the text.
+_ANYWHERE: list[tuple[str, re.Pattern[str], TokenFormat]] = []
+for _fmt in TOKEN_FORMATS:
+    _pattern = _token_regex(_fmt)
+    if _fmt.anywhere or not _fmt.prefixes:
+        _ANYWHERE += [(literal, _pattern, _fmt) for literal in _fmt.prefixes or (_first_literal(_fmt),)]
+    else:
+        for _head in {p[:2] for p in _fmt.prefixes}:
+            _BY_HEAD.setdefault(_head, []).append((_pattern, _fmt))
+for _bucket in _BY_HEAD.values():
+    _bucket.sort(key=lambda c: -max(len(p) for p in c[1].prefixes))
+
+_ANYWHERE_LITERAL = re.compile("|".join(re.escape(literal) for literal, _, _ in _ANYWHERE))
+
+_MIN_TOKEN = min(len(min(f.prefixes, key=len)) + sum(p.low for p in parse_shape(f.body) if isinstance(p, Segment))
+                 for f in TOKEN_FORMATS if f.prefixes and not f.anywhere)
+_TOKEN_CHARS = r"[A-Za-z0-9_.~+/=$-]"
+# A token starts at a letter or digit after anything that cannot continue a word (or at the text's start),
+# with at least _MIN_TOKEN token characters from there. Matching the boundary character instead of a
+# look-behind keeps sre's fast first-character scan.
+_START = re.compile(rf"[^A-Za-z0-9_-](?=[A-Za-z0-9]{_TOKEN_CHARS}{{{_MIN_TOKEN - 1}}})")
+_START_AT_0 = re.compile(rf"[A-Za-z0-9]{_TOKEN_CHARS}{{{_MIN_TOKEN - 1}}}")
+_FILLER = frozenset("xX*.0#•_-")
+
+
+def _placeholder_body(body: str) -> bool:
+    """`ghp_xxxxxxxx...`, `sk-proj-****`: documentation fillers, never a generated credential."""
+    return set(body) <= _FILLER
+
+
+def _span(m: re.Match[str], fmt: TokenFormat) -> tuple[int, int, str]:
+    return (m.start("body") if fmt.keep_prefix else m.start(), m.end(), fmt.kind)
+
+
+def _token_spans(text: str) -> Spans:
+    spans: Spans = []
+    first = _START.search(text)  # most texts have no candidate at all: one C-level scan decides
+    starts = [m.end() for m in _START.finditer(text, first.start())] if first else []
+    if _START_AT_0.match(text):
+        starts.insert(0, 0)
+    if not starts:  # formats found anywhere hold a candidate too (their literal follows one; the corpus checks)
+        return spans
+    done = 0
+    for start in starts:
+        if start < done:
+            continue
+        for pattern, fmt in _BY_HEAD.get(text[start:start + 2], ()):
+            m = pattern.match(text, start)
+            if m and _acceptable(m["body"], fmt):
+                spans.append(_span(m, fmt))
+                done = m.end()
+                break
+    if _ANYWHERE_LITERAL.search(text):
+        for literal, pattern, fmt in _ANYWHERE:
+            if literal in text:
+                spans += [_span(m, fmt) for m in pattern.finditer(text) if _acceptable(m["body"], fmt)]
+    return spans
+
+
+def _acceptable(body: str, fmt: TokenFormat) -> bool:
+    if "[REDACTED:" in body or _placeholder_body(body):
+        return False
+    return not fmt.needs_digit or any(c.isdigit() for c in body)
+
+
+# ---- blocks ----------------------------------------------------------------------------------------
+
+# A BEGIN without an END still hides the rest of the text: a truncated key is still a key.
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+                  r".*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
+# A PuTTY key file's private part: the base64 lines after `Private-Lines: N`, and the MAC after them.
+_PUTTY = re.compile(r"Private-Lines:[ \t]{0,4}\d{1,4}\r?\n(?P<s>(?:[ \t]{0,16}[A-Za-z0-9+/=]{1,128}(?:\r?\n|\Z)){1,256}"
+                    r"(?:[ \t]{0,16}Private-MAC:[ \t]{0,4}[0-9a-fA-F]{1,128})?)")
+
+
+def _block_spans(text: str) -> Spans:
+    return ([(m.start(), m.end(), "private_key") for m in _PEM.finditer(text)]
+            + [(m.start("s"), m.end("s"), "private_key") for m in _PUTTY.finditer(text)])
+
+
+# ---- context rules -----------------------------------------------------------------------------------
 
 _SEP = r"[ \t]{0,8}(?::=|=>|==|[:=])[ \t]{0,8}"  # `\s` would let an empty `password=` eat the next line
-_B64URL = "[A-Za-z0-9_-]"
-
-# (name, pattern, trigger substrings, runs on lower-cased text). Order matters: whole blocks and strongly
-# shaped tokens go first, so the context rules (Bearer, URLs, key=value) later see `[REDACTED:...]` and
-# skip it instead of double counting; none of their secret classes may start with `[`.
-_RULES: list[tuple[str, re.Pattern[str], tuple[str, ...], bool]] = [
-    # A BEGIN without an END still hides the rest of the text: a truncated key is still a key.
-    ("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r".*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S),
-     ("-----BEGIN",), False),
-    # JWT before the vendor tokens: a signature segment could otherwise contain something `sk-`-shaped.
-    ("jwt", re.compile(
-        rf"eyJ(?<![A-Za-z0-9_-]eyJ){_B64URL}{{8,8192}}\.{_B64URL}{{8,65536}}\.{_B64URL}{{16,8192}}"),
-     ("eyJ",), False),
-    ("github_token", re.compile(
-        r"g(?<![A-Za-z0-9]g)(?:h[pousr]_[A-Za-z0-9]{36,255}|ithub_pat_[A-Za-z0-9_]{22,255})"),
-     ("_",), False),
-    ("gitlab_token", re.compile(
-        rf"gl(?<![A-Za-z0-9]gl)(?:pat|dt|rt|ptt)-{_B64URL}{{20,255}}(?:\.{_B64URL}{{1,64}}){{0,2}}"),
-     ("gl",), False),
-    # Anthropic first: its keys also start with `sk-`. `task-sk-...` is a word, hence `-` in the look-behinds.
-    ("anthropic_key", re.compile(rf"sk-(?<![A-Za-z0-9_-]sk-)ant-{_B64URL}{{20,512}}"), ("sk-ant-",), False),
-    # Requiring a digit keeps hyphenated words like `sk-learn-compatible-estimator` out.
-    ("openai_key", re.compile(
-        rf"sk-(?<![A-Za-z0-9_-]sk-)(?:proj-|svcacct-|admin-)?(?=[A-Za-z_-]{{0,512}}[0-9]){_B64URL}{{20,512}}"),
-     ("sk-",), False),
-    # Publishable `pk_` keys are public by design; only secret and restricted keys are redacted.
-    ("stripe_key", re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{10,255}"),
-     ("k_live_", "k_test_"), False),
-    ("stripe_webhook_secret", re.compile(r"(?<![A-Za-z0-9])whsec_[A-Za-z0-9+/=]{20,255}"), ("whsec_",), False),
-    ("slack_webhook", re.compile(
-        r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{8,512})"),
-     ("hooks.slack.com",), False),
-    ("slack_token", re.compile(r"(?<![A-Za-z0-9])(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,255}"),
-     ("xox", "xapp-"), False),
-    # Key ids are always upper case, so this rule stays case-sensitive and the literal `A` prefix is cheap.
-    ("aws_access_key_id", re.compile(
-        r"A(?<![A-Z0-9]A)(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)[A-Z0-9]{16}(?![A-Z0-9])"),
-     ("A",), False),
-    # A bare 40-char base64 string is indistinguishable from a git sha or a hash: only assignments count.
-    ("aws_secret_access_key", re.compile(
-        r"(?:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key)[\"']?" + _SEP
-        + r"[\"']?(?P<s>[a-z0-9/+]{40})(?![a-z0-9/+=])"),
-     ("secret",), True),
-    # Prose ("bearer instruments") has no digit and is short; real tokens have a digit or are long.
-    ("bearer_token", re.compile(
-        r"bearer(?<!\wbearer)[ \t]+(?P<s>(?:(?=[a-z._~+/-]{0,4096}[0-9])[a-z0-9._~+/-]{7,4096}"
-        r"|[a-z0-9._~+/-]{19,4096})[a-z0-9_~+/-]={0,2})"),
-     ("bearer",), True),
-    ("basic_auth", re.compile(r"authorization" + _SEP + r"[\"']?basic[ \t]+(?P<s>[a-z0-9+/]{8,4096}={0,2})"),
-     ("basic",), True),
-    # Anchored on `://`, so any scheme and the user stay readable. `@` may appear inside the password since
-    # people paste unencoded ones; the greedy class then ends it at the last `@` before the host.
-    ("url_password", re.compile(r"://[^\s:/@\[\]\"'<>`]{0,256}:(?P<s>[^\s/\[\]?#\"'<>`]{1,1024})(?=@)"),
-     ("://",), False),
-]
-
-# key = value secrets. The key must END with a sensitive word so identifiers like `password_field` or
-# `token_count` are left alone; `pass`/`pwd` need a word start so `compass=` and `OLDPWD=` are not keys.
+# A quoted value, with Python's string prefixes (`b'...'`, `f"..."`).
+_QUOTED = r"(?:[bfru]{1,2})?(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,4096})\"|'(?P<sq>(?:[^'\\\n]|\\.){1,4096})')"
+# key = value. The key must END with a sensitive word so `password_field` or `token_count` are left alone.
 # `['password'] =` (PHP, dict keys) needs the quote before `]`, so a `[REDACTED:password]` marker never
-# looks like a key. The alternation is kept flat: nested optional groups made sre's no-match scan ~2x slower.
+# looks like a key. One flat group of words keeps sre's first-character scan; which word matched is
+# looked up afterwards, on the few matches.
+_KEY_END = sorted({w.word for w in KEY_WORDS}, key=len, reverse=True)
 _ASSIGN = re.compile(
-    r"(?P<key>password|passwd|passphrase|pass(?<![a-z0-9]pass)|pwd(?<![a-z0-9]pwd)|secret[_.-]?key|secret"
-    r"|private[_.-]?key|access[_.-]?key|api[_.-]?key|token)(?:[\"']\]?)?" + _SEP
-    + r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,4096})\"|'(?P<sq>(?:[^'\\\n]|\\.){1,4096})'|[\"']?(?P<uq>[^\s\"'`,;&<>]+))")
-_ASSIGN_TRIGGERS = ("pass", "pwd", "secret", "key", "token")
-# Values that are obviously not a secret: empty-ish literals, env/template references, masks.
-_PLACEHOLDER = re.compile(
-    r"none|null|nil|true|false|undefined|\**|\$\{?[a-z_]\w*\}?|\{\{[^}]*\}\}|%s|\?|<[^>]*>", re.I)
-_LOWER_WORD = re.compile(r"[a-z-]*")
+    "(?P<key>" + "|".join(_KEY_END) + r")(?:[\"']\]?)?" + _SEP
+    + rf"(?:{_QUOTED}|[\"']?(?P<uq>[^\s\"'`,;&<>]+))")
+# The default after a type annotation: `token: str | None = "..."`.
+_DEFAULT = re.compile(r"[^=\n,;()]{0,64}?=[ \t]{0,8}" + _QUOTED)
+_KEY_PATTERNS = [(re.compile(w.word), re.compile(rf"(?:{w.pattern})\Z"), w) for w in KEY_WORDS]
+_ASSIGN_TRIGGER = re.compile(r"p(?:ass|w|at)|secret|key|token|auth|cred|sig")
+
+# Authorization headers: the scheme decides the name; no scheme means the value itself is the credential.
+_BASIC_VALUE = re.compile(r"[A-Za-z0-9+/]{8,4096}={0,2}")
+_AUTHORIZATION = re.compile(r"authorization[\"']?" + _SEP + r"[\"']?(?:(?P<scheme>[a-z][a-z0-9-]{1,20})[ \t]+)?"
+                            r"(?P<s>[a-z0-9._~+/:-]{1,4096}={0,2})")
+# `bearer <token>` anywhere: prose ("bearer instruments") has no digit and is short; tokens have a digit
+# or are long.
+_BEARER = re.compile(r"bearer(?<!\wbearer)[ \t]+(?P<s>(?:(?=[a-z._~+/-]{0,4096}[0-9])[a-z0-9._~+/-]{7,4096}"
+                     r"|[a-z0-9._~+/-]{19,4096})[a-z0-9_~+/-]={0,2})")
+# Anchored on `://`, so any scheme and the user stay readable. `@` may appear inside the password since
+# people paste unencoded ones; the greedy class then ends it at the last `@` before the host. A userinfo
+# without a password is a credential only when it looks generated (`https://<token>@github.com`).
+_USERINFO = re.compile(r"://(?P<user>[^\s:/@\[\]\"'<>`]{1,256})(?::(?P<pw>[^\s/\[\]?#\"'<>`]{1,1024}))?(?=@)"
+                       r"|://:(?P<pw0>[^\s/\[\]?#\"'<>`]{1,1024})(?=@)")
+# `<add key="ClearTextPassword" value="..." />` (NuGet, .NET config).
+_XML_VALUE = re.compile(r"key=[\"'][a-z0-9_.:-]{0,64}(?P<w>password|secret|token|apikey|api_key)[\"'][ \t]{1,8}"
+                        r"value=[\"'](?P<s>[^\"'\n]{1,1024})[\"']")
+# `--password hunter2`, `--api-key X` (`--password=X` is an assignment); curl's `-u user:password`.
+# A Python argv list (`['--password', 'x']`) in a CalledProcessError counts too.
+_FLAG = re.compile(r"[ \t\"']--(?:[a-z0-9]{1,20}-){0,4}(?P<w>password|passwd|token|secret|api-key|apikey|key)"
+                   rf"(?:[ \t]+|[\"'],[ \t]{{0,4}})(?:{_QUOTED}|(?P<uq>[^\s\"'`;|&<>-][^\s\"'`;|&<>]{{0,1023}}))")
+_CURL_USER = re.compile(r"[ \t](?:-u|--user)[ \t=]{1,4}[\"']?[^\s:\"'@]{1,256}:(?P<s>[^\s\"']{1,1024})")
 
 
-def _assign_kind(key: str, value: str, loose: bool) -> str | None:
-    """Name of the secret behind lower-case `key`, or None when `value` is clearly not one."""
-    if _PLACEHOLDER.fullmatch(value):
-        return None
-    if key.startswith(("pass", "pwd")):
-        # `PWD=/home/me` in an env dump is a directory, not a password.
-        return None if key == "pwd" and value.startswith(("/", "~")) else "password"
-    # "token: indistinguishable" is prose; a bare colon plus a short or single lower-case word is not a
-    # machine secret. `=` or quotes mean code or config, where everything counts.
-    if loose and (len(value) < 8 or _LOWER_WORD.fullmatch(value)):
-        return None
-    return "token" if key == "token" else "api_key" if key.startswith("api") else "secret"
+def _value_group(m: re.Match[str]) -> str:
+    return next(group for group in ("dq", "sq", "uq") if m.group(group) is not None)
 
 
-def _redact(
-    text: str, subject: str, pattern: re.Pattern[str], name: str | None, kinds: set[str]
-) -> tuple[str, int]:
-    """Replace the secret part of each match of `pattern` in `subject` (`text` or its lower-case twin)."""
+@lru_cache(maxsize=64)
+def _key_candidates(word: str) -> tuple[tuple[re.Pattern[str], KeyWord], ...]:
+    """The KEY_WORDS, in order, whose last word is `word` (`key` has seven)."""
+    return tuple((pattern, key) for last, pattern, key in _KEY_PATTERNS if last.fullmatch(word))
+
+
+def _key_word(low: str, m: re.Match[str]) -> KeyWord | None:
+    """The key word that the key ending at the match is, if any (`api_key`, not `sort_key`)."""
+    end = m.end("key")
+    for pattern, key in _key_candidates(m["key"]):
+        if pattern.search(low, max(0, end - 48), end):
+            return key
+    return None
+
+
+def _assignment_spans(text: str, low: str) -> Spans:
+    spans = []
+    for m in _ASSIGN.finditer(low):
+        word = _key_word(low, m)
+        if word is None:
+            continue
+        group = _value_group(m)
+        start, end = m.span(group)
+        separator = low[m.end("key"):start]
+        if word.equals_only and "=" not in separator:
+            continue
+        loose = group == "uq" and "=" not in separator
+        if values.secret(text[start:end], word.tier, quoted=group != "uq", loose=loose, compared="==" in separator,
+                         after=text[end:end + 40]):
+            spans.append((start, end, word.kind))
+        elif loose and (default := _DEFAULT.match(low, end)):  # `api_key: str = "..."`: the default is a value
+            group = _value_group(default)
+            start, end = default.span(group)
+            if values.secret(text[start:end], word.tier, quoted=True):
+                spans.append((start, end, word.kind))
+    return spans
+
+
+def _authorization_spans(text: str, low: str) -> Spans:
+    spans = []
+    for m in _AUTHORIZATION.finditer(low):
+        scheme, value, after = m["scheme"], text[m.start("s"):m.end("s")], text[m.end("s"):m.end("s") + 3]
+        if scheme == "basic":
+            ok = _BASIC_VALUE.fullmatch(value) is not None
+        elif scheme in AUTH_SCHEMES:  # `Token token=...` is an assignment: that rule reads it
+            ok = "=" not in value.rstrip("=") and values.token_like(value) and not values.placeholder(value, after)
+        else:  # no scheme: the value itself is the credential; an unknown scheme (Digest) has parameters
+            ok = scheme is None and value.lower() not in AUTH_SCHEMES and values.generated(value)
+        if ok:
+            spans.append((m.start("s"), m.end("s"), AUTH_SCHEMES.get(scheme or "", "authorization")))
+    return spans
+
+
+def _bearer_spans(text: str, low: str) -> Spans:
+    return [(m.start("s"), m.end("s"), "bearer_token") for m in _BEARER.finditer(low)
+            if not values.placeholder(text[m.start("s"):m.end("s")], text[m.end("s"):m.end("s") + 3])]
+
+
+def _userinfo_spans(text: str, low: str) -> Spans:
+    spans = []
+    for m in _USERINFO.finditer(text):
+        group = "pw" if m.group("pw") is not None else "pw0" if m.group("pw0") is not None else None
+        if group and values.secret(m[group], "password", quoted=True):
+            spans.append((m.start(group), m.end(group), "url_password"))
+        elif group is None and low.endswith(("http", "https"), 0, m.start()) and values.generated(m["user"]):
+            spans.append((m.start("user"), m.end("user"), "url_token"))  # `ssh://<job id>@host` is a user
+    return spans
+
+
+def _xml_value_spans(text: str, low: str) -> Spans:
+    return [(m.start("s"), m.end("s"), "password" if m["w"] == "password" else "secret")
+            for m in _XML_VALUE.finditer(low) if values.secret(text[m.start("s"):m.end("s")], "password", quoted=True)]
+
+
+def _flag_spans(text: str, low: str) -> Spans:
+    spans = []
+    for m in _FLAG.finditer(low):
+        group = _value_group(m)
+        start, end = m.span(group)
+        if text.startswith("-", start):
+            continue  # the next flag
+        tier = "password" if m["w"].startswith("pass") else "strong"
+        if values.secret(text[start:end], tier, quoted=group != "uq", loose=group == "uq", after=text[end:end + 40]):
+            spans.append((start, end, "password" if tier == "password" else "token"))
+    return spans
+
+
+def _curl_user_spans(text: str, low: str) -> Spans:
+    return [(m.start("s"), m.end("s"), "password") for m in _CURL_USER.finditer(text)
+            if values.secret(m["s"], "password", quoted=True)]
+
+
+# Each context rule runs only when its trigger occurs in the lower-cased text.
+_CONTEXT_RULES = (("authorization", _authorization_spans), ("bearer", _bearer_spans), ("://", _userinfo_spans),
+                  ("value=", _xml_value_spans), ("--", _flag_spans), ("curl", _curl_user_spans))
+
+
+# ---- assembly --------------------------------------------------------------------------------------
+
+def _apply(text: str, spans: Spans, kinds: set[str]) -> tuple[str, int]:
+    """Replace non-overlapping spans (the earliest, then the longest, wins) by markers."""
+    if not spans:
+        return text, 0
     parts: list[str] = []
     last = count = 0
-    for m in pattern.finditer(subject):
-        group = m.lastgroup  # the secret group always closes last; None means the whole match is secret
-        start, end = m.span(group) if group else m.span()
-        secret = text[start:end]
-        kind = name
-        if name is None:
-            if "[REDACTED:" in secret:
-                continue
-            loose = group == "uq" and "=" not in subject[m.end("key"):start]
-            kind = _assign_kind(m["key"], secret, loose)
-            if kind is None:
-                continue
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if start < last or start == end:
+            continue
         parts += (text[last:start], "[REDACTED:", kind, "]")
         last = end
         count += 1
         kinds.add(kind)
-    if not count:
-        return text, 0
     parts.append(text[last:])
     return "".join(parts), count
 
@@ -151,28 +363,22 @@ def _lower(text: str) -> str:
 
 
 def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
+    # Whole blocks, then shaped tokens, then context: each stage sees the markers of the one before and
+    # skips them, so a token inside `password=...` or a JWT after `Bearer` is counted once, by its family.
+    # Substring checks gate every stage: almost every text fails them all.
+    found = 0
+    if "-----BEGIN" in text or "Private-Lines:" in text:
+        text, found = _apply(text, _block_spans(text), kinds)
+    spans = _token_spans(text)
+    if spans:
+        text, n = _apply(text, spans, kinds)
+        found += n
     low = _lower(text)
-    # Decided up front: the markers added below contain "password", "token"... but never a key=value.
-    assignments = ("=" in text or ":" in text) and any(t in low for t in _ASSIGN_TRIGGERS)
-    total = 0
-    for name, pattern, triggers, on_low in _RULES:
-        haystack = low if on_low else text
-        # Substring checks are far cheaper than a regex scan, and almost every text fails all of them.
-        for trigger in triggers:
-            if trigger in haystack:
-                break
-        else:
-            continue
-        if pattern.search(haystack) is None:  # the common miss skips the Python-level finditer loop
-            continue
-        text, n = _redact(text, haystack, pattern, name, kinds)
-        if n:
-            total += n
-            low = _lower(text)
-    if assignments:
-        text, n = _redact(text, low, _ASSIGN, None, kinds)
-        total += n
-    return text, total
+    spans = [span for trigger, rule in _CONTEXT_RULES if trigger in low for span in rule(text, low)]
+    if ("=" in text or ":" in text) and _ASSIGN_TRIGGER.search(low):
+        spans += _assignment_spans(text, low)
+    text, n = _apply(text, spans, kinds)
+    return text, found + n
 
 
 def sanitise(text: str) -> Sanitised:
@@ -180,7 +386,7 @@ def sanitise(text: str) -> Sanitised:
     kinds: set[str] = set()
     total = 0
     # Repeat until nothing fires: a redaction can remove the character that kept an earlier rule's
-    # look-behind from matching (`AKIA...EXAMPLEghp_...`), and idempotence must hold by construction.
+    # boundary from matching (`AKIA...EXAMPLEghp_...`), and idempotence must hold by construction.
     # Terminates because every redaction removes characters that lie outside any marker.
     while True:
         text, n = _one_pass(text, kinds)

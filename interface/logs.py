@@ -27,21 +27,31 @@ _WHOLE = frozenset({"exception"})
 """Fields kept whole (still redacted): the formatted traceback."""
 
 
-def _scrubbed(value: Any, cap: bool) -> Any:
+def _redacted(key: str, text: str) -> str:
+    """`text` redacted as the value of `key` (a field named `password` makes its value one, as
+    `password=...` would in a memory), or on its own when the key is not a plain word."""
+    if key.isidentifier():
+        keyed = sanitise(f"{key}={text}").text
+        if keyed.startswith(f"{key}="):
+            return keyed[len(key) + 1:]
+    return sanitise(text).text
+
+
+def _scrubbed(key: str, value: Any, cap: bool) -> Any:
     if isinstance(value, str):
-        text = sanitise(value).text
+        text = _redacted(key, value)
         if cap and len(text) > MAX_FIELD_CHARS:
             text = f"{text[:MAX_FIELD_CHARS]}... [{len(text) - MAX_FIELD_CHARS} more characters not logged]"
         return text
     if isinstance(value, bytes):
-        return _scrubbed(value.decode("utf-8", "replace"), cap)
+        return _scrubbed(key, value.decode("utf-8", "replace"), cap)
     if isinstance(value, dict):
-        return {k: _scrubbed(v, cap) for k, v in value.items()}
+        return {k: _scrubbed(str(k), v, cap) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_scrubbed(v, cap) for v in value]
+        return [_scrubbed(key, v, cap) for v in value]
     if isinstance(value, (int, float, bool)) or value is None:
         return value
-    return _scrubbed(repr(value), cap)
+    return _scrubbed(key, repr(value), cap)
 
 
 def scrub(logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
@@ -49,7 +59,7 @@ def scrub(logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDic
     for key, value in event_dict.items():
         if key.startswith("_"):  # structlog's own bookkeeping (the stdlib record)
             continue
-        event_dict[key] = _scrubbed(value, cap=key not in _WHOLE)
+        event_dict[key] = _scrubbed(key, value, cap=key not in _WHOLE)
     return event_dict
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from domain.sanitise import MARKER
 from domain.visibility import sql_clause
 from projections.fts import STOPWORDS, FTSProjection
 from projections.snapshot import SnapshotProjection
@@ -42,7 +43,8 @@ class Topic:
 
 
 def _words(text: str) -> set[str]:
-    return {w.strip(".-") for w in _WORD.findall(text.lower())} - STOPWORDS - _GENERIC
+    # A `[REDACTED:github_token]` marker stands for a secret, not for what the memory is about.
+    return {w.strip(".-") for w in _WORD.findall(MARKER.sub(" ", text).lower())} - STOPWORDS - _GENERIC
 
 
 def _normalise(docs: list[set[str]]) -> list[set[str]]:

@@ -45,7 +45,8 @@ def test_own_lines_are_scrubbed_and_tracebacks_have_no_locals(fmt: str) -> None:
         try:
             _fail_holding_a_request_body()
         except ValueError as exc:
-            log.error("internal_error", detail=str(exc), body=f"password={SECRET}", payload="x" * 5000, exc_info=True)
+            log.error("internal_error", detail=str(exc), body=f"password={SECRET}", payload="x" * 5000,
+                      password=SECRET, headers={"authorization": f"Bearer {SECRET}"}, exc_info=True)
     out = stderr.getvalue()
     assert SECRET not in out and TOKEN not in out
     assert "[REDACTED:" in out and "internal_error" in out
