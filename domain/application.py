@@ -325,7 +325,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 "write", cmd.repo_id))
             session.changed(into)
             return WriteOutcome(into.memory_id, "reinforced", cmd.kind, cmd.scope, into.status, redactions,
-                                merged=NearDuplicate(into.memory_id, near.similarity), duplicate_id=str(mid))
+                                duplicate_id=str(mid), similarity=near.similarity)
 
         written = Memory.written(
             id=mid,

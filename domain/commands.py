@@ -60,10 +60,10 @@ class WriteOutcome:
     status: str
     redactions: int
     position: int | None = None
-    merged: NearDuplicate | None = None
-    """Set when the write reinforced a near-duplicate: memory_id is then that memory's, and this
-    names the id the write itself would have had (`duplicate_id`) with the similarity."""
     duplicate_id: str | None = None
+    """Set when the write reinforced a near-duplicate (memory_id is then that memory's): the id the
+    write itself would have had; `similarity` is how close the two are."""
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)

@@ -443,8 +443,8 @@ def _merge_candidate(cmd: NewMemory, clean: CleanWrite, similar: list[Similar]) 
 def write_response(outcome: WriteOutcome, similar: list[Similar] | None = None) -> WriteResponse:
     shown = [SimilarMemory(memory_id=s.memory_id, kind=s.kind, scope=s.scope, status=s.status, similarity=s.similarity,
                            text=short(s.text)) for s in (similar or [])[:SIMILAR_SHOWN]]
-    merged = Merged(duplicate_id=outcome.duplicate_id, similarity=outcome.merged.similarity) \
-        if outcome.merged is not None and outcome.duplicate_id is not None else None
+    merged = None if outcome.duplicate_id is None or outcome.similarity is None else \
+        Merged(duplicate_id=outcome.duplicate_id, similarity=outcome.similarity)
     return WriteResponse(
         similar=shown,
         similarity_checked=similar is not None,
