@@ -308,7 +308,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
         if clean.anchors and cmd.scope != "repo":
-            raise InvalidInput("anchors_on_global_memory", "memory.anchors",
+            raise InvalidInput("anchors_on_global_memory", "anchors",
                                "anchors name files of one repo's working tree; a global memory holds beyond any one "
                                "repo: write it with scope 'repo', or leave the anchors out")
 

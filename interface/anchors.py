@@ -45,7 +45,7 @@ def git_head(root: Path) -> str | None:
     return head if done.returncode == 0 and head else None
 
 
-def resolve(anchors: Sequence[AnchorIn], root_text: str | None, base: str = "memory.anchors") -> tuple[Anchor, ...]:
+def resolve(anchors: Sequence[AnchorIn], root_text: str | None, base: str = "anchors") -> tuple[Anchor, ...]:
     """A write's anchors with their fingerprints: as given, or computed from the file under the
     workspace root (the symbol's or lines' text, and the whole file's), with the root's HEAD as the
     commit when none is given."""

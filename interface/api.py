@@ -410,7 +410,7 @@ def to_read_query(request: ReadRequest) -> ReadQuery:
 def to_new_memory(request: WriteRequest) -> NewMemory:
     memory = request.memory
     return NewMemory(
-        anchors=anchoring.resolve(memory.anchors, request.workspace.root if request.workspace else None),
+        anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None),
         repo_id=request.repo_id,
         text=memory.text,
         kind=memory.kind,

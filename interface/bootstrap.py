@@ -266,6 +266,11 @@ def _log_env(values: dict[str, str]) -> dict[str, str]:
 
 
 def _open_postgres_log(settings: Settings) -> MemoryLog:
+    try:
+        import psycopg  # noqa: F401 - the driver is an optional dependency
+    except ImportError:
+        raise InvalidInput("postgres_not_installed", "event_store",
+                           "the PostgreSQL event log needs its driver: pip install 'strata-recall[postgres]'") from None
     password = settings.postgres_password.get_secret_value() if settings.postgres_password else ""
     env = _log_env({
         "PERSISTENCE_MODULE": "domain.persistence:StrataPostgresFactory",

@@ -385,14 +385,19 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 @app.command()
 def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
     """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
-    read them back as a new session would; update utility; show the result.
+    read them back as a new session would; update utility; show the result. It uses a temporary store,
+    deleted afterwards, unless --data-dir, STRATA_DATA_DIR or the config file names one.
 
-    Example: strata --data-dir /tmp/strata demo
+    Example: strata demo   |   strata --data-dir /tmp/strata demo
     """
-    from interface.demo import run_demo
+    from interface.demo import names_a_data_dir, run_demo, temporary_store
 
-    with _session(ctx) as strata:
-        run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
+    opts: Options = ctx.obj
+    with temporary_store(None if names_a_data_dir(opts.config, opts.data_dir) else sys.stdout) as scratch:
+        if scratch is not None:
+            ctx.obj = Options(scratch, opts.config, opts.json_output)
+        with _session(ctx) as strata:
+            run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
 
 
 RUNNER_RESTART_S = 2.0
@@ -649,6 +654,61 @@ def fingerprint(
     except StrataError as exc:
         raise _fail(ctx.obj, exc) from None
     _emit(ctx.obj, result, lambda v: v["fingerprint"])
+
+
+@app.command("init")
+def init_client(
+    ctx: typer.Context,
+    client: str = typer.Argument(..., help="claude-code, codex, cursor or vscode."),
+    http: Optional[str] = typer.Option(None, "--http", metavar="URL",
+                                       help="Connect to a running `strata serve` at URL (e.g. http://127.0.0.1:7411/mcp) instead of starting `strata mcp`."),
+    hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, cursor)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as a diff; write nothing."),
+    repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="The repository [default: the git root of the current directory]."),
+    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="The repo id memories are filed under [default: the origin remote's owner/name, else the folder name]."),
+    command: Optional[str] = typer.Option(None, "--command", help="How the client starts Strata [default: this installation's strata]."),
+) -> None:
+    """Connect an agent client: write or merge its MCP configuration, append the session protocol to its
+    instructions file between markers, and with --hooks install the lifecycle hooks. Idempotent; never
+    touches unrelated settings; refuses a malformed file and writes nothing then.
+
+    Example: strata init claude-code --hooks --dry-run
+    """
+    from interface import clients
+
+    opts: Options = ctx.obj
+    data_dir = opts.data_dir or (Path(os.environ["STRATA_DATA_DIR"]) if os.environ.get("STRATA_DATA_DIR") else None)
+    try:
+        result = clients.init(client, root=repo_root or Path.cwd(), repo_id=repo_id, http_url=http, hooks=hooks,
+                              dry_run=dry_run, command=command, data_dir=data_dir)
+    except StrataError as exc:
+        raise _fail(opts, exc) from None
+
+    def human(r: dict[str, Any]) -> str:
+        lines = [f"{f['action']}: {f['path']}" for f in r["files"]]
+        head = f"{r['client']} (repo_id {r['repo_id']})" + (" -- dry run, nothing written" if r["dry_run"] else "")
+        return "\n".join([head, *lines] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
+
+    _emit(opts, result, human)
+
+
+@app.command("hook")
+def hook(
+    ctx: typer.Context,
+    event: str = typer.Argument(..., help="session-start, stop or pre-compact."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="The repo id [default: derived from the payload's cwd]."),
+) -> None:
+    """A lifecycle hook for agent clients (installed by `strata init CLIENT --hooks`): reads the client's
+    JSON payload on stdin and prints its reply. session-start: the repo's memory index as context; stop,
+    pre-compact: remind the agent once to write what it learned and rate its reads. Always exits 0.
+
+    Example: strata hook session-start < payload.json   (payload: {"session_id": "s1", "cwd": "."})
+    """
+    from interface import hooks
+
+    opts: Options = ctx.obj
+    hooks.run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, config=opts.config,
+              data_dir=opts.data_dir, repo_id=repo)
 
 
 review_app = typer.Typer(help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).",

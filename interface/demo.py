@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import IO
 
 from domain.application import MemoryLog
+from domain.errors import StrataError
 from interface import render
 from interface.api import CommandAPI
+from interface.settings import default_data_dir, load_settings
 from interface.views import event_record, memory_state
+
+
+def names_a_data_dir(config: Path | None, data_dir: Path | None) -> bool:
+    """Whether the user named a data directory (--data-dir, STRATA_DATA_DIR or the config file): the demo
+    then writes there; otherwise into a temporary store, so trying Strata leaves nothing behind."""
+    if data_dir is not None:
+        return True
+    try:
+        return load_settings(config).data_dir != default_data_dir()
+    except StrataError:  # a broken config: the demo's session reports it as for any command
+        return True
+
+
+@contextmanager
+def temporary_store(out: IO[str] | None) -> Iterator[Path | None]:
+    """A temporary data directory, removed afterwards (None when `out` is None: no store is needed)."""
+    if out is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="strata-demo-") as folder:
+        out.write(f"(a temporary store in {folder}, deleted when the demo ends; "
+                  "`strata --data-dir DIR demo` keeps one)\n\n")
+        yield Path(folder)
 
 
 def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str],

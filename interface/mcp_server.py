@@ -32,18 +32,13 @@ out interleaved transactions on the shared ledger connection.
 
 from __future__ import annotations
 
-import io
-import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 import orjson
 import structlog
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
@@ -58,43 +53,26 @@ from pydantic import BaseModel
 from domain.errors import Conflict, StrataError
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from interface import stdio_wire, tool_schema
 from interface.consistency import PositionWaiters, TrackedPositions
 from interface.logs import route_stdlib_logging
-from interface.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL, Operation
+from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
+    INDEX_URI,
+    INSTRUCTIONS,
+    PROMPT_NAME,
+    PROTOCOL_URI,
+    SERVER_DESCRIPTION,
+    SERVER_NAME,
+    SERVER_TITLE,
+    Wire,
+    version,
+)
 from projections import store
 from projections.store import ProjectionBusy
 from schemas.errors import ErrorDetail, ErrorResponse
 
 log = structlog.get_logger("strata.mcp")
-
-SERVER_NAME = "strata"
-PROTOCOL_URI = "strata://protocol"
-INDEX_URI = "strata://index/{+repo_id}"  # {+...}: repo ids such as acme/api contain slashes
-PROMPT_NAME = "session_protocol"
-
-INSTRUCTIONS = f"""\
-Strata is long-term memory for coding work: what earlier sessions learned about this repo (problems,
-solutions, failed tactics, facts, preferences, changes). Memories are hypotheses, not orders: the code,
-tests and output in front of you are the truth.
-- Session start: `memory_index` for the repo (what its memory holds).
-- A problem starts: `read` it in your own words (mode "targeted"); keep the read_id.
-- End of a piece of work: `write` the problem, what worked (solution), what failed (failed_tactic), and
-  code changes that make older memories stale (change); then `feedback` once, citing the read_ids, for
-  the memories you actually used. `update` a memory's truth with evidence when the code contradicts it;
-  `forget` only what must never be recalled again.
-The full protocol is the prompt `{PROMPT_NAME}` and the resource {PROTOCOL_URI}; a repo's index is also
-the resource strata://index/<repo_id>.
-"""
-
-
-def version() -> str:
-    try:
-        from importlib.metadata import version as dist_version
-
-        return dist_version("strata-memory")
-    except Exception:  # not installed as a distribution (running from a checkout)
-        return "0.0.0"
-
 
 # --- shared by both transports ----------------------------------------------------------------------
 
@@ -148,8 +126,10 @@ class Background:
     """The projection runner and the scheduler of a serving process (`strata mcp`, `strata serve`), on a
     Strata of their own that shares the embedding model with the request side (see the module docstring).
 
-    `prepare()` does everything that can fail (opening projections, loading the model, taking the
-    follower locks) before anything is served; `start()` and `stop()` only start and stop threads."""
+    `prepare()` does what can refuse a start (opening projections, taking the follower locks) before
+    anything is served; `start()` and `stop()` only start and stop threads. `strata mcp` starts fast: its
+    embedding model loads on a thread of its own from `start()` (~1 s), a read that comes first waits for
+    it, a write never does (its vectors are the runner's work). `strata serve` loads it in `prepare()`."""
 
     RESTART_PAUSE_S = 1.0
     LEADER_POLL_S = 1.0
@@ -161,12 +141,19 @@ class Background:
         self.thread: threading.Thread | None = None
         self.scheduler: Any = None
         self.leading = False
+        self.model_ready = threading.Event()
+        self.loading: threading.Thread | None = None
         self.runner: Any = None
         """The runner while this process leads (its in-memory errors feed /healthz)."""
 
-    def prepare(self) -> None:
-        self.strata.projections(PROJECTIONS)  # the request side's connections; loads the embedder object
-        self.strata.warm_up()  # the model loads now, not on the first read
+    def prepare(self, load_model: bool = True) -> None:
+        """With `load_model` False (stdio's fast start) the model loads on a thread from start(); a
+        long-running server loads it here, so that its first reads and consistency waits never wait
+        for it."""
+        self.strata.projections(PROJECTIONS)  # the request side's connections; builds the embedder (unloaded)
+        if load_model:
+            self.strata.warm_up()  # a model that cannot load refuses the start, as before
+            self.model_ready.set()
         self.workers = build(self.strata.settings, embedder=self.strata.embedder)
         for name in PROJECTIONS:
             try:
@@ -179,10 +166,23 @@ class Background:
     def start(self) -> None:
         assert self.workers is not None, "prepare() first"
         self.stop_event.clear()
+        if not self.model_ready.is_set():
+            self.loading = threading.Thread(target=self._warm_up, name="strata-model", daemon=True)
+            self.loading.start()
         self.thread = threading.Thread(target=self._follow, name="strata-runner", daemon=True)
         self.thread.start()
         self.scheduler.start()
         log.info("background_started", projections=list(FOLLOWERS))
+
+    def _warm_up(self) -> None:
+        started = time.perf_counter()
+        try:
+            self.strata.warm_up()
+            log.info("model_loaded", s=round(time.perf_counter() - started, 3))
+        except Exception as exc:  # reads will report it; the log says why now
+            log.error("model_load_failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.model_ready.set()
 
     def _follow(self) -> None:
         """Run the projections while this process leads. Several serving processes on one data
@@ -227,8 +227,8 @@ class Background:
         return self.thread is not None and self.thread.is_alive()
 
     def stop(self) -> None:
-        """Finish the batch in hand, stop the scheduler (waiting for a running job), and return.
-        Idempotent."""
+        """Finish the batch in hand, stop the scheduler (waiting for a running job), let a model load
+        under way finish, and return. Idempotent."""
         self.stop_event.set()
         if self.thread is not None:
             self.thread.join(timeout=60)
@@ -236,6 +236,9 @@ class Background:
             log.info("background_stopped")
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        if self.loading is not None:  # never exit while onnxruntime builds its session: it aborts the process
+            self.loading.join(timeout=120)
+            self.loading = None
 
     def close(self) -> None:
         if self.workers is not None:
@@ -277,8 +280,7 @@ def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dic
 
 
 def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
-    input_schema = op.request.model_json_schema()
-    output_schema = op.response.model_json_schema(mode="serialization")
+    input_schema = tool_schema.input_schema(op.request, hidden=op.advanced)
 
     async def call(arguments: dict[str, Any]) -> CallToolResult:
         started = time.perf_counter()
@@ -299,11 +301,21 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         name=op.name,
         description=op.description,
         parameters=input_schema,
-        fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output_schema),
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase),  # no output schema: see interface/tool_schema.py
         is_async=True,
-        annotations=ToolAnnotations(read_only_hint=op.read_only, destructive_hint=op.destructive,
-                                    idempotent_hint=op.read_only or op.idempotent, open_world_hint=False),
+        annotations=tool_annotations(op),
     )
+
+
+def tool_annotations(op: Operation) -> ToolAnnotations:
+    """The hints clients act on (VS Code and others skip the confirmation of read-only tools; only a
+    destructive tool should make them ask), leaving out what the protocol's defaults already say
+    (readOnlyHint false, idempotentHint false), what it defines only for tools that change state
+    (destructiveHint, idempotentHint), and openWorldHint (no client we know acts on it): the tool
+    list is in every session's context."""
+    changes = not op.read_only
+    return ToolAnnotations(read_only_hint=op.read_only or None, destructive_hint=op.destructive if changes else None,
+                           idempotent_hint=(changes and op.idempotent) or None)
 
 
 def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MCPServer:
@@ -312,11 +324,11 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
     dispatcher = dispatcher or Dispatcher(strata.api())
     server: MCPServer = MCPServer(
         SERVER_NAME,
-        title="Strata memory",
-        description="Long-term memory for coding agents: recall what earlier sessions learned, record what this one did.",
+        title=SERVER_TITLE,
+        description=SERVER_DESCRIPTION,
         instructions=INSTRUCTIONS,
         version=version(),
-        tools=[_tool(op, dispatcher) for op in OPERATIONS.values()],
+        tools=[_tool(op, dispatcher) for op in AGENT_TOOLS.values()],
         log_level=strata.settings.log_level.upper(),  # type: ignore[arg-type]
     )
     index_op = OPERATIONS["memory_index"]
@@ -359,67 +371,69 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
 # --- stdio ------------------------------------------------------------------------------------------
 
 
-class _StdinLines:
-    """The protocol's input lines for `stdio_server`, read by a daemon thread.
+class _WireLines:
+    """The protocol's input lines for `stdio_server`, from the wire's queue (its daemon thread reads
+    stdin, so SIGTERM never waits for the client's next line: a blocked reader here is abandoned)."""
 
-    The SDK reads stdin on an anyio worker thread that cannot be cancelled while it blocks in read(),
-    so SIGTERM would wait until the client sent another line. Here a daemon thread reads and hands lines
-    to the event loop; cancelling the loop leaves it blocked harmlessly, and the process can exit."""
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
 
-    def __init__(self, fd: int) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[str](16)
-        self._token = anyio.lowlevel.current_token()
-        self._thread = threading.Thread(target=self._pump, args=(fd,), name="strata-stdin", daemon=True)
-        self._thread.start()
-
-    def _pump(self, fd: int) -> None:
+    def _next(self) -> str | None | bool:
         try:
-            with open(fd, "rb", closefd=False) as wire:
-                for raw in wire:
-                    anyio.from_thread.run(self._send.send, raw.decode("utf-8", "replace"), token=self._token)
-            anyio.from_thread.run_sync(self._send.close, token=self._token)  # EOF: the client is gone
-        except Exception:  # the loop is gone or the stream closed: nobody is listening any more
-            return
+            return self.wire.lines.get(timeout=stdio_wire.POLL_S)
+        except Exception:  # queue.Empty: nothing yet
+            return False
 
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._receive.__aiter__()
+    def __aiter__(self) -> _WireLines:
+        return self
 
-
-def _claim_stdio() -> tuple[int, int]:
-    """Move the protocol's stdin/stdout to private descriptors and point fds 0 and 1 at /dev/null and
-    stderr for the rest of the process, so nothing but protocol reaches the wire (a stray print, a
-    native library's chatter, an error printed after the session ended)."""
-    sys.stdout.flush()
-    wire_in, wire_out = _dup_private(0), _dup_private(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    return wire_in, wire_out
+    async def __anext__(self) -> str:
+        while True:
+            line = await anyio.to_thread.run_sync(self._next, abandon_on_cancel=True)
+            if line is None:  # end of input: the client is gone
+                raise StopAsyncIteration
+            if line is not False:
+                return line  # type: ignore[return-value]
 
 
-def _dup_private(fd: int) -> int:
-    try:
-        import fcntl
+class _WireOut:
+    """The protocol's output for `stdio_server`: whole lines onto the wire. The SDK's answer to an
+    `initialize` the wire already answered (stdio_wire's fast start) is compared and dropped."""
 
-        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    except ImportError:  # pragma: no cover - Windows
-        return os.dup(fd)
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+
+    async def write(self, text: str) -> None:
+        early = self.wire.early
+        if early is not None and '"result"' in text:
+            message = orjson.loads(text)
+            if message.get("id") == early[0] and "result" in message:
+                self.wire.early = None  # drop it, once
+                if message["result"] != early[1]:
+                    log.error("initialize_answer_differs", early=early[1], sdk=message["result"])
+                return
+        self.wire.write_line(text.rstrip("\n"))
+
+    async def flush(self) -> None:
+        return None
 
 
-async def _serve_stdio(server: MCPServer, wire_in: int, wire_out: int) -> None:
-    out = anyio.wrap_file(io.TextIOWrapper(open(wire_out, "wb", closefd=False), encoding="utf-8"))
+async def _serve_stdio(server: MCPServer, wire: Wire) -> None:
     lowlevel = server._lowlevel_server  # MCPServer runs stdio only on the process's own streams
     async with anyio.create_task_group() as tg:
         if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
-            tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-        async with stdio_server(stdin=_StdinLines(wire_in), stdout=out) as (read_stream, write_stream):  # type: ignore[arg-type]
+            tg.start_soon(_cancel_on_signal, tg.cancel_scope, wire)
+        async with stdio_server(stdin=_WireLines(wire), stdout=_WireOut(wire)) as (read_stream, write_stream):  # type: ignore[arg-type]
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         tg.cancel_scope.cancel()  # stdin closed: stop waiting for signals
 
 
-async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+async def _cancel_on_signal(scope: anyio.CancelScope, wire: Wire) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        if wire.stop_requested.is_set():  # SIGTERM during start-up, before this receiver existed
+            log.info("signal", signal="SIGTERM", during="start-up")
+            scope.cancel()
+            return
         async for sig in signals:
             log.info("signal", signal=signal.Signals(sig).name)
             scope.cancel()
@@ -428,17 +442,23 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 
 def run_stdio(strata: Strata) -> None:
     """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, while a background runner keeps
-    the projections current and the scheduler compacts the snapshot. Logs go to stderr only."""
+    the projections current and the scheduler compacts the snapshot. Logs go to stderr only.
+
+    Fast start: the wire may have answered `initialize` already (interface/stdio_wire.py); the embedding
+    model loads on a background thread once serving has begun, and the first read waits for it only if
+    it is still loading (a write never needs it)."""
     route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
-        background.prepare()  # a failure here is reported by the CLI before any protocol is spoken
+        background.prepare(load_model=False)  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
         server = build_mcp_server(strata, serving_dispatcher(strata, positions))
-        wire_in, wire_out = _claim_stdio()
+        wire = stdio_wire.claim()
+        wire.start_protocol()
         background.start()
-        log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir))
-        anyio.run(_serve_stdio, server, wire_in, wire_out)
+        log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir),
+                 initialize_answered_early=wire.early is not None)
+        anyio.run(_serve_stdio, server, wire)
         log.info("mcp_stdio_stopped")
     finally:
         background.stop()

@@ -30,6 +30,8 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
 2. When a problem starts (an error, a failing test, a task you have not done here before), call `read`
    with the problem in your own words (mode "targeted"). Keep the returned `read_id`.
    Failed tactics come back as cautions: they failed once, in a context that may have changed.
+   With "workspace": {"root": "<the repo's absolute path>"}, memories about code that changed since
+   they were written say so (anchor_changed, anchor_missing).
 3. Work the problem. Check any recalled claim against the code before relying on it.
 4. At the end of a piece of work, `write` what was learned, each as its own memory:
    - the problem (kind "problem"), in words a future search would use;
@@ -39,7 +41,9 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
    - what changed in the codebase that makes older memories stale (kind "change",
      links.change_targets = those memories).
    Cite evidence (files, tests, commands) in evidence_refs. Never write secrets; they are redacted.
-   Use scope "global" only for knowledge true beyond this repo.
+   Use scope "global" only for knowledge true beyond this repo. A memory about specific code can name
+   it: "anchors": [{"path": "src/db.py", "symbol": "connect"}] with "workspace": {"root": ...}.
+   When a write answers with `similar` memories, update or link them rather than repeat them.
 5. Rate the memories you actually used: call `feedback` once with the session's read_ids and, for each
    memory you used, how helpful it was (1 solved it, 0.5 partly, 0 misleading). Do not rate memories
    you did not use. If a memory turned out to be false, call `update` with a truth target and the
@@ -61,6 +65,12 @@ class Operation:
     """It can make memories unavailable (MCP clients may ask the user before calling it)."""
     idempotent: bool = False
     """Calling it again with the same request changes nothing more."""
+    advanced: tuple[str, ...] = ()
+    """Request fields left out of the agent's tool schema (still accepted, and documented in the
+    contracts): tuning and synchronisation knobs for programs, which every session would pay for."""
+    agent_tool: bool = True
+    """Offered to agents as an MCP tool. Operations for people and programs (say, read-only inspection)
+    set it False: they are served over HTTP JSON and the CLI but cost no agent any context."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
         return getattr(api, self.method)(payload)
@@ -76,15 +86,15 @@ OPERATIONS: dict[str, Operation] = {
             response=ReadResponse,
             summary="Recall the memories relevant to a problem.",
             description=(
-                "Recall what earlier sessions learned that is relevant to a problem. Call it when a problem "
-                "starts, with the problem in your own words. Results are hypotheses: each shows its truth "
-                "(decays unless re-validated), its utility and why it was returned (vector, keyword, "
-                "problem_link, change_chain, semantic_hop_n). Failed tactics are cautions, not bans; a "
-                "change_chain says the code moved since. Check claims against the code before relying on "
-                "them. Keep read_id: feedback cites it. An empty result is a fine answer."
+                "Recall what earlier sessions learned about a problem: call it when one starts, describing it "
+                "in your own words. Results are hypotheses, each with its truth (decays unless re-validated), "
+                "utility and retrieval_reason. Failed tactics are cautions, not bans; a change_chain means the "
+                "code moved since. Check claims against the code. Keep read_id for feedback. An empty result "
+                "is a fine answer."
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
+            advanced=("expand", "consistency", "workspace"),
         ),
         Operation(
             name="write",
@@ -93,13 +103,11 @@ OPERATIONS: dict[str, Operation] = {
             response=WriteResponse,
             summary="Record something learned: a problem, solution, failed tactic, fact, preference or change.",
             description=(
-                "Record one thing learned, at the end of a piece of work. Write the problem, then what "
-                "worked (kind solution) and what failed (kind failed_tactic), both with links.problem_id; "
-                "facts and preferences on their own; a change in the code as kind change with "
-                "links.change_targets naming the memories it makes stale. One idea per memory, in words a "
-                "future search would use; cite evidence_refs (files, tests, commands). Writing the same "
-                "text again reinforces the existing memory. Secrets are redacted before anything is stored. "
-                "scope global only for knowledge true beyond this repo."
+                "Record one thing learned, at the end of a piece of work: the problem; what worked (solution) "
+                "and what failed (failed_tactic), each linked to it by links.problem_id; facts; preferences; a "
+                "code change (kind change) naming the memories it makes stale. One idea per memory, in words a "
+                "future search would use; cite evidence_refs (files, tests, commands). Writing the same text "
+                "again reinforces it. scope global only for what is true beyond this repo."
             ),
             example={
                 "repo_id": "acme/api",
@@ -112,6 +120,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             read_only=False,
+            advanced=("author", "anchors", "workspace"),
         ),
         Operation(
             name="update",
@@ -120,12 +129,10 @@ OPERATIONS: dict[str, Operation] = {
             response=UpdateResponse,
             summary="Adjust a memory's truth (with evidence) or its utility for a problem.",
             description=(
-                "Say how true or how useful one recalled memory proved. A truth update needs evidence_refs "
-                "(the file, test or output that shows it) and moves truth toward target; the code is the "
-                "truth, so evidence weighs heavily. A utility update rates how helpful the memory was for a "
-                "problem (context_problem_id) and may cite the read_id that returned it. mode dry_run shows "
-                "exactly what commit would record. For the end of a session prefer feedback, which rates "
-                "several used memories at once."
+                "Say how true or useful one recalled memory proved. truth needs evidence_refs (the file, test "
+                "or output that shows it): the code is the truth. utility rates its help on a problem "
+                "(context_problem_id), citing the read_id that returned it. dry_run shows what commit would "
+                "record. At the end of a session prefer feedback."
             ),
             example={
                 "repo_id": "acme/api",
@@ -149,10 +156,9 @@ OPERATIONS: dict[str, Operation] = {
             response=FeedbackResponse,
             summary="End of session: rate the recalled memories you actually used.",
             description=(
-                "Call once at the end of a session. Cite the session's read_ids and list only the memories "
-                "you actually used, each with how helpful it was (target 1 solved it, 0.5 partly, 0 "
-                "misleading). Memories you did not use are left alone; a memory no cited read returned is "
-                "refused, and one session may move only a bounded number of memories."
+                "Call once at the end of a session: cite its read_ids and rate only the memories you actually "
+                "used (target 1 solved it, 0.5 partly, 0 misleading). A memory no cited read returned is "
+                "refused; one session may move only a bounded number of memories."
             ),
             example={
                 "repo_id": "acme/api",
@@ -161,6 +167,7 @@ OPERATIONS: dict[str, Operation] = {
                 "context_problem_id": "<problem memory id>",
             },
             read_only=False,
+            advanced=("confidence",),
         ),
         Operation(
             name="forget",
@@ -170,8 +177,8 @@ OPERATIONS: dict[str, Operation] = {
             summary="Forget a memory: it stays in the log but is never recalled again.",
             description=(
                 "Forget a memory that must never be recalled again (wrong beyond repair, or the user asked). "
-                "For a memory that is merely outdated, prefer an update with evidence or a change memory: "
-                "they keep the history useful."
+                "For one merely outdated prefer an update with evidence, or a change memory: they keep the "
+                "history useful."
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>", "reason": "asked by the user"},
             read_only=False,
@@ -185,12 +192,17 @@ OPERATIONS: dict[str, Operation] = {
             response=IndexResponse,
             summary="A compact table of what a repo's memory holds: topics, kinds, counts, tags.",
             description=(
-                "Call at the start of a session: a small table (about 300 tokens) of what this repo's "
-                "memory holds — topics, kinds, counts and a few tags — so you know when a read is worth "
-                "making."
+                "Call at the start of a session: a table (about 300 tokens) of what this repo's memory holds "
+                "(topics, kinds, counts, tags), to know when a read is worth making."
             ),
             example={"repo_id": "acme/api"},
             read_only=True,
+            advanced=("consistency", "max_tokens"),
         ),
     )
 }
+
+AGENT_TOOLS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if op.agent_tool}
+"""The MCP tools. Their `tools/list` is in every agent's context in every session: keep it lean
+(tests/unit/test_tool_surface.py holds it under a token budget)."""
+

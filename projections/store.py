@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import sqlean as sqlite3
-import sqlite_vec
 
 try:
     import fcntl
@@ -40,6 +39,8 @@ def connect(path: Path | str, *, vectors: bool = False) -> Connection:
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     if vectors:
+        import sqlite_vec  # here, not at the top: it imports numpy (~0.2 s), which the lifecycle hooks never need
+
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)

@@ -89,7 +89,12 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 
 
 class Request(BaseModel):
-    """Requests reject unknown fields (a typo must not be silently ignored) and wrong types."""
+    """Requests reject unknown fields (a typo must not be silently ignored) and wrong types.
+
+    Each operation's request accepts an `op` field naming that operation (an envelope field of early
+    clients): a matching value is ignored and any other is refused (invalid_choice). The agent tools
+    do not advertise it (interface/tool_schema.py), so no agent pays for it and no client sending it
+    breaks."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -16,7 +16,7 @@ class UsedMemory(Request):
     target: Probability = Field(description="How helpful it was: 1 solved it, 0.5 partly, 0 misleading.")
     rationale: Rationale = ""
     evidence_refs: list[EvidenceRef] = Field(
-        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence an observation weighs less."
+        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence it weighs half."
     )
 
 
@@ -24,10 +24,10 @@ class FeedbackRequest(Request):
     op: Literal["feedback"] | None = None
     repo_id: RepoId
     read_ids: list[MemoryId] = Field(
-        min_length=1, max_length=32, description="The reads of this session; every used memory must come from one."
+        min_length=1, max_length=32, description="This session's reads."
     )
-    used: list[UsedMemory] = Field(min_length=1, max_length=100, description="Only the memories the agent actually used.")
-    confidence: Probability = Field(0.8, description="How sure the agent is of these ratings.")
+    used: list[UsedMemory] = Field(min_length=1, max_length=100)
+    confidence: Probability = Field(0.8, description="How sure you are of these ratings.")
     context_problem_id: MemoryId | None = Field(None, description="The problem the session worked on.")
     mode: Literal["dry_run", "commit"] = "commit"
 

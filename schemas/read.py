@@ -28,7 +28,7 @@ class ReadRequest(Request):
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
-        description="ambient (no explicit question, strict), targeted (a question), auto (extension: pick a read profile by archetype).",
+        description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by archetype.",
     )
     query: QueryText
     include_global: bool = True
@@ -37,7 +37,7 @@ class ReadRequest(Request):
     expand: Expand = Field(default_factory=Expand)
     token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
-        None, description="Extension: the problem being worked on, for problem-specific utility."
+        None, description="Extension: the problem you work on (utility is per problem)."
     )
     consistency: Consistency | None = None
     workspace: ReadWorkspace | None = Field(

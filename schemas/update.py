@@ -20,8 +20,8 @@ def _need_evidence(refs: list[str]) -> list[str]:
 
 
 class TruthChange(Request):
-    target: Probability = Field(description="Where the evidence says truth should be.")
-    confidence: Probability = Field(description="How sure the agent is of this adjustment.")
+    target: Probability = Field(description="Where the evidence puts truth.")
+    confidence: Probability = Field(description="How sure you are.")
     rationale: Rationale
     evidence_refs: Annotated[
         list[EvidenceRef], AfterValidator(_need_evidence), Field(max_length=MAX_REFS, json_schema_extra={"minItems": 1})
@@ -29,14 +29,14 @@ class TruthChange(Request):
 
 
 class UtilityChange(Request):
-    target: Probability = Field(description="How helpful the memory was for this problem.")
+    target: Probability = Field(description="How helpful it was for the problem.")
     confidence: Probability
     rationale: Rationale
-    context_problem_id: MemoryId | None = Field(None, description="The problem the memory was used on.")
+    context_problem_id: MemoryId | None = Field(None, description="The problem it was used on.")
     evidence_refs: list[EvidenceRef] = Field(
-        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence the observation weighs less."
+        default_factory=list, max_length=MAX_REFS, description="Optional; without evidence it weighs half."
     )
-    read_id: MemoryId | None = Field(None, description="Extension: the read that returned this memory.")
+    read_id: MemoryId | None = Field(None, description="Extension: the read that returned it.")
 
 
 class Updates(Request):

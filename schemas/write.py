@@ -25,16 +25,16 @@ from schemas.common import (
 
 class Links(Request):
     problem_id: MemoryId | None = Field(
-        None, description="The problem a solution or failed_tactic belongs to (required for those kinds)."
+        None, description="Required for solution and failed_tactic."
     )
     related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
     change_targets: list[MemoryId] = Field(
-        default_factory=list, max_length=MAX_LINKS, description="The memories a change affects (required for kind change)."
+        default_factory=list, max_length=MAX_LINKS, description="Required for kind change."
     )
 
 
 _LINK_RULES = [
-    # The write rules of domain/application.py (_check_links, anchors) that need no lookup, as the schema says them.
+    # The write rules of domain/application.py (_check_links) that need no lookup, as the schema says them.
     {"if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
      "then": {"required": ["links"],
               "properties": {"links": {"required": ["problem_id"], "properties": {"problem_id": {"type": "string"}}}}}},
@@ -42,9 +42,6 @@ _LINK_RULES = [
      "then": {"required": ["links"],
               "properties": {"links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}}},
      "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}}},
-    # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
-    {"if": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]},
-     "then": {"properties": {"anchors": {"maxItems": 0}}}},
 ]
 
 
@@ -54,30 +51,34 @@ class MemoryIn(Request):
     text: MemoryText
     scope: Scope
     kind: Kind
-    confidence: Probability = Field(description="The writer's belief that this is true; the truth prior.")
+    confidence: Probability = Field(description="Your belief that it is true (the truth prior).")
     rationale: Rationale = ""
     links: Links = Field(default_factory=Links)
     evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)
-    anchors: list[AnchorIn] = Field(
-        default_factory=list, max_length=MAX_ANCHORS,
-        description="Extension: the code this memory is about (repo scope only). Reads from a workspace whose "
-                    "anchored code changed since say so (anchor_changed) and rank the memory lower.")
 
 
-_FINGERPRINT_RULE = {
+_ANCHOR_RULES = [
+    # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
+    {"if": {"properties": {"memory": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]}},
+            "required": ["memory"]},
+     "then": {"properties": {"anchors": {"maxItems": 0}}}},
     # Without a workspace, every anchor carries its fingerprint (with one, Strata computes missing ones).
-    "if": {"not": {"required": ["workspace"]}},
-    "then": {"properties": {"memory": {"properties": {"anchors": {"items": {"required": ["fingerprint"]}}}}}},
-}
+    {"if": {"not": {"required": ["workspace"]}},
+     "then": {"properties": {"anchors": {"items": {"required": ["fingerprint"]}}}}},
+]
 
 
 class WriteRequest(Request):
-    model_config = ConfigDict(json_schema_extra={"allOf": [_FINGERPRINT_RULE]})
+    model_config = ConfigDict(json_schema_extra={"allOf": _ANCHOR_RULES})
 
     op: Literal["write"] | None = None
     repo_id: RepoId
     memory: MemoryIn
     author: RepoId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
+    anchors: list[AnchorIn] = Field(
+        default_factory=list, max_length=MAX_ANCHORS,
+        description="Extension: the code the memory is about (repo scope only). Reads from a workspace whose "
+                    "anchored code changed since say so (anchor_changed) and rank the memory lower.")
     workspace: WriteWorkspace = Field(  # type: ignore[assignment]
         None, description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint.")
 

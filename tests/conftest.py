@@ -133,3 +133,13 @@ def serve(strata_env: dict[str, str]) -> Iterator[Callable[..., Served]]:
         except subprocess.TimeoutExpired:
             served.process.kill()
             served.process.wait()
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """A git repository whose origin remote makes its repo id acme/api (tests/e2e/test_init.py, test_hooks.py)."""
+    root = tmp_path / "api"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
+    return root

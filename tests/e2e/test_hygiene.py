@@ -99,7 +99,7 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "initial")
-    request = {**write_request(REPO, "connect() retries three times", anchors=[{"path": "src/db.py", "symbol": "connect"}]),
+    request = {**write_request(REPO, "connect() retries three times"), "anchors": [{"path": "src/db.py", "symbol": "connect"}],
                "workspace": {"root": str(root)}}
     memory = ok(run(env, "write", json.dumps(request)))
     printed = subprocess.run([STRATA_COMMAND, "--json", "fingerprint", "src/db.py", "--symbol", "connect"],

@@ -1,5 +1,5 @@
 """The MCP server end to end through the official client: `strata mcp` spawned over stdio, and `strata serve`
-over streamable HTTP. Every operation of OPERATIONS is a tool and is called; the real embedding model runs."""
+over streamable HTTP. Every agent tool (AGENT_TOOLS) is called; the real embedding model runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
 from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from interface.operations import OPERATIONS, SESSION_PROTOCOL
+from interface import tool_schema
+from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL
 from schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
@@ -48,15 +49,16 @@ def tool_error(result: CallToolResult) -> dict[str, Any]:
 async def session(client: Client) -> None:
     """What an agent's session does, through every tool, plus the protocol prompt and the resources."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == set(OPERATIONS)
-    for name, op in OPERATIONS.items():
+    assert set(tools) == set(AGENT_TOOLS)
+    for name, op in AGENT_TOOLS.items():
         tool = tools[name]
         assert tool.description == op.description
-        assert tool.input_schema == op.request.model_json_schema()
-        assert tool.output_schema == op.response.model_json_schema(mode="serialization")
-        assert tool.annotations is not None and tool.annotations.read_only_hint is op.read_only
+        assert tool.input_schema == tool_schema.input_schema(op.request, op.advanced)
+        assert tool.output_schema is None  # the lean surface: see interface/tool_schema.py
+        assert tool.annotations is not None and bool(tool.annotations.read_only_hint) is op.read_only
         # only forget may make memories unavailable: clients must not ask before every write
-        assert tool.annotations.destructive_hint is (name == "forget")
+        if not op.read_only:
+            assert tool.annotations.destructive_hint is (name == "forget")
     assert "memory_index" in (client.instructions or "") and "read" in (client.instructions or "")
 
     called: set[str] = set()
@@ -95,18 +97,22 @@ async def session(client: Client) -> None:
     forgotten = structured(await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"],
                                                  "reason": "test"}), "forget")
     assert forgotten["forgotten"] is True
-    assert called == set(OPERATIONS), "every operation must be exercised here"
+    assert called == set(AGENT_TOOLS), "every tool must be exercised here"
 
     # refusals: the CLI's code / path / message
     invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {
         "text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}))
     assert (invalid["code"], invalid["path"]) == ("invalid_choice", "memory.kind")
-    for name in OPERATIONS:  # every tool refuses an empty request the same way
+    for name in AGENT_TOOLS:  # every tool refuses an empty request the same way
         missing = tool_error(await client.call_tool(name, {}))
         assert (missing["code"], missing["path"]) == ("missing_field", "repo_id"), name
     conflict = tool_error(await client.call_tool("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
                                                             "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}}))
     assert conflict["path"] == "memory_id"
+    # early clients sent the operation's name as `op`: still accepted (not advertised); a wrong one is refused
+    structured(await client.call_tool("memory_index", {"op": "index", "repo_id": REPO}), "memory_index")
+    wrong_op = tool_error(await client.call_tool("memory_index", {"op": "read", "repo_id": REPO}))
+    assert (wrong_op["code"], wrong_op["path"]) == ("invalid_choice", "op")
     # a client that sends a nested object as JSON text still gets through
     as_text = await client.call_tool("write", {"repo_id": REPO, "memory": json.dumps({
         "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7})})
@@ -189,7 +195,8 @@ def test_stdio_speaks_only_protocol_and_stops_cleanly(strata_env: dict[str, str]
             process.wait()
     for line in out.decode().splitlines():  # anything left on stdout is protocol
         assert json.loads(line)["jsonrpc"] == "2.0"
-    assert b"worker_started" in err and b"Traceback" not in err
+    # the server logged (to stderr); its runner may not have started: it waits for the model, loading meanwhile
+    assert b"mcp_stdio_started" in err and b"Traceback" not in err
 
 
 @pytest.mark.slow
@@ -204,6 +211,66 @@ def test_stdio_startup_refusal_is_a_structured_error(strata_env: dict[str, str],
 
 def test_tool_and_prompt_names_are_stable() -> None:
     """Agents' configurations name these; renaming one is a breaking change."""
-    assert set(OPERATIONS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
+    assert set(AGENT_TOOLS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
     assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
     assert os.path.basename(STRATA_COMMAND) == "strata"
+
+
+# --- fast start (interface/stdio_wire.py) -------------------------------------------------------------
+
+
+def test_fast_start_speaks_the_sdk_protocol_versions() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    from interface import stdio_wire
+
+    assert stdio_wire.HANDSHAKE_PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+    assert stdio_wire.LATEST_HANDSHAKE_VERSION == LATEST_HANDSHAKE_VERSION
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2099-01-01"])
+def test_early_initialize_answer_is_the_sdk_answer(strata_env: dict[str, str], version: str) -> None:
+    """`initialize` is answered before the SDK is imported; the SDK answers the same request again once it
+    runs, and the two must be equal (a difference is logged as initialize_answer_differs)."""
+    env = {**strata_env, "STRATA_LOG_LEVEL": "info"}
+    process = subprocess.Popen([STRATA_COMMAND, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        request = {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+                   "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        process.stdin.write((json.dumps(request) + "\n").encode())
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        out, err = process.communicate(timeout=60)  # EOF: the server replays initialize to the SDK, then stops
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert answer["id"] == 7
+    expected = version if version != "2099-01-01" else "2025-11-25"
+    assert answer["result"]["protocolVersion"] == expected
+    assert b"initialize_answered_early=True" in err, err.decode()[-2000:]
+    assert b"initialize_answer_differs" not in err, err.decode()[-3000:]
+    assert out == b"" and process.returncode == 0  # exactly one answer reached the wire
+
+
+@pytest.mark.slow
+def test_a_write_never_waits_for_the_model(strata_env: dict[str, str], tmp_path: Any) -> None:
+    """The model loads in the background; a write does not need it at all: with a model that cannot load,
+    writes are still acknowledged, and a read says what is wrong instead of hanging."""
+    broken = tmp_path / "not-a-model-folder"
+    broken.write_text("a file where the model folder should be")
+    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"],
+                                   env={**strata_env, "STRATA_MODEL_DIR": str(broken)})
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            written = structured(await client.call_tool("write", {"repo_id": REPO, "memory": {
+                "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7}}), "write")
+            assert written["outcome"] == "created" and written["position"] == 1
+            refused = tool_error(await client.call_tool("read", {"repo_id": REPO, "query": "CI runners"}))
+            assert refused["code"] == "internal_error"
+
+    anyio.run(main)

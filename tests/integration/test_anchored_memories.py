@@ -58,7 +58,7 @@ TEXT = "connect() retries three times with exponential backoff before giving up"
 
 
 def anchored(api: CommandAPI, root: Path) -> str:
-    request = write_request(REPO, TEXT, anchors=[{"path": "src/db.py", "symbol": "connect"}])
+    request = {**write_request(REPO, TEXT), "anchors": [{"path": "src/db.py", "symbol": "connect"}]}
     return api.write({**request, "workspace": {"root": str(root)}}).memory_id
 
 
@@ -107,7 +107,7 @@ def test_a_memory_whose_code_moved_on_ranks_below_one_whose_did_not(strata: Stra
     global (not anchored). Reads keep the better of two near-identical results, so the anchored one
     is shown while its code holds, and the global one once the code changed."""
     api = strata.api()
-    request = write_request(REPO, TEXT, confidence=0.85, anchors=[{"path": "src/db.py", "symbol": "connect"}])
+    request = {**write_request(REPO, TEXT, confidence=0.85), "anchors": [{"path": "src/db.py", "symbol": "connect"}]}
     mine = api.write({**request, "workspace": {"root": str(tree)}}).memory_id
     shared = api.write(write_request(REPO, TEXT, scope="global", confidence=0.8)).memory_id
     strata.catch_up()
@@ -138,9 +138,8 @@ def test_a_client_can_send_file_fingerprints_instead_of_a_root(strata: Strata, t
 def test_check_reports_drift_and_apply_records_it_once(strata: Strata, tree: Path) -> None:
     api = strata.api()
     memory_id = anchored(api, tree)
-    other_repo = api.write({**write_request("acme/web", "close() is idempotent",
-                                            anchors=[{"path": "src/db.py", "symbol": "close"}]),
-                            "workspace": {"root": str(tree)}}).memory_id
+    other_repo = api.write({**write_request("acme/web", "close() is idempotent"),
+                            "anchors": [{"path": "src/db.py", "symbol": "close"}], "workspace": {"root": str(tree)}}).memory_id
     assert check(strata, REPO, str(tree))["drifted"] == []
     (tree / "src" / "db.py").write_text(DB.replace("range(3)", "range(5)").replace("conn.close()", "conn.shutdown()"))
     report = check(strata, REPO, str(tree))
@@ -160,16 +159,15 @@ def test_check_reports_drift_and_apply_records_it_once(strata: Strata, tree: Pat
     (lambda r: {**r, "memory": {**r["memory"], "scope": "global"}}, "anchors_on_global_memory"),
     (lambda r: {k: v for k, v in r.items() if k != "workspace"}, "fingerprint_required"),
     (lambda r: {**r, "workspace": {"root": "/nonexistent/tree"}}, "workspace_not_found"),
-    (lambda r: {**r, "memory": {**r["memory"], "anchors": [{"path": "../etc/passwd"}]}}, "invalid_path"),
-    (lambda r: {**r, "memory": {**r["memory"], "anchors": [{"path": "src/db.py", "symbol": "nope"}]}}, "anchor_not_found"),
-    (lambda r: {**r, "memory": {**r["memory"], "anchors": [{"path": "src/gone.py"}]}}, "anchor_not_found"),
+    (lambda r: {**r, "anchors": [{"path": "../etc/passwd"}]}, "invalid_path"),
+    (lambda r: {**r, "anchors": [{"path": "src/db.py", "symbol": "nope"}]}, "anchor_not_found"),
+    (lambda r: {**r, "anchors": [{"path": "src/gone.py"}]}, "anchor_not_found"),
     (lambda r: {**r, "workspace": {"root": "relative/path"}}, "string_pattern_mismatch"),
-    (lambda r: {**r, "memory": {**r["memory"], "anchors": [{"path": "src/db.py", "fingerprint": "abc"}]}},
-     "string_pattern_mismatch"),
+    (lambda r: {**r, "anchors": [{"path": "src/db.py", "fingerprint": "abc"}]}, "string_pattern_mismatch"),
 ])
 def test_bad_anchors_are_refused_with_nothing_recorded(strata: Strata, tree: Path, change, code: str) -> None:
     api = strata.api()
-    request = {**write_request(REPO, "connect() retries", anchors=[{"path": "src/db.py", "symbol": "connect"}]),
+    request = {**write_request(REPO, "connect() retries"), "anchors": [{"path": "src/db.py", "symbol": "connect"}],
                "workspace": {"root": str(tree)}}
     head = strata.log.position()
     with pytest.raises((InvalidInput, NotFound)) as refused:

@@ -67,9 +67,10 @@ def hygiene(strata: Strata, seed: int) -> None:
     api, log = CommandAPI(strata.log), strata.log
     fp = fingerprint(f"def connect(): pass  # {seed}")
     anchor = {"path": "src/db.py", "symbol": "connect", "fingerprint": fp, "commit": "abc1234"}
-    anchored = api.write(write_request("repo-2", f"connect() retries three times ({seed})", anchors=[anchor])).memory_id
-    api.write(write_request("repo-2", f"connect() retries three times ({seed})",
-                            anchors=[{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}]))
+    anchored = api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
+                          "anchors": [anchor]}).memory_id
+    api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
+               "anchors": [{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}]})
     log.anchor_drift("repo-2", anchored, [AnchorDrift("src/db.py#connect", fp, None)], "def5678")
     kept = api.write(write_request("repo-2", f"the cache lives in redis, db {seed}")).memory_id
     near = NearDuplicate(kept, 0.93)

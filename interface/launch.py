@@ -1,0 +1,54 @@
+"""The `strata` console entry point. For `strata mcp` it claims the stdio wire before anything heavy is
+imported, so the client's `initialize` is answered at once (interface/stdio_wire.py), and `strata hook`
+runs the lifecycle hook without the CLI's imports (interface/hooks.py); every other command is the CLI
+(interface/cli.py) as usual."""
+
+from __future__ import annotations
+
+import sys
+
+_ROOT_OPTIONS_WITH_VALUE = ("--data-dir", "--config")
+_ROOT_FLAGS = ("--json", "--text")
+
+
+def _command_at(args: list[str]) -> int | None:
+    """The index of the command after the root options, if only known root options precede it."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _ROOT_OPTIONS_WITH_VALUE:
+            i += 2
+        elif arg.split("=", 1)[0] in _ROOT_OPTIONS_WITH_VALUE or arg in _ROOT_FLAGS:
+            i += 1
+        else:
+            return i
+    return None
+
+
+def serves_mcp_stdio(args: list[str]) -> bool:
+    """True for `strata [--data-dir D] [--config F] [--json|--text] mcp` and nothing else: anything the
+    CLI might refuse (a usage error, --help) takes the ordinary path, before any protocol is spoken."""
+    at = _command_at(args)
+    return at is not None and args[at] == "mcp" and at == len(args) - 1
+
+
+def runs_hook(args: list[str]) -> bool:
+    """`strata [root options] hook EVENT [--repo ID]` (not --help): the hook runs without the CLI."""
+    at = _command_at(args)
+    return at is not None and args[at] == "hook" and not {"--help", "-h"} & set(args)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if runs_hook(args):
+        from interface import hooks
+
+        hooks.main(args)
+        return
+    if serves_mcp_stdio(args):
+        from interface import stdio_wire
+
+        stdio_wire.claim(answer_initialize=True)
+    from interface.cli import main as cli_main
+
+    cli_main()

@@ -1,0 +1,259 @@
+"""`strata init CLIENT` through the installed command, against sample configurations in each client's
+documented format (see interface/clients.py for the sources): a fresh repository, files holding other
+settings (kept exactly), malformed files (refused, nothing written), reruns (nothing changes) and
+--dry-run (a diff, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from interface.clients import BEGIN, END
+from tests.conftest import STRATA_COMMAND
+
+# Sample files in the clients' documented formats, with settings that are not ours.
+CLAUDE_MCP = {"mcpServers": {"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
+                             "fs": {"type": "stdio", "command": "npx", "args": ["-y", "server-filesystem", "."],
+                                    "env": {"DEBUG": "1"}}}}
+CLAUDE_SETTINGS = {"permissions": {"allow": ["Bash(npm run test:*)"], "deny": ["Read(./.env)"]},
+                   "hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write"}]}],
+                             "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+CODEX_TOML = '''model = "gpt-5-codex"
+approval_policy = "on-request"
+
+[profiles.fast]
+model = "gpt-5-mini"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-mcp"]
+startup_timeout_sec = 20
+
+[mcp_servers.docs.env]
+DOCS_TOKEN_ENV = "DOCS_TOKEN"
+
+[tui]
+notifications = true
+'''
+CURSOR_MCP = {"mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"},
+                             "local": {"command": "python", "args": ["server.py"], "env": {"A": "b"}}}}
+CURSOR_HOOKS = {"version": 1, "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}],
+                                        "stop": [{"command": "./hooks/audit.sh"}]}}
+VSCODE_MCP = {"inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": True}],
+              "servers": {"memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+                          "remote": {"type": "http", "url": "https://example.com/mcp",
+                                     "headers": {"Authorization": "Bearer ${input:api-key}"}}}}
+VSCODE_JSONC = '''{
+  // my servers
+  "servers": {
+    "memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+  }
+}
+'''
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    return git_repo
+
+
+@pytest.fixture
+def env(strata_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """No STRATA_DATA_DIR: init writes one into the configuration only when told (tested below)."""
+    clean = {k: v for k, v in strata_env.items() if k != "STRATA_DATA_DIR"}
+    return {**clean, "CODEX_HOME": str(tmp_path / "codex-home")}
+
+
+def init(env: dict[str, str], repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([STRATA_COMMAND, "--json", "init", *args], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)
+
+
+def actions(result: dict) -> dict[str, str]:
+    return {Path(f["path"]).name: f["action"] for f in result["files"]}
+
+
+def snapshot(*paths: Path) -> dict[Path, str | None]:
+    return {p: p.read_text() if p.exists() else None for p in paths}
+
+
+def test_claude_code_fresh_then_rerun(env: dict[str, str], repo: Path) -> None:
+    first = ok(init(env, repo, "claude-code", "--hooks"))
+    assert first["repo_id"] == "acme/api"
+    assert actions(first) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created"}
+    server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]
+    assert server == {"type": "stdio", "command": STRATA_COMMAND, "args": ["mcp"]}
+    claude_md = (repo / "CLAUDE.md").read_text()
+    assert claude_md.count(BEGIN) == 1 and "`acme/api`" in claude_md and "feedback" in claude_md
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "Stop", "PreCompact"}
+    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{STRATA_COMMAND} hook stop"
+
+    files = snapshot(repo / ".mcp.json", repo / "CLAUDE.md", repo / ".claude" / "settings.json")
+    again = ok(init(env, repo, "claude-code", "--hooks"))
+    assert set(actions(again).values()) == {"unchanged"}
+    assert snapshot(*files) == files
+
+
+def test_claude_code_keeps_unrelated_settings(env: dict[str, str], repo: Path) -> None:
+    (repo / ".mcp.json").write_text(json.dumps(CLAUDE_MCP, indent=4))
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    (repo / "CLAUDE.md").write_text("# API\n\nRun `make test` before pushing.\n")
+    result = ok(init(env, repo, "claude-code", "--hooks", "--http", "http://127.0.0.1:7411/mcp"))
+    assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated", "settings.json": "updated"}
+
+    mcp = json.loads((repo / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["strata"] == {"type": "http", "url": "http://127.0.0.1:7411/mcp"}
+    assert {k: v for k, v in mcp["mcpServers"].items() if k != "strata"} == CLAUDE_MCP["mcpServers"]
+    assert (repo / ".mcp.json").read_text().startswith('{\n    "mcpServers"')  # the file's own indent is kept
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    assert settings["permissions"] == CLAUDE_SETTINGS["permissions"]
+    assert settings["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
+    assert settings["hooks"]["Stop"][0] == CLAUDE_SETTINGS["hooks"]["Stop"][0] and len(settings["hooks"]["Stop"]) == 2
+    assert (repo / "CLAUDE.md").read_text().startswith("# API\n\nRun `make test` before pushing.\n\n" + BEGIN)
+
+    # a rerun with other options replaces our parts and nothing else
+    ok(init(env, repo, "claude-code", "--hooks"))
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    assert len(settings["hooks"]["Stop"]) == 2 and len(settings["hooks"]["SessionStart"]) == 1
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]["type"] == "stdio"
+    assert (repo / "CLAUDE.md").read_text().count(BEGIN) == 1
+
+
+def test_codex_merges_toml_and_agents_md(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "codex-home" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_TOML)
+    result = ok(init(env, repo, "codex"))
+    assert actions(result) == {"config.toml": "updated", "AGENTS.md": "created"}
+    parsed = tomllib.loads(config.read_text())
+    assert parsed["mcp_servers"]["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]}
+    original = tomllib.loads(CODEX_TOML)
+    assert {k: v for k, v in parsed.items() if k != "mcp_servers"} == {k: v for k, v in original.items() if k != "mcp_servers"}
+    assert parsed["mcp_servers"]["docs"] == original["mcp_servers"]["docs"]
+    assert config.read_text().startswith(CODEX_TOML.rstrip("\n"))  # appended, the rest untouched byte for byte
+
+    before = config.read_text()
+    assert set(actions(ok(init(env, repo, "codex"))).values()) == {"unchanged"}
+    assert config.read_text() == before
+    ok(init(env, repo, "codex", "--http", "http://127.0.0.1:7411/mcp"))
+    assert tomllib.loads(config.read_text())["mcp_servers"]["strata"] == {"url": "http://127.0.0.1:7411/mcp"}
+    assert config.read_text().count("[mcp_servers.strata]") == 1
+
+
+def test_codex_replaces_a_hand_written_table(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "codex-home" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_TOML + '\n[mcp_servers.strata]\ncommand = "old-strata"\n\n[mcp_servers.strata.env]\nX = "1"\n\n'
+                      '[history]\npersistence = "none"\n')
+    ok(init(env, repo, "codex"))
+    parsed = tomllib.loads(config.read_text())
+    assert parsed["mcp_servers"]["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]}
+    assert parsed["history"] == {"persistence": "none"} and parsed["tui"] == {"notifications": True}
+
+
+def test_cursor_mcp_rule_and_hooks(env: dict[str, str], repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "mcp.json").write_text(json.dumps(CURSOR_MCP))
+    (repo / ".cursor" / "hooks.json").write_text(json.dumps(CURSOR_HOOKS))
+    result = ok(init(env, repo, "cursor", "--hooks"))
+    assert actions(result) == {"mcp.json": "updated", "strata.mdc": "created", "hooks.json": "updated"}
+    mcp = json.loads((repo / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert mcp["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]} and mcp["linear"] == CURSOR_MCP["mcpServers"]["linear"]
+    rule = (repo / ".cursor" / "rules" / "strata.mdc").read_text()
+    assert rule.startswith("---\ndescription: ") and "alwaysApply: true\n---\n" in rule and BEGIN in rule
+    hooks = json.loads((repo / ".cursor" / "hooks.json").read_text())
+    assert hooks["version"] == 1 and hooks["hooks"]["afterFileEdit"] == CURSOR_HOOKS["hooks"]["afterFileEdit"]
+    assert [h["command"] for h in hooks["hooks"]["stop"]] == ["./hooks/audit.sh", f"{STRATA_COMMAND} hook stop"]
+    assert hooks["hooks"]["sessionStart"] == [{"command": f"{STRATA_COMMAND} hook session-start"}]
+    files = snapshot(repo / ".cursor" / "mcp.json", repo / ".cursor" / "hooks.json", repo / ".cursor" / "rules" / "strata.mdc")
+    assert set(actions(ok(init(env, repo, "cursor", "--hooks"))).values()) == {"unchanged"}
+    assert snapshot(*files) == files
+
+
+def test_vscode_servers_key_and_jsonc_refused(env: dict[str, str], repo: Path) -> None:
+    (repo / ".vscode").mkdir()
+    mcp = repo / ".vscode" / "mcp.json"
+    mcp.write_text(json.dumps(VSCODE_MCP, indent=2))
+    result = ok(init(env, repo, "vscode"))
+    assert actions(result) == {"mcp.json": "updated", "copilot-instructions.md": "created"}
+    data = json.loads(mcp.read_text())
+    assert data["servers"]["strata"] == {"type": "stdio", "command": STRATA_COMMAND, "args": ["mcp"]}
+    assert data["inputs"] == VSCODE_MCP["inputs"] and data["servers"]["remote"] == VSCODE_MCP["servers"]["remote"]
+
+    mcp.write_text(VSCODE_JSONC)
+    refused = init(env, repo, "vscode")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "malformed_config" and error["path"].endswith("mcp.json") and "comments" in error["message"]
+    assert mcp.read_text() == VSCODE_JSONC
+
+
+@pytest.mark.parametrize("client, path, text", [
+    ("claude-code", ".mcp.json", '{"mcpServers": {"x": '),
+    ("claude-code", ".mcp.json", '["not", "an", "object"]'),
+    ("claude-code", "CLAUDE.md", f"# notes\n{BEGIN}\nhalf a block\n"),
+    ("cursor", ".cursor/mcp.json", '{"mcpServers": []}'),
+])
+def test_malformed_files_are_refused_and_nothing_is_written(env: dict[str, str], repo: Path, client: str,
+                                                            path: str, text: str) -> None:
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+    result = init(env, repo, client, "--hooks")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "malformed_config" and path.split("/")[-1] in error["path"]
+    assert target.read_text() == text
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == before  # no other file
+
+
+def test_malformed_codex_toml_is_refused(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "codex-home" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[mcp_servers.docs\ncommand = 'x'\n")
+    result = init(env, repo, "codex")
+    assert result.returncode == 2 and json.loads(result.stdout)["error"]["code"] == "malformed_config"
+    assert config.read_text() == "[mcp_servers.docs\ncommand = 'x'\n" and not (repo / "AGENTS.md").exists()
+
+
+def test_dry_run_shows_the_diff_and_writes_nothing(env: dict[str, str], repo: Path) -> None:
+    (repo / "CLAUDE.md").write_text("# API\n")
+    result = subprocess.run([STRATA_COMMAND, "--text", "init", "claude-code", "--hooks", "--dry-run"], cwd=repo, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "+++ " + str(repo / ".mcp.json") in result.stdout and "+" + BEGIN in result.stdout and END in result.stdout
+    assert (repo / "CLAUDE.md").read_text() == "# API\n" and not (repo / ".mcp.json").exists()
+    assert not (repo / ".claude").exists()
+
+
+def test_data_dir_and_repo_id_reach_the_config_and_hooks(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    data = tmp_path / "shared-data"
+    result = subprocess.run([STRATA_COMMAND, "--json", "--data-dir", str(data), "init", "claude-code", "--hooks",
+                             "--repo-id", "acme/api-v2"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    assert ok(result)["repo_id"] == "acme/api-v2"
+    server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]
+    assert server["args"] == ["--data-dir", str(data), "mcp"]
+    stop = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert stop == f"{STRATA_COMMAND} --data-dir {data} hook stop"
+    assert "`acme/api-v2`" in (repo / "CLAUDE.md").read_text()
+
+
+def test_unknown_client_and_unsupported_hooks(env: dict[str, str], repo: Path) -> None:
+    unknown = init(env, repo, "emacs")
+    assert unknown.returncode == 2 and json.loads(unknown.stdout)["error"]["code"] == "unknown_client"
+    no_hooks = init(env, repo, "vscode", "--hooks")
+    assert no_hooks.returncode == 2 and json.loads(no_hooks.stdout)["error"]["code"] == "hooks_unsupported"
+    assert not (repo / ".vscode").exists()
