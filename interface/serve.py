@@ -415,8 +415,13 @@ class _Server(uvicorn.Server):
             for sig, handler in original.items():
                 signal.signal(sig, handler)
 
+    signals: list[str] = []
+
     def _stop(self, sig: int, frame: Any) -> None:
-        log.info("signal", signal=signal.Signals(sig).name)
+        # Nothing is logged here: the handler runs on the main thread between two bytecodes, possibly
+        # while that thread is inside the logger's write lock, which would then never be released
+        # (a deadlocked shutdown, seen under load). run_server logs the signals afterwards.
+        self.signals = [*self.signals, signal.Signals(sig).name]
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: do not wait for requests in flight
         self.should_exit = True
@@ -457,7 +462,7 @@ def run_server(strata: Strata, host: str, port: int) -> None:
             sock.close()
         if not server.started:
             raise StrataError("serve_failed", "", "the server did not start; see the log above")
-        log.info("stopped", url=url)
+        log.info("stopped", url=url, signals=server.signals)
     finally:
         background.stop()
         background.close()
