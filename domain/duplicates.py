@@ -9,7 +9,10 @@ their flags, paths, identifiers with `_ - . / :`). So two texts are near-duplica
 * their cosine is at least MERGE_COSINE, and
 * they name the same numbers, and
 * the code-like tokens of one are among those of the other (an elaboration may add a flag; two
-  different flags, paths or targets are two lessons).
+  different flags, paths or targets are two lessons), and
+* neither is negated (or uses an opposite word: enable / disable, before / after) where the other
+  is not, and
+* they do not give the same words other roles ("tabs over spaces" / "spaces over tabs").
 
 MERGE_COSINE was chosen on the labelled pairs in tests/data/near_duplicates.jsonl by
 ops/eval_near_duplicates.py, which prints the precision/recall curve around it and the pairs the
@@ -104,15 +107,70 @@ def opposite_polarity(a: str, b: str) -> bool:
     return any(_OPPOSITE_OF.get(word, frozenset()) & only_b for word in only_a)
 
 
+_RELATIONS = frozenset("""over before after than then to from into instead vs versus for on with calls call uses use
+depends depend needs need requires require imports import replaces replace wraps wrap""".split())
+_FILLER = frozenset("""a an the this that these those it its of in at by with and or but is are was were be been being
+do does did not no never first always only just also some any all each every""".split())
+_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_\-./]*|[,;:()!?]")
+_WINDOW = 2
+
+
+def _relations(text: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(relation word, the content words before it, the content words after it), nearest first:
+    up to two on each side, within its clause."""
+    tokens = _TOKEN.findall(text.lower())
+
+    def side(indices: range) -> tuple[str, ...]:
+        found: list[str] = []
+        for n, i in enumerate(indices):
+            token = tokens[i]
+            if not token[0].isalnum():
+                if n == 0:
+                    continue  # "..., then the frontend": the comma next to the word binds it to its clause
+                break  # other punctuation ends the clause
+            if token not in _RELATIONS and token not in _FILLER:
+                found.append(token)
+                if len(found) == _WINDOW:
+                    break
+        return tuple(found)
+
+    out = []
+    for i, token in enumerate(tokens):
+        if token in _RELATIONS:
+            left, right = side(range(i - 1, -1, -1)), side(range(i + 1, len(tokens)))
+            if left and right:
+                out.append((token, left, right))
+    return out
+
+
+def swapped_roles(a: str, b: str) -> bool:
+    """The same words in other roles: "X over Y" in one and "Y over X" in the other ("tabs over
+    spaces", "the API calls the auth service"), or "X for Y" in one and "X for Z" in the other while
+    each text names the other's Y or Z too (Redis for sessions and Postgres for jobs, or the other
+    way round)."""
+    words_a, words_b = set(_TOKEN.findall(a.lower())), set(_TOKEN.findall(b.lower()))
+    for relation, left_a, right_a in _relations(a):
+        for other, left_b, right_b in _relations(b):
+            if relation != other:
+                continue
+            only_left_a, only_right_a = set(left_a) - set(right_a), set(right_a) - set(left_a)
+            only_left_b, only_right_b = set(left_b) - set(right_b), set(right_b) - set(left_b)
+            if only_left_a & only_right_b and only_right_a & only_left_b:
+                return True  # reversed
+            if left_a[0] == left_b[0] and right_a[0] != right_b[0] and right_a[0] in words_b and right_b[0] in words_a:
+                return True  # crossed
+    return False
+
+
 def same_specifics(a: str, b: str) -> bool:
-    """The lexical guard: the same numbers, the code-like tokens of one among the other's, and the
-    same polarity (no negation or opposite word on one side only)."""
+    """The lexical guard: the same numbers, the code-like tokens of one among the other's, the same
+    polarity (no negation or opposite word on one side only), and the same roles (no swap)."""
     if numbers(a) != numbers(b):
         return False
     code_a, code_b = code_tokens(a), code_tokens(b)
     if not (code_a <= code_b or code_b <= code_a):
         return False
-    return not opposite_polarity(a, b)
+    return not opposite_polarity(a, b) and not swapped_roles(a, b)
 
 
 def is_near_duplicate(similarity: float, a: str, b: str, threshold: float = MERGE_COSINE) -> bool:

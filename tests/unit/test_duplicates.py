@@ -12,6 +12,7 @@ from domain.duplicates import (
     numbers,
     opposite_polarity,
     same_specifics,
+    swapped_roles,
 )
 
 
@@ -38,6 +39,21 @@ def test_the_guard_separates_what_cosine_cannot() -> None:
     assert same_specifics("Use git rebase -i with autosquash", "Squash fixups with `git rebase -i --autosquash`")
     assert opposite_polarity("Turn on request logging", "Turn off request logging")
     assert not opposite_polarity("Pinning urllib3 did not help", "Upgrading it did not help either")
+
+
+def test_the_same_words_in_other_roles_are_another_lesson() -> None:
+    assert swapped_roles("Prefer tabs over spaces in the Makefile", "Prefer spaces over tabs in the Makefile")
+    assert swapped_roles("The API calls the auth service", "The auth service calls the API")
+    assert swapped_roles("Deploy the backend first, then the frontend", "Deploy the frontend first, then the backend")
+    assert swapped_roles("Use Redis for sessions and Postgres for jobs", "Use Postgres for sessions and Redis for jobs")
+    assert swapped_roles("Staging reads from the replica and writes to the primary",
+                         "Staging reads from the primary and writes to the replica")
+    # moving a clause, or a word on both sides of the relation, is no swap
+    assert not swapped_roles("In CI, run the linter before the tests", "Run the linter before the tests in CI")
+    assert not swapped_roles("Secrets are loaded from AWS Secrets Manager at container start",
+                             "Containers load their secrets from AWS Secrets Manager when they start")
+    assert not swapped_roles("Docker build fails with 'no space left on device' on the CI runner",
+                             "CI runner Docker builds fail: no space left on device")
 
 
 def test_near_duplicate_needs_the_threshold_and_the_guard() -> None:
