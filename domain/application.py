@@ -124,6 +124,26 @@ class MemoryLog(HygieneCommands, Application[UUID]):
     def history(self, mid: UUID) -> list[Any]:
         return list(self.events.get(mid))
 
+    def positions(self, mid: UUID) -> dict[int, int]:
+        """The log position of each version of an aggregate (empty where the recorder cannot say)."""
+        recorder = self.recorder
+        if isinstance(recorder, SQLiteAggregateRecorder):
+            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+                   "WHERE originator_id = ?")
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql, [mid.hex])
+                return {row[0]: row[1] for row in cursor.fetchall()}
+        if type(recorder).__module__ == "eventsourcing.postgres":
+            from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
+
+            statement = SQL("SELECT originator_version, notification_id FROM {schema}.{table} WHERE originator_id = %s"
+                            ).format(schema=Identifier(recorder.datastore.schema),
+                                     table=Identifier(recorder.events_table_name))
+            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                cursor.execute(statement, [mid])
+                return {row["originator_version"]: row["notification_id"] for row in cursor.fetchall()}
+        return {}
+
     def position(self) -> int:
         return self.recorder.max_notification_id() or 0
 
@@ -275,21 +295,25 @@ class MemoryLog(HygieneCommands, Application[UUID]):
 
         return self._positioned(run)
 
-    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None) -> ReviewOutcome:
+    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None,
+               repo_id: str | None = None) -> ReviewOutcome:
         """A person's decision on a pending memory: approved memories become active (recalled),
-        rejected ones are remembered so the same proposal is refused."""
+        rejected ones are remembered so the same proposal is refused. With `repo_id`, only a memory
+        that repo sees (the inspector reviews from a repo's queue)."""
         if decision not in ("approved", "rejected"):
             raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
 
         def run(session: Session) -> ReviewOutcome:
             mid = parse_memory_id(raw_id)
             memory = session.find(mid) if mid else None
-            if memory is None:
-                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}")
+            if memory is None or (repo_id is not None and not memory.visible_to(repo_id)):
+                where = f" in repo {repo_id!r}" if repo_id is not None else ""
+                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
             if memory.status != "pending":
                 raise Conflict("not_pending", "memory_id",
                                f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")
-            memory._review(decision=decision, reviewer=reviewer, note=sanitise(note).text)
+            memory._review(decision=decision, reviewer=sanitise(reviewer).text if reviewer else reviewer,
+                           note=sanitise(note).text)
             session.changed(memory)
             return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
 

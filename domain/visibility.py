@@ -41,6 +41,13 @@ def sql_clause(include_global: bool = True) -> str:
     return "((repo_id = ? AND scope = 'repo')" + (" OR scope = 'global')" if include_global else ")")
 
 
+def sql_parts(include_global: bool = True) -> list[tuple[str, bool]]:
+    """can_see() in SQL as disjoint conditions (each one range of an index on (scope, repo_id, ...)),
+    each with whether it binds the viewer to one `?`: for queries that page through each part in
+    index order and merge them (UNION ALL) instead of sorting everything the viewer sees."""
+    return [("scope = 'repo' AND repo_id = ?", True)] + ([("scope = 'global'", False)] if include_global else [])
+
+
 def history(events: Sequence[Any], scope: str, owner: str, viewer: str | None,
             visible_ids: VisibleIds) -> list[tuple[Any, bool]]:
     """Each event of a memory's history with whether `viewer` sees its content in full. The memory

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import structlog
@@ -23,11 +24,27 @@ from domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from domain.ids import parse_memory_id
 from interface import anchors as anchoring
+from interface.inspector.browse import Inspector
+from projections.browse import Browser
 from projections.memory_index import MemoryIndex
 from projections.near_duplicates import NearDuplicates, Similar
 from projections.reads import ReadLedger
 from projections.recall import ReadQuery, RecallEngine
+from workers.as_of import Moment
 from schemas.archetype import ArchetypeRequest, ArchetypeResponse
+from schemas.browse import (
+    MemoriesRequest,
+    MemoriesResponse,
+    MemoryRequest,
+    MemoryResponse,
+    ReposRequest,
+    ReposResponse,
+    ReviewQueueRequest,
+    ReviewRequest,
+    ReviewResponse,
+    TimelineRequest,
+    TimelineResponse,
+)
 from schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.index import IndexRequest, IndexResponse
@@ -109,6 +126,14 @@ class Reader:
     wait: Callable[[int, float], bool]
     ledger: Callable[[], ReadLedger]
     index: Callable[[], MemoryIndex]
+    moment: Callable[[int | datetime], Moment]
+    """The past moment an `as_of` names."""
+    recall_at: Callable[[Moment], RecallEngine]
+    """The read path at a past moment."""
+    browser: Callable[[Moment | None], Browser]
+    """Paged views of the store now (None) or at a past moment."""
+    prepare: Callable[[Moment, bool], None]
+    """Build the past model of a moment (and its vector index: True) ahead of the request."""
 
 
 class CommandAPI:
@@ -134,10 +159,13 @@ class CommandAPI:
         reader = self._reader()
         if request.consistency is not None:
             self._wait_consistent(reader, request.consistency)
-        recall = reader.engine().read(to_read_query(request))
+        moment = reader.moment(request.as_of) if request.as_of is not None else None
+        engine = reader.engine() if moment is None else reader.recall_at(moment)
+        recall = engine.read(to_read_query(request))
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
-                 position=recall.position, read_id=recall.read_id)
+                 position=recall.position, read_id=recall.read_id, as_of=moment and moment.position)
         return ReadResponse(
+            as_of=moment and moment.as_dict(),
             read_id=recall.read_id,
             results=[ReadResult(**r) for r in recall.results],
             suppressed=recall.suppressed,
@@ -160,6 +188,55 @@ class CommandAPI:
     def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
         if not reader.wait(consistency.after_position, consistency.timeout_ms / 1000):
             raise not_yet_consistent(consistency)
+
+    # --- the inspector: read-only views of a repo's memory, now or as of a past moment ------------
+
+    def memories(self, payload: str | bytes | dict[str, Any]) -> MemoriesResponse:
+        return self._inspector().memories(parse(MemoriesRequest, payload))
+
+    def memory(self, payload: str | bytes | dict[str, Any]) -> MemoryResponse:
+        return self._inspector().memory(parse(MemoryRequest, payload))
+
+    def timeline(self, payload: str | bytes | dict[str, Any]) -> TimelineResponse:
+        return self._inspector().timeline(parse(TimelineRequest, payload))
+
+    def review_queue(self, payload: str | bytes | dict[str, Any]) -> MemoriesResponse:
+        return self._inspector().review_queue(parse(ReviewQueueRequest, payload))
+
+    def repos(self, payload: str | bytes | dict[str, Any]) -> ReposResponse:
+        return self._inspector().repos(parse(ReposRequest, payload))
+
+    def prepare_past(self, payload: str | bytes | dict[str, Any], model: type[BaseModel]) -> None:
+        """Build the past model a request's `as_of` needs before the request takes its turn: a serving
+        process does it off its operation lane, so a replay of the log never holds up other requests.
+        Does nothing without as_of, or when the request does not parse (the operation then says why)."""
+        if not self.names_as_of(payload):
+            return
+        try:
+            as_of = getattr(parse(model, payload), "as_of", None)
+            if as_of is not None:
+                reader = self._reader()
+                reader.prepare(reader.moment(as_of), model is ReadRequest)
+        except StrataError:
+            return
+
+    @staticmethod
+    def names_as_of(payload: str | bytes | dict[str, Any]) -> bool:
+        """Whether a request may ask for `as_of` (the usual request does not: no second parse for it)."""
+        return (b"as_of" if isinstance(payload, bytes) else "as_of") in payload
+
+    def _inspector(self) -> Inspector:
+        reader = self._reader()
+        return Inspector(self.log, reader.moment, reader.browser)
+
+    def review(self, payload: str | bytes | dict[str, Any]) -> ReviewResponse:
+        """A person's decision on a pending memory of a repo's review queue."""
+        request = parse(ReviewRequest, payload)
+        outcome = self.log.review(request.memory_id, request.decision, request.note, request.reviewer,
+                                  repo_id=request.repo_id)
+        log.info("review", repo_id=request.repo_id, memory_id=outcome.memory_id, decision=request.decision,
+                 position=outcome.position)
+        return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
 
     def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
         request = parse(ArchetypeRequest, payload)

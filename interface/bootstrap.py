@@ -8,6 +8,7 @@ import time
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import PersistenceError
@@ -23,6 +24,7 @@ from projections.embedder import Embedder, MiniLMEmbedder
 from interface import reflect as reflection
 from interface.api import CommandAPI, Reader
 from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
+from projections.browse import Browser
 from projections.fts import FTSProjection
 from projections.links import LinksProjection
 from projections.memory_index import MemoryIndex
@@ -34,6 +36,7 @@ from projections.tokens import TokenCounter
 from projections.top_of_block import TopOfBlock
 from projections.vector_index import VectorIndex
 from projections.vectors import EmbeddingCache, VectorProjection
+from workers.as_of import Moment, PastModels, moment_of
 from workers.runner import Runner, wait_for
 from workers.scheduler import build_scheduler
 
@@ -53,11 +56,13 @@ class Strata:
     _ledger: ReadLedger | None = None
     _index: MemoryIndex | None = None
     _near: NearDuplicates | None = None
+    _past: PastModels | None = None
     tokens: TokenCounter = field(default_factory=TokenCounter)
     """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
 
     def api(self) -> CommandAPI:
-        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index)
+        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
+                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
                           feedback_max_memories=self.settings.feedback_max_memories,
                           near_duplicates=self.near_duplicates)
@@ -105,6 +110,47 @@ class Strata:
                 return engine
             self._engine = engine
         return self._engine
+
+    # --- the past (as_of) and browsing ------------------------------------------------------------
+
+    def moment(self, as_of: int | datetime) -> Moment:
+        """The past moment `as_of` names (a log position or a time): workers/as_of.py."""
+        return moment_of(self.log, as_of)
+
+    def past(self) -> PastModels:
+        """Read models of the log truncated at a position, built on demand and cached."""
+        if self._past is None:
+            self._past = PastModels(self.log, lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
+                                    self.settings.projection_dir / "embedding-cache.sqlite",
+                                    keep=self.settings.as_of_models)
+        return self._past
+
+    def prepare_past(self, moment: Moment, vectors: bool) -> None:
+        """Build the past model of `moment` now (off a serving process's operation lane)."""
+        self.projection("vectors")  # the embedder and the cache's file exist before another thread uses them
+        self.past().prepare(moment.position, vectors)
+
+    def recall_at(self, moment: Moment) -> RecallEngine:
+        """The read path as it would have answered at `moment`: the same engine over a past model, with
+        that moment's clock, recording no read (reads of the past are not cited by feedback)."""
+        single_threaded_blas()
+        model = self.past().at(moment.position)
+        vectors = self.projection("vectors")
+        return RecallEngine(fts=model.fts, index=model.vector_index(), links=model.links, state=model.state,
+                            embedder=vectors.embedder, tokens=self.tokens, archetypes=model.classifier(),  # type: ignore[attr-defined]
+                            ledger=None, positions=lambda: model.position, clock=lambda: moment.time)
+
+    def browser(self, moment: Moment | None = None) -> Browser:
+        """Paged views of what the store holds now (the snapshot compacted to the head first), or held
+        at `moment`."""
+        if moment is None:
+            self.compact()
+            snapshot = self.projection("snapshot")
+            return Browser(self.projection("fts"), snapshot, self.projection("links"),  # type: ignore[arg-type]
+                           position=snapshot.position, now=datetime.now(UTC), half_life_days=RecallConfig.half_life_days)
+        model = self.past().at(moment.position)
+        return Browser(model.fts, model.snapshot, model.links, position=model.position, now=moment.time,
+                       half_life_days=RecallConfig.half_life_days)
 
     def ledger(self) -> ReadLedger:
         if self._ledger is None:
@@ -201,6 +247,8 @@ class Strata:
         return VectorProjection(path, self.embedder, self._cache)
 
     def close(self) -> None:
+        if self._past is not None:
+            self._past.close()
         for projection in self._projections.values():
             projection.close()
         if self._cache is not None:

@@ -20,18 +20,19 @@ import click
 import orjson
 import structlog
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from domain.errors import Conflict, InvalidInput, StrataError
+from domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from domain import archive
 from interface import anchors as anchoring, operator, reflect as reflection, render
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
 from interface.settings import load_settings
-from interface.views import event_record, history, memory_state, visible_in_log
+from interface.views import event_record, history, memory_at, memory_state, visible_in_log
 from projections.archetypes import DEFAULT_ARCHETYPES
 from projections.store import ProjectionBusy
+from schemas.common import AsOf
 from schemas.errors import ErrorDetail, ErrorResponse
 from schemas.registry import CONTRACTS, render as render_schema
 from workers.runner import replay as run_replay
@@ -213,21 +214,38 @@ def show(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The memory's id."),
     repo: Optional[str] = typer.Option(None, "--repo", help="Only if visible from this repo."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
     """Show a memory's current state and its full event history. With --repo, as that repo sees it:
     another repo's memory is not found, and on a global memory what other repos recorded is withheld.
+    With --as-of, as it stood at that log position or time (its history up to there).
 
-    Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api
+    Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api --as-of 2026-11-01T12:00:00Z
     """
     with _session(ctx) as strata:
         memory = strata.log.memory(memory_id, repo)
+        moment = strata.moment(_as_of(as_of)) if as_of is not None else None
+        if moment is not None:
+            then = memory_at(strata.log, memory, moment.position)
+            if then is None:
+                raise NotFound("not_found", "memory_id", f"memory {memory_id} was written after log position {moment.position}")
+            memory = then
         visible_ids = visible_in_log(strata.log, repo)
         view = {
             "ok": True,
             "memory": memory_state(memory, repo, visible_ids),
-            "history": history(strata.log, memory, repo, visible_ids),
+            "history": [r for r in history(strata.log, memory, repo, visible_ids) if r["version"] <= memory.version],
+            **({"as_of": moment.as_dict()} if moment is not None else {}),
         }
         _emit(ctx.obj, view, render.show)
+
+
+def _as_of(text: str) -> int | datetime:
+    """--as-of: a log position (digits) or an ISO 8601 time, checked as the API's `as_of` is."""
+    try:
+        return TypeAdapter(AsOf).validate_python(int(text) if text.strip().isdigit() else text.strip())
+    except ValidationError as exc:
+        raise InvalidInput("invalid_as_of", "as_of", f"--as-of {text!r}: {exc.errors()[0]['msg']}") from None
 
 
 @app.command("log")

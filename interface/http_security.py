@@ -26,6 +26,7 @@ import hmac
 import ipaddress
 import socket
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.responses import Response
@@ -142,14 +143,16 @@ class RequestGuard:
 
 
 class BearerToken:
-    """Every route but OPEN_PATHS needs `Authorization: Bearer <token>`, compared in constant time."""
+    """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs
+    `Authorization: Bearer <token>`, compared in constant time."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, open_paths: Iterable[str] = ()) -> None:
         self.app = app
         self.digest = hashlib.sha256(token.encode()).digest() if token else None
+        self.open_paths = OPEN_PATHS | frozenset(open_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.digest is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if self.digest is None or scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         header = dict(scope["headers"]).get(b"authorization", b"")
@@ -163,6 +166,27 @@ class BearerToken:
             "invalid_token", "the bearer token is not this server's")
         response = refusal(401, code, "authorization", message, headers={"WWW-Authenticate": 'Bearer realm="strata"'})
         await response(scope, receive, send)
+
+
+class NoSniff:
+    """`X-Content-Type-Options: nosniff` on every response: a browser takes JSON as JSON, never as a
+    script or a page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_marked(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-content-type-options"]
+                message = {**message, "headers": [*headers, (b"x-content-type-options", b"nosniff")]}
+            await send(message)
+
+        await self.app(scope, receive, send_marked)
 
 
 def is_loopback(host: str) -> bool:

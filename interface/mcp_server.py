@@ -56,7 +56,8 @@ from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface import stdio_wire, tool_schema
 from interface.consistency import PositionWaiters, TrackedPositions
 from interface.logs import route_stdlib_logging
-from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL, Operation
+from interface.inspector.resources import add_inspector_resources
+from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
 from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
     INDEX_URI,
     INSTRUCTIONS,
@@ -91,22 +92,28 @@ class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
     Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
     that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
-    neither holds the lane nor a thread; without `waiters` it waits inside its call."""
+    neither holds the lane nor a thread; without `waiters` it waits inside its call. A request `as_of`
+    a past moment first has its read model of the past built on a second lane (workers/as_of.py: a
+    replay of the log, seconds at 100,000 memories), so that other requests are not held up meanwhile."""
 
     def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None) -> None:
         self.api = api
         self.waiters = waiters
         self._lane: anyio.CapacityLimiter | None = None
+        self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
 
     async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error)."""
-        if self._lane is None:  # created inside the event loop that uses it
-            self._lane = anyio.CapacityLimiter(1)
+        if self._lane is None or self._past is None:  # created inside the event loop that uses them
+            self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
             if self.waiters is not None and op.method in ("read", "index"):
                 consistency = self.api.consistency_of(payload, op.request)
                 if consistency is not None:
                     await self.waiters.wait(consistency)
+            if op.read_only and "as_of" in op.request.model_fields and self.api.names_as_of(payload):
+                # building a read model of the past replays the log: beside the lane, not in it
+                await anyio.to_thread.run_sync(self.api.prepare_past, payload, op.request, limiter=self._past)
             return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
         except StrataError:
             raise
@@ -332,6 +339,9 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
         log_level=strata.settings.log_level.upper(),  # type: ignore[arg-type]
     )
     index_op = OPERATIONS["memory_index"]
+    # the inspector's read-only views: resource templates, not tools (nothing in an agent's context)
+    add_inspector_resources(server, list(INSPECTOR.values()), dispatcher.call,
+                            lambda exc: error_response(exc).model_dump_json())
 
     async def index_text(repo_id: str) -> str:
         try:

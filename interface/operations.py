@@ -1,5 +1,10 @@
-"""The agent-facing operations, described once: every transport (MCP tools, the HTTP JSON endpoint and
+"""The operations, described once: every transport (MCP tools and resources, the HTTP JSON endpoint and
 its OpenAPI description, the CLI's help) is generated from this table, so they cannot drift apart.
+
+Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
+context); the inspector's (`inspector=True`: browse, one memory, the timeline, the review queue, the
+repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
+MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
 request and response models are the contracts in `schemas/`. The descriptions are written for the
@@ -13,6 +18,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from schemas.browse import (
+    MemoriesRequest,
+    MemoriesResponse,
+    MemoryRequest,
+    MemoryResponse,
+    ReposRequest,
+    ReposResponse,
+    ReviewQueueRequest,
+    ReviewRequest,
+    ReviewResponse,
+    TimelineRequest,
+    TimelineResponse,
+)
 from schemas.feedback import FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.index import IndexRequest, IndexResponse
@@ -71,6 +89,9 @@ class Operation:
     agent_tool: bool = True
     """Offered to agents as an MCP tool. Operations for people and programs (say, read-only inspection)
     set it False: they are served over HTTP JSON and the CLI but cost no agent any context."""
+    resource: str | None = None
+    """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
+    are request fields (numbers and lists given as text: `kinds=fact,change`)."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
         return getattr(api, self.method)(payload)
@@ -94,7 +115,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
-            advanced=("expand", "consistency", "workspace"),
+            advanced=("expand", "consistency", "workspace", "as_of"),
         ),
         Operation(
             name="write",
@@ -199,10 +220,96 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             advanced=("consistency", "max_tokens"),
         ),
+        Operation(
+            name="memories",
+            method="memories",
+            request=MemoriesRequest,
+            response=MemoriesResponse,
+            summary="Inspector: a page of the memories a repo sees, filtered and searched.",
+            description=(
+                "A page of the memories a repo sees (its own and, unless include_global is false, global ones), "
+                "filtered by kind, status and maturity and searched by text (every word, best matches first), "
+                "with truth, utility, maturity and status; as_of shows the store as it stood then."
+            ),
+            example={"repo_id": "acme/api", "query": "postgres", "kinds": ["fact"], "limit": 20},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/memories/{+repo_id}{?query,kinds,statuses,maturities,order,offset,limit,as_of}",
+        ),
+        Operation(
+            name="memory",
+            method="memory",
+            request=MemoryRequest,
+            response=MemoryResponse,
+            summary="Inspector: one memory with its event history, its case and its change chain.",
+            description=(
+                "One memory as a repo sees it: its state, every event of its history (another repo's events on a "
+                "global memory show only their effect), the problem it belongs to with its solutions and failed "
+                "tactics, the changes affecting it and what it is linked to; as_of shows it as it stood then."
+            ),
+            example={"repo_id": "acme/api", "memory_id": "<memory id>"},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/memory/{memory_id}/{+repo_id}{?as_of}",
+        ),
+        Operation(
+            name="timeline",
+            method="timeline",
+            request=TimelineRequest,
+            response=TimelineResponse,
+            summary="Inspector: the events of a repo's memories, newest first, in pages.",
+            description=(
+                "The log's events on the memories a repo sees, newest first, with their positions and times; "
+                "pass next_before as before for older ones; as_of starts the timeline at that moment."
+            ),
+            example={"repo_id": "acme/api", "limit": 50},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/timeline/{+repo_id}{?before,limit,as_of}",
+        ),
+        Operation(
+            name="review_queue",
+            method="review_queue",
+            request=ReviewQueueRequest,
+            response=MemoriesResponse,
+            summary="Inspector: the memories of a repo waiting for a person's review, oldest first.",
+            description="The memories a repo sees that wait for review (review_writes): approve or reject them with review.",
+            example={"repo_id": "acme/api"},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
+        ),
+        Operation(
+            name="repos",
+            method="repos",
+            request=ReposRequest,
+            response=ReposResponse,
+            summary="Inspector: every repo with memories of its own, and the count of global memories.",
+            description="The operator's list of repos (names and counts of memories and pending reviews only).",
+            example={},
+            read_only=True,
+            agent_tool=False,
+            resource="strata://inspect/repos{?as_of}",
+        ),
+        Operation(
+            name="review",
+            method="review",
+            request=ReviewRequest,
+            response=ReviewResponse,
+            summary="Inspector: approve or reject a memory waiting for review.",
+            description=(
+                "A person's decision on a pending memory of a repo's review queue: approved, it is recalled from "
+                "now on; rejected, it never is, and the same memory proposed again is refused with the note."
+            ),
+            example={"repo_id": "acme/api", "memory_id": "<memory id>", "decision": "approved", "note": "checked"},
+            read_only=False,
+            agent_tool=False,
+        ),
     )
 }
 
 AGENT_TOOLS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if op.agent_tool}
 """The MCP tools. Their `tools/list` is in every agent's context in every session: keep it lean
 (tests/unit/test_tool_surface.py holds it under a token budget)."""
-
+INSPECTOR: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if not op.agent_tool}
+"""The inspector's operations (interface/inspector/): HTTP JSON, and MCP resource templates."""

@@ -4,9 +4,11 @@ operation (with its OpenAPI description), a health check, the projection workers
 Endpoints (all generated from `interface.operations.OPERATIONS`):
 
     POST /mcp                 MCP streamable HTTP (the tools, prompt and resources of interface/mcp_server.py)
-    POST /v1/<operation>      the operation's request JSON in, its response JSON out (read, write, update, ...)
+    POST /v1/<operation>      the operation's request JSON in, its response JSON out (read, write, update, ...,
+                              and the inspector's memories, memory, timeline, review_queue, repos, review)
     GET  /openapi.json        OpenAPI 3.1 description of /v1/*
     GET  /healthz             log head, each projection's position and lag, whether the workers run
+    GET  /                    the inspector's page (interface/inspector/), its script and style under /inspector/
 
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 404 not found, 409
@@ -45,7 +47,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.errors import Conflict, InvalidInput, StrataError
 from interface.bootstrap import PROJECTIONS, Strata
-from interface.http_security import BearerToken, RequestGuard, allowed_hosts, is_loopback
+from interface.http_security import BearerToken, NoSniff, RequestGuard, allowed_hosts, is_loopback
+from interface.inspector.page import PAGE_PATHS, page_routes
 from interface.consistency import TrackedPositions
 from interface.logs import route_stdlib_logging
 from interface.mcp_server import (
@@ -161,7 +164,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                 "operationId": op.name,
                 "summary": op.summary,
                 "description": op.description,
-                "tags": ["memory"],
+                "tags": ["memory" if op.agent_tool else "inspector"],
                 "requestBody": {"required": True, "content": body},
                 "responses": responses,
                 **({"x-read-only": True} if op.read_only else {}),
@@ -191,6 +194,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             + SESSION_PROTOCOL,
         },
         "tags": [{"name": "memory", "description": "The agent-facing operations."},
+                 {"name": "inspector", "description": "For people and programs: browse, search and review memories, "
+                                                     "now or as of a past moment (the page at / uses them)."},
                  {"name": "operations", "description": "Running the service."}],
         "paths": paths,
         "components": {
@@ -342,6 +347,7 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
         *(Route(f"/v1/{op.name}", _operation_endpoint(op, dispatcher), methods=["POST"]) for op in OPERATIONS.values()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        *page_routes(),
     ]
 
     @contextlib.asynccontextmanager
@@ -359,9 +365,10 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     return Starlette(
         routes=routes,
         middleware=[Middleware(AccessLog),
+                    Middleware(NoSniff),
                     Middleware(RequestGuard, hosts=allowed_hosts(host, strata.settings.allowed_hosts),
                                origins=strata.settings.allowed_origins),
-                    Middleware(BearerToken, token=token)],
+                    Middleware(BearerToken, token=token, open_paths=PAGE_PATHS)],
         exception_handlers={HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
     )

@@ -67,6 +67,10 @@ class Settings(BaseModel):
     max_waiting_reads: int = Field(
         32, ge=1, le=10_000,
         description="Most reads a serving process lets wait for consistency.after_position at once.")
+    as_of_models: int = Field(
+        1, ge=1, le=16,
+        description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
+                    "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

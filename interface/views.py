@@ -31,6 +31,19 @@ def visible_in_log(log: Any, viewer: str | None) -> VisibleIds:
     return visible_ids
 
 
+def memory_at(log: Any, m: Memory, position: int) -> Memory | None:
+    """The memory as it stood at a log position (its events up to there, folded by the aggregate);
+    None if it was written later, or if the log cannot say where its events are."""
+    positions = log.positions(m.id)
+    memory = None
+    for event in log.history(m.id):
+        at = positions.get(event.originator_version)
+        if at is None or at > position:
+            break
+        memory = event.mutate(memory)
+    return memory
+
+
 def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds | None = None) -> dict[str, Any]:
     """The memory's current state as `viewer` may see it (None: everything). A global memory shows
     another repo only what is global: not the repo it was written from, nor that repo's problems,
@@ -77,16 +90,19 @@ _EFFECT = ("target", "confidence", "weight", "source")
 def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:
     """The memory's events as `viewer` may see them (domain/visibility.py): in full, or withheld."""
     visible_ids = visible_ids or visible_in_log(log, viewer)
-    records = []
-    for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids):
-        record = event_record(event)
-        if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
-            record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
-        if not full:
-            record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
-            record["withheld"] = WITHHELD
-        records.append(record)
-    return records
+    return [shown(event, full, viewer)
+            for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids)]
+
+
+def shown(event: Any, full: bool, viewer: str | None, position: int | None = None) -> dict[str, Any]:
+    """One event as `viewer` may see it: in full, or (`full` false) only its effect on shared values."""
+    record = event_record(event, position)
+    if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
+        record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
+    if not full:
+        record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
+        record["withheld"] = WITHHELD
+    return record
 
 
 def event_record(event: Any, position: int | None = None) -> dict[str, Any]:

@@ -63,6 +63,13 @@ def quote_query(text: str) -> str:
     return " OR ".join(f'"{w}"' for w in kept)
 
 
+def prefix_query(text: str) -> str:
+    """A search box's text as an FTS5 query: every word must occur, the last ones as typed so far
+    (each word quoted, so nothing in it is read as syntax, and matched as a prefix)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return " AND ".join(f'"{w}"*' for w in words)
+
+
 class FTSProjection(Projection):
     name = "fts"
     migrations = (m001_create_tables, m002_scope_column)
@@ -180,6 +187,26 @@ class FTSProjection(Projection):
         sql += " ORDER BY hit.score LIMIT ?"
         params.append(limit)
         return [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+
+    def matching(self, text: str, repo_id: str, *, include_global: bool = True, kinds: Sequence[str] = (),
+                 statuses: Sequence[str] = (), limit: int = 1000) -> list[str]:
+        """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first,
+        optionally of these kinds and statuses: a search box over a repo's memories."""
+        words = prefix_query(text)
+        if not words:
+            return []
+        keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
+        sql = ("SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
+               " WHERE fts_text MATCH ? AND ((m.repo_id = ? AND m.scope = 'repo')"
+               + (" OR m.scope = 'global')" if include_global else ")"))
+        params: list[Any] = [f"scope_key : ({' OR '.join(keys)}) AND text : ({words})", repo_id]
+        for column, values in (("kind", kinds), ("status", statuses)):
+            if values:
+                sql += f" AND m.{column} IN ({','.join('?' * len(values))})"
+                params += list(values)
+        sql += " ORDER BY bm25(fts_text, 1.0, 0.0), m.rowid LIMIT ?"
+        params.append(limit)
+        return [row[0] for row in self.conn.execute(sql, params)]
 
     def pending(self, repo_id: str | None = None, limit: int = 200) -> list[str]:
         """Memories waiting for review, oldest first (optionally of one repo, its global ones included)."""

@@ -44,7 +44,14 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE INDEX snapshot_scope ON snapshot (repo_id, scope, status)")
 
 
-def m002_anchors_column(conn: Connection) -> None:
+def m002_browse_index(conn: Connection) -> None:
+    """What the inspector's pages filter and sort by, per repo and for global memories (projections/
+    browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
+    conn.execute("CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
+                 " truth, utility)")
+
+
+def m003_anchors_column(conn: Connection) -> None:
     """The code a memory is anchored to (domain/anchors.py), for reads with a workspace and
     `strata check`. Rows written before anchors existed have none."""
     conn.execute("ALTER TABLE snapshot ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]'")
@@ -374,7 +381,7 @@ def fold_states(states: dict[str, MemoryState], events: Sequence[Any],
 
 class SnapshotProjection(Projection):
     name = "snapshot"
-    migrations = (m001_create_tables, m002_anchors_column)
+    migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)
     digest_queries = (f"SELECT {', '.join(COLUMNS)} FROM snapshot ORDER BY memory_id",)
     count_query = "SELECT count(*) FROM snapshot"

@@ -136,14 +136,28 @@ class _Partition:
 
 class VectorIndex:
     def __init__(self, projection: VectorProjection) -> None:
-        self.projection = projection
+        self.projection: VectorProjection | None = projection
         self.dim = projection.embedder.dim
         self.partitions: dict[str, _Partition] = {}
         self.basis: Basis | None = None
         self.fitted_on = 0  # vectors in the index at the last fit (trusted or not)
         self.seq = -1
 
+    @classmethod
+    def of_rows(cls, dim: int, rows: Sequence[tuple]) -> VectorIndex:
+        """An index of these rows alone — (memory_id, embedding bytes, repo_id, scope, kind, status),
+        in log order — loaded and fitted as a first refresh() of a projection holding exactly them
+        would; it follows nothing (refresh() does nothing). A read model of the past: workers/as_of.py."""
+        index = cls.__new__(cls)
+        index.projection, index.dim, index.partitions = None, dim, {}
+        index.basis, index.fitted_on, index.seq = None, 0, 0
+        index._load(rows)
+        index._fit()
+        return index
+
     def refresh(self) -> None:
+        if self.projection is None:  # of_rows(): fixed rows
+            return
         conn = self.projection.conn
         top = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_feed").fetchone()[0]
         if self.seq < 0 or top < self.seq:  # first use, or the projection was rebuilt

@@ -8,7 +8,7 @@ recorded; opening the projection with another model rebuilds it from position ze
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,25 @@ class EmbeddingCache:
         self.conn.close()
 
 
+def vectors_for(texts: Iterable[str], embedder: Embedder, cache: EmbeddingCache) -> tuple[dict[str, bytes], int]:
+    """(float32 vector bytes by text, how many texts were embedded): from the cache, else embedded now
+    and cached. A text's vector depends on nothing but the text and the model, so this is what the
+    vector projection holds for it, whenever it was written."""
+    hashes = {content_hash(text): text for text in texts}
+    if not hashes:
+        return {}, 0
+    model = embedder.model_id
+    vectors = cache.get_many(list(hashes), model)
+    missing = [h for h in hashes if h not in vectors]
+    for i in range(0, len(missing), EMBED_BATCH * 8):
+        chunk = missing[i : i + EMBED_BATCH * 8]
+        embedded = embedder.embed([hashes[h] for h in chunk]).astype(np.float32)
+        rows = [(h, model, v.tobytes()) for h, v in zip(chunk, embedded, strict=True)]
+        cache.put_many(rows)
+        vectors.update((h, blob) for h, _, blob in rows)
+    return {text: vectors[h] for h, text in hashes.items()}, len(missing)
+
+
 class VectorProjection(Projection):
     name = "vectors"
     migrations = (m001_create_tables, m002_change_feed)
@@ -104,21 +123,9 @@ class VectorProjection(Projection):
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
         """Vectors for every text written in the batch, by text: from the cache, else embedded now."""
         written = Memory.MemoryWritten
-        texts = {e.text for _, e in batch if type(e) is written}
-        if not texts:
-            return {}
-        hashes = {content_hash(text): text for text in texts}
-        model = self.embedder.model_id
-        vectors = self.cache.get_many(list(hashes), model)
-        missing = [h for h in hashes if h not in vectors]
-        for i in range(0, len(missing), EMBED_BATCH * 8):
-            chunk = missing[i : i + EMBED_BATCH * 8]
-            embedded = self.embedder.embed([hashes[h] for h in chunk]).astype(np.float32)
-            rows = [(h, model, v.tobytes()) for h, v in zip(chunk, embedded, strict=True)]
-            self.cache.put_many(rows)
-            vectors.update((h, blob) for h, _, blob in rows)
-            self.embedded += len(chunk)
-        return {text: vectors[h] for h, text in hashes.items()}
+        vectors, embedded = vectors_for({e.text for _, e in batch if type(e) is written}, self.embedder, self.cache)
+        self.embedded += embedded
+        return vectors
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
         # Rows move with the position in one transaction, so an event past the position has no row

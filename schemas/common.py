@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StringConstraints,
+                      WithJsonSchema)
 from pydantic_core import PydanticCustomError
 
 Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
@@ -77,6 +79,52 @@ def _integral(value: object) -> object:
 
 Integer = Annotated[int, BeforeValidator(_integral)]
 """An integer field: a whole number, written 5 or 5.0 (not 5.5, not "5", not true)."""
+LogPosition = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
+"""A log position (1 or more), as Integer; the bound comes first so that an optional one publishes it too."""
+
+
+AS_OF_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"
+
+
+def _as_of(value: object) -> object:
+    """A log position (an integer >= 1, or 5.0) or an ISO 8601 date or time (UTC unless it says
+    otherwise), given back as an int or an aware datetime."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int:
+        if value < 1:
+            raise PydanticCustomError("out_of_range", "a log position is 1 or more")
+        return value
+    if type(value) is str:
+        if re.match(AS_OF_TIME_PATTERN, value):
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                moment = None
+            if moment is not None:
+                return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        raise PydanticCustomError("invalid_time", "is not an ISO 8601 date or time, e.g. 2026-11-01T12:00:00Z")
+    raise PydanticCustomError("wrong_type", "must be a log position (integer) or an ISO 8601 time (string)")
+
+
+AsOf = Annotated[
+    Any,
+    PlainValidator(_as_of),
+    WithJsonSchema({
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": AS_OF_TIME_PATTERN}],
+        "description": "Answer as the store stood then: a log position (as returned by write, update, forget), or an "
+                       "ISO 8601 time, meaning the last event at or before it (UTC unless a zone is given).",
+    }, mode="validation"),
+]
+"""`as_of`: a past moment named by a log position or a time."""
+
+
+class AsOfPoint(BaseModel):
+    """The past moment an answer reflects."""
+
+    model_config = ConfigDict(extra="forbid")
+    position: int = Field(description="The last log position the answer includes.")
+    time: str = Field(description="The clock of the answer (ISO 8601): a position's event time, or the time asked for.")
 
 
 MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from schemas.anchors import AnchorOut, ReadWorkspace
-from schemas.common import Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
 class Expand(Request):
@@ -43,6 +43,9 @@ class ReadRequest(Request):
     workspace: ReadWorkspace | None = Field(
         None, description="Extension: the agent's working tree; memories anchored to code that changed since they "
                           "were written say so and rank lower.")
+    as_of: AsOf | None = Field(
+        None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
+                          "time); such a read is not recorded, so feedback cannot cite it.")
 
 
 class ChangeLink(Response):
@@ -88,3 +91,4 @@ class ReadResponse(Response):
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
+    as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")

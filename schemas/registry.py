@@ -8,6 +8,19 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from schemas.archetype import ArchetypeRequest, ArchetypeResponse
+from schemas.browse import (
+    MemoriesRequest,
+    MemoriesResponse,
+    MemoryRequest,
+    MemoryResponse,
+    ReposRequest,
+    ReposResponse,
+    ReviewQueueRequest,
+    ReviewRequest,
+    ReviewResponse,
+    TimelineRequest,
+    TimelineResponse,
+)
 from schemas.errors import ErrorResponse
 from schemas.feedback import FeedbackRequest, FeedbackResponse
 from schemas.forget import ForgetRequest, ForgetResponse
@@ -32,6 +45,17 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "import-response": ImportResponse,
     "archetype-request": ArchetypeRequest,
     "archetype-response": ArchetypeResponse,
+    "memories-request": MemoriesRequest,
+    "memories-response": MemoriesResponse,
+    "memory-request": MemoryRequest,
+    "memory-response": MemoryResponse,
+    "timeline-request": TimelineRequest,
+    "timeline-response": TimelineResponse,
+    "review-queue-request": ReviewQueueRequest,
+    "repos-request": ReposRequest,
+    "repos-response": ReposResponse,
+    "review-request": ReviewRequest,
+    "review-response": ReviewResponse,
     "error": ErrorResponse,
 }
 

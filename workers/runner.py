@@ -244,7 +244,7 @@ events are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
 def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000,
-              window: int = REPLAY_WINDOW, progress: Progress | None = None) -> int:
+              window: int = REPLAY_WINDOW, progress: Progress | None = None, until: int | None = None) -> int:
     """Catch projections up to the head as it is now, decoding each batch of the log once for all of
     them. Each projection gathers the batches into windows of `window` events and applies each
     window with its position in one transaction (Projection.handle, in the projection's bulk()
@@ -253,11 +253,13 @@ def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_si
     embedding, which releases the GIL) applies on a thread of its own, overlapping the decoding;
     the others apply on the decoding thread, in turn (threads gained nothing there: their work holds
     the GIL, and handing it back and forth cost ~10%). A failure stops the replay and is raised
-    here (the projection keeps the windows it committed). Returns the events decoded."""
+    here (the projection keeps the windows it committed). With `until`, the projections stop at that
+    log position instead of the head (read models of the past: workers/as_of.py). Returns the events
+    decoded."""
     import queue
     from contextlib import ExitStack
 
-    head = memory_log.position()
+    head = memory_log.position() if until is None else min(until, memory_log.position())
     start = min(p.position for p in projections) + 1
     reader = LogReader(memory_log)
     wanted = [p.topics() for p in projections]

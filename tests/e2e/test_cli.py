@@ -99,6 +99,23 @@ def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
     assert hidden.returncode == 3
 
 
+def test_show_as_of_a_position_or_a_time(env: dict[str, str]) -> None:
+    written = ok_json(run(env, "write", json.dumps(WRITE)))
+    ok_json(run(env, "write", json.dumps(WRITE)))  # reinforced: truth and reinforcements move
+    mid = written["memory_id"]
+    then = ok_json(run(env, "show", mid, "--as-of", str(written["position"])))
+    assert then["memory"]["reinforcements"] == 0 and [e["type"] for e in then["history"]] == ["MemoryWritten"]
+    assert then["as_of"]["position"] == written["position"]
+    at_time = ok_json(run(env, "show", mid, "--as-of", then["as_of"]["time"]))
+    assert at_time["memory"] == then["memory"]
+    now = ok_json(run(env, "show", mid))
+    assert now["memory"]["reinforcements"] == 1 and "as_of" not in now
+    for wrong, code in (("0", 2), ("99", 2), ("yesterday", 2), ("1999-01-01", 2)):
+        refused = run(env, "--json", "show", mid, "--as-of", wrong)
+        assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "as_of", wrong
+        no_traceback(refused)
+
+
 def test_log_lists_recent_events_with_positions(env: dict[str, str]) -> None:
     for i in range(3):
         ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))

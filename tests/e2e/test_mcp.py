@@ -1,5 +1,6 @@
 """The MCP server end to end through the official client: `strata mcp` spawned over stdio, and `strata serve`
-over streamable HTTP. Every agent tool (AGENT_TOOLS) is called; the real embedding model runs."""
+over streamable HTTP. Every agent tool (AGENT_TOOLS) is called, the inspector's operations are resource
+templates and are read; the real embedding model runs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mcp.types import CallToolResult
 
 from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
 from interface import tool_schema
-from interface.operations import AGENT_TOOLS, OPERATIONS, SESSION_PROTOCOL
+from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
 from schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
@@ -49,7 +50,9 @@ def tool_error(result: CallToolResult) -> dict[str, Any]:
 async def session(client: Client) -> None:
     """What an agent's session does, through every tool, plus the protocol prompt and the resources."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == set(AGENT_TOOLS)
+    assert set(tools) == set(AGENT_TOOLS)  # the inspector's operations are resource templates, not tools
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert {op.resource for op in INSPECTOR.values() if op.resource} <= templates
     for name, op in AGENT_TOOLS.items():
         tool = tools[name]
         assert tool.description == op.description
@@ -98,6 +101,15 @@ async def session(client: Client) -> None:
                                                  "reason": "test"}), "forget")
     assert forgotten["forgotten"] is True
     assert called == set(AGENT_TOOLS), "every tool must be exercised here"
+
+    # the inspector's views: resource templates answering the operations' JSON
+    listed = json.loads((await client.read_resource(f"strata://inspect/memories/{REPO}?kinds=problem,solution"
+                                                    )).contents[0].text)  # type: ignore[union-attr]
+    OPERATIONS["memories"].response.model_validate(listed)
+    assert listed["items"] and {m["kind"] for m in listed["items"]} <= {"problem", "solution"}
+    one = json.loads((await client.read_resource(f"strata://inspect/memory/{problem['memory_id']}/{REPO}"
+                                                 )).contents[0].text)  # type: ignore[union-attr]
+    assert one["memory"]["memory_id"] == problem["memory_id"] and one["history"][0]["type"] == "MemoryWritten"
 
     # refusals: the CLI's code / path / message
     invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {

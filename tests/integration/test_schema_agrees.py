@@ -98,11 +98,40 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("forget", {"repo_id": REPO, "memory_id": fact, "reason": "bell\x07"}),
         ("feedback", {"repo_id": REPO, "read_ids": [read_id], "used": [], "mode": "dry_run"}),
         ("feedback", {"repo_id": REPO, "read_ids": [], "used": []}),
+        ("read", read(as_of=1)),
+        ("read", read(as_of=1.0)),
+        ("read", read(as_of=0)),
+        ("read", read(as_of="2099-01-01T00:00:00Z")),
+        ("read", read(as_of="2099-01-01")),
+        ("read", read(as_of="2099-01-01T10:00+02:00")),
+        ("read", read(as_of="yesterday")),
+        ("read", read(as_of=True)),
+        ("memories", {"repo_id": REPO}),
+        ("memories", {"repo_id": REPO, "query": "tests", "kinds": ["fact"], "statuses": ["active", "pending"],
+                      "maturities": ["candidate"], "order": "truth", "offset": 0, "limit": 10.0, "as_of": 2}),
+        ("memories", {"repo_id": REPO, "kinds": ["fact", "nope"]}),
+        ("memories", {"repo_id": REPO, "limit": 0}),
+        ("memories", {"repo_id": REPO, "order": "random"}),
+        ("memories", {"repo_id": REPO, "query": ""}),
+        ("memory", {"repo_id": REPO, "memory_id": fact}),
+        ("memory", {"repo_id": REPO, "memory_id": fact, "as_of": "2099-01-01"}),
+        ("memory", {"repo_id": REPO}),
+        ("timeline", {"repo_id": REPO, "before": 3, "limit": 5}),
+        ("timeline", {"repo_id": REPO, "before": 0}),
+        ("review_queue", {"repo_id": REPO, "offset": 1}),
+        ("review_queue", {"repo_id": REPO, "offset": -1}),
+        ("repos", {}),
+        ("repos", {"as_of": 1}),
+        ("repos", {"repo_id": REPO}),
+        ("review", {"repo_id": REPO, "memory_id": fact, "decision": "maybe"}),
+        ("review", {"repo_id": REPO, "memory_id": fact, "decision": "approved", "note": "bell\x07"}),
     ]
 
 
 NAMES = {"write": "write-request", "read": "read-request", "update": "update-request", "memory_index": "index-request",
-         "forget": "forget-request", "feedback": "feedback-request"}
+         "forget": "forget-request", "feedback": "feedback-request", "memories": "memories-request",
+         "memory": "memory-request", "timeline": "timeline-request", "review_queue": "review-queue-request",
+         "repos": "repos-request", "review": "review-request"}
 METHODS = {"memory_index": "index"}
 
 

@@ -1,0 +1,180 @@
+"""The inspector's views of a repo's memory: pages of memories, one memory with its history, case and
+change chain, the event timeline, the review queue, the repos. Each view shows exactly what the repo
+may see (domain/visibility.py, rendered by interface/views.py) and may be asked as of a past moment:
+it then answers from a past model (workers/as_of.py) with that moment's clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from domain import beliefs, visibility
+from domain.application import MemoryLog
+from domain.errors import NotFound
+from domain.ids import parse_memory_id
+from domain.memory import MEMORY_EVENTS, Memory
+from eventsourcing.utils import get_topic
+from interface.views import history, memory_state, shown, visible_in_log
+from projections.base import LogReader
+from projections.browse import Browser
+from schemas.browse import (
+    Case,
+    MemoriesRequest,
+    MemoriesResponse,
+    MemoryRequest,
+    MemoryResponse,
+    MemorySummary,
+    ReposRequest,
+    ReposResponse,
+    ReviewQueueRequest,
+    TimelineEvent,
+    TimelineRequest,
+    TimelineResponse,
+)
+from workers.as_of import Moment
+
+TIMELINE_WINDOW = 500
+TIMELINE_SCAN = 20_000
+"""Most log events one timeline page looks through for events the repo may see (a page may come back
+short: its next_before goes on from where the scan stopped)."""
+TIMELINE_TEXT = 300
+_MEMORY_TOPICS = [get_topic(kind) for kind in MEMORY_EVENTS]
+
+
+class Inspector:
+    def __init__(self, memory_log: MemoryLog, moment: Callable[[int | datetime], Moment],
+                 browser: Callable[[Moment | None], Browser]) -> None:
+        self.log, self._moment, self._browser = memory_log, moment, browser
+
+    def _at(self, as_of: int | datetime | None) -> tuple[Moment | None, Browser]:
+        moment = self._moment(as_of) if as_of is not None else None
+        return moment, self._browser(moment)
+
+    # --- lists --------------------------------------------------------------------------------
+
+    def memories(self, request: MemoriesRequest) -> MemoriesResponse:
+        moment, browser = self._at(request.as_of)
+        total, rows = browser.memories(
+            request.repo_id, include_global=request.include_global, query=request.query, kinds=request.kinds,
+            statuses=request.statuses, maturities=request.maturities, order=request.order, offset=request.offset,
+            limit=request.limit)
+        return MemoriesResponse(repo_id=request.repo_id, total=total, offset=request.offset,
+                                items=summaries(browser, request.repo_id, rows), position=browser.position,
+                                as_of=moment and moment.as_dict())
+
+    def review_queue(self, request: ReviewQueueRequest) -> MemoriesResponse:
+        """The memories waiting for a person's review, oldest first."""
+        return self.memories(MemoriesRequest(repo_id=request.repo_id, include_global=request.include_global,
+                                             statuses=["pending"], order="oldest", offset=request.offset,
+                                             limit=request.limit, as_of=request.as_of))
+
+    def repos(self, request: ReposRequest) -> ReposResponse:
+        moment, browser = self._at(request.as_of)
+        repos, shared = browser.repos()
+        return ReposResponse(repos=repos, global_memories=shared, position=browser.position,
+                             as_of=moment and moment.as_dict())
+
+    # --- one memory ---------------------------------------------------------------------------
+
+    def memory(self, request: MemoryRequest) -> MemoryResponse:
+        moment, browser = self._at(request.as_of)
+        viewer = request.repo_id
+        memory = self._memory(request.memory_id, viewer, browser, moment)
+        visible_ids = visible_in_log(self.log, viewer)
+        state = memory_state(memory, viewer, visible_ids)
+        days = (browser.now - memory.last_validated).total_seconds() / 86400
+        state["truth_decayed"] = round(beliefs.decayed(memory.truth_value, days, browser.half_life_days), 4)
+        positions = self.log.positions(memory.id)
+        events = [{**record, "position": positions.get(record["version"])}
+                  for record in history(self.log, memory, viewer, visible_ids) if record["version"] <= memory.version]
+        related = lambda ids: summaries(browser, viewer, browser.visible(viewer, ids))  # noqa: E731
+        return MemoryResponse(
+            memory=state, history=events, case=self._case(browser, viewer, memory, state),
+            change_chain=related(c["change_memory_id"] for c in state["change_chain"]),
+            change_targets=related(state["change_targets"]), related=related(state["related_ids"]),
+            position=browser.position, as_of=moment and moment.as_dict())
+
+    def _memory(self, raw_id: str, viewer: str, browser: Browser, moment: Moment | None) -> Memory:
+        if moment is None:
+            return self.log.memory(raw_id, viewer)
+        mid = parse_memory_id(raw_id)
+        memory = browser.snapshot.load([str(mid)]).get(str(mid)) if mid else None
+        if memory is None or not memory.visible_to(viewer):
+            raise NotFound("not_found", "memory_id", f"no memory {raw_id!r} in repo {viewer!r} at log position "
+                           f"{moment.position}")
+        return memory
+
+    def _case(self, browser: Browser, viewer: str, memory: Memory, state: dict[str, Any]) -> Case:
+        """The problem this memory belongs to, with the solutions and failed tactics linked to it."""
+        problem_id = memory.memory_id if memory.kind == "problem" else next(iter(state["problem_ids"]), None)
+        problem = browser.visible(viewer, [problem_id]) if problem_id else []
+        if not problem or problem[0]["kind"] != "problem":
+            return Case(problem=None, solutions=[], failed_tactics=[])
+        attached = browser.attached(problem_id)  # type: ignore[arg-type]
+        return Case(problem=summaries(browser, viewer, problem)[0],
+                    solutions=summaries(browser, viewer, browser.visible(viewer, attached["solves"])),
+                    failed_tactics=summaries(browser, viewer, browser.visible(viewer, attached["failed_on"])))
+
+    # --- the timeline -------------------------------------------------------------------------
+
+    def timeline(self, request: TimelineRequest) -> TimelineResponse:
+        """The events of memories the repo sees, newest first, read backwards from the log (at most
+        TIMELINE_SCAN events per page)."""
+        moment, browser = self._at(request.as_of)
+        viewer, include_global = request.repo_id, request.include_global
+        end = moment.position if moment is not None else browser.position
+        cursor = min(end, request.before - 1) if request.before is not None else end
+        reader, owners, found = LogReader(self.log), {}, []
+        scan_from = cursor
+        while cursor >= 1 and len(found) < request.limit and scan_from - cursor < TIMELINE_SCAN:
+            start = max(1, cursor - TIMELINE_WINDOW + 1)
+            batch = [item for item in reader.read(start, cursor - start + 1, _MEMORY_TOPICS) if item[0] <= cursor]
+            owners.update(browser.owners({str(e.originator_id) for _, e in batch} - owners.keys()))
+            next_cursor = start - 1
+            for position, event in reversed(batch):
+                owner = owners.get(str(event.originator_id))
+                if owner is not None and visibility.can_see(viewer, *owner, include_global):
+                    found.append((position, event))
+                    if len(found) == request.limit:
+                        next_cursor = position - 1
+                        break
+            cursor = next_cursor
+        rows = browser.rows(str(e.originator_id) for _, e in found)
+        events = self._shown(viewer, [(position, event, rows[str(event.originator_id)]) for position, event in found])
+        return TimelineResponse(events=events, next_before=cursor + 1 if cursor >= 1 else None,
+                                position=browser.position, as_of=moment and moment.as_dict())
+
+    def _shown(self, viewer: str, found: list[tuple[int, Any, dict[str, Any]]]) -> list[TimelineEvent]:
+        """Each event as the viewer may see it; a global memory's events are judged over its whole
+        history (visibility.history), read once per memory."""
+        full: dict[str, dict[int, bool]] = {}
+        visible_ids = visible_in_log(self.log, viewer)
+        out = []
+        for position, event, row in found:
+            key = str(event.originator_id)
+            if row["scope"] == "global" and key not in full:
+                judged = visibility.history(self.log.history(event.originator_id), row["scope"], row["repo_id"],
+                                            viewer, visible_ids)
+                full[key] = {e.originator_version: shown_in_full for e, shown_in_full in judged}
+            in_full = full.get(key, {}).get(event.originator_version, True)
+            text = row["text"] if len(row["text"]) <= TIMELINE_TEXT else row["text"][: TIMELINE_TEXT - 1] + "…"
+            out.append(TimelineEvent(**shown(event, in_full, viewer, position), kind=row["kind"], scope=row["scope"],
+                                     text=text))
+        return out
+
+
+def summaries(browser: Browser, viewer: str, rows: list[dict[str, Any]]) -> list[MemorySummary]:
+    """Summaries as `viewer` sees them: on another repo's global memory, only the changes it may see count."""
+    foreign = {c["change_memory_id"] for r in rows if not (r["scope"] == "repo" and r["repo_id"] == viewer)
+               for c in r["change_chain"]}
+    seen = {r["memory_id"] for r in browser.visible(viewer, foreign)} if foreign else set()
+    out = []
+    for r in rows:
+        own = r["scope"] == "repo" and r["repo_id"] == viewer
+        changes = len(r["change_chain"]) if own else sum(1 for c in r["change_chain"] if c["change_memory_id"] in seen)
+        out.append(MemorySummary(
+            memory_id=r["memory_id"], kind=r["kind"], scope=r["scope"], status=r["status"], text=r["text"],
+            truth=r["truth"], truth_decayed=r["truth_decayed"], utility=r["utility"], maturity=r["maturity"],
+            validations=r["validations"], created=r["created"], last_validated=r["last_validated"], changes=changes))
+    return out

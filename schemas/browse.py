@@ -1,0 +1,196 @@
+"""The inspector's read-only operations: browse a repo's memories, one memory with its history, the
+event timeline, the review queue and the repos; and `review`, a person's decision on a pending memory.
+Every view is a repo's view (what that repo may see) and may be asked `as_of` a past moment."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
+
+Status = Literal["active", "pending", "rejected", "forgotten"]
+Maturity = Literal["candidate", "established", "proven"]
+Order = Literal["newest", "oldest", "truth", "utility"]
+PAGE = Field(50, ge=1, le=200, description="Most items in one page.")
+OFFSET = Field(0, ge=0, le=1_000_000, description="How many items to skip (the page's start).")
+AS_OF = Field(None, description="Show the store as it stood then (a log position or an ISO 8601 time).")
+
+
+class MemoriesRequest(Request):
+    op: Literal["memories"] | None = None
+    repo_id: RepoId
+    include_global: bool = True
+    query: QueryText | None = Field(None, description="Only memories holding every word (the last ones as prefixes); "
+                                                      "best matches first unless `order` is given.")
+    kinds: list[Kind] = Field(default_factory=list, max_length=6, description="Only these kinds; default all.")
+    statuses: list[Status] = Field(default_factory=list, max_length=4, description="Only these statuses; default all.")
+    maturities: list[Maturity] = Field(default_factory=list, max_length=3, description="Only these maturities; default all.")
+    order: Order | None = Field(None, description="newest (the default without a query), oldest, truth, utility.")
+    offset: Integer = OFFSET
+    limit: Integer = PAGE
+    as_of: AsOf | None = AS_OF
+
+
+class ChangeNote(Response):
+    change_memory_id: str
+    summary: str
+
+
+class MemorySummary(Response):
+    memory_id: str
+    kind: Kind
+    scope: Scope
+    status: Status
+    text: str
+    truth: float = Field(description="The belief that it still holds, in [0, 1].")
+    truth_decayed: float = Field(description="Truth as a read then would weigh it: decayed since last validated.")
+    utility: float = Field(description="The global utility prior, in [0, 1].")
+    maturity: Maturity
+    validations: int
+    created: str
+    last_validated: str
+    changes: int = Field(description="How many change memories this repo sees affecting it.")
+
+
+class MemoriesResponse(Response):
+    ok: Literal[True] = True
+    repo_id: str
+    total: int = Field(description="How many memories match (a text search counts its 1,000 best matches at most).")
+    offset: int
+    items: list[MemorySummary]
+    position: int = Field(description="The log position the answer reflects.")
+    as_of: AsOfPoint | None = None
+
+
+class ReviewQueueRequest(Request):
+    op: Literal["review_queue"] | None = None
+    repo_id: RepoId
+    include_global: bool = True
+    offset: Integer = OFFSET
+    limit: Integer = PAGE
+    as_of: AsOf | None = AS_OF
+
+
+class MemoryRequest(Request):
+    op: Literal["memory"] | None = None
+    repo_id: RepoId
+    memory_id: MemoryId
+    as_of: AsOf | None = AS_OF
+
+
+class MemoryState(Response):
+    memory_id: str
+    kind: Kind
+    scope: Scope
+    repo_id: str | None = Field(description="The repo it was written in; null on another repo's global memory.")
+    status: Status
+    text: str
+    rationale: str
+    confidence: float
+    truth: float
+    truth_decayed: float
+    utility: float
+    utility_by_problem: dict[str, float]
+    maturity: Maturity
+    validations: int
+    reinforcements: int
+    last_validated: str
+    problem_ids: list[str]
+    related_ids: list[str]
+    change_targets: list[str]
+    change_chain: list[ChangeNote]
+    evidence_refs: list[str]
+    author: str | None
+    version: int
+    created: str
+    modified: str
+
+
+class HistoryEvent(Response):
+    position: int | None = Field(None, description="The event's log position.")
+    type: str
+    memory_id: str
+    version: int
+    timestamp: str
+    fields: dict[str, Any]
+    withheld: str | None = Field(None, description="Set when the event was recorded from another repo: its content is "
+                                                   "withheld, only its effect on the shared values is shown.")
+
+
+class Case(Response):
+    problem: MemorySummary | None = Field(description="The problem: the memory itself, or the one it solves or failed on.")
+    solutions: list[MemorySummary]
+    failed_tactics: list[MemorySummary]
+
+
+class MemoryResponse(Response):
+    ok: Literal[True] = True
+    memory: MemoryState
+    history: list[HistoryEvent] = Field(description="Every event of the memory up to the moment shown, oldest first.")
+    case: Case
+    change_chain: list[MemorySummary] = Field(description="The change memories affecting it, oldest first.")
+    change_targets: list[MemorySummary] = Field(description="For a change: the memories it affects.")
+    related: list[MemorySummary]
+    position: int
+    as_of: AsOfPoint | None = None
+
+
+class TimelineRequest(Request):
+    op: Literal["timeline"] | None = None
+    repo_id: RepoId
+    include_global: bool = True
+    before: LogPosition | None = Field(
+        None, description="Only events before this log position (the next page: the previous answer's next_before).")
+    limit: Integer = PAGE
+    as_of: AsOf | None = AS_OF
+
+
+class TimelineEvent(HistoryEvent):
+    kind: Kind
+    scope: Scope
+    text: str = Field(description="The memory's text (cut to 300 characters).")
+
+
+class TimelineResponse(Response):
+    ok: Literal[True] = True
+    events: list[TimelineEvent] = Field(description="Newest first.")
+    next_before: int | None = Field(description="Pass as `before` for older events; null at the start of the log.")
+    position: int
+    as_of: AsOfPoint | None = None
+
+
+class ReposRequest(Request):
+    op: Literal["repos"] | None = None
+    as_of: AsOf | None = AS_OF
+
+
+class RepoCount(Response):
+    repo_id: str
+    memories: int
+    pending: int
+
+
+class ReposResponse(Response):
+    ok: Literal[True] = True
+    repos: list[RepoCount] = Field(description="Every repo with memories of its own (names and counts only).")
+    global_memories: int
+    position: int
+    as_of: AsOfPoint | None = None
+
+
+class ReviewRequest(Request):
+    op: Literal["review"] | None = None
+    repo_id: RepoId = Field(description="The repo whose review queue holds it (its own or a global memory).")
+    memory_id: MemoryId
+    decision: Literal["approved", "rejected"]
+    note: Rationale = Field("", description="Why; a rejection's note is shown when the same memory is proposed again.")
+    reviewer: Rationale | None = Field(None, max_length=200, description="Who decided.")
+
+
+class ReviewResponse(Response):
+    ok: Literal[True] = True
+    memory_id: str
+    status: Literal["active", "rejected"]
+    position: int | None
