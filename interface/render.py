@@ -7,7 +7,7 @@ from typing import Any
 from schemas.errors import ErrorResponse
 from schemas.feedback import FeedbackResponse
 from schemas.forget import ForgetResponse
-from schemas.read import ReadResponse
+from schemas.read import CaseMember, ReadResponse
 from schemas.update import UpdateResponse, ValueChange
 from schemas.write import ImportResponse, WriteResponse
 
@@ -123,22 +123,28 @@ def read(r: ReadResponse) -> str:
     if not r.results:
         lines.append("nothing relevant (an empty answer is a fine answer)")
     for i, m in enumerate(r.results, start=1):
-        lines.append(f"{i:>2}. [{m.kind}/{m.scope}] {m.text}")
-        lines.append(f"    why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
-                     f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}")
-        if m.note:
-            lines.append(f"    caution: {m.note}")
-        for change in m.change_chain:
-            lines.append(f"    changed by: {change.text}")
-        for key in m.anchor_changed:
-            lines.append(f"    anchored code changed since: {key} (check it before relying on this)")
-        for key in m.anchor_missing:
-            lines.append(f"    anchored code is gone: {key}")
+        lines += _recalled(f"{i:>2}. [{m.kind}/{m.scope}] ", m, "    ")
+        for label, members in (("solution", m.solutions), ("failed tactic", m.failed_tactics)):
+            for member in members:
+                lines += _recalled(f"    - {label}: ", member, "      ")
     if r.suppressed:
         lines.append("held back: " + ", ".join(f"{n} {k}" for k, n in sorted(r.suppressed.items())))
     lines.append(f"read {r.read_id} at position {r.position}")
     lines.append(r.guidance)
     return "\n".join(lines)
+
+
+def _recalled(lead: str, m: CaseMember, indent: str) -> list[str]:
+    """One recalled memory: its text, why it came, its values, its caution and change chain."""
+    lines = [f"{lead}{m.text}",
+             f"{indent}why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
+             f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}"]
+    if m.note:
+        lines.append(f"{indent}caution: {m.note}")
+    lines += [f"{indent}changed by: {change.text}" for change in m.change_chain]
+    lines += [f"{indent}anchored code changed since: {key} (check it before relying on this)" for key in m.anchor_changed]
+    lines += [f"{indent}anchored code is gone: {key}" for key in m.anchor_missing]
+    return lines
 
 
 def archetypes(view: dict[str, Any]) -> str:

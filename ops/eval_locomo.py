@@ -1,19 +1,24 @@
 """Retrieval recall on LoCoMo through the real read path, scored as the paper scores it.
 
-Usage: python ops/eval_locomo.py [--data FILE] [--variants keyword,vector,full] [--fusions rrf,convex]
+Usage: python ops/eval_locomo.py [--data FILE] [--systems random,bm25,dense,keyword,vector,full]
+                                 [--turns linked,isolated] [--fusions rrf,convex]
 
 Each conversation gets its own store and repo scope; each turn is written as a memory (kind fact,
-text "[<session date>] <speaker>: <turn>" plus the shared photo's caption when there is one, and a
-`related` link to the previous turn of its session, as a recorder of conversations would write it)
-and each question is a targeted read with limit 50. recall@k is the share of a question's evidence turns
-among the first k returned, averaged over questions (a question without evidence counts as 1).
-Accepts the dev split and the full ten-conversation file alike.
+text "[<session date>] <speaker>: <turn>" plus the shared photo's caption when there is one) and each
+question is a targeted read with limit 50. Turns are written two ways: `linked`, with a `related`
+link to the previous turn of its session, as a recorder of conversations would write it, and
+`isolated`, each turn on its own as the paper indexes them (the footing of the published DRAGON
+figures). recall@k is the share of a question's evidence turns among the first k returned, averaged
+over questions (a question without evidence counts as 1). Baselines on the same texts in the same
+run: a random order (exact expectation), BM25 and dense MiniLM cosine. Accepts the dev split and the
+full ten-conversation file alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -23,7 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
+sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path.insert(1, str(ROOT / "ops"))
+
+from eval_common import BM25, Dense, random_recall, returned  # noqa: E402
 
 from interface.api import CommandAPI  # noqa: E402
 from interface.bootstrap import build  # noqa: E402
@@ -61,7 +70,9 @@ def turns(conversation: dict) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def load_store(sample: dict, data_dir: Path, embedder: MiniLMEmbedder):
+def load_store(sample: dict, data_dir: Path, embedder: MiniLMEmbedder, linked: bool = True):
+    """The conversation's turns as memories of one repo; returns the store, the repo, the dia ids
+    of each memory and every memory's (id, text) in order."""
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=embedder)
     repo = sample["sample_id"]
     dialogue = turns(sample["conversation"])
@@ -71,14 +82,15 @@ def load_store(sample: dict, data_dir: Path, embedder: MiniLMEmbedder):
 
     lines = [json.dumps({"repo_id": repo, "memory": {
         "text": text, "kind": "fact", "scope": "repo", "confidence": 0.8, "evidence_refs": [dia_id],
-        "links": {"related_memory_ids": [mid(previous)] if previous and mid(previous) != mid(text) else []}}})
+        "links": {"related_memory_ids": [mid(previous)] if linked and previous and mid(previous) != mid(text) else []}}})
         for dia_id, text, previous in dialogue]
     CommandAPI(strata.log).import_lines(lines)
     strata.catch_up()
     dia_of: dict[str, list[str]] = defaultdict(list)
     for dia_id, text, _ in dialogue:
         dia_of[mid(text)].append(dia_id)
-    return strata, repo, dia_of
+    memories = list({mid(text): text for _, text, _ in dialogue}.items())
+    return strata, repo, dia_of, memories
 
 
 def recall_at(ranked: list[str], evidence: set[str]) -> dict[int, float]:
@@ -87,26 +99,48 @@ def recall_at(ranked: list[str], evidence: set[str]) -> dict[int, float]:
     return {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
 
 
-def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder) -> dict:
-    scores: dict[str, list[tuple[int, dict[int, float]]]] = {name: [] for name in configs}
+def as_dia_ids(memory_ids: list[str], dia_of: dict[str, list[str]], limit: int | None = None) -> list[str]:
+    ranked: list[str] = []
+    for memory in memory_ids[:limit]:
+        for dia_id in dia_of.get(memory, []):
+            if dia_id not in ranked:
+                ranked.append(dia_id)
+    return ranked
+
+
+def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
+             systems: tuple[str, ...] = (), linked: bool = True) -> dict:
+    """Per system, (category, recall@k) of every question; and the engines' read latencies."""
+    names = [s for s in systems if s not in configs] + list(configs)
+    scores: dict[str, list[tuple[int, dict[int, float]]]] = {name: [] for name in names}
     latencies: dict[str, list[float]] = {name: [] for name in configs}
     for sample in data:
         with tempfile.TemporaryDirectory() as tmp:
-            strata, repo, dia_of = load_store(sample, Path(tmp), embedder)
-            for name, config in configs.items():
-                engine = strata.recall(config)
-                for qa in sample["qa"]:
-                    evidence = set(EVIDENCE.findall(" ".join(qa.get("evidence", []))))
+            strata, repo, dia_of, memories = load_store(sample, Path(tmp), embedder, linked)
+            bm25, dense = BM25(), Dense(embedder.dim)
+            for memory, text in memories:
+                bm25.add(memory, text)
+            dense.add_many([m for m, _ in memories], embedder.embed([t for _, t in memories]))
+            n_turns = len({d for ds in dia_of.values() for d in ds})
+            engines = {name: strata.recall(config) for name, config in configs.items()}
+            for qa in sample["qa"]:
+                evidence = set(EVIDENCE.findall(" ".join(qa.get("evidence", []))))
+                category = qa["category"]
+                for name, engine in engines.items():
                     started = time.perf_counter()
                     answer = engine.read(ReadQuery(repo_id=repo, query=qa["question"], mode="targeted", limit=50,
                                                    include_global=False))
                     latencies[name].append(time.perf_counter() - started)
-                    ranked: list[str] = []
-                    for result in answer.results:
-                        for dia_id in dia_of.get(result["memory_id"], []):
-                            if dia_id not in ranked:
-                                ranked.append(dia_id)
-                    scores[name].append((qa["category"], recall_at(ranked, evidence)))
+                    scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
+                if "random" in scores:
+                    exact = {k: random_recall(n_turns, k) for k in KS} if evidence else dict.fromkeys(KS, 1.0)
+                    scores["random"].append((category, exact))
+                if "bm25" in scores:
+                    ranked = as_dia_ids(bm25.rank(qa["question"]), dia_of, 50)
+                    scores["bm25"].append((category, recall_at(ranked, evidence)))
+                if "dense" in scores:
+                    ranked = as_dia_ids(dense.rank(embedder.embed_query(qa["question"])), dia_of, 50)
+                    scores["dense"].append((category, recall_at(ranked, evidence)))
             strata.close()
     return {"scores": scores, "latencies": latencies}
 
@@ -116,43 +150,62 @@ def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = N
     return len(chosen), [sum(r[k] for r in chosen) / len(chosen) if chosen else float("nan") for k in KS]
 
 
+SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
+LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
+          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
+
+
+def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
+    base = base or RecallConfig()
+    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
+    return {name: config for name, config in engine.items() if name in systems}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--variants", default="keyword,vector,full")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--turns", default="linked,isolated", help="linked (related links between turns), isolated")
     parser.add_argument("--fusions", default="", help="extra full-engine runs with these fusions, e.g. rrf,convex")
     parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
     args = parser.parse_args()
     configure_logging("warning")
 
     data = json.loads(args.data.read_text())
+    systems = tuple(s for s in args.systems.split(",") if s)
     base = RecallConfig()
-    variants = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"),
-                "full": base}
-    configs = {f"{v}-only" if v != "full" else f"full engine ({base.fusion})": variants[v]
-               for v in args.variants.split(",") if v}
+    configs = configs_for(systems, base)
+    labels = dict(LABELS)
     for fusion in filter(None, args.fusions.split(",")):
         if fusion != base.fusion:
-            configs[f"full engine ({fusion})"] = replace(base, fusion=fusion)
+            configs[f"full-{fusion}"] = replace(base, fusion=fusion)
+            labels[f"full-{fusion}"] = f"full engine ({fusion})"
     embedder = MiniLMEmbedder(model_dir=args.model_dir)
-    started = time.perf_counter()
-    result = evaluate(data, configs, embedder)
     questions = sum(len(s["qa"]) for s in data)
-    print(f"LoCoMo retrieval recall, {len(data)} conversations, {questions} questions "
-          f"({time.perf_counter() - started:.0f} s)")
+    for variant in filter(None, args.turns.split(",")):
+        started = time.perf_counter()
+        result = evaluate(data, configs, embedder, systems, linked=variant == "linked")
+        print(f"\nLoCoMo retrieval recall, turns {variant}, {len(data)} conversations, {questions} questions "
+              f"({time.perf_counter() - started:.0f} s)")
+        print_table(result, labels)
+
+
+def print_table(result: dict, labels: dict[str, str]) -> None:
     header = "".join(f"{'R@' + str(k):>8}" for k in KS)
     print(f"{'':<44}{header}")
     for name, ref in REFERENCES.items():
         print(f"{name:<44}" + "".join(f"{v:>8.3f}" for v in ref))
     for name, rows in result["scores"].items():
         _, overall = summarise(rows)
-        lat = sorted(result["latencies"][name])
-        print(f"{name:<44}" + "".join(f"{v:>8.3f}" for v in overall) + f"   (read p50 {lat[len(lat) // 2] * 1e3:.1f} ms)")
+        lat = sorted(result["latencies"].get(name, []))
+        timing = f"   (read p50 {lat[len(lat) // 2] * 1e3:.1f} ms)" if lat else ""
+        print(f"{labels.get(name, name):<44}" + "".join(f"{v:>8.3f}" for v in overall) + timing)
     for name, rows in result["scores"].items():
-        print(f"\n{name} by category:")
-        for category, label in CATEGORIES.items():
-            n, values = summarise(rows, category)
-            print(f"  {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
+        if name in result["latencies"]:
+            print(f"{labels.get(name, name)} by category:")
+            for category, label in CATEGORIES.items():
+                n, values = summarise(rows, category)
+                print(f"  {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,11 @@ def convex(rankings: Sequence[Ranking], weights: Sequence[float]) -> dict[str, f
     return scores
 
 
-def zscore(rankings: Sequence[Ranking], weights: Sequence[float], margin: float = 0.05) -> dict[str, float]:
+def zscore(rankings: Sequence[Ranking], weights: Sequence[float], margin: float = 0.05, *,
+           adaptive: bool = False) -> dict[str, float]:
+    """sum_i w_i * z_i, each list standardised over what it returned (a memory missing from a list
+    gets that list's minimum). Adaptive: each weight is further scaled by how far the list's best
+    score stands above the list's mean, in its own standard deviations — the z-score of its top."""
     members = {m for ranking in rankings for m, _ in ranking}
     scores = dict.fromkeys(members, 0.0)
     for ranking, weight in zip(rankings, weights, strict=True):
@@ -56,6 +60,8 @@ def zscore(rankings: Sequence[Ranking], weights: Sequence[float], margin: float 
         std = max((sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5, 1e-9)
         present = {m: (s - mean) / std for m, s in ranking}
         floor = (min(values) - mean) / std
+        if adaptive:
+            weight *= (max(values) - mean) / std
         for m in members:
             scores[m] += weight * present.get(m, floor)
     if not scores:
@@ -72,4 +78,6 @@ def fuse(method: str, rankings: Sequence[Ranking], weights: Sequence[float], rrf
         return convex(rankings, weights)
     if method == "zscore":
         return zscore(rankings, weights)
+    if method == "adaptive":
+        return zscore(rankings, weights, adaptive=True)
     raise ValueError(f"unknown fusion {method!r}")

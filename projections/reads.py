@@ -1,5 +1,6 @@
-"""The read ledger of this node: what each read returned (so a utility update that cites a read id
-credits only memories that read really returned), which memories each read's session has credited
+"""The read ledger of this node: what each read returned (every memory id, the solutions and failed
+tactics nested in its cases included, so a utility update or feedback that cites a read id credits
+only memories that read really returned), which memories each read's session has credited
 (so one session can move only a bounded number of memories) and how often each archetype matched.
 
 Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log.
@@ -42,7 +43,8 @@ class ReadLedger:
             )
 
     def returned(self, read_id: str, repo_id: str) -> list[str] | None:
-        """The memory ids a read of `repo_id` returned; None if no such read (or another repo's)."""
+        """The memory ids a read of `repo_id` returned, nested ones included; None if no such read (or
+        another repo's)."""
         row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
         return orjson.loads(row[0]) if row else None
 

@@ -28,12 +28,13 @@ class ReadRequest(Request):
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
-        description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by archetype.",
+        description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by "
+                    "archetype, which ranks kinds but never hides one.",
     )
     query: QueryText
     include_global: bool = True
     kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
-    limit: Integer = Field(20, ge=1, le=100)
+    limit: Integer = Field(20, ge=1, le=100, description="Most results; a case (a problem, its solutions and failed tactics) is one.")
     expand: Expand = Field(default_factory=Expand)
     token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
@@ -53,7 +54,9 @@ class ChangeLink(Response):
     text: str
 
 
-class ReadResult(Response):
+class CaseMember(Response):
+    """One memory of a read's answer: a result, or a solution or failed tactic nested in its case."""
+
     memory_id: str
     scope: Scope
     kind: Kind
@@ -63,7 +66,8 @@ class ReadResult(Response):
     problem_id: str | None
     evidence_refs: list[str]
     retrieval_reason: str = Field(
-        description="Why it was returned: vector, keyword, vector+keyword, problem_link, change_chain or semantic_hop_<n>."
+        description="Why it was returned: vector, keyword, vector+keyword, problem_link, related_link, change_chain or "
+                    "semantic_hop_<n>."
     )
     maturity: Literal["candidate", "established", "proven"]
     relevance: float = Field(description="Extension: fused relevance to the query (or inherited through a link).")
@@ -77,6 +81,16 @@ class ReadResult(Response):
         default_factory=list, description="Extension: with a workspace, anchors whose file or symbol is gone.")
 
 
+class ReadResult(CaseMember):
+    """A result is a case when it is a problem: its solutions and failed tactics come nested in it,
+    best first, and the case takes one slot of the limit (the token budget counts every text)."""
+
+    solutions: list[CaseMember] = Field(
+        default_factory=list, description="Extension: a problem's solutions (kind solution), best first.")
+    failed_tactics: list[CaseMember] = Field(
+        default_factory=list, description="Extension: a problem's failed tactics, best first: cautions, not bans.")
+
+
 class ArchetypeUsed(Response):
     name: str
     similarity: float
@@ -86,7 +100,10 @@ class ArchetypeUsed(Response):
 class ReadResponse(Response):
     ok: Literal[True] = True
     read_id: str = Field(description="Extension: cite it in later utility updates.")
-    results: list[ReadResult]
+    results: list[ReadResult] = Field(
+        description="Best first, at most `limit`: a problem comes as one case with its solutions and failed tactics "
+                    "nested; every other memory (and a solution whose problem is not in the answer) stands alone."
+    )
     suppressed: dict[str, int] = Field(default_factory=dict, description="Extension: what was held back, by reason.")
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")

@@ -156,6 +156,9 @@ def test_demo_runs_a_scripted_session(env: dict[str, str]) -> None:
     result = run(env, "--text", "demo")
     assert result.returncode == 0, result.stderr
     assert "reinforced fact" in result.stdout and "changed by" in result.stdout
+    # the read shows the problem as one case, its solution and failed tactic (a caution) nested in it
+    assert "- solution: Start Postgres with `make db-up`" in result.stdout
+    assert "- failed tactic: Raising pytest-timeout" in result.stdout and "caution: tried before" in result.stdout
     assert "[REDACTED:github_token]" in result.stdout
 
 
@@ -179,7 +182,8 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
         "links": {"problem_id": problem["memory_id"]}}})))
     answer = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"})))
     assert answer["ok"] and answer["position"] == 2 and answer["read_id"]
-    assert {r["kind"] for r in answer["results"]} == {"problem", "solution"}
+    assert [r["kind"] for r in answer["results"]] == ["problem"]  # one case: the solution comes nested in it
+    assert [s["kind"] for s in answer["results"][0]["solutions"]] == ["solution"]
     assert ok_json(run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))["results"] == []
     bad = run(env, "read", json.dumps({"repo_id": "acme/api", "query": ""}))
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "empty_text"

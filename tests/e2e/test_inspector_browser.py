@@ -180,6 +180,7 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         reasons = texts(driver, "#read-results td.reason")
         assert reasons and all(r for r in reasons)
         assert "Postgres is not running" in find(driver, "#read-results").text
+        assert "make db-up" in " ".join(texts(driver, "#read-results tr.member td.text"))  # a case shows its solution
         shot(driver, "06-read")
 
         # the whole page switches to a past moment: before the change was written

@@ -86,7 +86,8 @@ def test_round_trip_through_the_command_api_with_the_real_model(pg: Shared, tmp_
     strata.catch_up()
     answer = api.read({"repo_id": "acme/api", "query": "why do the integration tests hang?", "mode": "targeted",
                        "consistency": {"after_position": again.position}})
-    assert solution.memory_id in [r.memory_id for r in answer.results]
+    case = next(r for r in answer.results if r.memory_id == problem.memory_id)  # the solution comes in its case
+    assert solution.memory_id in [s.memory_id for s in case.solutions]
     assert answer.position >= again.position
 
     update = api.update({"repo_id": "acme/api", "memory_id": solution.memory_id, "mode": "commit", "updates": {
@@ -104,8 +105,11 @@ def test_round_trip_through_the_command_api_with_the_real_model(pg: Shared, tmp_
     query = {"repo_id": "acme/api", "query": "why do the integration tests hang?", "mode": "targeted"}
     here, there = api.read(query), other.api().read(query)
     assert here.position == there.position == update.position
-    assert [(r.memory_id, r.utility) for r in here.results] == [(r.memory_id, r.utility) for r in there.results]
-    assert next(r.utility for r in there.results if r.memory_id == solution.memory_id) > 0.5  # the update, seen there
+    def members(results: list) -> list:
+        return [m for r in results for m in (r, *r.solutions, *r.failed_tactics)]
+
+    assert [(r.memory_id, r.utility) for r in members(here.results)] == [(r.memory_id, r.utility) for r in members(there.results)]
+    assert next(r.utility for r in members(there.results) if r.memory_id == solution.memory_id) > 0.5  # the update, seen there
     assert not (tmp_path / "node-1" / "events.sqlite").exists()  # the log is on the server
     other.close()
     strata.close()

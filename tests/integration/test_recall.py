@@ -40,7 +40,12 @@ def read(strata: Strata, **request: object) -> dict:
 
 
 def ids(response: dict) -> list[str]:
-    return [r["memory_id"] for r in response["results"]]
+    """Every memory the read returned, nested ones included, in the order shown."""
+    return [m["memory_id"] for m in flat(response)]
+
+
+def flat(response: dict) -> list[dict]:
+    return [m for r in response["results"] for m in (r, *r["solutions"], *r["failed_tactics"])]
 
 
 def seed_debugging(api: CommandAPI) -> dict[str, str]:
@@ -58,18 +63,54 @@ def seed_debugging(api: CommandAPI) -> dict[str, str]:
     return m
 
 
-def test_a_problem_brings_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
+def test_a_problem_comes_as_one_case_with_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
     m = seed_debugging(CommandAPI(real.log))
     response = read(real, repo_id="acme", query="integration tests hang forever")
-    got = {r["memory_id"]: r for r in response["results"]}
-    assert {m["problem"], m["solution"], m["failed"]} <= got.keys()
-    assert got[m["failed"]]["note"] and "reconsider" in got[m["failed"]]["note"]
-    assert m["other_repo"] not in got
+    case = next(r for r in response["results"] if r["memory_id"] == m["problem"])
+    assert [s["memory_id"] for s in case["solutions"]] == [m["solution"]]
+    assert [f["memory_id"] for f in case["failed_tactics"]] == [m["failed"]]
+    assert "reconsider" in case["failed_tactics"][0]["note"]  # a caution, not a ban
+    assert case["solutions"][0]["problem_id"] == m["problem"]
+    assert {m["solution"], m["failed"]}.isdisjoint(r["memory_id"] for r in response["results"])  # nowhere else
+    assert m["other_repo"] not in ids(response)
     facts = read(real, repo_id="acme", query="which port does the test database listen on")
     fact = next(r for r in facts["results"] if r["memory_id"] == m["fact"])
     assert [c["memory_id"] for c in fact["change_chain"]] == [m["change"]]
     assert m["change"] in ids(facts)
     assert fact["truth"] < 0.9  # the change pulled it down
+
+
+def test_a_limit_counts_cases_and_the_budget_counts_every_text(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    problems = {}
+    for service in ("billing", "search", "upload", "login", "export"):
+        problem = api.write(write_request("acme", f"The {service} service times out under load", "problem")).memory_id
+        api.write(write_request("acme", f"Raise the {service} worker pool to 16 to stop the timeouts", "solution",
+                                links={"problem_id": problem}))
+        api.write(write_request("acme", f"Retrying {service} requests made the timeouts worse", "failed_tactic",
+                                links={"problem_id": problem}))
+        problems[problem] = service
+    response = read(real, repo_id="acme", query="a service times out under load", limit=3)
+    assert len(response["results"]) == 3 and {r["memory_id"] for r in response["results"]} <= problems.keys()
+    assert all(len(r["solutions"]) == 1 and len(r["failed_tactics"]) == 1 for r in response["results"])
+    assert len(ids(response)) == 9
+    counter = TokenCounter()
+    whole = sum(counter.count(m["text"]) + 8 for m in flat(response))
+    tight = read(real, repo_id="acme", query="a service times out under load", limit=3, token_budget=whole - 1)
+    assert sum(counter.count(m["text"]) + 8 for m in flat(tight)) <= whole - 1
+    assert tight["suppressed"]["over_token_budget"] >= 1
+
+
+def test_a_solution_whose_problem_is_not_in_the_answer_stands_alone(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    m = seed_debugging(api)
+    response = read(real, repo_id="acme", query="run make db-up before pytest", kinds=["solution", "failed_tactic"])
+    assert [r["memory_id"] for r in response["results"]][:1] == [m["solution"]]
+    assert response["results"][0]["problem_id"] == m["problem"] and response["results"][0]["solutions"] == []
+    api.forget({"repo_id": "acme", "memory_id": m["problem"]})
+    gone = read(real, repo_id="acme", query="run make db-up before pytest")
+    assert m["solution"] in [r["memory_id"] for r in gone["results"]]  # its problem is forgotten: on its own
+    assert m["problem"] not in ids(gone)
 
 
 def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata) -> None:
@@ -124,7 +165,7 @@ def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
     for budget in (40, 100, 250, 1000):
         response = read(real, repo_id="acme", query="how long do cached sessions live", token_budget=budget, limit=50)
         spent = sum(counter.count(r["text"]) + sum(counter.count(c["text"]) for c in r["change_chain"]) + 8
-                    for r in response["results"])
+                    for r in flat(response))
         assert spent <= budget
         if budget < 1000:
             assert response["suppressed"].get("over_token_budget", 0) > 0
@@ -143,7 +184,7 @@ def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> Non
                     current_problem_id=problem)
     order = ids(response)
     assert order.index(b) < order.index(a)
-    got = {r["memory_id"]: r["utility"] for r in response["results"]}
+    got = {r["memory_id"]: r["utility"] for r in flat(response)}
     assert got[b] > 0.6 > 0.4 > got[a]
 
 
@@ -200,7 +241,24 @@ def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
                                  "profile": {"limit": 2, "kinds": ["fact"]}})
     response = read(real, repo_id="acme", query="deploy to production now", mode="auto")
     assert response["archetype"]["name"] == "debugging" and response["archetype"]["profile"]["limit"] == 2
-    assert all(r["kind"] == "fact" for r in response["results"])
+    assert len(response["results"]) <= 2
+
+
+def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> None:
+    """A bug report classifies as debugging, whose profile does not list preferences: the decision an
+    agent stored as a preference still comes back, as it does for a targeted read."""
+    api = CommandAPI(real.log)
+    seed_debugging(api)
+    decision = api.write(write_request("acme", "When integration tests hang, we decided to always restart the "
+                                       "Postgres container instead of raising pytest timeouts", "preference")).memory_id
+    query = "integration tests hang and the CI job times out"
+    auto = read(real, repo_id="acme", query=query, mode="auto")
+    assert auto["archetype"]["name"] == "debugging"
+    assert "preference" not in auto["archetype"]["profile"]["kinds"]
+    assert decision in ids(read(real, repo_id="acme", query=query, mode="targeted"))
+    assert decision in ids(auto)
+    only = read(real, repo_id="acme", query=query, mode="auto", kinds=["problem", "solution"])
+    assert {r["kind"] for r in flat(only)} <= {"problem", "solution"}  # the request's own filter still filters
 
 
 texts = st.sampled_from(["tests hang", "deploy fails", "cache expires", "port 5433", "use uv", "flaky login",
@@ -244,3 +302,54 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
                     crepo, cscope = owner[change["memory_id"]]
                     assert cscope == "global" or crepo == repo
         strata.close()
+
+
+SYMPTOMS = [  # a long developer chat, recorded turn by turn: many turns that sound like the query
+    "alice: the nightly deploy failed again with a timeout while pushing the image to the registry",
+    "bob: same here, the deploy job hangs at the image push step and then times out",
+    "alice: I retried the deploy twice and both runs timed out pushing the image",
+    "bob: the registry logs show the image upload stalls after a few layers",
+    "alice: the deploy timed out at exactly ten minutes again, right in the push",
+    "bob: the push to the registry is still timing out this morning",
+    "alice: it only hangs on the large image layers, small ones go through",
+    "bob: CI shows the same deploy timeout pushing images on the release branch",
+]
+DECISION_CHAT = [  # a short chat that holds the decision
+    "carol: about those registry timeouts",
+    "dave: we decided to push deploy images to the internal mirror instead; that ended the timeouts",
+    "carol: ok, the mirror it is",
+]
+
+
+def record_chats(api: CommandAPI, repo: str, linked: bool) -> str:
+    """Both chats turn by turn (each turn `related` to the one before when linked); the decision's id."""
+    decision = ""
+    for chat in (SYMPTOMS, DECISION_CHAT):
+        previous = None
+        for turn in chat:
+            links = {"related_memory_ids": [previous]} if linked and previous else {}
+            previous = api.write(write_request(repo, turn, links=links)).memory_id
+            if turn.startswith("dave:"):
+                decision = previous
+    return decision
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(real: Strata, capped: bool) -> None:
+    """`related` links lift a hit's neighbours, but a long chain of middling hits lifting each other
+    must not bury the short chat that holds the decision: it stays in the top three, no lower than
+    where it stands without any links."""
+    api = CommandAPI(real.log)
+    decisions = {linked: record_chats(api, f"team-{linked}", linked) for linked in (True, False)}
+    real.catch_up()
+    engine = real.recall(RecallConfig() if capped else RecallConfig(chain_share=None))
+    from projections.recall import ReadQuery
+
+    def rank(linked: bool) -> int:
+        answer = engine.read(ReadQuery(repo_id=f"team-{linked}", query="why do deploys time out pushing the image?"))
+        return [r["memory_id"] for r in answer.results].index(decisions[linked])
+
+    if capped:
+        assert rank(True) <= min(rank(False), 2)
+    else:  # without the chain's cap the scenario does crowd the decision out (the engine before issue 12)
+        assert rank(True) > rank(False)

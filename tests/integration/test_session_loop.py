@@ -14,6 +14,7 @@ from interface.bootstrap import Strata, build
 from interface.settings import load_settings
 from projections.embedder import HashEmbedder
 from projections.memory_index import find_topics
+from schemas.read import ReadResponse
 from tests.conftest import write_request
 
 
@@ -40,6 +41,11 @@ def seed(strata: Strata, n: int = 5) -> tuple[str, list[str]]:
     return problem, solutions
 
 
+def returned_ids(read: ReadResponse) -> list[str]:
+    """What a read returned, the solutions and failed tactics nested in its cases included."""
+    return [m.memory_id for r in read.results for m in (r, *r.solutions, *r.failed_tactics)]
+
+
 def utility(strata: Strata, memory_id: str) -> float:
     return strata.log.memory(memory_id).global_utility
 
@@ -48,8 +54,10 @@ def test_feedback_credits_only_the_used_memories_in_one_transaction(hashed: Stra
     problem, solutions = seed(hashed)
     api = hashed.api()
     read = api.read({"repo_id": "acme", "query": "integration tests hang postgres"})
-    returned = [r.memory_id for r in read.results]
+    returned = returned_ids(read)
     used, unused = [m for m in solutions if m in returned][:2], [m for m in solutions if m in returned][2:]
+    nested = {s.memory_id for r in read.results for s in r.solutions}
+    assert used and set(used) <= nested  # the solutions came nested in their problem's case, and count as returned
     before = {m: utility(hashed, m) for m in solutions}
     position = hashed.log.position()
 
@@ -71,8 +79,8 @@ def test_feedback_credits_only_the_used_memories_in_one_transaction(hashed: Stra
 def test_feedback_refuses_what_no_cited_read_returned_and_records_nothing(hashed: Strata) -> None:
     _, solutions = seed(hashed)
     api = hashed.api()
-    read = api.read({"repo_id": "acme", "query": "integration tests hang postgres", "limit": 1})
-    not_returned = next(m for m in solutions if m not in {r.memory_id for r in read.results})
+    read = api.read({"repo_id": "acme", "query": "integration tests hang postgres", "kinds": ["problem"]})
+    not_returned = next(m for m in solutions if m not in returned_ids(read))
     position = hashed.log.position()
     with pytest.raises(InvalidInput) as refused:
         api.feedback({"repo_id": "acme", "read_ids": [read.read_id],
@@ -97,7 +105,7 @@ def test_one_session_moves_a_bounded_number_of_memories(hashed: Strata) -> None:
     _, solutions = seed(hashed, n=6)
     api = hashed.api()
     read = api.read({"repo_id": "acme", "query": "integration tests hang postgres"})
-    returned = [r.memory_id for r in read.results]
+    returned = returned_ids(read)
     assert len(returned) >= 5
     position = hashed.log.position()
     with pytest.raises(Conflict) as too_many:

@@ -317,8 +317,10 @@
     return el("div", {}, form, el("p", { class: "guidance" }, data.guidance),
       data.results.length ? el("table", { id: "read-results" },
         el("thead", {}, el("tr", {}, ["#", "memory", "why", "relevance", "truth", "utility", "maturity"].map((h) => el("th", {}, h)))),
-        el("tbody", {}, data.results.map((r, i) => el("tr", { "data-memory": r.memory_id },
-          el("td", { class: "num" }, i + 1),
+        el("tbody", {}, data.results.flatMap((r, i) => [[r, `${i + 1}`],
+          ...[...(r.solutions || []), ...(r.failed_tactics || [])].map((m, j) => [m, `${i + 1}.${j + 1}`])]).map(([r, n]) =>
+          el("tr", { "data-memory": r.memory_id, class: n.includes(".") ? "member" : "" },
+          el("td", { class: "num" }, n),
           el("td", { class: "text" }, el("a", { href: link("memory", r.memory_id) }, r.text), " ", badge(r.kind, "kind"),
             r.note ? el("div", { class: "withheld" }, r.note) : null,
             r.change_chain.map((c) => el("div", { class: "fields" }, `changed since: ${c.text}`))),

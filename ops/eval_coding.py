@@ -1,0 +1,201 @@
+"""Coding memory: past SWE-bench Verified tasks of the same repository as memories, through the real
+read path, with the baselines in the same run (protocol in ../shared/data/coding-dev/README.md).
+
+Usage: python ops/eval_coding.py [--data FILE] [--systems random,bm25,dense,keyword,vector,full]
+
+Each repository is its own store (as the held-out split, one repository, will be). Its tasks are
+walked in instance-number order:
+task i is first read with its problem statement (first 2,000 characters) as a targeted query (no
+global memories, limit 20), then written as a `problem` memory (the same text) and a `solution`
+memory linked to it naming what the gold patch edited (`Fixed "<first line>" by editing
+path/file.py: Class.method, function`). hit@k: one of the first k distinct past tasks returned (a
+problem or its solution stands for its task) edited a file the task's gold patch edits; only tasks
+with at least one earlier task of their repository that edited one of those files count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
+sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path.insert(1, str(ROOT / "ops"))
+
+from eval_common import BM25, Dense, random_hit, returned  # noqa: E402
+
+from interface.api import CommandAPI, parse, to_read_query  # noqa: E402
+from interface.bootstrap import build  # noqa: E402
+from interface.logs import configure_logging  # noqa: E402
+from interface.settings import load_settings  # noqa: E402
+from projections.embedder import MiniLMEmbedder  # noqa: E402
+from projections.recall import RecallConfig  # noqa: E402
+from schemas.read import ReadRequest  # noqa: E402
+
+KS = (1, 5, 10)
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "coding-dev" / "swebench_verified_dev.json"
+QUERY_CHARS = 2000
+LIMIT = 20
+SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
+LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
+          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_DIFF = re.compile(r"^diff --git a/(\S+) b/", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Task:
+    instance_id: str
+    repo: str
+    problem: str
+    solution: str
+    files: frozenset[str]
+
+
+def as_task(raw: dict) -> Task:
+    statement = _CONTROL.sub(" ", raw["problem_statement"]).strip()
+    problem = statement[:QUERY_CHARS].strip()
+    first = next((line.strip() for line in statement.splitlines() if line.strip()), raw["instance_id"])
+    files = _DIFF.findall(raw["golden_patch"])
+    spans = raw.get("expected_spans") or {}
+    if isinstance(spans, str):
+        spans = ast.literal_eval(spans)
+    edited = "; ".join(f"{path}: {', '.join(spans[path])}" if spans.get(path) else path
+                       for path in dict.fromkeys([*spans, *files]))
+    return Task(raw["instance_id"], raw["repo"], problem, f'Fixed "{first}" by editing {edited}', frozenset(files))
+
+
+def by_repo(data: list[dict]) -> dict[str, list[Task]]:
+    """Each repository's tasks in instance-number order."""
+    out: dict[str, list[Task]] = defaultdict(list)
+    for raw in sorted(data, key=lambda t: (t["repo"], int(t["instance_id"].rsplit("-", 1)[1]))):
+        out[raw["repo"]].append(as_task(raw))
+    return dict(sorted(out.items()))
+
+
+def hits(ranked_tasks: list[Task], gold: frozenset[str]) -> list[bool]:
+    return [any(t.files & gold for t in ranked_tasks[:k]) for k in KS]
+
+
+def distinct_tasks(memory_ids: list[str], task_of: dict[str, Task]) -> list[Task]:
+    out: list[Task] = []
+    for memory_id in memory_ids:
+        task = task_of.get(memory_id)
+        if task is not None and task not in out:
+            out.append(task)
+    return out
+
+
+def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
+             systems: tuple[str, ...] = SYSTEMS) -> list[dict]:
+    """One row per evaluable task: repo, instance id and, per system, hit@k for every k."""
+    rows = []
+    for repo, tasks in by_repo(data).items():
+        with tempfile.TemporaryDirectory() as tmp:
+            strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
+            rows += _walk(strata, repo, tasks, configs, embedder, systems)
+            strata.close()
+    return rows
+
+
+def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
+          systems: tuple[str, ...]) -> list[dict]:
+    """Read then write each task of one repository in turn, in its own store (as a store holding
+    only that repository would: the keyword statistics are the repository's own)."""
+    rows = []
+    api = CommandAPI(strata.log)
+    engines = {name: strata.recall(config) for name, config in configs.items()}
+    task_of: dict[str, Task] = {}
+    bm25, dense = BM25(), Dense(embedder.dim)
+    for i, task in enumerate(tasks):
+        past = tasks[:i]
+        relevant = sum(1 for t in past if t.files & task.files)
+        if relevant:
+            row = {"repo": repo, "instance_id": task.instance_id, "hits": {}}
+            request = to_read_query(parse(ReadRequest, {
+                "repo_id": repo, "query": task.problem, "mode": "targeted", "include_global": False, "limit": LIMIT}))
+            for name, engine in engines.items():
+                answer = engine.read(request)
+                row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
+            if "random" in systems:
+                row["hits"]["random"] = [random_hit(len(past), relevant, k) for k in KS]
+            if "bm25" in systems:
+                row["hits"]["bm25"] = hits(distinct_tasks(bm25.rank(task.problem), task_of), task.files)
+            if "dense" in systems:
+                ranked = dense.rank(embedder.embed_query(task.problem))
+                row["hits"]["dense"] = hits(distinct_tasks(ranked, task_of), task.files)
+            rows.append(row)
+        problem = api.write({"repo_id": repo, "memory": {
+            "text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
+        solution = api.write({"repo_id": repo, "memory": {
+            "text": task.solution, "kind": "solution", "scope": "repo", "confidence": 0.8,
+            "links": {"problem_id": problem}}}).memory_id
+        strata.catch_up()
+        for memory_id, text in ((problem, task.problem), (solution, task.solution)):
+            if memory_id not in task_of:
+                task_of[memory_id] = task
+                bm25.add(memory_id, text)
+                dense.add_many([memory_id], embedder.embed([text]))
+    return rows
+
+
+def summarise(rows: list[dict], system: str, repo: str | None = None) -> tuple[int, list[float]]:
+    chosen = [r["hits"][system] for r in rows if repo is None or r["repo"] == repo]
+    if not chosen:
+        return 0, [float("nan")] * len(KS)
+    return len(chosen), [sum(float(h[j]) for h in chosen) / len(chosen) for j in range(len(KS))]
+
+
+def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
+    base = base or RecallConfig()
+    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
+    return {name: config for name, config in engine.items() if name in systems}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
+    args = parser.parse_args()
+    configure_logging("warning")
+    systems = tuple(s for s in args.systems.split(",") if s)
+    embedder = MiniLMEmbedder(model_dir=args.model_dir)
+    started = time.perf_counter()
+    rows = evaluate(json.loads(args.data.read_text()), configs_for(systems), embedder, systems)
+    print(f"Coding memory (past tasks of the same repository), {len(rows)} evaluable tasks "
+          f"({time.perf_counter() - started:.0f} s)")
+    print_table(rows, systems)
+
+
+def print_table(rows: list[dict], systems: tuple[str, ...], labels: dict[str, str] | None = None) -> None:
+    labels = {**LABELS, **(labels or {})}
+    header = "".join(f"{'hit@' + str(k):>8}" for k in KS)
+    print(f"{'':<34}{header}")
+    for system in systems:
+        _, values = summarise(rows, system)
+        print(f"{labels.get(system, system):<34}" + "".join(f"{v:>8.3f}" for v in values))
+    repos = sorted({r["repo"] for r in rows})
+    print("\nper repository, hit@1/5/10:")
+    print(f"{'':<26}{'n':>4}  " + "".join(f"{labels.get(s, s)[:20]:>22}" for s in systems))
+    for repo in repos:
+        n, _ = summarise(rows, systems[0], repo)
+        cells = []
+        for system in systems:
+            _, v = summarise(rows, system, repo)
+            cells.append(f"{v[0]:.2f}/{v[1]:.2f}/{v[2]:.2f}")
+        print(f"{repo:<26}{n:>4}  " + "".join(f"{c:>22}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Recall on every corpus at once, in one table: coding memory (ops/eval_coding.py), LoCoMo with
+`related` links between turns and LoCoMo with isolated turns (ops/eval_locomo.py), each with its
+baselines in the same run; optionally the engine of another git revision measured in the same run.
+
+Usage: python ops/eval_recall.py [--before main] [--json FILE]
+
+A mechanism that helps one corpus and hurts another is not an improvement: every change to the
+engine is judged on this table. `--before REF` extracts REF's tree (git archive) into a temporary
+folder and runs these same evaluation scripts against its engine in a subprocess, so "before" and
+"after" share the data, the protocol and the baselines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path.insert(1, str(ROOT / "ops"))
+
+import eval_coding  # noqa: E402
+import eval_locomo  # noqa: E402
+
+from interface.logs import configure_logging  # noqa: E402
+from projections.embedder import MiniLMEmbedder  # noqa: E402
+
+SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
+ENGINE = ("keyword", "vector", "full")
+
+
+def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
+    """Every corpus with these systems; recall lists follow eval_locomo.KS, hits eval_coding.KS."""
+    embedder = MiniLMEmbedder(model_dir=model_dir)
+    out: dict = {"seconds": {}}
+    started = time.perf_counter()
+    coding = json.loads(eval_coding.DEFAULT_DATA.read_text())
+    out["coding"] = eval_coding.evaluate(coding, eval_coding.configs_for(systems), embedder, systems)
+    out["seconds"]["coding"] = time.perf_counter() - started
+    locomo = json.loads(eval_locomo.DEFAULT_DATA.read_text())
+    for variant in ("linked", "isolated"):
+        started = time.perf_counter()
+        result = eval_locomo.evaluate(locomo, eval_locomo.configs_for(systems), embedder, systems,
+                                      linked=variant == "linked")
+        out[variant] = {
+            "scores": {name: [(c, [r[k] for k in eval_locomo.KS]) for c, r in rows]
+                       for name, rows in result["scores"].items()},
+            "latencies": result["latencies"],
+        }
+        out["seconds"][variant] = time.perf_counter() - started
+    return out
+
+
+def measure_revision(ref: str, model_dir: Path) -> dict:
+    """The engine systems measured on `ref`'s code, by these scripts, in a subprocess."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        archive_path = Path(tmp) / "tree.tar"
+        archive_path.write_bytes(archive)
+        with tarfile.open(archive_path) as tar:
+            tar.extractall(tree, filter="data")
+        result = Path(tmp) / "result.json"
+        subprocess.run([sys.executable, __file__, "--json", str(result), "--systems", ",".join(ENGINE),
+                        "--model-dir", str(model_dir)], check=True,
+                       env={**os.environ, "STRATA_EVAL_CODE": str(tree)})
+        return json.loads(result.read_text())
+
+
+def locomo_means(variant: dict, name: str, category: int | None = None) -> list[float]:
+    rows = [r for c, r in variant["scores"][name] if category is None or c == category]
+    return [sum(r[j] for r in rows) / len(rows) for j in range(len(eval_locomo.KS))] if rows else []
+
+
+def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
+    """`runs` maps a column prefix ('' for this code, 'REF: ' for another revision) to measure()."""
+    cols = ([f"hit@{k}" for k in eval_coding.KS] + [f"L R@{k}" for k in eval_locomo.KS]
+            + [f"I R@{k}" for k in eval_locomo.KS])
+    print("coding = past SWE-bench Verified tasks (dev split), hit@k; L = LoCoMo dev with `related` links between "
+          "turns, I = LoCoMo dev with isolated turns, recall@k")
+    print(f"{'':<36}" + "".join(f"{c:>8}" for c in cols))
+    print(f"{'DRAGON (published, 10 conversations)':<36}" + " " * 24
+          + "".join(f"{'':>8}" for _ in eval_locomo.KS)
+          + "".join(f"{v:>8.3f}" for v in eval_locomo.REFERENCES["DRAGON (published, 10 conversations)"]))
+    rows = []
+    for prefix, run in runs.items():
+        for name in run["coding"][0]["hits"] if run["coding"] else ():
+            rows.append((prefix, name))
+    for prefix, name in rows:
+        run = runs[prefix]
+        _, coding = eval_coding.summarise(run["coding"], name)
+        cells = coding + locomo_means(run["linked"], name) + locomo_means(run["isolated"], name)
+        print(f"{prefix + labels.get(name, name):<36}" + "".join(f"{v:>8.3f}" for v in cells))
+    print("\ncoding memory per repository, hit@1/5/10:")
+    repos = sorted({r["repo"] for run in runs.values() for r in run["coding"]})
+    for prefix, name in rows:
+        print(f"  {prefix + labels.get(name, name)}")
+        for repo in repos:
+            n, v = eval_coding.summarise(runs[prefix]["coding"], name, repo)
+            print(f"    {repo:<26} n={n:<4}" + "".join(f"{x:>8.3f}" for x in v))
+    print("\nLoCoMo by category, recall@5/10/25/50:")
+    for variant in ("linked", "isolated"):
+        for prefix, name in rows:
+            if name not in ENGINE[-1:]:
+                continue
+            print(f"  {variant}, {prefix + labels.get(name, name)}")
+            for category, label in eval_locomo.CATEGORIES.items():
+                values = locomo_means(runs[prefix][variant], name, category)
+                n = sum(1 for c, _ in runs[prefix][variant]["scores"][name] if c == category)
+                print(f"    {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
+    print("\nread p50 (ms) of the full engine: " + ", ".join(
+        f"{prefix or 'this code '}{variant} {sorted(run[variant]['latencies']['full'])[len(run[variant]['latencies']['full']) // 2] * 1e3:.1f}"
+        for prefix, run in runs.items() for variant in ("linked", "isolated") if run[variant]["latencies"].get("full")))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=None, help="a git revision whose engine is measured too, e.g. main")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--json", type=Path, default=None, help="write the measurements here instead of a table")
+    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
+    args = parser.parse_args()
+    configure_logging("warning")
+    systems = tuple(s for s in args.systems.split(",") if s)
+    runs = {}
+    if args.before:
+        runs[f"{args.before}: "] = measure_revision(args.before, args.model_dir)
+    runs[""] = measure(systems, args.model_dir)
+    if args.json:
+        args.json.write_text(json.dumps(runs[""]))
+        return
+    labels = {**eval_coding.LABELS}
+    print_tables(runs, labels)
+
+
+if __name__ == "__main__":
+    main()
