@@ -130,7 +130,7 @@ def test_unmerge_gives_back_two_memories(strata: Strata) -> None:
     assert kept.truth_value == pytest.approx(before.truth_value)
     strata.catch_up()
     read = api.read({"repo_id": REPO, "query": "terraform provider lock file out of date"})
-    returned = {r.memory_id for r in read.results}
+    returned = {m.memory_id for r in read.results for m in (r, *r.solutions)}  # both in their problem's case
     assert {original.memory_id, duplicate} <= returned
     with pytest.raises(NotFound):  # the merge no longer stands
         strata.log.unmerge(original.memory_id, duplicate)
