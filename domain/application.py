@@ -22,23 +22,27 @@ from domain.archetype import Archetype, archetype_id
 from domain.bulk import paused_gc
 from domain.commands import (
     Adjustment,
+    CommandOutcome,
     ForgetOutcome,
-    ReviewOutcome,
     ImportOutcome,
+    NearDuplicate,
     NewMemory,
+    ReviewOutcome,
     TruthUpdate,
     UpdateOutcome,
     UtilityUpdate,
     WriteOutcome,
 )
+from domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from domain.errors import Conflict, InvalidInput, NotFound
 from domain.ids import parse_memory_id
-from domain.memory import Memory
+from domain.memory import Memory, merged_anchors
 from domain.persistence import EventStoreUnavailable
 from domain.transcoder import OrjsonTranscoder
 from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
+P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, CommandOutcome)
 
 CONFLICT_RETRIES = 20
 """Optimistic-concurrency attempts when another writer appended to the same memory first. Each round
@@ -63,7 +67,7 @@ def _retrying(attempt: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class MemoryLog(Application[UUID]):
+class MemoryLog(HygieneCommands, Application[UUID]):
     """The event-sourced log of memories and the commands that append to it."""
 
     name = "Strata"
@@ -83,12 +87,7 @@ class MemoryLog(Application[UUID]):
 
     def memory(self, raw_id: str, repo_id: str | None = None) -> Memory:
         """One memory for display; with `repo_id`, only if visible there."""
-        mid = parse_memory_id(raw_id)
-        memory = self.find(mid) if mid else None
-        if memory is None or (repo_id is not None and not memory.visible_to(repo_id)):
-            where = f" in repo {repo_id!r}" if repo_id is not None else ""
-            raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
-        return memory
+        return shown(self.find, raw_id, repo_id)
 
     def existing_ids(self, mids: list[UUID]) -> set[UUID]:
         """Which of `mids` have events. One query per chunk on SQLite; one lookup per id elsewhere."""
@@ -160,15 +159,17 @@ class MemoryLog(Application[UUID]):
 
     # --- commands ---------------------------------------------------------------------------------
 
-    def write(self, cmd: NewMemory, *, status: str = "active") -> WriteOutcome:
-        clean = CleanWrite.of(cmd)
+    def write(self, cmd: NewMemory, *, status: str = "active", near: NearDuplicate | None = None,
+              clean: CleanWrite | None = None) -> WriteOutcome:
+        """Record one memory. `near`: the interface found an existing memory this write repeats; if
+        the rules agree (same kind, scope and repo, active, the near-duplicate rule holds), the write
+        reinforces it instead (DuplicateMerged), else it is created as usual."""
+        clean = clean or CleanWrite.of(cmd)
 
         def run(session: Session) -> WriteOutcome:
-            return self._write_one(session, cmd, status, clean)
+            return self._write_one(session, cmd, status, clean, near)
 
-        outcome, position = self._run(run)
-        outcome.position = position
-        return outcome
+        return self._positioned(run)
 
     def write_many(self, cmds: Iterable[NewMemory | tuple[NewMemory, CleanWrite]], *,
                    status: str = "active") -> ImportOutcome:
@@ -243,9 +244,7 @@ class MemoryLog(Application[UUID]):
                 session.changed(memory)
             return outcome
 
-        outcome, position = self._run(run)
-        outcome.position = position
-        return outcome
+        return self._positioned(run)
 
     def rate(self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool) -> tuple[list[UpdateOutcome], int | None]:
         """Utility observations on several memories in one transaction (a session's feedback): all
@@ -294,9 +293,7 @@ class MemoryLog(Application[UUID]):
             session.changed(memory)
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
-        outcome, position = self._run(run)
-        outcome.position = position
-        return outcome
+        return self._positioned(run)
 
     def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None,
                repo_id: str | None = None) -> ReviewOutcome:
@@ -320,20 +317,39 @@ class MemoryLog(Application[UUID]):
             session.changed(memory)
             return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
 
+        return self._positioned(run)
+
+    def _positioned(self, run: Callable[[Session], P]) -> P:
+        """Run a command and note the log position that acknowledges it on its outcome."""
         outcome, position = self._run(run)
-        outcome.position = position
+        outcome.position = position  # type: ignore[attr-defined]
         return outcome
 
     # --- the write rules --------------------------------------------------------------------------
 
-    def _write_one(self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite) -> WriteOutcome:
+    def _write_one(self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite,
+                   near: NearDuplicate | None = None) -> WriteOutcome:
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
+        if clean.anchors and cmd.scope != "repo":
+            raise InvalidInput("anchors_on_global_memory", "anchors",
+                               "anchors name files of one repo's working tree; a global memory holds beyond any one "
+                               "repo: write it with scope 'repo', or leave the anchors out")
 
         existing = session.find(mid)
         if existing is not None:
-            self._reinforce(session, existing, cmd, evidence, problem, related, targets)
+            self._reinforce(session, existing, cmd, evidence, problem, related, targets, clean)
             return WriteOutcome(str(mid), "reinforced", cmd.kind, cmd.scope, existing.status, redactions)
+        into = self._merge_target(session, cmd, clean, near, problem) if near is not None else None
+        if into is not None and near is not None:
+            into._merge_duplicate(**duplicate_content(
+                str(mid), near.similarity, clean.text.strip(), cmd.confidence, clean.rationale,
+                problem.memory_id if problem else None,
+                [m.memory_id for m in related], evidence, cmd.author, status, list(clean.anchors), redactions,
+                "write", cmd.repo_id))
+            session.changed(into)
+            return WriteOutcome(into.memory_id, "reinforced", cmd.kind, cmd.scope, into.status, redactions,
+                                duplicate_id=str(mid), similarity=near.similarity)
 
         written = Memory.written(
             id=mid,
@@ -352,8 +368,25 @@ class MemoryLog(Application[UUID]):
             redactions=redactions,
         )
         session.add(written)
+        if clean.anchors:
+            memory = session.find(mid)
+            assert memory is not None
+            memory._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
         self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id)
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
+
+    def _merge_target(self, session: Session, cmd: NewMemory, clean: CleanWrite, near: NearDuplicate,
+                      problem: Memory | None) -> Memory | None:
+        """The memory a write reinforces as its near-duplicate, when the rules allow it (else None:
+        the write is created on its own, and the interface reports the near-copy in `similar`)."""
+        mid = parse_memory_id(near.memory_id)
+        target = session.find(mid) if mid else None
+        if target is None or not target.visible_to(cmd.repo_id) or target.id == clean.mid:
+            return None
+        if merge_refusal_into(target, cmd.kind, cmd.scope, clean.text, problem.memory_id if problem else None,
+                          near.similarity, clean.anchors) is not None:
+            return None
+        return target
 
     def _reinforce(
         self,
@@ -364,6 +397,7 @@ class MemoryLog(Application[UUID]):
         problem: Memory | None,
         related: list[Memory],
         targets: list[Memory],
+        clean: CleanWrite | None = None,
     ) -> None:
         if existing.status == "forgotten":
             raise Conflict(
@@ -377,6 +411,12 @@ class MemoryLog(Application[UUID]):
                 + (f" ({existing.review_note})" if getattr(existing, "review_note", None) else "")
                 + "; it is not proposed again",
             )
+        if existing.status == "archived":
+            existing._restore(reason="written again", repo_id=cmd.repo_id)
+        if clean is not None and clean.anchors:
+            anchors = merged_anchors(existing.anchor_list, list(clean.anchors))
+            if anchors != existing.anchor_list:
+                existing._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
         existing._adjust_truth(
             target=cmd.confidence,
             confidence=cmd.confidence,

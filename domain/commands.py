@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from domain.anchors import Anchor
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,16 @@ class NewMemory:
     change_targets: tuple[str, ...] = ()
     evidence_refs: tuple[str, ...] = ()
     author: str | None = None
+    anchors: tuple[Anchor, ...] = ()
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    """The interface's finding that a write says what an existing memory says (the vector search
+    lives above the domain): the domain checks it and records a reinforcement of that memory."""
+
+    memory_id: str
+    similarity: float
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,10 @@ class WriteOutcome:
     status: str
     redactions: int
     position: int | None = None
+    duplicate_id: str | None = None
+    """Set when the write reinforced a near-duplicate (memory_id is then that memory's): the id the
+    write itself would have had; `similarity` is how close the two are."""
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,3 +111,34 @@ class ImportOutcome:
     redactions: int = 0
     position: int | None = None
     outcomes: list[WriteOutcome] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One consolidation step of a reflect report (interface/reflect.py) the domain records:
+    archive a memory, merge a near-duplicate into the memory it repeats (the duplicate is archived
+    and reinforces the kept one), or link a memory to a related one."""
+
+    action: str  # "archive" | "merge" | "link"
+    memory_id: str
+    reason: str
+    into: str | None = None  # merge: the memory kept
+    similarity: float | None = None  # merge
+    related_id: str | None = None  # link
+
+
+@dataclass(frozen=True)
+class AnchorDrift:
+    """An anchor of a memory whose code is no longer what it was when the memory was written."""
+
+    key: str
+    was: str
+    now: str | None  # the fingerprint now, None when the file or symbol is gone
+
+
+@dataclass
+class CommandOutcome:
+    """What an operator command recorded (unmerge, restore, consolidate, anchor drift)."""
+
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+    position: int | None = None

@@ -9,18 +9,21 @@ stored in the events, so a replay reproduces exactly what the writer saw.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from functools import cache
 
+import orjson
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.utils import get_topic
 
 from domain import beliefs
+from domain.anchors import Anchor
 
 KINDS = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
 SCOPES = ("repo", "global")
-STATUSES = ("active", "pending", "rejected", "forgotten")
+STATUSES = ("active", "pending", "rejected", "forgotten", "archived")
 
 
 class Memory(Aggregate):
@@ -104,6 +107,62 @@ class Memory(Aggregate):
         decision: str  # "approved" | "rejected"
         reviewer: str | None
         note: str
+
+    # The events below keep the memory clean and true (reflect, near-duplicates, anchors). Their
+    # `repo_id` is the repo the action came from; None when an operator or the store itself acted
+    # (`strata reflect --global`, `strata unmerge`, `strata restore`): domain/visibility.py shows
+    # them in full to that repo, or to everyone when None.
+
+    class AnchorsRecorded(Aggregate.Event):
+        """The code this memory is about (domain/anchors.py: path, symbol or lines, fingerprint,
+        commit): recorded with the write that carried anchors, and again when the same memory is
+        written with fresh ones. Replaces the anchors of the same path and symbol, keeps the rest."""
+
+        anchors: list[dict[str, Any]]
+        repo_id: str | None
+
+    class DuplicateMerged(Aggregate.Event):
+        """A near-duplicate of this memory was written (or found by reflect) and reinforces it
+        instead of standing on its own. Carries what the duplicate said, so `strata unmerge` can
+        give it back its own memory (`duplicate_id`, the id it has or would have had)."""
+
+        duplicate_id: str
+        similarity: float
+        text: str
+        confidence: float
+        rationale: str
+        problem_id: str | None
+        related_ids: list[str]
+        evidence_refs: list[str]
+        author: str | None
+        status: str  # the status the duplicate had or would have had (active or pending)
+        anchors: list[dict[str, Any]]
+        redactions: int
+        target: float
+        weight: float
+        source: str  # "write" | "reflect"
+        repo_id: str | None
+
+    class DuplicateUnmerged(Aggregate.Event):
+        """An operator undid a merge: the reinforcement it brought is taken back."""
+
+        duplicate_id: str
+        reason: str
+        repo_id: str | None
+
+    class MemoryArchived(Aggregate.Event):
+        """No longer recalled (decayed truth below the floor, superseded by changes, or merged into
+        another memory), but kept in the log and restorable."""
+
+        reason: str
+        merged_into: str | None
+        repo_id: str | None
+
+    class MemoryRestored(Aggregate.Event):
+        """An archived memory is active again."""
+
+        reason: str
+        repo_id: str | None
 
     @event(MemoryWritten)
     def __init__(
@@ -216,6 +275,44 @@ class Memory(Aggregate):
         self.status = "active" if decision == "approved" else "rejected"
         self.review_note = note
 
+    @event(AnchorsRecorded)
+    def _record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
+        self.anchors = merged_anchors(getattr(self, "anchors", []), anchors)
+
+    @event(DuplicateMerged)
+    def _merge_duplicate(
+        self, duplicate_id: str, similarity: float, text: str, confidence: float, rationale: str,
+        problem_id: str | None, related_ids: list[str], evidence_refs: list[str], author: str | None, status: str,
+        anchors: list[dict[str, Any]], redactions: int, target: float, weight: float, source: str,
+        repo_id: str | None,
+    ) -> None:
+        entry = merge_entry(duplicate_id, similarity, target, weight, iso(self.modified_on), iso(self.last_validated))
+        self.truth = beliefs.observe(self.truth, target, weight)
+        self.reinforcements += 1
+        if entry["validated_at"] is not None:
+            self.validations += 1
+            self.last_validated = self.modified_on
+        self.merged = [*getattr(self, "merged", []), entry]
+
+    @event(DuplicateUnmerged)
+    def _unmerge_duplicate(self, duplicate_id: str, reason: str, repo_id: str | None) -> None:
+        entry = next(e for e in self.merged if e["duplicate_id"] == duplicate_id)
+        self.merged = [e for e in self.merged if e is not entry]
+        self.truth = beliefs.observe(self.truth, entry["target"], -entry["weight"])
+        self.reinforcements -= 1
+        if entry["validated_at"] is not None:
+            self.validations -= 1
+            if iso(self.last_validated) == entry["validated_at"]:
+                self.last_validated = datetime.fromisoformat(entry["previous_validation"])
+
+    @event(MemoryArchived)
+    def _archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
+        self.status = "archived"
+
+    @event(MemoryRestored)
+    def _restore(self, reason: str, repo_id: str | None) -> None:
+        self.status = "active"
+
     # --- derived views ----------------------------------------------------------------------------
 
     @property
@@ -244,6 +341,47 @@ class Memory(Aggregate):
     def utility_for(self, problem_id: str | None) -> float:
         return beliefs.utility_for(self.utility, problem_id)
 
+    @property
+    def anchor_list(self) -> list[dict[str, Any]]:
+        return list(getattr(self, "anchors", []))
+
+    def merge_of(self, duplicate_id: str) -> dict[str, Any] | None:
+        """The merge of `duplicate_id` into this memory, while it stands."""
+        return next((e for e in getattr(self, "merged", []) if e["duplicate_id"] == duplicate_id), None)
+
+
+def iso(moment: datetime | str) -> str:
+    """A datetime as the frozen state and the replay fold write it (orjson's ISO text)."""
+    return moment if isinstance(moment, str) else orjson.dumps(moment).decode()[1:-1]
+
+
+def merge_entry(duplicate_id: str, similarity: float, target: float, weight: float, now: str,
+                last_validated: str) -> dict[str, Any]:
+    """What a memory keeps of a merge it absorbed, so the merge can be taken back exactly: the
+    reinforcement it brought, and whether (and when) it counted as a validation."""
+    return {"duplicate_id": duplicate_id, "similarity": similarity, "target": target, "weight": weight,
+            "validated_at": now if target >= 0.5 else None, "previous_validation": last_validated}
+
+
+def merged_anchors(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anchors after a re-anchoring: the new ones replace those of the same path and symbol (or
+    lines), the others stay (see domain/anchors.py)."""
+    keys = {Anchor.of(a).key for a in new}
+    return [a for a in current if Anchor.of(a).key not in keys] + [dict(a) for a in new]
+
+
+STATUS_AFTER: dict[str, Any] = {}
+"""Filled below: event class -> the memory status it leaves (or a function of the event)."""
+
+
+def status_after(event: Any) -> str | None:
+    """The status a memory has after `event`, for events that set one (None otherwise): what the
+    FTS and vector projections keep to filter searches."""
+    rule = STATUS_AFTER.get(type(event))
+    if rule is None:
+        return None
+    return rule(event) if callable(rule) else rule
+
 
 @cache
 def _topic() -> str:
@@ -258,5 +396,18 @@ MEMORY_EVENTS = (
     Memory.LinksAdded,
     Memory.MemoryForgotten,
     Memory.MemoryReviewed,
+    Memory.AnchorsRecorded,
+    Memory.DuplicateMerged,
+    Memory.DuplicateUnmerged,
+    Memory.MemoryArchived,
+    Memory.MemoryRestored,
 )
 """Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""
+
+STATUS_AFTER.update({
+    Memory.MemoryWritten: lambda e: e.status,
+    Memory.MemoryForgotten: "forgotten",
+    Memory.MemoryReviewed: lambda e: "active" if e.decision == "approved" else "rejected",
+    Memory.MemoryArchived: "archived",
+    Memory.MemoryRestored: "active",
+})

@@ -4,11 +4,12 @@ the pure preparation of a write (redaction and id) that bulk imports compute ahe
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
+from domain.anchors import Anchor
 from domain.commands import NewMemory
 from domain.errors import Conflict, NotFound
 from domain.ids import memory_id, parse_memory_id
@@ -103,6 +104,8 @@ class CleanWrite:
     evidence: list[str]
     redactions: int
     mid: UUID
+    anchors: tuple[dict[str, Any], ...] = ()
+    """The anchors as the log keeps them (domain.anchors.Anchor.as_event), paths and symbols redacted."""
 
     @classmethod
     def of(cls, cmd: NewMemory) -> CleanWrite:
@@ -110,4 +113,18 @@ class CleanWrite:
         refs = [sanitise(r) for r in cmd.evidence_refs]
         redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
         mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
-        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid)
+        anchors: tuple[dict[str, Any], ...] = ()
+        if cmd.anchors:
+            anchors, more = _clean_anchors(cmd.anchors)
+            redactions += more
+        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid, anchors)
+
+
+def _clean_anchors(anchors: Iterable[Anchor]) -> tuple[tuple[dict[str, Any], ...], int]:
+    out, redactions = [], 0
+    for anchor in anchors:
+        path = sanitise(anchor.path)
+        symbol = sanitise(anchor.symbol) if anchor.symbol else None
+        redactions += path.redactions + (symbol.redactions if symbol else 0)
+        out.append(replace(anchor, path=path.text, symbol=symbol.text if symbol else None).as_event())
+    return tuple(out), redactions

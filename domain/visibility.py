@@ -22,6 +22,11 @@ VisibleIds = Callable[[Iterable[str]], set[str]]
 
 REPO_EVENTS = frozenset({"TruthAdjusted", "UtilityObserved", "MemoryForgotten"})
 """Events a request from a repo records about an existing memory, carrying that repo's words."""
+ACTION_EVENTS = frozenset({"AnchorsRecorded", "DuplicateUnmerged", "MemoryArchived", "MemoryRestored"})
+"""Events of keeping memory clean (reflect, unmerge, restore, anchors): from a repo (`repo_id`) they
+are that repo's, shown in full to it alone; with `repo_id` None an operator or the store acted, and
+every viewer of the memory sees them. (A DuplicateMerged is a write of the same scope as the memory
+it reinforces: shown like the memory's own MemoryWritten, with the writer's repo withheld.)"""
 
 
 def can_see(viewer: str | None, scope: str, owner: str, include_global: bool = True) -> bool:
@@ -62,6 +67,8 @@ def history(events: Sequence[Any], scope: str, owner: str, viewer: str | None,
             full = True  # the same global text written again: published by its writer, like the original
         elif name in REPO_EVENTS:
             full = getattr(event, "repo_id", None) == viewer  # None: recorded before origins were kept
+        elif name in ACTION_EVENTS:
+            full = getattr(event, "repo_id", None) in (None, viewer)
         else:
             full = True
         shown.append((event, full))

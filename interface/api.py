@@ -18,12 +18,16 @@ from pydantic import BaseModel, ValidationError
 from domain.application import MemoryLog
 from domain.unit_of_work import CleanWrite
 from domain.bulk import paused_gc
-from domain.commands import Adjustment, ImportOutcome, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
+from domain.anchors import Anchor
+from domain.commands import Adjustment, ImportOutcome, NearDuplicate, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
+from domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from domain.ids import parse_memory_id
+from interface import anchors as anchoring
 from interface.inspector.browse import Inspector
 from projections.browse import Browser
 from projections.memory_index import MemoryIndex
+from projections.near_duplicates import NearDuplicates, Similar
 from projections.reads import ReadLedger
 from projections.recall import ReadQuery, RecallEngine
 from workers.as_of import Moment
@@ -46,6 +50,7 @@ from schemas.forget import ForgetRequest, ForgetResponse
 from schemas.index import IndexRequest, IndexResponse
 from schemas.read import ArchetypeUsed, Consistency, ReadRequest, ReadResponse, ReadResult
 from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
+from schemas.anchors import Merged, SimilarMemory
 from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
 M = TypeVar("M", bound=BaseModel)
@@ -135,11 +140,14 @@ class CommandAPI:
     """read / write / update / forget / import over one MemoryLog and its projections."""
 
     def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None,
-                 feedback_max_memories: int = 8) -> None:
+                 feedback_max_memories: int = 8,
+                 near_duplicates: Callable[[], NearDuplicates | None] | None = None) -> None:
         self.log = memory_log
         self.status = "pending" if review_writes else "active"
         self.reader = reader
         self.feedback_max_memories = feedback_max_memories
+        self.near_duplicates = near_duplicates
+        """The near-duplicate lookup when the embedding model is loaded, else None (never loads it)."""
 
     def _reader(self) -> Reader:
         if self.reader is None:
@@ -240,10 +248,16 @@ class CommandAPI:
 
     def write(self, payload: str | bytes | dict[str, Any]) -> WriteResponse:
         request = parse(WriteRequest, payload)
-        outcome = self.log.write(to_new_memory(request), status=self.status)
+        cmd = to_new_memory(request)
+        clean = CleanWrite.of(cmd)
+        finder = self.near_duplicates() if self.near_duplicates is not None else None
+        similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(clean.mid)) if finder else []
+        near = _merge_candidate(cmd, clean, similar)
+        outcome = self.log.write(cmd, status=self.status, near=near, clean=clean)
         log.info("write", repo_id=request.repo_id, memory_id=outcome.memory_id, outcome=outcome.outcome,
-                 position=outcome.position, redactions=outcome.redactions)
-        return write_response(outcome)
+                 position=outcome.position, redactions=outcome.redactions, similar=len(similar),
+                 merged=outcome.duplicate_id is not None)
+        return write_response(outcome, similar if finder else None)
 
     def update(self, payload: str | bytes | dict[str, Any]) -> UpdateResponse:
         request = parse(UpdateRequest, payload)
@@ -437,7 +451,7 @@ def _prepare_chunk(chunk: list[tuple[int, str | bytes]]) -> _Prepared:
     for number, line in chunk:
         try:
             cmd = to_new_memory(parse(WriteRequest, line))
-        except InvalidInput as exc:
+        except (InvalidInput, NotFound) as exc:  # NotFound: an anchor's file under the line's workspace root
             problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
             continue
         items.append((number, cmd, CleanWrite.of(cmd)))
@@ -455,6 +469,7 @@ def not_yet_consistent(consistency: Consistency) -> Conflict:
 
 def to_read_query(request: ReadRequest) -> ReadQuery:
     return ReadQuery(
+        workspace=anchoring.read_workspace(request.workspace),
         repo_id=request.repo_id,
         query=request.query,
         mode=request.mode,
@@ -472,6 +487,7 @@ def to_read_query(request: ReadRequest) -> ReadQuery:
 def to_new_memory(request: WriteRequest) -> NewMemory:
     memory = request.memory
     return NewMemory(
+        anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None),
         repo_id=request.repo_id,
         text=memory.text,
         kind=memory.kind,
@@ -486,8 +502,30 @@ def to_new_memory(request: WriteRequest) -> NewMemory:
     )
 
 
-def write_response(outcome: WriteOutcome) -> WriteResponse:
+def _merge_candidate(cmd: NewMemory, clean: CleanWrite, similar: list[Similar]) -> NearDuplicate | None:
+    """The most similar existing memory the write may be merged into (domain/duplicates.py decides;
+    the domain checks again against the state it records on)."""
+    keys = {Anchor.of(a).key for a in clean.anchors}
+    problem = parse_memory_id(cmd.problem_id) if cmd.problem_id else None
+    for s in similar:
+        refusal = merge_refusal(
+            status=s.status, kind=s.kind, scope=s.scope, text=s.text, problem_ids=s.problem_ids,
+            anchor_keys=s.anchor_keys, new_kind=cmd.kind, new_scope=cmd.scope, new_text=clean.text,
+            new_problem_id=str(problem) if problem else None, new_anchor_keys=keys, similarity=s.similarity)
+        if refusal is None:
+            return NearDuplicate(s.memory_id, s.similarity)
+    return None
+
+
+def write_response(outcome: WriteOutcome, similar: list[Similar] | None = None) -> WriteResponse:
+    shown = [SimilarMemory(memory_id=s.memory_id, kind=s.kind, scope=s.scope, status=s.status, similarity=s.similarity,
+                           text=short(s.text)) for s in (similar or [])[:SIMILAR_SHOWN]]
+    merged = None if outcome.duplicate_id is None or outcome.similarity is None else \
+        Merged(duplicate_id=outcome.duplicate_id, similarity=outcome.similarity)
     return WriteResponse(
+        similar=shown,
+        similarity_checked=similar is not None,
+        merged=merged,
         memory_id=outcome.memory_id,
         resolved=Resolved(scope=outcome.scope, kind=outcome.kind),
         needs_review=outcome.status == "pending",

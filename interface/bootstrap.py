@@ -21,12 +21,14 @@ from interface.settings import Settings
 from projections import store
 from projections.base import Projection
 from projections.embedder import Embedder, MiniLMEmbedder
+from interface import reflect as reflection
 from interface.api import CommandAPI, Reader
 from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from projections.browse import Browser
 from projections.fts import FTSProjection
 from projections.links import LinksProjection
 from projections.memory_index import MemoryIndex
+from projections.near_duplicates import NearDuplicates
 from projections.snapshot import SnapshotProjection
 from projections.reads import ReadLedger
 from projections.recall import RecallConfig, RecallEngine
@@ -53,6 +55,7 @@ class Strata:
     _engine: RecallEngine | None = None
     _ledger: ReadLedger | None = None
     _index: MemoryIndex | None = None
+    _near: NearDuplicates | None = None
     _past: PastModels | None = None
     tokens: TokenCounter = field(default_factory=TokenCounter)
     """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
@@ -61,7 +64,18 @@ class Strata:
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
                         moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
-                          feedback_max_memories=self.settings.feedback_max_memories)
+                          feedback_max_memories=self.settings.feedback_max_memories,
+                          near_duplicates=self.near_duplicates)
+
+    def near_duplicates(self) -> NearDuplicates | None:
+        """The write path's near-duplicate lookup, only where the embedding model is loaded already
+        (strata serve and mcp load it at start): a write never waits for the model, and the CLI and
+        bulk imports never load it. None when off (settings.near_duplicates)."""
+        if not self.settings.near_duplicates or self.embedder is None or not getattr(self.embedder, "loaded", True):
+            return None
+        if self._near is None:
+            self._near = NearDuplicates(self.recall())
+        return self._near
 
     def memory_index(self) -> MemoryIndex:
         if self._index is None:
@@ -201,10 +215,18 @@ class Strata:
         return {"files": len(files), "reads_forgotten": pruned}
 
     def scheduler(self, compaction: bool = True) -> BackgroundScheduler:
+        """Housekeeping always; with `compaction` (the process that keeps the snapshot) also the
+        compaction and the consolidation report (`strata reflect` over every repo: logged, and
+        recorded only with settings.reflect_apply)."""
         jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
+            jobs["reflect"] = (self.reflect, self.settings.reflect_interval_seconds)
         return build_scheduler(jobs)
+
+    def reflect(self) -> dict[str, object]:
+        """One scheduled consolidation run (interface/reflect.py)."""
+        return reflection.scheduled(self)
 
     def _open(self, name: str) -> Projection:
         folder = self.settings.projection_dir

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from domain import archive
-from interface import operator, render
+from interface import anchors as anchoring, operator, reflect as reflection, render
 from interface.api import CommandAPI
 from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from interface.logs import configure_logging
@@ -568,6 +568,110 @@ def serve(
 
     with _session(ctx) as strata:
         run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
+
+
+@app.command()
+def reflect(
+    ctx: typer.Context,
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only this repo's memories (default: every repo and the global pool)."),
+    global_pool: bool = typer.Option(False, "--global", help="Only the global memories."),
+    apply: bool = typer.Option(False, "--apply", help="Record the report's actions (default: a dry run)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Judge decay as of this ISO date (default: now)."),
+) -> None:
+    """Consolidate memory: per repo, near-duplicate groups, memories whose decayed truth fell below the
+    floor, failed tactics whose problem later got a working solution, and memories changes left with no
+    current truth; with the actions that fix them (archive, merge, link), recorded only with --apply.
+
+    Example: strata reflect --repo acme/api   |   strata reflect --apply
+    """
+    with _session(ctx) as strata:
+        if repo is not None and global_pool:
+            raise InvalidInput("conflicting_options", "global", "give --repo ID or --global, not both")
+        now = _moment(as_of, "as_of") if as_of else None
+        strata.catch_up()
+        result = reflection.reflect(strata, repo, everything=repo is None and not global_pool, apply=apply, now=now)
+        _emit(ctx.obj, result, reflection.render)
+
+
+def _moment(text: str, path: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput("invalid_date", path, f"{text!r} is not an ISO date (2026-12-31 or 2026-12-31T12:00:00+00:00)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    repo: str = typer.Option(..., "--repo", help="The repo whose anchored memories to check."),
+    root: Path = typer.Option(..., "--root", help="The repo's working tree on this machine."),
+    apply: bool = typer.Option(False, "--apply", help="Lower the truth of drifted memories (once per change)."),
+) -> None:
+    """Walk a working tree and report every memory of the repo whose anchored code changed or is gone
+    since it was written; with --apply, record a truth adjustment whose evidence is the fingerprint change.
+
+    Example: strata check --repo acme/api --root ~/src/api --apply
+    """
+    with _session(ctx) as strata:
+        report = anchoring.check(strata, repo, str(root.expanduser().absolute()), apply=apply)
+        _emit(ctx.obj, report, anchoring.render_check)
+
+
+@app.command()
+def unmerge(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., help="The memory a near-duplicate was merged into."),
+    duplicate_id: str = typer.Argument(..., help="The merged duplicate's id (the write's `merged.duplicate_id`)."),
+    reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
+) -> None:
+    """Undo a near-duplicate merge: the reinforcement it brought is taken back and the duplicate becomes
+    a memory of its own again (or is restored, when reflect had archived it).
+
+    Example: strata unmerge 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e 7d1e2f3a-9b8c-5d4e-8f7a-6b5c4d3e2f1a --reason "two lessons"
+    """
+    with _session(ctx) as strata:
+        outcome = strata.log.unmerge(memory_id, duplicate_id, reason, repo)
+        log.info("unmerge", memory_id=memory_id, duplicate_id=duplicate_id, position=outcome.position)
+        _emit(ctx.obj, {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
+              lambda v: "\n".join(f"{r['event']} on {r['memory_id']}" for r in v["recorded"]))
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., help="An archived memory's id."),
+    reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
+) -> None:
+    """Make an archived memory active again (recalled as before).
+
+    Example: strata restore 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --reason "still true: checked the Makefile"
+    """
+    with _session(ctx) as strata:
+        outcome = strata.log.restore(memory_id, reason, repo)
+        _emit(ctx.obj, {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
+              lambda v: f"restored {memory_id} (position {v['position']})")
+
+
+@app.command()
+def fingerprint(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="The file (its path as the anchor names it, relative to the repo's root)."),
+    symbol: Optional[str] = typer.Option(None, "--symbol", help="A function, class, Class.method or constant in it."),
+    lines: Optional[str] = typer.Option(None, "--lines", help="A line range, FIRST-LAST."),
+) -> None:
+    """Print the fingerprint of a file, or of a symbol or line range in it, as anchors and workspace
+    maps carry it (whitespace ignored; see domain/anchors.py).
+
+    Example: strata fingerprint src/db/pool.py --symbol Pool.acquire
+    """
+    try:  # nothing to open: no session
+        result = anchoring.fingerprint_file(file, symbol, lines)
+    except StrataError as exc:
+        raise _fail(ctx.obj, exc) from None
+    _emit(ctx.obj, result, lambda v: v["fingerprint"])
 
 
 @app.command("init")

@@ -48,6 +48,8 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
 2. When a problem starts (an error, a failing test, a task you have not done here before), call `read`
    with the problem in your own words (mode "targeted"). Keep the returned `read_id`.
    Failed tactics come back as cautions: they failed once, in a context that may have changed.
+   With "workspace": {"root": "<the repo's absolute path>"}, memories about code that changed since
+   they were written say so (anchor_changed, anchor_missing).
 3. Work the problem. Check any recalled claim against the code before relying on it.
 4. At the end of a piece of work, `write` what was learned, each as its own memory:
    - the problem (kind "problem"), in words a future search would use;
@@ -57,7 +59,9 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
    - what changed in the codebase that makes older memories stale (kind "change",
      links.change_targets = those memories).
    Cite evidence (files, tests, commands) in evidence_refs. Never write secrets; they are redacted.
-   Use scope "global" only for knowledge true beyond this repo.
+   Use scope "global" only for knowledge true beyond this repo. A memory about specific code can name
+   it: "anchors": [{"path": "src/db.py", "symbol": "connect"}] with "workspace": {"root": ...}.
+   When a write answers with `similar` memories, update or link them rather than repeat them.
 5. Rate the memories you actually used: call `feedback` once with the session's read_ids and, for each
    memory you used, how helpful it was (1 solved it, 0.5 partly, 0 misleading). Do not rate memories
    you did not use. If a memory turned out to be false, call `update` with a truth target and the
@@ -111,7 +115,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
-            advanced=("expand", "consistency", "as_of"),
+            advanced=("expand", "consistency", "workspace", "as_of"),
         ),
         Operation(
             name="write",
@@ -137,7 +141,7 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             read_only=False,
-            advanced=("author",),
+            advanced=("author", "anchors", "workspace"),
         ),
         Operation(
             name="update",

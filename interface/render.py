@@ -17,6 +17,10 @@ def write(r: WriteResponse) -> str:
     lines = [f"{r.outcome} {r.resolved.kind} ({r.resolved.scope}) {r.memory_id}{review}", f"position {r.position}"]
     if r.redactions:
         lines.append(f"{r.redactions} secret(s) redacted before recording")
+    if r.merged is not None:
+        lines.append(f"a near-duplicate (similarity {r.merged.similarity:.3f}) of {r.memory_id}: reinforced it "
+                     f"(undo: strata unmerge {r.memory_id} {r.merged.duplicate_id})")
+    lines += [f"similar: {m.memory_id} {m.kind} ({m.similarity:.2f}) {m.text}" for m in r.similar]
     return "\n".join(lines)
 
 
@@ -94,6 +98,11 @@ def _event_line(e: dict[str, Any]) -> str:
         "ChangeRecorded": lambda: f"by {f['change_memory_id']}",
         "MemoryForgotten": lambda: f"reason {f['reason']!r}",
         "MemoryReviewed": lambda: f"{f['decision']} by {f['reviewer'] or 'someone'} {f['note']!r}",
+        "AnchorsRecorded": lambda: ", ".join(a["path"] + (f"#{a['symbol']}" if a.get("symbol") else "") for a in f["anchors"]),
+        "DuplicateMerged": lambda: f"{f['duplicate_id']} (similarity {f['similarity']:.3f}) {f['text'][:60]!r}",
+        "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
+        "MemoryArchived": lambda: f"reason {f['reason']!r}",
+        "MemoryRestored": lambda: f"reason {f['reason']!r}",
     }.get(e["type"], lambda: "")()
     where = f"#{e['position']} " if "position" in e else ""
     return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"
@@ -133,6 +142,8 @@ def _recalled(lead: str, m: CaseMember, indent: str) -> list[str]:
     if m.note:
         lines.append(f"{indent}caution: {m.note}")
     lines += [f"{indent}changed by: {change.text}" for change in m.change_chain]
+    lines += [f"{indent}anchored code changed since: {key} (check it before relying on this)" for key in m.anchor_changed]
+    lines += [f"{indent}anchored code is gone: {key}" for key in m.anchor_missing]
     return lines
 
 

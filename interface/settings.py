@@ -54,6 +54,16 @@ class Settings(BaseModel):
     read_retention_days: float = Field(
         30.0, gt=0, description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads."
     )
+    near_duplicates: bool = Field(
+        True, description="Check writes against the nearest memories where the embedding model is loaded (serve, "
+                          "mcp): report them in `similar`, and reinforce one the write repeats instead of duplicating it.")
+    reflect_interval_seconds: float = Field(
+        86400.0, gt=0, description="How often a serving process or worker runs `strata reflect` over every repo.")
+    reflect_apply: bool = Field(
+        False, description="Scheduled reflect records its actions (archive, merge, link); by default it only logs "
+                           "its report.")
+    reflect_truth_floor: float = Field(
+        0.1, ge=0, le=1, description="Memories whose decayed truth is below this are archived by reflect.")
     max_waiting_reads: int = Field(
         32, ge=1, le=10_000,
         description="Most reads a serving process lets wait for consistency.after_position at once.")

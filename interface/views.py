@@ -73,6 +73,8 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
         "change_targets": [i for i in m.change_targets if i in linked],
         "change_chain": [c for c in m.changes if c["change_memory_id"] in linked],
         "evidence_refs": m.evidence_refs,
+        "anchors": m.anchor_list,
+        "merged": [{"duplicate_id": e["duplicate_id"], "similarity": e["similarity"]} for e in getattr(m, "merged", [])],
         "author": m.author,
         "version": m.version,
         "created": m.created_on.isoformat(),

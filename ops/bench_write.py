@@ -1,10 +1,13 @@
 """Write-path figures: single acknowledged write latency, bulk import throughput, size on disk.
 
-Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000]
+Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000] [--near-writes 1000] [--near-store 2000]
 
 Every figure is printed beside a baseline measured in the same run on the same machine:
 - single write: the command API (JSON parse, validation, sanitising, dedup and link checks, one
   SQLite transaction) vs. a bare eventsourcing aggregate saved on its own;
+- the near-duplicate check: writes with the model loaded (as in strata serve and mcp: the write is
+  embedded and looked up among the repo's memories) vs. the same process's writes without it,
+  alternating one by one over a store of --near-store memories;
 - import: `strata import FILE` as a user runs it (a fresh process) vs. the in-process import and the
   bare eventsourcing batch save of the same number of aggregates.
 """
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT / "ops"))
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
 
+from domain.errors import StrataError  # noqa: E402
 from interface.api import CommandAPI  # noqa: E402
 from interface.bootstrap import build  # noqa: E402
 from interface.logs import configure_logging  # noqa: E402
@@ -101,10 +105,50 @@ def bench_import(n: int) -> dict[str, float]:
             "created": outcome["created"], "reinforced": outcome["reinforced"], "bytes": size}
 
 
+def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:
+    """Write latency with the near-duplicate check on (model loaded) and off, alternating write by
+    write in one process over the same store (the first `store` memories of the workload)."""
+    lines = realistic_lines(store + writes, repos=5, seed=13)
+    with tempfile.TemporaryDirectory() as tmp:
+        strata = build(load_settings(environ={}, data_dir=Path(tmp), model_dir=model_dir))
+        CommandAPI(strata.log).import_lines(lines[:store])
+        strata.catch_up()  # embeds the store, loading the model
+        strata.warm_up()
+        on, off = strata.api(), CommandAPI(strata.log)
+        assert strata.near_duplicates() is not None, "the model should be loaded"
+        latencies: dict[str, list[float]] = {"on": [], "off": []}
+        shown = merged = refused = 0
+        for i, line in enumerate(lines[store:]):
+            checked = i % 2 == 0
+            start = time.perf_counter()
+            try:
+                response = (on if checked else off).write(line)
+            except StrataError:  # it links to a memory an earlier write was merged into instead of creating
+                refused += 1
+                continue
+            latencies["on" if checked else "off"].append(time.perf_counter() - start)
+            if checked:
+                shown += bool(response.similar)
+                merged += response.merged is not None
+        embed = []  # the floor of the check: embedding the text, which is most of it
+        for line in lines[store:store + 200]:
+            text = json.loads(line)["memory"]["text"]
+            start = time.perf_counter()
+            strata.embedder.embed_query(text)  # type: ignore[union-attr]
+            embed.append(time.perf_counter() - start)
+        strata.close()
+    out = {f"{k}_{q}_ms": pct(v, p) * 1e3 for k, v in latencies.items() for q, p in (("p50", 0.5), ("p99", 0.99))}
+    return {**out, "checked": len(latencies["on"]), "with_similar": shown, "merged": merged, "refused": refused,
+            "embed_p50_ms": pct(embed, 0.5) * 1e3, "embed_p99_ms": pct(embed, 0.99) * 1e3}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=5000)
     parser.add_argument("--import-lines", type=int, default=100_000)
+    parser.add_argument("--near-writes", type=int, default=1000, help="0 skips the near-duplicate figures")
+    parser.add_argument("--near-store", type=int, default=2000)
+    parser.add_argument("--model-dir", type=Path, default=None, help="the model folder (default: in the temp store)")
     args = parser.parse_args()
     configure_logging("warning")
 
@@ -114,6 +158,18 @@ def main() -> None:
     print(f"  p50 {single['p50_ms']:.3f} ms   p99 {single['p99_ms']:.3f} ms   mean {single['mean_ms']:.3f} ms")
     print(f"  baseline bare eventsourcing save: mean {bare_single * 1e3:.3f} ms "
           f"(command API / baseline = {single['mean_ms'] / (bare_single * 1e3):.2f}x)")
+
+    if args.near_writes:
+        near = bench_near_duplicate_check(args.near_writes, args.near_store, args.model_dir)
+        print(f"write ack with the near-duplicate check, model loaded ({near['checked']} checked writes alternating "
+              f"with as many unchecked, store of {args.near_store} memories):")
+        print(f"  check on:  p50 {near['on_p50_ms']:.3f} ms   p99 {near['on_p99_ms']:.3f} ms   "
+              f"({near['with_similar']} answered with similar memories, {near['merged']} merged; "
+              f"{near['refused']} later writes linking to a merged one refused and left out)")
+        print(f"  check off: p50 {near['off_p50_ms']:.3f} ms   p99 {near['off_p99_ms']:.3f} ms   "
+              f"(on / off: p50 {near['on_p50_ms'] / near['off_p50_ms']:.1f}x, p99 {near['on_p99_ms'] / near['off_p99_ms']:.1f}x)")
+        print(f"  the query embedding alone (the check's floor): p50 {near['embed_p50_ms']:.3f} ms   "
+              f"p99 {near['embed_p99_ms']:.3f} ms")
 
     imp = bench_import(args.import_lines)
     bare_batch = bench_bare_eventsourcing(args.import_lines, batch=1000)

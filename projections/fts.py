@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from domain.memory import Memory
+from domain.memory import Memory, status_after
 from domain.visibility import sql_clause
 from projections import store
 from projections.base import Positioned, Projection
@@ -101,7 +101,10 @@ class FTSProjection(Projection):
     )
     count_query = "SELECT count(*) FROM fts_memories"
 
-    reads = (Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed)
+    reads = (Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed, Memory.MemoryArchived,
+             Memory.MemoryRestored)
+    statuses = frozenset(reads[1:])
+    """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of rarest(), opened on first use
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
@@ -110,7 +113,7 @@ class FTSProjection(Projection):
         and the statuses of older memories. A batch that breaks those expectations (a second write
         of a memory, a status before its memory's write, a row already there) is applied event by
         event instead, with the same result as ever."""
-        written, forgotten, reviewed = Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed
+        written, moves = Memory.MemoryWritten, self.statuses
         rows: dict[str, list[Any]] = {}
         statuses: dict[str, str] = {}  # memories written before this batch: their last status
         for _, event in batch:
@@ -120,15 +123,15 @@ class FTSProjection(Projection):
                 if key in rows or key in statuses:
                     return self._apply_each(conn, batch)
                 rows[key] = [key, event.repo_id, event.scope, event.kind, event.status, event.text]
-            elif kind is forgotten or kind is reviewed:
+            elif kind in moves:
                 key = str(event.originator_id)
-                status = "forgotten" if kind is forgotten else "active" if event.decision == "approved" else "rejected"
+                status = status_after(event)
                 row = rows.get(key)
                 if row is not None:
                     row[4] = status
                 else:
                     statuses[key] = status
-            elif isinstance(event, (written, forgotten, reviewed)):  # a subclass: the general path
+            elif isinstance(event, self.reads):  # a subclass: the general path
                 return self._apply_each(conn, batch)
         conn.execute("SAVEPOINT fts_batch")
         try:
@@ -171,13 +174,9 @@ class FTSProjection(Projection):
                         "INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)",
                         (cursor.lastrowid, event.text, scope_key(event.scope, event.repo_id)),
                     )
-            elif isinstance(event, Memory.MemoryForgotten):
-                conn.execute(
-                    "UPDATE fts_memories SET status = 'forgotten' WHERE memory_id = ?", (str(event.originator_id),)
-                )
-            elif isinstance(event, Memory.MemoryReviewed):
-                status = "active" if event.decision == "approved" else "rejected"
-                conn.execute("UPDATE fts_memories SET status = ? WHERE memory_id = ?", (status, str(event.originator_id)))
+            elif isinstance(event, self.reads):
+                conn.execute("UPDATE fts_memories SET status = ? WHERE memory_id = ?",
+                             (status_after(event), str(event.originator_id)))
 
     def search(
         self,

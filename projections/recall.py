@@ -16,9 +16,11 @@ one log position from the projections (never by rebuilding aggregates).
    every depth, and a memory reached by a semantic hop ranks below every search hit (so the hops
    run only when the search's hits leave room in the answer).
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
-   forgotten and pending memories are suppressed and counted by reason. Each memory is scored
-   relevance × truth (decayed since last validation) × utility (per problem when known) × the
-   archetype profile's weight for its kind (mode auto: a profile ranks kinds, it never hides one).
+   forgotten, archived and pending memories are suppressed and counted by reason. Each memory is
+   scored relevance × truth (decayed since last validation) × utility (per problem when known) × the
+   archetype profile's weight for its kind (mode auto: a profile ranks kinds, it never hides one) ×,
+   for a memory anchored to code that changed in the reader's workspace, a weight below one
+   (projections/anchors.py; a read without a workspace, or a memory without anchors, is unaffected).
 5. Cases: a problem and the solutions and failed tactics linked to it form one case, ranked by the
    evidence of the problem plus that of its best-matching solution or failed tactic; every other
    memory (and a solution or failed tactic whose problem is not in the answer) stands alone.
@@ -44,6 +46,7 @@ import numpy as np
 
 from domain import beliefs
 from domain.visibility import can_see
+from projections.anchors import Workspace, anchor_fields, anchor_weight
 from projections.archetypes import ArchetypeClassifier
 from projections.embedder import Embedder
 from projections.fts import FTSProjection, coverage
@@ -59,7 +62,7 @@ GUIDANCE = (
     "truth. Failed tactics are cautions, not bans — the context may have changed."
 )
 CAUTION = "tried before and failed on this problem; reconsider only if the context has changed"
-SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected"}
+SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
 """Kinds that come nested in their problem's case, and the result field that holds them."""
 
@@ -128,6 +131,7 @@ class ReadQuery:
     include_update_links: bool = True
     token_budget: int | None = None
     current_problem_id: str | None = None
+    workspace: Workspace | None = None  # the agent's working tree: anchored memories whose code moved rank lower
 
 
 @dataclass
@@ -271,6 +275,7 @@ class RecallEngine:
         self.config = config or RecallConfig()
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
+        self.lock = self._lock  # also taken by the write path's near-duplicate lookup (projections/near_duplicates.py)
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
         self.reads = 0  # served so far
 
@@ -343,7 +348,7 @@ class RecallEngine:
         # slowed the model's two threads by more than it saved (p50 18.0 vs 15.9 ms at 100,000
         # memories, same run, quiet machine)
         keyword = [(m, -s) for m, s in self.fts.search(
-            q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected"),
+            q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected", "archived"),
             limit=c.overfetch)]
         if c.relevance == "vector":
             keyword = []
@@ -532,6 +537,7 @@ class RecallEngine:
             truth = self._truth(row, now)
             utility = self._utility(q, qv, row)
             weight = 1.0 if favoured is None or row["kind"] in favoured else self.config.unfavoured_kind
+            weight *= anchor_weight(row, q.workspace)
             factor = truth * (0.5 + utility) * weight
             scored.append(Scored(cand.relevance * factor, cand, row, truth, utility, factor))
         scored.sort(key=lambda s: -s.score)
@@ -713,4 +719,5 @@ class RecallEngine:
             "maturity": row["maturity"],
             "change_chain": chain,
             "note": CAUTION if row["kind"] == "failed_tactic" else None,
+            **anchor_fields(row, q.workspace),
         }

@@ -20,7 +20,7 @@ from uuid import UUID
 import orjson
 
 from domain import beliefs
-from domain.memory import MEMORY_EVENTS, Memory
+from domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors
 from projections import store
 from projections.base import Positioned, Projection
 from projections.store import Connection
@@ -28,7 +28,7 @@ from projections.store import Connection
 COLUMNS = (
     "memory_id", "repo_id", "scope", "kind", "status", "text", "confidence", "truth", "utility",
     "utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs", "validations",
-    "reinforcements", "last_validated", "maturity", "created", "version",
+    "reinforcements", "last_validated", "maturity", "created", "version", "anchors",
 )
 
 
@@ -49,6 +49,12 @@ def m002_browse_index(conn: Connection) -> None:
     browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
     conn.execute("CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
                  " truth, utility)")
+
+
+def m003_anchors_column(conn: Connection) -> None:
+    """The code a memory is anchored to (domain/anchors.py), for reads with a workspace and
+    `strata check`. Rows written before anchors existed have none."""
+    conn.execute("ALTER TABLE snapshot ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]'")
 
 
 # The aggregate's own attributes that hold datetimes: the state blob stores them as ISO strings.
@@ -101,6 +107,7 @@ def state_values(memory_id: str, version: int, s: dict[str, Any], created: str |
         beliefs.maturity(s["validations"], truth),
         created or _isoformat(s["_created_on"]),
         version,
+        _json(s["anchors"]) if s.get("anchors") else "[]",
     )
 
 
@@ -275,6 +282,39 @@ def _reviewed(s: dict[str, Any], e: Any) -> None:
     s["review_note"] = e.note
 
 
+def _anchors_recorded(s: dict[str, Any], e: Any) -> None:
+    s["anchors"] = merged_anchors(s.get("anchors", []), e.anchors)
+
+
+def _duplicate_merged(s: dict[str, Any], e: Any) -> None:
+    entry = merge_entry(e.duplicate_id, e.similarity, e.target, e.weight, s["_modified_on"], s["last_validated"])
+    s["truth"] = beliefs.observe(s["truth"], e.target, e.weight)
+    s["reinforcements"] += 1
+    if entry["validated_at"] is not None:
+        s["validations"] += 1
+        s["last_validated"] = s["_modified_on"]
+    s["merged"] = [*s.get("merged", []), entry]
+
+
+def _duplicate_unmerged(s: dict[str, Any], e: Any) -> None:
+    entry = next(m for m in s["merged"] if m["duplicate_id"] == e.duplicate_id)
+    s["merged"] = [m for m in s["merged"] if m is not entry]
+    s["truth"] = beliefs.observe(s["truth"], entry["target"], -entry["weight"])
+    s["reinforcements"] -= 1
+    if entry["validated_at"] is not None:
+        s["validations"] -= 1
+        if s["last_validated"] == entry["validated_at"]:
+            s["last_validated"] = entry["previous_validation"]
+
+
+def _archived(s: dict[str, Any], e: Any) -> None:
+    s["status"] = "archived"
+
+
+def _restored(s: dict[str, Any], e: Any) -> None:
+    s["status"] = "active"
+
+
 HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.TruthAdjusted: _truth_adjusted,
     Memory.UtilityObserved: _utility_observed,
@@ -282,6 +322,11 @@ HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.LinksAdded: _links_added,
     Memory.MemoryForgotten: _forgotten,
     Memory.MemoryReviewed: _reviewed,
+    Memory.AnchorsRecorded: _anchors_recorded,
+    Memory.DuplicateMerged: _duplicate_merged,
+    Memory.DuplicateUnmerged: _duplicate_unmerged,
+    Memory.MemoryArchived: _archived,
+    Memory.MemoryRestored: _restored,
 }
 """Every event of MEMORY_EVENTS but MemoryWritten (which creates the state: _written)."""
 
@@ -336,7 +381,7 @@ def fold_states(states: dict[str, MemoryState], events: Sequence[Any],
 
 class SnapshotProjection(Projection):
     name = "snapshot"
-    migrations = (m001_create_tables, m002_browse_index)
+    migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)
     digest_queries = (f"SELECT {', '.join(COLUMNS)} FROM snapshot ORDER BY memory_id",)
     count_query = "SELECT count(*) FROM snapshot"

@@ -13,7 +13,7 @@ from projections import store
 from projections.base import LogReader
 from projections.snapshot import COLUMNS, MemoryState, SnapshotProjection, fold_states
 
-_JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs")
+_JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs", "anchors")
 _SELECT_ROWS = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from domain.memory import Memory
+from domain.memory import Memory, status_after
 from projections import store
 from projections.base import Positioned, Projection
 from projections.embedder import Embedder
@@ -130,16 +130,15 @@ class VectorProjection(Projection):
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
         # Rows move with the position in one transaction, so an event past the position has no row
         # yet: plain inserts, all of them first (a status change always follows its memory's write).
-        written, forgotten, reviewed = Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed
+        written = Memory.MemoryWritten
         rows, statuses = [], []
         for _, e in batch:
-            kind = type(e)
-            if kind is written:
+            if type(e) is written:
                 rows.append((str(e.originator_id), prepared[e.text], e.repo_id, e.scope, e.kind, e.status))
-            elif kind is forgotten:
-                statuses.append(("forgotten", str(e.originator_id)))
-            elif kind is reviewed:  # approved (active) or rejected, as the FTS projection has it
-                statuses.append(("active" if e.decision == "approved" else "rejected", str(e.originator_id)))
+            else:
+                status = status_after(e)  # forgotten, reviewed, archived, restored: as the FTS projection has it
+                if status is not None:
+                    statuses.append((status, str(e.originator_id)))
         conn.executemany(
             "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
         )

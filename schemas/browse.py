@@ -80,6 +80,11 @@ class MemoryRequest(Request):
     as_of: AsOf | None = AS_OF
 
 
+class MergedCopy(Response):
+    duplicate_id: str
+    similarity: float
+
+
 class MemoryState(Response):
     memory_id: str
     kind: Kind
@@ -102,6 +107,10 @@ class MemoryState(Response):
     change_targets: list[str]
     change_chain: list[ChangeNote]
     evidence_refs: list[str]
+    anchors: list[dict[str, Any]] = Field(default_factory=list, description="The code it is about (path, symbol, lines, "
+                                          "fingerprint, commit).")
+    merged: list[MergedCopy] = Field(default_factory=list, description="Near-duplicates merged into it (`strata "
+                                     "unmerge` undoes one).")
     author: str | None
     version: int
     created: str

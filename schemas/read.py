@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from schemas.anchors import AnchorOut, ReadWorkspace
 from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
@@ -40,6 +41,9 @@ class ReadRequest(Request):
         None, description="Extension: the problem you work on (utility is per problem)."
     )
     consistency: Consistency | None = None
+    workspace: ReadWorkspace | None = Field(
+        None, description="Extension: the agent's working tree; memories anchored to code that changed since they "
+                          "were written say so and rank lower.")
     as_of: AsOf | None = Field(
         None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
                           "time); such a read is not recorded, so feedback cannot cite it.")
@@ -69,6 +73,12 @@ class CaseMember(Response):
     relevance: float = Field(description="Extension: fused relevance to the query (or inherited through a link).")
     change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
+    anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
+    anchor_changed: list[str] = Field(
+        default_factory=list, description="Extension: with a workspace, the anchors (path or path#symbol) whose code "
+                                          "changed since the memory was written: check it before relying on it.")
+    anchor_missing: list[str] = Field(
+        default_factory=list, description="Extension: with a workspace, anchors whose file or symbol is gone.")
 
 
 class ReadResult(CaseMember):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from schemas.anchors import MAX_ANCHORS, AnchorIn, Merged, SimilarMemory, WriteWorkspace
 from schemas.common import (
     MAX_LINKS,
     MAX_REFS,
@@ -56,11 +57,30 @@ class MemoryIn(Request):
     evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)
 
 
+_ANCHOR_RULES = [
+    # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
+    {"if": {"properties": {"memory": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]}},
+            "required": ["memory"]},
+     "then": {"properties": {"anchors": {"maxItems": 0}}}},
+    # Without a workspace, every anchor carries its fingerprint (with one, Strata computes missing ones).
+    {"if": {"not": {"required": ["workspace"]}},
+     "then": {"properties": {"anchors": {"items": {"required": ["fingerprint"]}}}}},
+]
+
+
 class WriteRequest(Request):
+    model_config = ConfigDict(json_schema_extra={"allOf": _ANCHOR_RULES})
+
     op: Literal["write"] | None = None
     repo_id: RepoId
     memory: MemoryIn
     author: RepoId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
+    anchors: list[AnchorIn] = Field(
+        default_factory=list, max_length=MAX_ANCHORS,
+        description="Extension: the code the memory is about (repo scope only). Reads from a workspace whose "
+                    "anchored code changed since say so (anchor_changed) and rank the memory lower.")
+    workspace: WriteWorkspace = Field(  # type: ignore[assignment]
+        None, description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint.")
 
 
 class Resolved(Response):
@@ -79,6 +99,16 @@ class WriteResponse(Response):
     status: Literal["active", "pending"] = Field(description="Extension: 'pending' waits for a person's review.")
     redactions: int = Field(description="Extension: secrets replaced before anything reached the log.")
     position: int | None = Field(description="Extension: the log position that acknowledges this write.")
+    similar: list[SimilarMemory] = Field(
+        default_factory=list,
+        description="Extension: up to 3 existing memories of the same repo and scope this write is close to, most "
+                    "similar first: link to them, update them, or leave them; empty when none or not checked.")
+    similarity_checked: bool = Field(
+        False, description="Extension: whether the near-duplicate check ran (it needs the embedding model loaded, "
+                           "as in strata serve and strata mcp; never in the CLI or an import).")
+    merged: Merged | None = Field(
+        None, description="Extension: set when this write said what an existing memory says (same kind, scope and "
+                          "repo): it reinforced that memory (memory_id) instead of becoming a new one.")
 
 
 class ImportResponse(Response):

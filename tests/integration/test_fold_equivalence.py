@@ -11,14 +11,17 @@ from typing import Any
 
 import pytest
 
+from domain.anchors import fingerprint
+from domain.commands import Action, AnchorDrift, NearDuplicate
 from domain.memory import MEMORY_EVENTS, Memory
-from interface.api import CommandAPI
+from interface.api import CommandAPI, parse, to_new_memory
 from interface.bootstrap import Strata, build
 from interface.settings import load_settings
 from projections import snapshot as snap
 from projections.embedder import HashEmbedder
 from projections.snapshot import MemoryState, SnapshotProjection, fold, fold_states, freeze, row_of
 from projections.store import Connection
+from schemas.write import WriteRequest
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
 from workers.runner import Runner
@@ -54,12 +57,45 @@ def every_event(strata: Strata, seed: int = 1) -> list[tuple[int, Any]]:
     api.update({"repo_id": "repo-1", "memory_id": pending[0], "mode": "commit", "updates": {
         "truth": {"target": 0.8, "confidence": 0.6, "rationale": "ok", "evidence_refs": ["x"]}}})
     api.forget({"repo_id": "repo-1", "memory_id": pending[0]})
+    hygiene(strata, seed)
     return list(strata.log.read_log(1, 100_000))
+
+
+def hygiene(strata: Strata, seed: int) -> None:
+    """Anchors (recorded, renewed, drifted), near-duplicate merges (at write and by reflect) and an
+    unmerge, archives, a restore and a reflect link: every event of keeping memory clean."""
+    api, log = CommandAPI(strata.log), strata.log
+    fp = fingerprint(f"def connect(): pass  # {seed}")
+    anchor = {"path": "src/db.py", "symbol": "connect", "fingerprint": fp, "commit": "abc1234"}
+    anchored = api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
+                          "anchors": [anchor]}).memory_id
+    api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
+               "anchors": [{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}]})
+    log.anchor_drift("repo-2", anchored, [AnchorDrift("src/db.py#connect", fp, None)], "def5678")
+    kept = api.write(write_request("repo-2", f"the cache lives in redis, db {seed}")).memory_id
+    near = NearDuplicate(kept, 0.93)
+    first = log.write(to_new_memory(parse(WriteRequest, write_request("repo-2", f"the cache is in redis, db {seed}"))),
+                      near=near)
+    log.write(to_new_memory(parse(WriteRequest, write_request("repo-2", f"cache: it lives in redis, db {seed}",
+                                                              confidence=0.3))), near=near)
+    assert first.duplicate_id is not None and first.memory_id == kept
+    log.unmerge(kept, first.duplicate_id, "two lessons after all")
+    problem = api.write(write_request("repo-2", f"the deploy of {seed} times out", "problem")).memory_id
+    tactic = api.write(write_request("repo-2", f"raise the timeout for {seed}", "failed_tactic",
+                                     links={"problem_id": problem})).memory_id
+    solution = api.write(write_request("repo-2", f"split the migration of {seed}", "solution",
+                                       links={"problem_id": problem})).memory_id
+    stale = api.write(write_request("repo-2", f"the queue is called jobs-{seed}")).memory_id
+    log.consolidate([Action("archive", stale, "decayed"), Action("link", tactic, "solved", related_id=solution),
+                     Action("merge", first.duplicate_id, "near-duplicate", into=kept, similarity=0.93)], "repo-2")
+    log.restore(stale, "still true")
+    log.consolidate([Action("archive", stale, "decayed again")], None)
 
 
 def original_row_of(memory: Memory) -> dict[str, Any]:
     """The row as projections/snapshot.py derived it from the aggregate before the replay fold
-    existed (kept here verbatim, so the shared derivation cannot drift from it)."""
+    existed (kept here verbatim, so the shared derivation cannot drift from it), and the anchors
+    column added with anchored memories."""
     import orjson
 
     from domain import beliefs
@@ -78,6 +114,7 @@ def original_row_of(memory: Memory) -> dict[str, Any]:
         "validations": memory.validations, "reinforcements": memory.reinforcements,
         "last_validated": memory.last_validated.isoformat(), "maturity": beliefs.maturity(memory.validations, truth),
         "created": memory.created_on.isoformat(), "version": memory.version,
+        "anchors": _json(memory.anchor_list) if memory.anchor_list else "[]",
     }
 
 

@@ -5,6 +5,7 @@ below exists). Run against a real store."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,10 @@ from tests.conftest import memory, write_request
 REPO = "acme/api"
 
 
-def cases(problem: str, fact: str, read_id: str) -> list[tuple[str, dict[str, Any]]]:
+FP = "ws1:12:0123456789abcdef0123456789abcdef"
+
+
+def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[str, dict[str, Any]]]:
     write = lambda **m: {"repo_id": REPO, "memory": {**memory("Run make db-up before pytest", "fact"), **m}}  # noqa: E731
     read = lambda **r: {"repo_id": REPO, "query": "integration tests hang", **r}  # noqa: E731
     truth = {"target": 0.2, "confidence": 0.9, "rationale": "the Makefile changed", "evidence_refs": ["file:Makefile"]}
@@ -44,6 +48,27 @@ def cases(problem: str, fact: str, read_id: str) -> list[tuple[str, dict[str, An
         ("write", {**write(), "op": "write"}),
         ("write", {**write(), "surprise": 1}),
         ("write", write(evidence_refs=["file:a.py\x00"])),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "symbol": "Pool.get", "lines": [3, 9], "fingerprint": FP,
+                                  "commit": "abc1234"}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [2.0, 3], "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [0, 3], "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [3], "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "symbol": "1abc", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP, "commit": "xyz"}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": None}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": "sha:1"}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py"}]}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py"}], "workspace": {"root": root}}),
+        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP}], "workspace": {"root": "relative/dir"}}),
+        ("write", {**write(), "workspace": {}}),
+        ("write", {**write(), "anchors": [{"path": "../etc/passwd", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "/etc/passwd", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src\\db.py", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src//db.py", "fingerprint": FP}]}),
+        ("write", {**write(), "anchors": [{"path": "src/./db.py", "fingerprint": FP}]}),
+        ("write", {**write(scope="global"), "anchors": [{"path": "src/db.py", "fingerprint": FP}]}),
+        ("write", {**write(scope="global"), "anchors": []}),
         ("read", read()),
         ("read", read(limit=5.0)),
         ("read", read(limit=5.5)),
@@ -54,6 +79,14 @@ def cases(problem: str, fact: str, read_id: str) -> list[tuple[str, dict[str, An
         ("read", read(consistency={"after_position": 1.0, "timeout_ms": 100.0})),
         ("read", read(query="hang\x1b[31m")),
         ("read", read(current_problem_id=problem)),
+        ("read", read(workspace={"root": root})),
+        ("read", read(workspace={"files": {"src/db.py": FP, "README.md": None}})),
+        ("read", read(workspace={"root": root, "files": {}})),
+        ("read", read(workspace={})),
+        ("read", read(workspace={"root": None})),
+        ("read", read(workspace={"root": "relative"})),
+        ("read", read(workspace={"files": {"../x.py": FP}})),
+        ("read", read(workspace={"files": {"x.py": "abc"}})),
         ("update", update(updates={"truth": truth})),
         ("update", update(updates={})),
         ("update", update(updates={"truth": None})),
@@ -102,15 +135,17 @@ NAMES = {"write": "write-request", "read": "read-request", "update": "update-req
 METHODS = {"memory_index": "index"}
 
 
-def test_the_schema_accepts_exactly_what_the_api_accepts(strata: Strata) -> None:
+def test_the_schema_accepts_exactly_what_the_api_accepts(strata: Strata, tmp_path: Path) -> None:
     api: CommandAPI = strata.api()
+    (tmp_path / "tree" / "src").mkdir(parents=True)
+    (tmp_path / "tree" / "src" / "db.py").write_text("def connect():\n    pass\n")
     problem = api.write(write_request(REPO, "Integration tests hang", "problem")).memory_id
     fact = api.write(write_request(REPO, "The test database listens on 5433")).memory_id
     strata.catch_up()
     read_id = api.read({"repo_id": REPO, "query": "tests hang"}).read_id
     validators = {op: Draft202012Validator(json_schema(name)) for op, name in NAMES.items()}
     disagreements = []
-    for op, request in cases(problem, fact, read_id):
+    for op, request in cases(problem, fact, read_id, str(tmp_path / "tree")):
         schema_ok = validators[op].is_valid(request)
         try:
             getattr(api, METHODS.get(op, op))(request)

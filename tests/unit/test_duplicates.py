@@ -1,0 +1,78 @@
+"""The near-duplicate rule (domain/duplicates.py) on its own: cosine is not enough, the specifics
+decide. (Its precision and recall on the labelled pairs, with the real model, are in
+tests/integration/test_near_duplicates.py.)"""
+
+from __future__ import annotations
+
+from domain.duplicates import (
+    MERGE_COSINE,
+    code_tokens,
+    is_near_duplicate,
+    merge_refusal,
+    numbers,
+    opposite_polarity,
+    same_specifics,
+    swapped_roles,
+)
+
+
+def test_numbers_stand_alone() -> None:
+    assert numbers("Xcode 15 on the macos-14 runners, port 5433, toolchain 1.75 at 02:00") == {
+        "15", "14", "5433", "1.75", "02:00"}
+    assert numbers("the e2e tests read S3 with python3") == set()
+
+
+def test_code_tokens_are_flags_paths_and_joined_identifiers() -> None:
+    assert code_tokens("Run `make db-up` before pytest -m integration") == {"db-up", "-m"}
+    assert code_tokens("Set NODE_OPTIONS=--max-old-space-size=4096 in jest.config.js") == {
+        "node_options", "--max-old-space-size", "jest.config.js"}
+    assert code_tokens("Export KUBECONFIG=~/.kube/staging.yaml first.") == {"~/.kube/staging.yaml"}
+
+
+def test_the_guard_separates_what_cosine_cannot() -> None:
+    assert not same_specifics("built with Xcode 15 on macos-14", "built with Xcode 14 on macos-13")
+    assert not same_specifics("Run make db-up before pytest", "Run make db-down after pytest")
+    assert not same_specifics("Always rebase before merging", "Never rebase before merging")
+    assert not same_specifics("Upgrade the Stripe SDK", "Downgrade the Stripe SDK")
+    assert not same_specifics("The staging database is reset every night", "The staging database is never reset")
+    assert same_specifics("Run make db-up before pytest", "Run `make db-up` before running pytest")
+    assert same_specifics("Use git rebase -i with autosquash", "Squash fixups with `git rebase -i --autosquash`")
+    assert opposite_polarity("Turn on request logging", "Turn off request logging")
+    assert not opposite_polarity("Pinning urllib3 did not help", "Upgrading it did not help either")
+
+
+def test_the_same_words_in_other_roles_are_another_lesson() -> None:
+    assert swapped_roles("Prefer tabs over spaces in the Makefile", "Prefer spaces over tabs in the Makefile")
+    assert swapped_roles("The API calls the auth service", "The auth service calls the API")
+    assert swapped_roles("Deploy the backend first, then the frontend", "Deploy the frontend first, then the backend")
+    assert swapped_roles("Use Redis for sessions and Postgres for jobs", "Use Postgres for sessions and Redis for jobs")
+    assert swapped_roles("Staging reads from the replica and writes to the primary",
+                         "Staging reads from the primary and writes to the replica")
+    # moving a clause, or a word on both sides of the relation, is no swap
+    assert not swapped_roles("In CI, run the linter before the tests", "Run the linter before the tests in CI")
+    assert not swapped_roles("Secrets are loaded from AWS Secrets Manager at container start",
+                             "Containers load their secrets from AWS Secrets Manager when they start")
+    assert not swapped_roles("Docker build fails with 'no space left on device' on the CI runner",
+                             "CI runner Docker builds fail: no space left on device")
+
+
+def test_near_duplicate_needs_the_threshold_and_the_guard() -> None:
+    a, b = "Run make db-up before pytest", "Run `make db-up` before running pytest"
+    assert is_near_duplicate(MERGE_COSINE, a, b)
+    assert not is_near_duplicate(MERGE_COSINE - 0.001, a, b)
+    assert not is_near_duplicate(0.99, a, "Run make db-down after pytest")
+
+
+def test_a_merge_keeps_kind_scope_problem_and_anchors() -> None:
+    base = dict(status="active", kind="solution", scope="repo", text="Run make db-up before pytest",
+                problem_ids=["p1"], anchor_keys={"Makefile"}, new_kind="solution", new_scope="repo",
+                new_text="Run `make db-up` before running pytest", new_problem_id="p1", new_anchor_keys=set(),
+                similarity=0.95)
+    assert merge_refusal(**base) is None
+    assert merge_refusal(**{**base, "status": "archived"})
+    assert merge_refusal(**{**base, "new_kind": "fact"})
+    assert merge_refusal(**{**base, "new_scope": "global"})
+    assert merge_refusal(**{**base, "new_problem_id": "p2"})
+    assert merge_refusal(**{**base, "new_anchor_keys": {"tests/conftest.py"}})
+    assert merge_refusal(**{**base, "kind": "change", "new_kind": "change"})
+    assert merge_refusal(**{**base, "similarity": 0.5})
