@@ -15,7 +15,7 @@ RUN pip install '.[postgres]' \
     && useradd --system --uid 10001 --home-dir /data strata \
     && mkdir -p /data /opt/strata \
     # assemble the embedding model once, at build time, outside the data volume
-    && python -c "from projections.embedder import assemble_model_dir; assemble_model_dir('/opt/strata/minilm')" \
+    && python -c "from strata_recall.projections.embedder import assemble_model_dir; assemble_model_dir('/opt/strata/minilm')" \
     && chown -R strata /data
 
 ENV STRATA_DATA_DIR=/data STRATA_MODEL_DIR=/opt/strata/minilm STRATA_HOST=0.0.0.0 STRATA_PORT=7411 \

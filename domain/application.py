@@ -17,10 +17,10 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
-from domain import beliefs
-from domain.archetype import Archetype, archetype_id
-from domain.bulk import paused_gc
-from domain.commands import (
+from strata_recall.domain import beliefs
+from strata_recall.domain.archetype import Archetype, archetype_id
+from strata_recall.domain.bulk import paused_gc
+from strata_recall.domain.commands import (
     Adjustment,
     CommandOutcome,
     ForgetOutcome,
@@ -33,13 +33,13 @@ from domain.commands import (
     UtilityUpdate,
     WriteOutcome,
 )
-from domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
-from domain.errors import Conflict, InvalidInput, NotFound
-from domain.ids import parse_memory_id
-from domain.memory import Memory, merged_anchors
-from domain.persistence import EventStoreUnavailable
-from domain.transcoder import OrjsonTranscoder
-from domain.unit_of_work import CleanWrite, Session, chunks, sanitise
+from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.memory import Memory, merged_anchors
+from strata_recall.domain.persistence import EventStoreUnavailable
+from strata_recall.domain.transcoder import OrjsonTranscoder
+from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
 P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, CommandOutcome)

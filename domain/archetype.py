@@ -16,13 +16,20 @@ def archetype_id(name: str) -> UUID:
 
 
 class Archetype(Aggregate):
+    TOPIC = "domain.archetype:Archetype"
+
+    class Created(Aggregate.Created):  # declared so that it too has a stable topic
+        TOPIC = "domain.archetype:Archetype.Created"
+
     class ArchetypeDefined(Aggregate.Created):
+        TOPIC = "domain.archetype:Archetype.ArchetypeDefined"
         name: str
         description: str
         examples: list[str]
         profile: dict[str, Any]
 
     class ArchetypeChanged(Aggregate.Event):
+        TOPIC = "domain.archetype:Archetype.ArchetypeChanged"
         description: str
         examples: list[str]
         profile: dict[str, Any]

@@ -17,8 +17,8 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import resolve_topic
 
-from domain.application import MemoryLog
-from domain.errors import Conflict, InvalidInput, Problem
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.errors import Conflict, InvalidInput, Problem
 
 FORMAT = "strata-events/1"
 MAX_ERRORS = 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.anchors import Anchor
+from strata_recall.domain.anchors import Anchor
 
 
 @dataclass(frozen=True)

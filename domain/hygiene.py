@@ -10,14 +10,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from domain import beliefs
-from domain.anchors import Anchor
-from domain.commands import Action, AnchorDrift, CommandOutcome
-from domain.duplicates import merge_refusal
-from domain.errors import Conflict, InvalidInput, NotFound
-from domain.ids import memory_id as deterministic_id, parse_memory_id
-from domain.memory import Memory
-from domain.unit_of_work import Session, sanitise
+from strata_recall.domain import beliefs
+from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.commands import Action, AnchorDrift, CommandOutcome
+from strata_recall.domain.duplicates import merge_refusal
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.domain.ids import memory_id as deterministic_id, parse_memory_id
+from strata_recall.domain.memory import Memory
+from strata_recall.domain.unit_of_work import Session, sanitise
 
 if TYPE_CHECKING:
     from eventsourcing.application import EventStore

@@ -1,7 +1,8 @@
 """The Memory aggregate and its events — the permanent API of the log.
 
-Stored topics are ``domain.memory:Memory.<Event>``: never rename this module, the class or its
-events; reshape an event only with an upcaster. A memory's text never changes: truth, utility,
+Stored topics are ``domain.memory:Memory.<Event>``, declared on each class (TOPIC), so the module can
+move (it is installed as strata_recall.domain.memory) while the log stays readable: never change a
+TOPIC; reshape an event only with an upcaster. A memory's text never changes: truth, utility,
 change chains and status move through new events. Weights are computed by the command handlers and
 stored in the events, so a replay reproduces exactly what the writer saw.
 """
@@ -18,8 +19,8 @@ import orjson
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.utils import get_topic
 
-from domain import beliefs
-from domain.anchors import Anchor
+from strata_recall.domain import beliefs
+from strata_recall.domain.anchors import Anchor
 
 KINDS = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
 SCOPES = ("repo", "global")
@@ -29,7 +30,13 @@ STATUSES = ("active", "pending", "rejected", "forgotten", "archived")
 class Memory(Aggregate):
     """One memory: immutable text plus the evolving belief about it."""
 
+    TOPIC = "domain.memory:Memory"
+
+    class Created(Aggregate.Created):  # declared so that it too has a stable topic
+        TOPIC = "domain.memory:Memory.Created"
+
     class MemoryWritten(Aggregate.Created):
+        TOPIC = "domain.memory:Memory.MemoryWritten"
         text: str
         kind: str
         scope: str
@@ -50,6 +57,7 @@ class Memory(Aggregate):
     # recorded before version 2 have None: their origin is unknown, so other repos never see it.
 
     class TruthAdjusted(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.TruthAdjusted"
         class_version = 2
 
         target: float
@@ -65,6 +73,7 @@ class Memory(Aggregate):
             state["repo_id"] = None
 
     class UtilityObserved(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.UtilityObserved"
         class_version = 2
 
         target: float
@@ -81,10 +90,12 @@ class Memory(Aggregate):
             state["repo_id"] = None
 
     class ChangeRecorded(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.ChangeRecorded"
         change_memory_id: str
         summary: str
 
     class LinksAdded(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.LinksAdded"
         """A duplicate write brought links the memory did not have yet."""
 
         problem_ids: list[str]
@@ -92,6 +103,7 @@ class Memory(Aggregate):
         change_targets: list[str]
 
     class MemoryForgotten(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.MemoryForgotten"
         class_version = 2
 
         reason: str
@@ -102,6 +114,7 @@ class Memory(Aggregate):
             state["repo_id"] = None
 
     class MemoryReviewed(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.MemoryReviewed"
         """A person approved (status active) or rejected (status rejected) a pending memory."""
 
         decision: str  # "approved" | "rejected"
@@ -114,6 +127,7 @@ class Memory(Aggregate):
     # them in full to that repo, or to everyone when None.
 
     class AnchorsRecorded(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.AnchorsRecorded"
         """The code this memory is about (domain/anchors.py: path, symbol or lines, fingerprint,
         commit): recorded with the write that carried anchors, and again when the same memory is
         written with fresh ones. Replaces the anchors of the same path and symbol, keeps the rest."""
@@ -122,6 +136,7 @@ class Memory(Aggregate):
         repo_id: str | None
 
     class DuplicateMerged(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.DuplicateMerged"
         """A near-duplicate of this memory was written (or found by reflect) and reinforces it
         instead of standing on its own. Carries what the duplicate said, so `strata unmerge` can
         give it back its own memory (`duplicate_id`, the id it has or would have had)."""
@@ -144,6 +159,7 @@ class Memory(Aggregate):
         repo_id: str | None
 
     class DuplicateUnmerged(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.DuplicateUnmerged"
         """An operator undid a merge: the reinforcement it brought is taken back."""
 
         duplicate_id: str
@@ -151,6 +167,7 @@ class Memory(Aggregate):
         repo_id: str | None
 
     class MemoryArchived(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.MemoryArchived"
         """No longer recalled (decayed truth below the floor, superseded by changes, or merged into
         another memory), but kept in the log and restorable."""
 
@@ -159,6 +176,7 @@ class Memory(Aggregate):
         repo_id: str | None
 
     class MemoryRestored(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.MemoryRestored"
         """An archived memory is active again."""
 
         reason: str

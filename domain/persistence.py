@@ -34,7 +34,7 @@ from typing import Any
 from eventsourcing.sqlite import SQLiteConnection, SQLiteConnectionPool, SQLiteFactory
 from eventsourcing.utils import Environment
 
-from domain.errors import StrataError, Unavailable
+from strata_recall.domain.errors import StrataError, Unavailable
 
 CACHE_KIB = 65536
 PROBE_TIMEOUT_S = 5
@@ -68,7 +68,7 @@ def scrub(text: str, secret: str | None) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    # PERSISTENCE_MODULE "domain.persistence:StrataPostgresFactory" resolves through here
+    # PERSISTENCE_MODULE "strata_recall.domain.persistence:StrataPostgresFactory" resolves through here
     if name == "StrataPostgresFactory":
         return postgres_factory()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from domain import secret_values as values
-from domain.secret_formats import (
+from strata_recall.domain import secret_values as values
+from strata_recall.domain.secret_formats import (
     ALPHABETS,
     AUTH_SCHEMES,
     KEY_WORDS,

@@ -9,15 +9,15 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
-from domain.anchors import Anchor
-from domain.commands import NewMemory
-from domain.errors import Conflict, NotFound
-from domain.ids import memory_id, parse_memory_id
-from domain.memory import Memory
-from domain.sanitise import sanitise as _sanitise_uncached
+from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.commands import NewMemory
+from strata_recall.domain.errors import Conflict, NotFound
+from strata_recall.domain.ids import memory_id, parse_memory_id
+from strata_recall.domain.memory import Memory
+from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
 if TYPE_CHECKING:
-    from domain.application import MemoryLog
+    from strata_recall.domain.application import MemoryLog
 
 T = TypeVar("T")
 

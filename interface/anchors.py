@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
-from domain.anchors import CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
-from domain.commands import AnchorDrift
-from domain.duplicates import short
-from domain.errors import InvalidInput, NotFound
-from projections.anchors import Workspace, read_source
-from schemas.anchors import AnchorIn, ReadWorkspace
+from strata_recall.domain.anchors import CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
+from strata_recall.domain.commands import AnchorDrift
+from strata_recall.domain.duplicates import short
+from strata_recall.domain.errors import InvalidInput, NotFound
+from strata_recall.projections.anchors import Workspace, read_source
+from strata_recall.schemas.anchors import AnchorIn, ReadWorkspace
 
 if TYPE_CHECKING:
-    from interface.bootstrap import Strata
+    from strata_recall.interface.bootstrap import Strata
 
 log = structlog.get_logger("strata.anchors")
 

@@ -15,24 +15,24 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from domain.application import MemoryLog
-from domain.unit_of_work import CleanWrite
-from domain.bulk import paused_gc
-from domain.anchors import Anchor
-from domain.commands import Adjustment, ImportOutcome, NearDuplicate, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
-from domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
-from domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
-from domain.ids import parse_memory_id
-from interface import anchors as anchoring
-from interface.inspector.browse import Inspector
-from projections.browse import Browser
-from projections.memory_index import MemoryIndex
-from projections.near_duplicates import NearDuplicates, Similar
-from projections.reads import ReadLedger
-from projections.recall import ReadQuery, RecallEngine
-from workers.as_of import Moment
-from schemas.archetype import ArchetypeRequest, ArchetypeResponse
-from schemas.browse import (
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.unit_of_work import CleanWrite
+from strata_recall.domain.bulk import paused_gc
+from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.commands import Adjustment, ImportOutcome, NearDuplicate, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
+from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
+from strata_recall.domain.ids import parse_memory_id
+from strata_recall.interface import anchors as anchoring
+from strata_recall.interface.inspector.browse import Inspector
+from strata_recall.projections.browse import Browser
+from strata_recall.projections.memory_index import MemoryIndex
+from strata_recall.projections.near_duplicates import NearDuplicates, Similar
+from strata_recall.projections.reads import ReadLedger
+from strata_recall.projections.recall import ReadQuery, RecallEngine
+from strata_recall.workers.as_of import Moment
+from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
+from strata_recall.schemas.browse import (
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -45,13 +45,13 @@ from schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
-from schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
-from schemas.forget import ForgetRequest, ForgetResponse
-from schemas.index import IndexRequest, IndexResponse
-from schemas.read import ArchetypeUsed, Consistency, ReadRequest, ReadResponse, ReadResult
-from schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
-from schemas.anchors import Merged, SimilarMemory
-from schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
+from strata_recall.schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
+from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.read import ArchetypeUsed, Consistency, ReadRequest, ReadResponse, ReadResult
+from strata_recall.schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
+from strata_recall.schemas.anchors import Merged, SimilarMemory
+from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
 M = TypeVar("M", bound=BaseModel)
 log = structlog.get_logger("strata.api")

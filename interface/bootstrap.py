@@ -14,31 +14,31 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import PersistenceError
 from threadpoolctl import threadpool_limits
 
-from domain.application import MemoryLog
-from domain.errors import InvalidInput, StrataError
-from domain.persistence import EventStoreUnavailable, scrub
-from interface.settings import Settings
-from projections import store
-from projections.base import Projection
-from projections.embedder import Embedder, MiniLMEmbedder
-from interface import reflect as reflection
-from interface.api import CommandAPI, Reader
-from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
-from projections.browse import Browser
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.memory_index import MemoryIndex
-from projections.near_duplicates import NearDuplicates
-from projections.snapshot import SnapshotProjection
-from projections.reads import ReadLedger
-from projections.recall import RecallConfig, RecallEngine
-from projections.tokens import TokenCounter
-from projections.top_of_block import TopOfBlock
-from projections.vector_index import VectorIndex
-from projections.vectors import EmbeddingCache, VectorProjection
-from workers.as_of import Moment, PastModels, moment_of
-from workers.runner import Runner, wait_for
-from workers.scheduler import build_scheduler
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.errors import InvalidInput, StrataError
+from strata_recall.domain.persistence import EventStoreUnavailable, scrub
+from strata_recall.interface.settings import Settings
+from strata_recall.projections import store
+from strata_recall.projections.base import Projection
+from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
+from strata_recall.interface import reflect as reflection
+from strata_recall.interface.api import CommandAPI, Reader
+from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
+from strata_recall.projections.browse import Browser
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.memory_index import MemoryIndex
+from strata_recall.projections.near_duplicates import NearDuplicates
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.reads import ReadLedger
+from strata_recall.projections.recall import RecallConfig, RecallEngine
+from strata_recall.projections.tokens import TokenCounter
+from strata_recall.projections.top_of_block import TopOfBlock
+from strata_recall.projections.vector_index import VectorIndex
+from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
+from strata_recall.workers.as_of import Moment, PastModels, moment_of
+from strata_recall.workers.runner import Runner, wait_for
+from strata_recall.workers.scheduler import build_scheduler
 
 PROJECTIONS = ("fts", "vectors", "links", "archetypes", "snapshot")
 FOLLOWERS = ("fts", "vectors", "links", "archetypes")
@@ -300,7 +300,7 @@ def open_log(settings: Settings) -> MemoryLog:
     if settings.event_store == "postgres":
         return _open_postgres_log(settings)
     return MemoryLog(env=_log_env({
-        "PERSISTENCE_MODULE": "domain.persistence:TunedSQLiteFactory",
+        "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
         "SQLITE_DBNAME": str(settings.event_db),
         "SQLITE_LOCK_TIMEOUT": "10",
     }))
@@ -321,7 +321,7 @@ def _open_postgres_log(settings: Settings) -> MemoryLog:
                            "the PostgreSQL event log needs its driver: pip install 'strata-recall[postgres]'") from None
     password = settings.postgres_password.get_secret_value() if settings.postgres_password else ""
     env = _log_env({
-        "PERSISTENCE_MODULE": "domain.persistence:StrataPostgresFactory",
+        "PERSISTENCE_MODULE": "strata_recall.domain.persistence:StrataPostgresFactory",
         "POSTGRES_HOST": settings.postgres_host,
         "POSTGRES_PORT": str(settings.postgres_port),
         "POSTGRES_DBNAME": settings.postgres_dbname,

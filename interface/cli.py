@@ -22,20 +22,20 @@ import structlog
 import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from domain.errors import Conflict, InvalidInput, NotFound, StrataError
-from domain import archive
-from interface import anchors as anchoring, operator, reflect as reflection, render
-from interface.api import CommandAPI
-from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from interface.logs import configure_logging
-from interface.settings import load_settings
-from interface.views import event_record, history, memory_at, memory_state, visible_in_log
-from projections.archetypes import DEFAULT_ARCHETYPES
-from projections.store import ProjectionBusy
-from schemas.common import AsOf
-from schemas.errors import ErrorDetail, ErrorResponse
-from schemas.registry import CONTRACTS, render as render_schema
-from workers.runner import replay as run_replay
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
+from strata_recall.domain import archive
+from strata_recall.interface import anchors as anchoring, operator, reflect as reflection, render
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface.logs import configure_logging
+from strata_recall.interface.settings import load_settings
+from strata_recall.interface.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
+from strata_recall.projections.store import ProjectionBusy
+from strata_recall.schemas.common import AsOf
+from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
+from strata_recall.schemas.registry import CONTRACTS, render as render_schema
+from strata_recall.workers.runner import replay as run_replay
 
 EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "internal": 1}
 
@@ -70,7 +70,7 @@ class Failed(Exception):
 
 def _print_version(value: bool) -> None:
     if value:
-        from interface.mcp_server import version
+        from strata_recall.interface.mcp_server import version
 
         sys.stdout.write(f"strata {version()}\n")
         raise typer.Exit(0)
@@ -408,7 +408,7 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
 
     Example: strata demo   |   strata --data-dir /tmp/strata demo
     """
-    from interface.demo import names_a_data_dir, run_demo, temporary_store
+    from strata_recall.interface.demo import names_a_data_dir, run_demo, temporary_store
 
     opts: Options = ctx.obj
     with temporary_store(None if names_a_data_dir(opts.config, opts.data_dir) else sys.stdout) as scratch:
@@ -546,7 +546,7 @@ def mcp(ctx: typer.Context) -> None:
 
     Example: strata --data-dir ~/.local/share/strata mcp
     """
-    from interface.mcp_server import run_stdio
+    from strata_recall.interface.mcp_server import run_stdio
 
     with _session(ctx) as strata:
         run_stdio(strata)
@@ -564,7 +564,7 @@ def serve(
 
     Example: strata serve --port 7411
     """
-    from interface.serve import run_server
+    from strata_recall.interface.serve import run_server
 
     with _session(ctx) as strata:
         run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
@@ -692,7 +692,7 @@ def init_client(
 
     Example: strata init claude-code --hooks --dry-run
     """
-    from interface import clients
+    from strata_recall.interface import clients
 
     opts: Options = ctx.obj
     data_dir = opts.data_dir or (Path(os.environ["STRATA_DATA_DIR"]) if os.environ.get("STRATA_DATA_DIR") else None)
@@ -722,7 +722,7 @@ def hook(
 
     Example: strata hook session-start < payload.json   (payload: {"session_id": "s1", "cwd": "."})
     """
-    from interface import hooks
+    from strata_recall.interface import hooks
 
     opts: Options = ctx.obj
     hooks.run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, config=opts.config,

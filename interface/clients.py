@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.errors import InvalidInput
-from interface.operations import SESSION_PROTOCOL
-from interface.stdio_wire import SERVER_NAME
+from strata_recall.domain.errors import InvalidInput
+from strata_recall.interface.operations import SESSION_PROTOCOL
+from strata_recall.interface.stdio_wire import SERVER_NAME
 
 BEGIN = "<!-- strata:begin (written by `strata init`; a rerun replaces this block) -->"
 END = "<!-- strata:end -->"
@@ -367,7 +367,7 @@ def apply(plans: list[Plan]) -> None:
 
 def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str | None = None, hooks: bool = False,
          dry_run: bool = False, command: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
-    from interface.repo_identity import repo_id_for, repo_root
+    from strata_recall.interface.repo_identity import repo_id_for, repo_root
 
     root = repo_root(root)
     base = shlex.split(command) if command else [strata_command()]

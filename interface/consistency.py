@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
-from domain.errors import Unavailable
-from interface.api import not_yet_consistent
-from projections import store
-from schemas.read import Consistency
+from strata_recall.domain.errors import Unavailable
+from strata_recall.interface.api import not_yet_consistent
+from strata_recall.projections import store
+from strata_recall.schemas.read import Consistency
 
 
 class TrackedPositions:

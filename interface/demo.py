@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from domain.application import MemoryLog
-from domain.errors import StrataError
-from interface import render
-from interface.api import CommandAPI
-from interface.settings import default_data_dir, load_settings
-from interface.views import event_record, memory_state
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.errors import StrataError
+from strata_recall.interface import render
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.settings import default_data_dir, load_settings
+from strata_recall.interface.views import event_record, memory_state
 
 
 def names_a_data_dir(config: Path | None, data_dir: Path | None) -> bool:

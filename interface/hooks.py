@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from interface.repo_identity import repo_id_for
+from strata_recall.interface.repo_identity import repo_id_for
 
 EVENTS = ("session-start", "stop", "pre-compact")
 DEADLINE_S = 3.0
@@ -97,7 +97,7 @@ class Hook:
         ledger_path = self.data_dir / "projections" / "reads.sqlite"
         if not ledger_path.exists():
             return []
-        from projections.reads import ReadLedger
+        from strata_recall.projections.reads import ReadLedger
 
         ledger = ReadLedger(ledger_path)
         try:
@@ -113,10 +113,10 @@ def memory_index_text(data_dir: Path, repo_id: str) -> str:
     folder = data_dir / "projections"
     if not (folder / "fts.sqlite").exists() or not (folder / "snapshot.sqlite").exists():
         return f"Memory of {repo_id}: nothing recorded yet."
-    from projections.fts import FTSProjection
-    from projections.memory_index import MemoryIndex
-    from projections.snapshot import SnapshotProjection
-    from projections.tokens import TokenCounter
+    from strata_recall.projections.fts import FTSProjection
+    from strata_recall.projections.memory_index import MemoryIndex
+    from strata_recall.projections.snapshot import SnapshotProjection
+    from strata_recall.projections.tokens import TokenCounter
 
     fts, snapshot = FTSProjection(folder / "fts.sqlite"), SnapshotProjection(folder / "snapshot.sqlite")
     try:
@@ -215,7 +215,7 @@ def run(event: str, *, stdin: IO[str], stdout: IO[str], stderr: IO[str], config:
         payload = json.loads(text) if text.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("the hook payload on stdin is not a JSON object")
-        from interface.settings import load_settings
+        from strata_recall.interface.settings import load_settings
 
         settings = load_settings(config, data_dir=data_dir)
         cwd = payload.get("cwd") or next(iter(payload.get("workspace_roots") or []), None) or os.getcwd()

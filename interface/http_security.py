@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from schemas.errors import ErrorDetail, ErrorResponse
+from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 
 OPEN_PATHS = frozenset({"/healthz"})
 """Routes that never need the token (a load balancer's probe has none)."""

@@ -41,14 +41,14 @@ def runs_hook(args: list[str]) -> bool:
 def main() -> None:
     args = sys.argv[1:]
     if runs_hook(args):
-        from interface import hooks
+        from strata_recall.interface import hooks
 
         hooks.main(args)
         return
     if serves_mcp_stdio(args):
-        from interface import stdio_wire
+        from strata_recall.interface import stdio_wire
 
         stdio_wire.claim(answer_initialize=True)
-    from interface.cli import main as cli_main
+    from strata_recall.interface.cli import main as cli_main
 
     cli_main()

@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from domain.sanitise import sanitise
+from strata_recall.domain.sanitise import sanitise
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 MAX_FIELD_CHARS = 1000

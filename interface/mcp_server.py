@@ -50,15 +50,15 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from domain.errors import Conflict, StrataError
-from interface.api import CommandAPI
-from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from interface import stdio_wire, tool_schema
-from interface.consistency import PositionWaiters, TrackedPositions
-from interface.logs import route_stdlib_logging
-from interface.inspector.resources import add_inspector_resources
-from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
-from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
+from strata_recall.domain.errors import Conflict, StrataError
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface import stdio_wire, tool_schema
+from strata_recall.interface.consistency import PositionWaiters, TrackedPositions
+from strata_recall.interface.logs import route_stdlib_logging
+from strata_recall.interface.inspector.resources import add_inspector_resources
+from strata_recall.interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
+from strata_recall.interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
     INDEX_URI,
     INSTRUCTIONS,
     PROMPT_NAME,
@@ -69,9 +69,9 @@ from interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are 
     Wire,
     version,
 )
-from projections import store
-from projections.store import ProjectionBusy
-from schemas.errors import ErrorDetail, ErrorResponse
+from strata_recall.projections import store
+from strata_recall.projections.store import ProjectionBusy
+from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 
 log = structlog.get_logger("strata.mcp")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.browse import (
+from strata_recall.schemas.browse import (
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -31,12 +31,12 @@ from schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
-from schemas.feedback import FeedbackRequest, FeedbackResponse
-from schemas.forget import ForgetRequest, ForgetResponse
-from schemas.index import IndexRequest, IndexResponse
-from schemas.read import ReadRequest, ReadResponse
-from schemas.update import UpdateRequest, UpdateResponse
-from schemas.write import WriteRequest, WriteResponse
+from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
+from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.read import ReadRequest, ReadResponse
+from strata_recall.schemas.update import UpdateRequest, UpdateResponse
+from strata_recall.schemas.write import WriteRequest, WriteResponse
 
 SESSION_PROTOCOL = """\
 How to use Strata memory in a coding session

@@ -31,12 +31,12 @@ import numpy as np
 import orjson
 import structlog
 
-from domain import beliefs
-from domain.anchors import Anchor
-from domain.commands import Action
-from domain.duplicates import MERGE_COSINE, merge_refusal, short
-from projections import store
-from projections.recall import RecallConfig
+from strata_recall.domain import beliefs
+from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.commands import Action
+from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
+from strata_recall.projections import store
+from strata_recall.projections.recall import RecallConfig
 
 log = structlog.get_logger("strata.reflect")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.errors import ErrorResponse
-from schemas.feedback import FeedbackResponse
-from schemas.forget import ForgetResponse
-from schemas.read import CaseMember, ReadResponse
-from schemas.update import UpdateResponse, ValueChange
-from schemas.write import ImportResponse, WriteResponse
+from strata_recall.schemas.errors import ErrorResponse
+from strata_recall.schemas.feedback import FeedbackResponse
+from strata_recall.schemas.forget import ForgetResponse
+from strata_recall.schemas.read import CaseMember, ReadResponse
+from strata_recall.schemas.update import UpdateResponse, ValueChange
+from strata_recall.schemas.write import ImportResponse, WriteResponse
 
 
 def write(r: WriteResponse) -> str:

@@ -45,13 +45,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from domain.errors import Conflict, InvalidInput, StrataError
-from interface.bootstrap import PROJECTIONS, Strata
-from interface.http_security import BearerToken, NoSniff, RequestGuard, allowed_hosts, is_loopback
-from interface.inspector.page import PAGE_PATHS, page_routes
-from interface.consistency import TrackedPositions
-from interface.logs import route_stdlib_logging
-from interface.mcp_server import (
+from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
+from strata_recall.interface.bootstrap import PROJECTIONS, Strata
+from strata_recall.interface.http_security import BearerToken, NoSniff, RequestGuard, allowed_hosts, is_loopback
+from strata_recall.interface.inspector.page import PAGE_PATHS, page_routes
+from strata_recall.interface.consistency import TrackedPositions
+from strata_recall.interface.logs import route_stdlib_logging
+from strata_recall.interface.mcp_server import (
     SESSION_PROTOCOL,
     Background,
     Dispatcher,
@@ -61,8 +61,8 @@ from interface.mcp_server import (
     internal_error,
     version,
 )
-from interface.operations import OPERATIONS, Operation
-from schemas.errors import ErrorResponse
+from strata_recall.interface.operations import OPERATIONS, Operation
+from strata_recall.schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
 

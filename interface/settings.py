@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from domain.errors import InvalidInput
+from strata_recall.domain.errors import InvalidInput
 
 ENV_PREFIX = "STRATA_"
 

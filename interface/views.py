@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain import beliefs, visibility
-from domain.ids import parse_memory_id
-from domain.memory import Memory
-from domain.visibility import VisibleIds
+from strata_recall.domain import beliefs, visibility
+from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.memory import Memory
+from strata_recall.domain.visibility import VisibleIds
 
 _META = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 

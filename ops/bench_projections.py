@@ -37,17 +37,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from interface.api import CommandAPI  # noqa: E402
-from interface.bootstrap import build  # noqa: E402
-from interface.logs import configure_logging  # noqa: E402
-from interface.settings import load_settings  # noqa: E402
-from projections import store  # noqa: E402
-from projections.embedder import MiniLMEmbedder  # noqa: E402
-from projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
-from workers.runner import Runner  # noqa: E402
+from strata_recall.interface.api import CommandAPI  # noqa: E402
+from strata_recall.interface.bootstrap import build  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.projections import store  # noqa: E402
+from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
+from strata_recall.workers.runner import Runner  # noqa: E402
 
 try:
-    from workers.runner import replay  # noqa: E402
+    from strata_recall.workers.runner import replay  # noqa: E402
 except ImportError:  # an older checkout, measured as a baseline with this script
     replay = None
 from workload import realistic_lines, realistic_updates  # noqa: E402
@@ -186,7 +186,7 @@ def warm_vector_replay(data: Path, head: int) -> dict[str, float]:
     embedded_before = vectors.embedded
     runs = [("runner", lambda: Runner(strata.log, [vectors], batch_size=5000).catch_up())]
     if replay is not None:
-        from workers.runner import pipelined
+        from strata_recall.workers.runner import pipelined
 
         runs.append(("pipelined", lambda: pipelined(strata.log, [vectors], 5000)))
     for name, run in runs:

@@ -27,12 +27,12 @@ sys.path.insert(0, str(ROOT / "ops"))
 
 from workload import realistic_lines, realistic_queries, realistic_updates
 
-from interface.api import CommandAPI, parse, to_read_query
-from interface.bootstrap import build
-from interface.logs import configure_logging
-from interface.settings import load_settings
-from projections.embedder import MiniLMEmbedder
-from schemas.read import ReadRequest
+from strata_recall.interface.api import CommandAPI, parse, to_read_query
+from strata_recall.interface.bootstrap import build
+from strata_recall.interface.logs import configure_logging
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.schemas.read import ReadRequest
 
 
 class _Precomputed:

@@ -56,19 +56,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from domain.ids import memory_id  # noqa: E402
-from interface.api import CommandAPI  # noqa: E402
-from interface.bootstrap import FOLLOWERS, build  # noqa: E402
-from interface.logs import configure_logging  # noqa: E402
-from interface.settings import load_settings  # noqa: E402
+from strata_recall.domain.ids import memory_id  # noqa: E402
+from strata_recall.interface.api import CommandAPI  # noqa: E402
+from strata_recall.interface.bootstrap import FOLLOWERS, build  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.settings import load_settings  # noqa: E402
 from ops import pg  # noqa: E402
-from projections import store  # noqa: E402
-from projections.archetypes import ArchetypesProjection  # noqa: E402
-from projections.embedder import assemble_model_dir  # noqa: E402
-from projections.fts import FTSProjection  # noqa: E402
-from projections.links import LinksProjection  # noqa: E402
-from projections.snapshot import SnapshotProjection  # noqa: E402
-from projections.vectors import VectorProjection  # noqa: E402
+from strata_recall.projections import store  # noqa: E402
+from strata_recall.projections.archetypes import ArchetypesProjection  # noqa: E402
+from strata_recall.projections.embedder import assemble_model_dir  # noqa: E402
+from strata_recall.projections.fts import FTSProjection  # noqa: E402
+from strata_recall.projections.links import LinksProjection  # noqa: E402
+from strata_recall.projections.snapshot import SnapshotProjection  # noqa: E402
+from strata_recall.projections.vectors import VectorProjection  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
 REPO = "team/service"

@@ -5,7 +5,7 @@ Usage: python ops/bench_start.py [--launches 10] [--baseline REF] [--no-baseline
 
 Both figures are measured for this checkout (the installed `strata` command) and, in the same run, for a
 baseline tree: `git archive REF` of this repository unpacked into a temporary folder and started with
-the same interpreter and libraries (`python -c 'from interface.cli import main; main()' mcp` with the
+the same interpreter and libraries (`python -c 'from strata_recall.interface.cli import main; main()' mcp` with the
 tree first on PYTHONPATH). The default REF is the last commit before issue #14 (lean tools, fast start).
 
 Tokens are counted with the project's own tokenizer (projections/tokens.py: the WordPiece tokenizer of
@@ -27,7 +27,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +35,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from projections.tokens import TokenCounter  # noqa: E402
+from strata_recall.projections.tokens import TokenCounter  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "ops"))
+import revision  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
 BASELINE_REF = "be84c58"  # the last commit before issue #14
@@ -148,21 +150,11 @@ def hook_seconds(env: dict[str, str], runs: int) -> dict[str, float]:
     return out
 
 
-def baseline_tree(ref: str, folder: Path) -> Path:
-    archive = folder / "baseline.tar"
-    with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(ROOT), "archive", ref], stdout=out, check=True)
-    tree = folder / "tree"
-    with tarfile.open(archive) as tar:
-        tar.extractall(tree, filter="data")
-    return tree
-
-
-def environment(home: Path, pythonpath: Path | None = None) -> dict[str, str]:
+def environment(home: Path, pythonpath: list[Path] | None = None) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_") and k != "PYTHONPATH"}
     env = {**clean, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "cfg"), "STRATA_DATA_DIR": str(home / "data")}
     if pythonpath is not None:
-        env["PYTHONPATH"] = str(pythonpath)
+        env["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
     return env
 
 
@@ -177,12 +169,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="strata-bench-start-") as tmp:
         folder = Path(tmp)
         if not args.no_baseline:
-            tree = baseline_tree(args.baseline, folder)
-            command = [sys.executable, "-c", "import sys; sys.argv[0] = 'strata'; from interface.cli import main; main()",
-                       "mcp"]
+            tree = revision.checkout(args.baseline, folder)
+            command = [sys.executable, "-c",
+                       "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli import main; main()", "mcp"]
             (folder / "base").mkdir()
             # run from inside the tree: `python -c` puts the working directory first on sys.path
-            results.append(measure(f"baseline {args.baseline}", command, environment(folder / "base", tree),
+            results.append(measure(f"baseline {args.baseline}", command, environment(folder / "base", revision.import_paths(tree)),
                                    args.launches, tokens, cwd=tree))
         (folder / "this").mkdir()
         results.append(measure("this checkout", [STRATA, "mcp"], environment(folder / "this"), args.launches, tokens))

@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT / "ops"))
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
 
-from domain.errors import StrataError  # noqa: E402
-from interface.api import CommandAPI  # noqa: E402
-from interface.bootstrap import build  # noqa: E402
-from interface.logs import configure_logging  # noqa: E402
-from interface.settings import load_settings  # noqa: E402
+from strata_recall.domain.errors import StrataError  # noqa: E402
+from strata_recall.interface.api import CommandAPI  # noqa: E402
+from strata_recall.interface.bootstrap import build  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.settings import load_settings  # noqa: E402
 from workload import realistic_lines  # noqa: E402
 
 def pct(values: list[float], q: float) -> float:

@@ -29,18 +29,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
-sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
 from eval_common import BM25, Dense, random_hit, returned  # noqa: E402
 
-from interface.api import CommandAPI, parse, to_read_query  # noqa: E402
-from interface.bootstrap import build  # noqa: E402
-from interface.logs import configure_logging  # noqa: E402
-from interface.settings import load_settings  # noqa: E402
-from projections.embedder import MiniLMEmbedder  # noqa: E402
-from projections.recall import RecallConfig  # noqa: E402
-from schemas.read import ReadRequest  # noqa: E402
+from strata_recall.interface.api import CommandAPI, parse, to_read_query  # noqa: E402
+from strata_recall.interface.bootstrap import build  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.projections.recall import RecallConfig  # noqa: E402
+from strata_recall.schemas.read import ReadRequest  # noqa: E402
 
 KS = (1, 5, 10)
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "coding-dev" / "swebench_verified_dev.json"

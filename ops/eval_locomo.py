@@ -29,18 +29,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
-sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
 from eval_common import BM25, Dense, random_recall, returned  # noqa: E402
 
-from interface.api import CommandAPI  # noqa: E402
-from interface.bootstrap import build  # noqa: E402
-from interface.logs import configure_logging  # noqa: E402
-from interface.settings import load_settings  # noqa: E402
-from domain.ids import memory_id  # noqa: E402
-from projections.embedder import MiniLMEmbedder  # noqa: E402
-from projections.recall import ReadQuery, RecallConfig  # noqa: E402
+from strata_recall.interface.api import CommandAPI  # noqa: E402
+from strata_recall.interface.bootstrap import build  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.domain.ids import memory_id  # noqa: E402
+from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.projections.recall import ReadQuery, RecallConfig  # noqa: E402
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

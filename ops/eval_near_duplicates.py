@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from domain.duplicates import MERGE_COSINE, same_specifics  # noqa: E402
+from strata_recall.domain.duplicates import MERGE_COSINE, same_specifics  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
 MARGIN = 0.03
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, default=None,
                         help="Where the model folder is assembled (default: strata-eval-model in the temp folder, as ops/eval_locomo.py).")
     args = parser.parse_args()
-    from projections.embedder import MiniLMEmbedder
+    from strata_recall.projections.embedder import MiniLMEmbedder
 
     pairs = load(args.pairs)
     embedder = MiniLMEmbedder(model_dir=args.model_dir or Path(tempfile.gettempdir()) / "strata-eval-model", threads=1)

@@ -17,20 +17,20 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, os.environ.get("STRATA_EVAL_CODE", str(ROOT)))
+sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding  # noqa: E402
+import revision  # noqa: E402
 import eval_locomo  # noqa: E402
 
-from interface.logs import configure_logging  # noqa: E402
-from projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
 SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
 ENGINE = ("keyword", "vector", "full")
@@ -61,17 +61,11 @@ def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
 def measure_revision(ref: str, model_dir: Path) -> dict:
     """The engine systems measured on `ref`'s code, by these scripts, in a subprocess."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
-        tree = Path(tmp) / "tree"
-        tree.mkdir()
-        archive_path = Path(tmp) / "tree.tar"
-        archive_path.write_bytes(archive)
-        with tarfile.open(archive_path) as tar:
-            tar.extractall(tree, filter="data")
+        paths = revision.import_paths(revision.checkout(ref, Path(tmp)))
         result = Path(tmp) / "result.json"
         subprocess.run([sys.executable, __file__, "--json", str(result), "--systems", ",".join(ENGINE),
                         "--model-dir", str(model_dir)], check=True,
-                       env={**os.environ, "STRATA_EVAL_CODE": str(tree)})
+                       env={**os.environ, "STRATA_EVAL_CODE": os.pathsep.join(map(str, paths))})
         return json.loads(result.read_text())
 
 

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from domain.sanitise import sanitise  # noqa: E402
-from domain.secret_formats import FAMILIES, NOT_COVERED, all_formats  # noqa: E402
+from strata_recall.domain.sanitise import sanitise  # noqa: E402
+from strata_recall.domain.secret_formats import FAMILIES, NOT_COVERED, all_formats  # noqa: E402
 from tests.secret_corpus import Case, adversarial_inputs, benign_lines, recall_cases  # noqa: E402
 from workload import realistic_lines  # noqa: E402
 

@@ -19,7 +19,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from domain.ids import memory_id
+from strata_recall.domain.ids import memory_id
 
 # --- the word pool -------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, judge
+from strata_recall.domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, judge
 
 ANCHOR_CHANGED_WEIGHT = 0.7
 """A result whose anchored code changed since it was written ranks as if this much less relevant."""

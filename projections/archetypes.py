@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from domain.archetype import Archetype
-from projections.base import Positioned, Projection
-from projections.embedder import Embedder
-from projections.store import Connection
+from strata_recall.domain.archetype import Archetype
+from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.embedder import Embedder
+from strata_recall.projections.store import Connection
 
 # Used until archetypes are defined in the log (`strata archetypes seed` writes these there).
 DEFAULT_ARCHETYPES: tuple[dict[str, Any], ...] = (

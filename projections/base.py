@@ -15,9 +15,9 @@ from eventsourcing.persistence import find_id_convertor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from eventsourcing.utils import get_topic, resolve_topic
 
-from domain.transcoder import OrjsonTranscoder
-from projections import store
-from projections.store import Connection, Migration
+from strata_recall.domain.transcoder import OrjsonTranscoder
+from strata_recall.projections import store
+from strata_recall.projections.store import Connection, Migration
 
 Positioned = tuple[int, Any]
 """(log position, domain event)"""

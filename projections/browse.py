@@ -15,12 +15,12 @@ from typing import Any
 
 import orjson
 
-from domain import beliefs
-from domain.visibility import can_see, sql_parts
-from projections import store
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.snapshot import SnapshotProjection
+from strata_recall.domain import beliefs
+from strata_recall.domain.visibility import can_see, sql_parts
+from strata_recall.projections import store
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection
 
 SUMMARY = ("memory_id", "repo_id", "scope", "kind", "status", "text", "truth", "utility", "maturity", "validations",
            "last_validated", "created", "change_chain", "problem_ids")

@@ -8,11 +8,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from domain.memory import Memory, status_after
-from domain.visibility import sql_clause
-from projections import store
-from projections.base import Positioned, Projection
-from projections.store import Connection, sqlite3
+from strata_recall.domain.memory import Memory, status_after
+from strata_recall.domain.visibility import sql_clause
+from strata_recall.projections import store
+from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.store import Connection, sqlite3
 
 
 def m001_create_tables(conn: Connection) -> None:

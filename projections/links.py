@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from domain.memory import Memory
-from projections import store
-from projections.base import Positioned, Projection
-from projections.store import Connection
+from strata_recall.domain.memory import Memory
+from strata_recall.projections import store
+from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.store import Connection
 
 PROBLEM_EDGE = {"solution": "solves", "failed_tactic": "failed_on"}
 

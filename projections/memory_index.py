@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
-from domain.sanitise import MARKER
-from domain.visibility import sql_clause
-from projections.fts import STOPWORDS, FTSProjection
-from projections.snapshot import SnapshotProjection
-from projections.tokens import TokenCounter
+from strata_recall.domain.sanitise import MARKER
+from strata_recall.domain.visibility import sql_clause
+from strata_recall.projections.fts import STOPWORDS, FTSProjection
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.tokens import TokenCounter
 
 KIND_ORDER = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
 MAX_TOPICS = 12

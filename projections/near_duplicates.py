@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from domain.anchors import Anchor
-from domain.duplicates import SIMILAR_COSINE
-from projections.vector_index import GLOBAL
+from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.duplicates import SIMILAR_COSINE
+from strata_recall.projections.vector_index import GLOBAL
 
 if TYPE_CHECKING:
-    from projections.recall import RecallEngine
+    from strata_recall.projections.recall import RecallEngine
 
 SEARCHED = 10
 """Neighbours looked at: some may be forgotten, archived or rejected, and are skipped."""

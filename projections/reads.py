@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from projections import store
+from strata_recall.projections import store
 
 
 class ReadLedger:

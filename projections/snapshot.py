@@ -19,11 +19,11 @@ from uuid import UUID
 
 import orjson
 
-from domain import beliefs
-from domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors
-from projections import store
-from projections.base import Positioned, Projection
-from projections.store import Connection
+from strata_recall.domain import beliefs
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors
+from strata_recall.projections import store
+from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.store import Connection
 
 COLUMNS = (
     "memory_id", "repo_id", "scope", "kind", "status", "text", "confidence", "truth", "utility",

@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 
-from domain.application import MemoryLog
-from domain.memory import MEMORY_EVENTS
-from projections import store
-from projections.base import LogReader
-from projections.snapshot import COLUMNS, MemoryState, SnapshotProjection, fold_states
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.memory import MEMORY_EVENTS
+from strata_recall.projections import store
+from strata_recall.projections.base import LogReader
+from strata_recall.projections.snapshot import COLUMNS, MemoryState, SnapshotProjection, fold_states
 
 _JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs", "anchors")
 _SELECT_ROWS = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"

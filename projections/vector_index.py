@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from projections import store
-from projections.vectors import VectorProjection
+from strata_recall.projections import store
+from strata_recall.projections.vectors import VectorProjection
 
 GLOBAL = "\x00global"  # partition key of global memories (never a repo id: control characters are refused)
 REDUCED_DIM = 128

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import structlog
 
-from domain.memory import Memory, status_after
-from projections import store
-from projections.base import Positioned, Projection
-from projections.embedder import Embedder
-from projections.store import Connection
+from strata_recall.domain.memory import Memory, status_after
+from strata_recall.projections import store
+from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.embedder import Embedder
+from strata_recall.projections.store import Connection
 
 log = structlog.get_logger("strata.vectors")
 

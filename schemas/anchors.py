@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from schemas.common import Request, Response, _integral
+from strata_recall.schemas.common import Request, Response, _integral
 
 MAX_ANCHORS = 16
 MAX_WORKSPACE_FILES = 20_000

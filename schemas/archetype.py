@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Integer, Kind, QueryText, Rationale, Request, Response, _text
+from strata_recall.schemas.common import Integer, Kind, QueryText, Rationale, Request, Response, _text
 
 ArchetypeName = _text(1, 64)
 

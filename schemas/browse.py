@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
+from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
 
 Status = Literal["active", "pending", "rejected", "forgotten"]
 Maturity = Literal["candidate", "established", "proven"]

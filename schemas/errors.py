@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Response
+from strata_recall.schemas.common import Response
 
 
 class ErrorDetail(Response):

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
-from schemas.update import UtilityValueChange
+from strata_recall.schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
+from strata_recall.schemas.update import UtilityValueChange
 
 
 class UsedMemory(Request):

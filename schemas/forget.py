@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import MemoryId, Rationale, RepoId, Request, Response
+from strata_recall.schemas.common import MemoryId, Rationale, RepoId, Request, Response
 
 
 class ForgetRequest(Request):

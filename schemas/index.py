@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.common import Integer, RepoId, Request, Response
-from schemas.read import Consistency
+from strata_recall.schemas.common import Integer, RepoId, Request, Response
+from strata_recall.schemas.read import Consistency
 
 
 class IndexRequest(Request):

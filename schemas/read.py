@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas.anchors import AnchorOut, ReadWorkspace
-from schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
+from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
 
 
 class Expand(Request):

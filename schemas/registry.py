@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from schemas.archetype import ArchetypeRequest, ArchetypeResponse
-from schemas.browse import (
+from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
+from strata_recall.schemas.browse import (
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -21,13 +21,13 @@ from schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
-from schemas.errors import ErrorResponse
-from schemas.feedback import FeedbackRequest, FeedbackResponse
-from schemas.forget import ForgetRequest, ForgetResponse
-from schemas.index import IndexRequest, IndexResponse
-from schemas.read import ReadRequest, ReadResponse
-from schemas.update import UpdateRequest, UpdateResponse
-from schemas.write import ImportResponse, WriteRequest, WriteResponse
+from strata_recall.schemas.errors import ErrorResponse
+from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
+from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.read import ReadRequest, ReadResponse
+from strata_recall.schemas.update import UpdateRequest, UpdateResponse
+from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "read-request": ReadRequest,
@@ -85,6 +85,6 @@ def export(folder: Path = JSON_DIR) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":  # python -m schemas.registry: regenerate the exported files
+if __name__ == "__main__":  # python -m strata_recall.schemas.registry: regenerate the exported files
     for p in export():
         print(p)

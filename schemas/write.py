@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from schemas.anchors import MAX_ANCHORS, AnchorIn, Merged, SimilarMemory, WriteWorkspace
-from schemas.common import (
+from strata_recall.schemas.anchors import MAX_ANCHORS, AnchorIn, Merged, SimilarMemory, WriteWorkspace
+from strata_recall.schemas.common import (
     MAX_LINKS,
     MAX_REFS,
     EvidenceRef,

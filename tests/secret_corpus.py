@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from domain.secret_formats import (
+from strata_recall.domain.secret_formats import (
     ALPHABETS,
     CONTEXT_FORMATS,
     TOKEN_FORMATS,

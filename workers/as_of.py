@@ -33,18 +33,18 @@ from typing import Any
 
 import structlog
 
-from domain.application import MemoryLog
-from domain.errors import InvalidInput
-from projections.archetypes import ArchetypeClassifier, ArchetypesProjection
-from projections.base import LogReader, Projection
-from projections.embedder import Embedder
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.snapshot import SnapshotProjection
-from projections.top_of_block import TopOfBlock
-from projections.vector_index import VectorIndex
-from projections.vectors import EmbeddingCache, vectors_for
-from workers.runner import pipelined
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.errors import InvalidInput
+from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
+from strata_recall.projections.base import LogReader, Projection
+from strata_recall.projections.embedder import Embedder
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.top_of_block import TopOfBlock
+from strata_recall.projections.vector_index import VectorIndex
+from strata_recall.projections.vectors import EmbeddingCache, vectors_for
+from strata_recall.workers.runner import pipelined
 
 log = structlog.get_logger("strata.as_of")
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import structlog
 
-from domain.application import MemoryLog
-from domain.bulk import paused_gc
-from projections.base import LogReader, Projection
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.bulk import paused_gc
+from strata_recall.projections.base import LogReader, Projection
 
 log = structlog.get_logger("strata.worker")
 

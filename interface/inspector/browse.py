@@ -9,16 +9,16 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from domain import beliefs, visibility
-from domain.application import MemoryLog
-from domain.errors import NotFound
-from domain.ids import parse_memory_id
-from domain.memory import MEMORY_EVENTS, Memory
+from strata_recall.domain import beliefs, visibility
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.errors import NotFound
+from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from eventsourcing.utils import get_topic
-from interface.views import history, memory_state, shown, visible_in_log
-from projections.base import LogReader
-from projections.browse import Browser
-from schemas.browse import (
+from strata_recall.interface.views import history, memory_state, shown, visible_in_log
+from strata_recall.projections.base import LogReader
+from strata_recall.projections.browse import Browser
+from strata_recall.schemas.browse import (
     Case,
     MemoriesRequest,
     MemoriesResponse,
@@ -32,7 +32,7 @@ from schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
-from workers.as_of import Moment
+from strata_recall.workers.as_of import Moment
 
 TIMELINE_WINDOW = 500
 TIMELINE_SCAN = 20_000

@@ -21,8 +21,8 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.shared.uri_template import UriTemplate
 from pydantic import BaseModel
 
-from domain.errors import StrataError
-from interface.operations import Operation
+from strata_recall.domain.errors import StrataError
+from strata_recall.interface.operations import Operation
 
 Call = Callable[[Operation, bytes], Awaitable[BaseModel]]
 ErrorText = Callable[[StrataError], str]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from interface.operations import AGENT_TOOLS, OPERATIONS
-from schemas.errors import ErrorResponse
+from strata_recall.interface.operations import AGENT_TOOLS, OPERATIONS
+from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
 REPO = "acme/api"

@@ -119,7 +119,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.slow
 def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(serve: Callable[..., Served], tiny_disk: Path,
                                                                 tmp_path: Path) -> None:
-    from projections.embedder import assemble_model_dir
+    from strata_recall.projections.embedder import assemble_model_dir
 
     model = assemble_model_dir(tmp_path / "model")  # 23 MB: not on the tiny disk
     served = serve(env={"STRATA_DATA_DIR": str(tiny_disk / "data"), "STRATA_MODEL_DIR": str(model)})

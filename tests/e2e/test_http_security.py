@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from schemas.errors import ErrorResponse
+from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import Served
 
 REPO = "acme/api"

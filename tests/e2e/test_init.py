@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from interface.clients import BEGIN, END
+from strata_recall.interface.clients import BEGIN, END
 from tests.conftest import STRATA_COMMAND
 
 # Sample files in the clients' documented formats, with settings that are not ours.

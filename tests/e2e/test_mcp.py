@@ -17,10 +17,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from interface import tool_schema
-from interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
-from schemas.errors import ErrorResponse
+from strata_recall.interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
+from strata_recall.interface import tool_schema
+from strata_recall.interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
+from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
 REPO = "acme/api"
@@ -234,7 +234,7 @@ def test_tool_and_prompt_names_are_stable() -> None:
 def test_fast_start_speaks_the_sdk_protocol_versions() -> None:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-    from interface import stdio_wire
+    from strata_recall.interface import stdio_wire
 
     assert stdio_wire.HANDSHAKE_PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
     assert stdio_wire.LATEST_HANDSHAKE_VERSION == LATEST_HANDSHAKE_VERSION

@@ -12,10 +12,10 @@ import pytest
 import typer
 from click.testing import CliRunner
 
-from interface.bootstrap import PROJECTIONS, Strata, build
-from interface.cli import app
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder
+from strata_recall.interface.bootstrap import PROJECTIONS, Strata, build
+from strata_recall.interface.cli import app
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import STRATA_COMMAND, write_request
 
 STRATA = STRATA_COMMAND

@@ -11,14 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-from interface.api import CommandAPI
-from interface.bootstrap import build
-from interface.settings import load_settings
-from projections import store
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections import store
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
 from tests.conftest import write_request
-from workers.runner import Runner
+from strata_recall.workers.runner import Runner
 
 STRATA = str(Path(sys.executable).parent / "strata")
 

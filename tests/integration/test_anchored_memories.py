@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from domain.anchors import fingerprint
-from domain.errors import InvalidInput, NotFound, StrataError
-from interface.anchors import check
-from interface.api import CommandAPI
-from interface.bootstrap import Strata
+from strata_recall.domain.anchors import fingerprint
+from strata_recall.domain.errors import InvalidInput, NotFound, StrataError
+from strata_recall.interface.anchors import check
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata
 from tests.conftest import write_request
 
 REPO = "acme/api"

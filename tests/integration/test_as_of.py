@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from domain import archive
-from domain.errors import InvalidInput, NotFound
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
+from strata_recall.domain import archive
+from strata_recall.domain.errors import InvalidInput, NotFound
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
 from tests.conftest import write_request
 from tests.integration.test_fold_equivalence import every_event
 

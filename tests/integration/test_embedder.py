@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from projections import embedder as embedder_module
-from projections.embedder import (
+from strata_recall.projections import embedder as embedder_module
+from strata_recall.projections.embedder import (
     MINILM_DIM,
     MINILM_MODEL_ID,
     Embedder,
@@ -176,7 +176,7 @@ def test_loads_offline_without_hf_env_and_without_network(model_dir: Path) -> No
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
         t0 = time.perf_counter()
-        from projections.embedder import MiniLMEmbedder
+        from strata_recall.projections.embedder import MiniLMEmbedder
         emb = MiniLMEmbedder({str(model_dir)!r}, threads=2)
         vec = emb.embed_query("offline check")
         print(json.dumps({{

@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 
-from domain.anchors import fingerprint
-from domain.commands import Action, AnchorDrift, NearDuplicate
-from domain.memory import MEMORY_EVENTS, Memory
-from interface.api import CommandAPI, parse, to_new_memory
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections import snapshot as snap
-from projections.embedder import HashEmbedder
-from projections.snapshot import MemoryState, SnapshotProjection, fold, fold_states, freeze, row_of
-from projections.store import Connection
-from schemas.write import WriteRequest
+from strata_recall.domain.anchors import fingerprint
+from strata_recall.domain.commands import Action, AnchorDrift, NearDuplicate
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory
+from strata_recall.interface.api import CommandAPI, parse, to_new_memory
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections import snapshot as snap
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.snapshot import MemoryState, SnapshotProjection, fold, fold_states, freeze, row_of
+from strata_recall.projections.store import Connection
+from strata_recall.schemas.write import WriteRequest
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
-from workers.runner import Runner
+from strata_recall.workers.runner import Runner
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def original_row_of(memory: Memory) -> dict[str, Any]:
     column added with anchored memories."""
     import orjson
 
-    from domain import beliefs
+    from strata_recall.domain import beliefs
 
     def _json(value: Any) -> str:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from domain.errors import Conflict, InvalidInput, NotFound
-from interface.api import CommandAPI
-from interface.bootstrap import Strata
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata
 from tests.conftest import write_request
 
 REPO = "acme/api"

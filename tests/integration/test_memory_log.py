@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import Conflict, InvalidInput, NotFound, StrataError
-from interface.api import CommandAPI
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
 from tests.conftest import write_request
 
 
@@ -292,7 +292,7 @@ def test_secrets_never_reach_the_log_file(api: CommandAPI, strata: Strata, data_
 
 
 def test_import_is_all_or_nothing_and_may_link_to_earlier_lines(api: CommandAPI, strata: Strata) -> None:
-    from domain.ids import memory_id
+    from strata_recall.domain.ids import memory_id
 
     problem_id = str(memory_id("Docs build breaks", "problem", "repo", "r"))
     good = [
@@ -317,7 +317,7 @@ def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path)
     conflicts are retried, so exactly one creates it and the others reinforce it."""
     import threading
 
-    from domain.commands import NewMemory
+    from strata_recall.domain.commands import NewMemory
 
     apps = [build(load_settings(environ={}, data_dir=data_dir)) for _ in range(8)]
     barrier = threading.Barrier(len(apps))
@@ -335,7 +335,7 @@ def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path)
         for t in threads:
             t.join()
         assert sorted(outcomes) == ["created"] + ["reinforced"] * 7
-        memory = apps[0].log.memory(str(__import__("domain.ids", fromlist=["x"]).memory_id("Same lesson", "fact", "repo", "r")))
+        memory = apps[0].log.memory(str(__import__("strata_recall.domain.ids", fromlist=["x"]).memory_id("Same lesson", "fact", "repo", "r")))
         assert memory.reinforcements == 7
         assert apps[0].log.position() == 8
     finally:

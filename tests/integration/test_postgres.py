@@ -21,22 +21,22 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from domain.ids import memory_id
-from domain.persistence import EventStoreUnavailable
-from interface.api import CommandAPI
-from interface.bootstrap import FOLLOWERS, build
-from interface.logs import configure_logging
-from interface.settings import Settings, load_settings
-from projections import store
-from projections.archetypes import ArchetypesProjection
-from projections.embedder import HashEmbedder, assemble_model_dir
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.snapshot import SnapshotProjection
-from projections.vectors import VectorProjection
+from strata_recall.domain.ids import memory_id
+from strata_recall.domain.persistence import EventStoreUnavailable
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import FOLLOWERS, build
+from strata_recall.interface.logs import configure_logging
+from strata_recall.interface.settings import Settings, load_settings
+from strata_recall.projections import store
+from strata_recall.projections.archetypes import ArchetypesProjection
+from strata_recall.projections.embedder import HashEmbedder, assemble_model_dir
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.vectors import VectorProjection
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
-from workers.runner import Runner, wait_for
+from strata_recall.workers.runner import Runner, wait_for
 
 STRATA = str(Path(sys.executable).parent / "strata")
 DIGESTS = {"fts": FTSProjection, "vectors": VectorProjection, "links": LinksProjection,

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from interface.api import CommandAPI
-from interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from interface.settings import load_settings
-from projections.base import Projection
-from projections.embedder import HashEmbedder
-from projections.archetypes import ArchetypesProjection
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.snapshot import SnapshotProjection
-from projections.vectors import EmbeddingCache, VectorProjection
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.base import Projection
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.archetypes import ArchetypesProjection
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
 from tests.conftest import write_request
-from workers.runner import Runner, wait_for
+from strata_recall.workers.runner import Runner, wait_for
 
 
 @pytest.fixture
@@ -239,7 +239,7 @@ def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata) -> None:
 
 
 def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tmp_path: Path) -> None:
-    from projections.embedder import MiniLMEmbedder
+    from strata_recall.projections.embedder import MiniLMEmbedder
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=MiniLMEmbedder(model_dir=tmp_path / "model"))
     try:

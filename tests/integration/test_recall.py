@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain.errors import Conflict, InvalidInput, NotFound
-from interface.api import CommandAPI
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder, MiniLMEmbedder
-from projections.recall import RecallConfig
-from projections.tokens import TokenCounter
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder, MiniLMEmbedder
+from strata_recall.projections.recall import RecallConfig
+from strata_recall.projections.tokens import TokenCounter
 from tests.conftest import write_request
 
 
@@ -292,7 +292,7 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
                 problems.setdefault("*" if scope == "global" else repo, []).append((response.memory_id, scope))
         strata.catch_up()
         engine = strata.recall(RecallConfig(threshold={"targeted": -1.0, "ambient": -1.0}, low_truth=0.0))
-        from projections.recall import ReadQuery
+        from strata_recall.projections.recall import ReadQuery
 
         for repo, text, include_global in queries:
             for result in engine.read(ReadQuery(repo_id=repo, query=text, include_global=include_global, limit=100)).results:
@@ -343,7 +343,7 @@ def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(real: Strata, c
     decisions = {linked: record_chats(api, f"team-{linked}", linked) for linked in (True, False)}
     real.catch_up()
     engine = real.recall(RecallConfig() if capped else RecallConfig(chain_share=None))
-    from projections.recall import ReadQuery
+    from strata_recall.projections.recall import ReadQuery
 
     def rank(linked: bool) -> int:
         answer = engine.read(ReadQuery(repo_id=f"team-{linked}", query="why do deploys time out pushing the image?"))

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from domain.errors import Conflict
-from interface.api import CommandAPI
-from interface.bootstrap import Strata, build
-from interface.reflect import reflect, scheduled
-from interface.settings import load_settings
+from strata_recall.domain.errors import Conflict
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.reflect import reflect, scheduled
+from strata_recall.interface.settings import load_settings
 from tests.conftest import write_request
 
 A, B = "acme/api", "acme/web"
@@ -153,7 +153,7 @@ def test_a_stale_report_is_refused_whole(strata: Strata) -> None:
     report = reflect(strata, A, now=LATER)["reports"][0]
     strata.log.forget(A, m["nodes"], "gone")  # the state moved on after the report
     head = strata.log.position()
-    from domain.commands import Action
+    from strata_recall.domain.commands import Action
 
     with pytest.raises(Conflict) as stale:
         strata.log.consolidate([Action(**a) for a in report["actions"]], A)

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from domain.memory import MEMORY_EVENTS, Memory
-from interface.api import CommandAPI
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder
-from projections.fts import FTSProjection
-from projections.links import LinksProjection
-from projections.snapshot import SnapshotProjection, fold_states
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection, fold_states
 from tests.conftest import write_request
 from tests.integration.test_fold_equivalence import every_event
-from workers.runner import ProjectionFailed, Runner, pipelined
+from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined
 
 NAMES = ["fts", "links", "snapshot"]
 STRATA = str(Path(sys.executable).parent / "strata")

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from domain.errors import InvalidInput, StrataError
-from interface.api import CommandAPI
-from interface.bootstrap import Strata
-from schemas.registry import json_schema
+from strata_recall.domain.errors import InvalidInput, StrataError
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata
+from strata_recall.schemas.registry import json_schema
 from tests.conftest import memory, write_request
 
 REPO = "acme/api"

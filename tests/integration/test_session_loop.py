@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import Conflict, InvalidInput, NotFound
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder
-from projections.memory_index import find_topics
-from schemas.read import ReadResponse
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.memory_index import find_topics
+from strata_recall.schemas.read import ReadResponse
 from tests.conftest import write_request
 
 

@@ -11,10 +11,10 @@ from uuid import UUID
 import orjson
 import pytest
 
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections.base import LogReader, _uuid
-from projections.embedder import HashEmbedder
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.base import LogReader, _uuid
+from strata_recall.projections.embedder import HashEmbedder
 from tests.integration.test_fold_equivalence import every_event
 
 
@@ -48,7 +48,7 @@ def test_the_fast_reader_reads_what_read_log_reads(hashed: Strata) -> None:
 
 
 def test_texts_that_look_like_custom_types_are_left_to_the_mapper(hashed: Strata) -> None:
-    from interface.api import CommandAPI
+    from strata_recall.interface.api import CommandAPI
     from tests.conftest import write_request
 
     api = CommandAPI(hashed.log)

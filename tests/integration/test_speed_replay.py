@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from interface.bootstrap import Strata, build
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder
-from projections.fts import FTSProjection
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.fts import FTSProjection
 from tests.integration.test_fold_equivalence import every_event
-from workers.runner import ProjectionFailed, Runner, pipelined, replay, share_out
+from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined, replay, share_out
 
 NAMES = ["fts", "links", "snapshot", "vectors", "archetypes"]
 

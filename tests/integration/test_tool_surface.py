@@ -14,13 +14,13 @@ import orjson
 import pytest
 from mcp.types import ListToolsResult
 
-from interface import tool_schema
-from interface.bootstrap import Strata, build
-from interface.mcp_server import build_mcp_server
-from interface.operations import AGENT_TOOLS, OPERATIONS
-from interface.settings import load_settings
-from projections.embedder import HashEmbedder
-from projections.tokens import TokenCounter
+from strata_recall.interface import tool_schema
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.mcp_server import build_mcp_server
+from strata_recall.interface.operations import AGENT_TOOLS, OPERATIONS
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.tokens import TokenCounter
 
 TOKEN_BUDGET = 2500
 

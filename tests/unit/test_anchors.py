@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, anchored_text, fingerprint, judge, locate_symbol
+from strata_recall.domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, anchored_text, fingerprint, judge, locate_symbol
 
 PY = '''import os
 

@@ -4,7 +4,7 @@ tests/integration/test_near_duplicates.py.)"""
 
 from __future__ import annotations
 
-from domain.duplicates import (
+from strata_recall.domain.duplicates import (
     MERGE_COSINE,
     code_tokens,
     is_near_duplicate,

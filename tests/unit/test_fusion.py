@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.fusion import fuse, zscore
+from strata_recall.projections.fusion import fuse, zscore
 
 # BM25 spread evenly over forty memories (an issue's boilerplate matches every one a little), and
 # cosines with one clear leader, `a`, that the keyword list ranks 31st

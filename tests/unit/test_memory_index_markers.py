@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from domain.sanitise import sanitise
-from projections.memory_index import find_topics
+from strata_recall.domain.sanitise import sanitise
+from strata_recall.projections.memory_index import find_topics
 
 # Fake secrets are assembled at runtime so no literal in this file looks like a live credential to scanners.
 GITHUB = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"

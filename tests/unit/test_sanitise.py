@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.sanitise import MARKER, Sanitised, sanitise
-from domain.secret_formats import (
+from strata_recall.domain.sanitise import MARKER, Sanitised, sanitise
+from strata_recall.domain.secret_formats import (
     ALPHABETS,
     CONTEXT_FORMATS,
     FAMILIES,

@@ -6,21 +6,21 @@ import json
 
 import pytest
 
-from domain.errors import InvalidInput
-from domain.memory import KINDS, SCOPES
-from interface.api import parse
-from schemas import common
-from schemas.read import ReadRequest
-from schemas.registry import CONTRACTS, JSON_DIR, render
-from schemas.update import UpdateRequest
-from schemas.write import WriteRequest
+from strata_recall.domain.errors import InvalidInput
+from strata_recall.domain.memory import KINDS, SCOPES
+from strata_recall.interface.api import parse
+from strata_recall.schemas import common
+from strata_recall.schemas.read import ReadRequest
+from strata_recall.schemas.registry import CONTRACTS, JSON_DIR, render
+from strata_recall.schemas.update import UpdateRequest
+from strata_recall.schemas.write import WriteRequest
 
 
 @pytest.mark.parametrize("name", list(CONTRACTS))
 def test_exported_schema_files_match_the_models(name: str) -> None:
     path = JSON_DIR / f"{name}.schema.json"
-    assert path.exists(), f"run `python -m schemas.registry` to export {name}"
-    assert path.read_text(encoding="utf-8") == render(name), f"{path.name} drifted: run `python -m schemas.registry`"
+    assert path.exists(), f"run `python -m strata_recall.schemas.registry` to export {name}"
+    assert path.read_text(encoding="utf-8") == render(name), f"{path.name} drifted: run `python -m strata_recall.schemas.registry`"
 
 
 def test_no_stale_schema_files() -> None:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from projections.vector_index import EXACT_BELOW, VectorIndex, _Partition
+from strata_recall.projections.vector_index import EXACT_BELOW, VectorIndex, _Partition
 
 DIM = 384
 

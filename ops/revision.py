@@ -1,0 +1,38 @@
+"""Another git revision's code beside this one, for benchmarks that compare with it in the same run.
+
+`checkout(ref, folder)` unpacks `git archive REF` into `folder/tree`; `import_paths(tree)` gives the
+sys.path / PYTHONPATH entries under which `import strata_recall.<layer>` (and, for revisions from
+before the layers were installed under strata_recall, `import <layer>`) finds that tree's code ahead
+of the installed package: a folder `strata_recall/` whose entries link to the tree's layer folders,
+then the tree itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("domain", "interface", "projections", "schemas", "workers")
+
+
+def checkout(ref: str, folder: Path) -> Path:
+    archive = folder / "revision.tar"
+    with open(archive, "wb") as out:
+        subprocess.run(["git", "-C", str(ROOT), "archive", ref], stdout=out, check=True)
+    tree = folder / "tree"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def import_paths(tree: Path) -> list[Path]:
+    shim = tree.parent / "shim"
+    package = shim / "strata_recall"
+    package.mkdir(parents=True, exist_ok=True)
+    for layer in LAYERS:
+        link = package / layer
+        if (tree / layer).is_dir() and not link.exists():
+            link.symlink_to(tree / layer, target_is_directory=True)
+    return [shim, tree]
