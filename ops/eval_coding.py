@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import BM25, Dense, random_hit, returned  # noqa: E402
+from eval_common import BM25, Dense, configs_for, random_hit, returned  # noqa: E402
 
 from strata_recall.interface.api import CommandAPI, parse, to_read_query  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -154,12 +154,6 @@ def summarise(rows: list[dict], system: str, repo: str | None = None) -> tuple[i
     if not chosen:
         return 0, [float("nan")] * len(KS)
     return len(chosen), [sum(float(h[j]) for h in chosen) / len(chosen) for j in range(len(KS))]
-
-
-def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
-    base = base or RecallConfig()
-    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
-    return {name: config for name, config in engine.items() if name in systems}
 
 
 def main() -> None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
+
+from strata_recall.projections.recall import RecallConfig
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -96,3 +99,10 @@ def random_hit(n: int, relevant: int, k: int) -> float:
 def random_recall(n: int, k: int) -> float:
     """Expected share of any set of items found among the first k of a random order of n."""
     return min(k, n) / n if n else 0.0
+
+
+def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
+    """The engine's systems among `systems`: keyword-only, vector-only and the full engine."""
+    base = base or RecallConfig()
+    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
+    return {name: config for name, config in engine.items() if name in systems}

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import BM25, Dense, random_recall, returned  # noqa: E402
+from eval_common import BM25, Dense, configs_for, random_recall, returned  # noqa: E402
 
 from strata_recall.interface.api import CommandAPI  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -153,12 +153,6 @@ def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = N
 SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
 LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
           "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
-
-
-def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
-    base = base or RecallConfig()
-    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
-    return {name: config for name, config in engine.items() if name in systems}
 
 
 def main() -> None:
