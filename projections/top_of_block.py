@@ -32,7 +32,7 @@ class TopOfBlock:
         self.upto = -1
         self.tail: dict[str, MemoryState] = {}
         self._rows: dict[str, dict[str, Any]] = {}  # decoded rows of tail memories, until touched again
-        self._cache: dict[str, tuple] = {}  # snapshot rows at self.height, as stored
+        self._cache: dict[str, dict[str, Any]] = {}  # snapshot rows at self.height, decoded (nested values read-only)
         self.reader = LogReader(memory_log)
 
     def advance(self, position: int) -> None:
@@ -64,16 +64,16 @@ class TopOfBlock:
                     row = tail_rows[m] = _decoded(tail[m].row())
                 out[m] = dict(row)
             else:
-                values = cache.get(m)
-                if values is None:
+                row = cache.get(m)
+                if row is None:
                     rest.append(m)
                 else:
-                    out[m] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+                    out[m] = dict(row)
         if len(cache) + len(rest) > self.CACHED_ROWS:
             cache.clear()
         for values in store.select_in(self.snapshot.conn, _SELECT_ROWS, rest):
-            cache[values[0]] = values
-            out[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+            row = cache[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+            out[values[0]] = dict(row)
         return out
 
 
