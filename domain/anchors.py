@@ -30,7 +30,6 @@ from typing import Any
 FINGERPRINT_VERSION = "ws1"
 FINGERPRINT = re.compile(r"^ws1:[0-9]{1,9}:[0-9a-f]{32}$")
 """`ws1:<characters of the text without whitespace>:<128 bits of its sha256>`."""
-MAX_ANCHORS = 16
 MAX_SEARCH_CHARS = 4_000_000
 """Files larger than this (in characters) are compared where the anchor was, never searched."""
 
@@ -104,7 +103,7 @@ def anchored_text(source: str, path: str, symbol: str | None = None, lines: tupl
         all_lines = source.splitlines()
         if lines[0] > len(all_lines):
             return None
-        return _lines(source, lines)
+        return "\n".join(all_lines[lines[0] - 1 : lines[1]])
     return source
 
 
@@ -128,19 +127,17 @@ def observe(anchor: Anchor, source: str | None) -> tuple[str, str | None]:
         now = fingerprint(text)
         return (UNCHANGED if now == anchor.fingerprint else CHANGED), now
     if anchor.lines:
-        if _range_found(anchor, source):
-            return UNCHANGED, anchor.fingerprint
         text = anchored_text(source, anchor.path, lines=anchor.lines)
-        return CHANGED, fingerprint(text) if text is not None else None
+        now = fingerprint(text) if text is not None else None
+        if now == anchor.fingerprint or _moved(anchor, source):
+            return UNCHANGED, anchor.fingerprint
+        return CHANGED, now
     now = fingerprint(source)
     return (UNCHANGED if now == anchor.fingerprint else CHANGED), now
 
 
-def _range_found(anchor: Anchor, source: str) -> bool:
-    """The anchored lines, where they were or moved anywhere in the file (from a line start)."""
-    text = anchored_text(source, anchor.path, lines=anchor.lines)
-    if text is not None and fingerprint(text) == anchor.fingerprint:
-        return True
+def _moved(anchor: Anchor, source: str) -> bool:
+    """The anchored lines moved: found anywhere in the file (from a line start)."""
     if len(source) > MAX_SEARCH_CHARS or not FINGERPRINT.match(anchor.fingerprint):
         return False
     size, digest = _size(anchor.fingerprint), anchor.fingerprint.rsplit(":", 1)[1]

@@ -304,11 +304,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
 
         def run(session: Session) -> ReviewOutcome:
-            mid = parse_memory_id(raw_id)
-            memory = session.find(mid) if mid else None
-            if memory is None or (repo_id is not None and not memory.visible_to(repo_id)):
-                where = f" in repo {repo_id!r}" if repo_id is not None else ""
-                raise NotFound("not_found", "memory_id", f"no memory {raw_id!r}{where}")
+            memory = shown(session.find, raw_id, repo_id)
             if memory.status != "pending":
                 raise Conflict("not_pending", "memory_id",
                                f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")

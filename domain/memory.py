@@ -388,13 +388,19 @@ def merged_anchors(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> 
     return [a for a in current if Anchor.of(a).key not in keys] + [dict(a) for a in new]
 
 
-STATUS_AFTER: dict[str, Any] = {}
-"""Filled below: event class -> the memory status it leaves (or a function of the event)."""
+STATUS_AFTER: dict[type, Any] = {
+    Memory.MemoryWritten: lambda e: e.status,
+    Memory.MemoryForgotten: "forgotten",
+    Memory.MemoryReviewed: lambda e: "active" if e.decision == "approved" else "rejected",
+    Memory.MemoryArchived: "archived",
+    Memory.MemoryRestored: "active",
+}
+"""Event class -> the memory status it leaves (or a function of the event)."""
 
 
 def status_after(event: Any) -> str | None:
     """The status a memory has after `event`, for events that set one (None otherwise): what the
-    FTS and vector projections keep to filter searches."""
+    snapshot, FTS and vector projections keep."""
     rule = STATUS_AFTER.get(type(event))
     if rule is None:
         return None
@@ -421,11 +427,3 @@ MEMORY_EVENTS = (
     Memory.MemoryRestored,
 )
 """Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""
-
-STATUS_AFTER.update({
-    Memory.MemoryWritten: lambda e: e.status,
-    Memory.MemoryForgotten: "forgotten",
-    Memory.MemoryReviewed: lambda e: "active" if e.decision == "approved" else "rejected",
-    Memory.MemoryArchived: "archived",
-    Memory.MemoryRestored: "active",
-})

@@ -20,7 +20,7 @@ from uuid import UUID
 import orjson
 
 from strata_recall.domain import beliefs
-from strata_recall.domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors, status_after
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
 from strata_recall.projections.store import Connection
@@ -273,12 +273,12 @@ def _links_added(s: dict[str, Any], e: Any) -> None:
     s["change_targets"].extend(e.change_targets)
 
 
-def _forgotten(s: dict[str, Any], e: Any) -> None:
-    s["status"] = "forgotten"
+def _status(s: dict[str, Any], e: Any) -> None:
+    s["status"] = status_after(e)
 
 
 def _reviewed(s: dict[str, Any], e: Any) -> None:
-    s["status"] = "active" if e.decision == "approved" else "rejected"
+    _status(s, e)
     s["review_note"] = e.note
 
 
@@ -307,26 +307,18 @@ def _duplicate_unmerged(s: dict[str, Any], e: Any) -> None:
             s["last_validated"] = entry["previous_validation"]
 
 
-def _archived(s: dict[str, Any], e: Any) -> None:
-    s["status"] = "archived"
-
-
-def _restored(s: dict[str, Any], e: Any) -> None:
-    s["status"] = "active"
-
-
 HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.TruthAdjusted: _truth_adjusted,
     Memory.UtilityObserved: _utility_observed,
     Memory.ChangeRecorded: _change_recorded,
     Memory.LinksAdded: _links_added,
-    Memory.MemoryForgotten: _forgotten,
+    Memory.MemoryForgotten: _status,
     Memory.MemoryReviewed: _reviewed,
     Memory.AnchorsRecorded: _anchors_recorded,
     Memory.DuplicateMerged: _duplicate_merged,
     Memory.DuplicateUnmerged: _duplicate_unmerged,
-    Memory.MemoryArchived: _archived,
-    Memory.MemoryRestored: _restored,
+    Memory.MemoryArchived: _status,
+    Memory.MemoryRestored: _status,
 }
 """Every event of MEMORY_EVENTS but MemoryWritten (which creates the state: _written)."""
 
