@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import PersistenceError
@@ -67,6 +68,11 @@ class Strata:
                           feedback_max_memories=self.settings.feedback_max_memories,
                           near_duplicates=self.near_duplicates)
 
+    @property
+    def embedding_cache_path(self) -> Path:
+        """Vectors by text and model, shared by the vector projection, past models and the write path."""
+        return self.settings.projection_dir / "embedding-cache.sqlite"
+
     def near_duplicates(self) -> NearDuplicates | None:
         """The write path's near-duplicate lookup, only where the embedding model is loaded already
         (strata serve and mcp load it at start): a write never waits for the model, and the CLI and
@@ -74,7 +80,7 @@ class Strata:
         if not self.settings.near_duplicates or self.embedder is None or not getattr(self.embedder, "loaded", True):
             return None
         if self._near is None:
-            self._near = NearDuplicates(self.recall())
+            self._near = NearDuplicates(self.recall(), EmbeddingCache(self.embedding_cache_path))
         return self._near
 
     def memory_index(self) -> MemoryIndex:
@@ -121,7 +127,7 @@ class Strata:
         """Read models of the log truncated at a position, built on demand and cached."""
         if self._past is None:
             self._past = PastModels(self.log, lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
-                                    self.settings.projection_dir / "embedding-cache.sqlite",
+                                    self.embedding_cache_path,
                                     keep=self.settings.as_of_models)
         return self._past
 
@@ -243,7 +249,7 @@ class Strata:
         if self.embedder is None:
             self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads)
         if self._cache is None:
-            self._cache = EmbeddingCache(folder / "embedding-cache.sqlite")
+            self._cache = EmbeddingCache(self.embedding_cache_path)
         return VectorProjection(path, self.embedder, self._cache)
 
     def close(self) -> None:
@@ -253,6 +259,8 @@ class Strata:
             projection.close()
         if self._cache is not None:
             self._cache.close()
+        if self._near is not None:
+            self._near.cache.close()
         if self._ledger is not None:
             self._ledger.close()
         self.log.close()

@@ -74,7 +74,7 @@ def coverage(text: str) -> float:
 
 def query_words(text: str) -> list[str]:
     """The distinct words of agent text, lower-cased, function words dropped unless nothing else is left."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    words = _distinct_words(text)
     return [w for w in words if w not in STOPWORDS] or words
 
 
@@ -87,8 +87,17 @@ def quote_query(words: list[str]) -> str:
 def prefix_query(text: str) -> str:
     """A search box's text as an FTS5 query: every word must occur, the last ones as typed so far
     (each word quoted, so nothing in it is read as syntax, and matched as a prefix)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    return " AND ".join(f'"{w}"*' for w in words)
+    return " AND ".join(f'"{w}"*' for w in _distinct_words(text))
+
+
+def _distinct_words(text: str) -> list[str]:
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+
+
+def _scope_match(words: str, repo_id: str, include_global: bool) -> str:
+    """An FTS5 query for `words` confined, by the scope token, to what `repo_id` may see."""
+    keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
+    return f"scope_key : ({' OR '.join(keys)}) AND text : ({words})"
 
 
 class FTSProjection(Projection):
@@ -194,16 +203,13 @@ class FTSProjection(Projection):
             words = self.rarest(words, MAX_QUERY_WORDS)
         if not words:
             return []
-        words = quote_query(words)
-        keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
-        match = f"scope_key : ({' OR '.join(keys)}) AND text : ({words})"
+        match = _scope_match(quote_query(words), repo_id, include_global)
         # rank inside FTS5 first (the scope token already confines it to visible memories), then
         # join only the best rows: joining every match before sorting doubled the cost at 100k
         sql = (
             "SELECT m.memory_id, hit.score FROM (SELECT rowid, bm25(fts_text, 1.0, 0.0) AS score FROM fts_text"
             " WHERE fts_text MATCH ? ORDER BY score LIMIT ?) AS hit JOIN fts_memories m ON m.rowid = hit.rowid"
-            " WHERE (m.repo_id = ? AND m.scope = 'repo'" + (" OR m.scope = 'global')" if include_global else ")")
-            + f" AND m.status IN ({','.join('?' * len(statuses))})"
+            f" WHERE {sql_clause(include_global)} AND m.status IN ({','.join('?' * len(statuses))})"
         )
         params: list[Any] = [match, limit if not kinds else limit * 4, repo_id, *statuses]
         if kinds:
@@ -253,11 +259,9 @@ class FTSProjection(Projection):
         words = prefix_query(text)
         if not words:
             return []
-        keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
         sql = ("SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
-               " WHERE fts_text MATCH ? AND ((m.repo_id = ? AND m.scope = 'repo')"
-               + (" OR m.scope = 'global')" if include_global else ")"))
-        params: list[Any] = [f"scope_key : ({' OR '.join(keys)}) AND text : ({words})", repo_id]
+               f" WHERE fts_text MATCH ? AND {sql_clause(include_global)}")
+        params: list[Any] = [_scope_match(words, repo_id, include_global), repo_id]
         for column, values in (("kind", kinds), ("status", statuses)):
             if values:
                 sql += f" AND m.{column} IN ({','.join('?' * len(values))})"

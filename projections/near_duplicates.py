@@ -4,12 +4,16 @@ a write never waits for it). What they mean for the write is decided by domain/d
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.duplicates import SIMILAR_COSINE
 from strata_recall.projections.vector_index import GLOBAL
+from strata_recall.projections.vectors import EmbeddingCache, vectors_for
 
 if TYPE_CHECKING:
     from strata_recall.projections.recall import RecallEngine
@@ -33,29 +37,24 @@ class Similar:
 
 class NearDuplicates:
     """Looks a text up among the memories one write could repeat, through the recall engine's index
-    and state (and under its lock: they are one reader's)."""
+    and state. The text's embedding goes into the embedding cache, where the vector projection finds
+    it when the write reaches it: the model runs once per written text, not twice."""
 
-    def __init__(self, engine: RecallEngine) -> None:
-        self.engine = engine
+    def __init__(self, engine: RecallEngine, cache: EmbeddingCache) -> None:
+        self.engine, self.cache = engine, cache
+        self._cache_lock = threading.Lock()  # one connection, shared by the request threads
 
     def nearest(self, repo_id: str, scope: str, text: str, exclude: str | None = None) -> list[Similar]:
         """Live memories of `repo_id` (scope repo) or of the global pool (scope global) from
         SIMILAR_COSINE up, most similar first (the caller shows SIMILAR_SHOWN of them)."""
-        engine = self.engine
-        vector = engine.embedder.embed_query(text)
-        with engine.lock:
-            engine.state.advance(engine.positions())
-            engine.index.refresh()
-            partition = GLOBAL if scope == "global" else repo_id
-            hits = [(m, cos) for m, cos in engine.index.search(vector, partition, include_global=False, k=SEARCHED)
-                    if cos >= SIMILAR_COSINE and m != exclude]
-            rows = engine.state.rows({m for m, _ in hits})
+        with self._cache_lock:
+            vectors, _ = vectors_for([text], self.engine.embedder, self.cache)
+        vector = np.frombuffer(vectors[text], dtype=np.float32)
+        hits, rows = self.engine.neighbours(vector, GLOBAL if scope == "global" else repo_id, SEARCHED)
         found = []
         for memory_id, cos in hits:
             row = rows.get(memory_id)
-            if row is None or row["status"] not in LIVE or row["scope"] != scope:
-                continue
-            if scope == "repo" and row["repo_id"] != repo_id:
+            if cos < SIMILAR_COSINE or memory_id == exclude or row is None or row["status"] not in LIVE:
                 continue
             found.append(Similar(memory_id, row["kind"], row["scope"], row["status"], round(float(cos), 4),
                                  row["text"], tuple(row["problem_ids"]),

@@ -276,7 +276,6 @@ class RecallEngine:
         self.config = config or RecallConfig()
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
-        self.lock = self._lock  # also taken by the write path's near-duplicate lookup (projections/near_duplicates.py)
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
         self.reads = 0  # served so far
         self._beside: ThreadPoolExecutor | None = None  # runs the vector search beside the keyword search
@@ -287,11 +286,24 @@ class RecallEngine:
             self.reads += 1
             return recall
 
-    def _read(self, q: ReadQuery) -> Recall:
-        clock = _Stages()
+    def neighbours(self, vector: np.ndarray, partition: str, k: int) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
+        """The k memories of one partition (a repo's, or GLOBAL) nearest to `vector`, with cosine, and
+        their current rows: the write path's near-duplicate lookup, as consistent as a read."""
+        with self._lock:
+            self._current()
+            hits = self.index.search(vector, partition, include_global=False, k=k)
+            return hits, self.state.rows({m for m, _ in hits})
+
+    def _current(self) -> int:
+        """Bring the state and the vector index up to the log's position, and return it."""
         position = self.positions()
         self.state.advance(position)
         self.index.refresh()
+        return position
+
+    def _read(self, q: ReadQuery) -> Recall:
+        clock = _Stages()
+        position = self._current()
         clock.lap("consistency")
         q = self._in_scope(q)
         qv = self.embedder.embed_query(q.query)
