@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,13 @@ CAUTION = "tried before and failed on this problem; reconsider only if the conte
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
 """Kinds that come nested in their problem's case, and the result field that holds them."""
+
+
+@cache
+def _beside() -> ThreadPoolExecutor:
+    """The process's threads for vector searches that run beside a reader's keyword search (every
+    engine's: the present one's and past models'; two, so neither queues behind the other)."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-vector-search")
 
 
 @lru_cache(maxsize=65536)
@@ -278,7 +285,6 @@ class RecallEngine:
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
         self.reads = 0  # served so far
-        self._beside: ThreadPoolExecutor | None = None  # runs the vector search beside the keyword search
 
     def read(self, q: ReadQuery) -> Recall:
         with self._lock:
@@ -362,9 +368,7 @@ class RecallEngine:
         # Both run after the embedding, not beside it: the keyword search on a thread during the
         # embedding slowed the model's two threads by more than it saved (p50 18.0 vs 15.9 ms at
         # 100,000 memories, same run, quiet machine).
-        if self._beside is None:
-            self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-vector-search")
-        searching = self._beside.submit(self.index.search, qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
+        searching = _beside().submit(self.index.search, qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
         keyword = [(m, -s) for m, s in self.fts.search(
             q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected", "archived"),
             limit=c.overfetch)]
