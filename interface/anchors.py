@@ -15,6 +15,7 @@ from strata_recall.domain.anchors import CHANGED, MISSING, Anchor, anchored_text
 from strata_recall.domain.commands import AnchorDrift
 from strata_recall.domain.duplicates import short
 from strata_recall.domain.errors import InvalidInput, NotFound
+from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections.anchors import Workspace, read_source
 from strata_recall.schemas.anchors import AnchorIn, ReadWorkspace
 
@@ -45,7 +46,7 @@ def git_head(root: Path) -> str | None:
     return head if done.returncode == 0 and head else None
 
 
-def resolve(anchors: Sequence[AnchorIn], root_text: str | None, base: str = "anchors") -> tuple[Anchor, ...]:
+def resolve(anchors: Sequence[AnchorIn], root_text: str | None) -> tuple[Anchor, ...]:
     """A write's anchors with their fingerprints: as given, or computed from the file under the
     workspace root (the symbol's or lines' text, and the whole file's), with the root's HEAD as the
     commit when none is given."""
@@ -55,7 +56,7 @@ def resolve(anchors: Sequence[AnchorIn], root_text: str | None, base: str = "anc
     head: list[str | None] = []
     out = []
     for i, given in enumerate(anchors):
-        path = f"{base}[{i}]"
+        path = f"anchors[{i}]"
         lines = tuple(sorted(given.lines)) if given.lines else None
         fp, file_fp = given.fingerprint, None
         if root is not None:
@@ -101,17 +102,15 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
     root = workspace_root(root_text, "root")
     strata.compact()  # the snapshot follows the log itself: no model, no other projection needed
     rows = strata.projection("snapshot").conn.execute(
-        "SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE repo_id = ? AND scope = 'repo'"
+        f"SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
         " AND anchors != '[]' AND status IN ('active', 'pending') ORDER BY created", (repo_id,)).fetchall()
     head = git_head(root)
-    sources: dict[str, str | None] = {}
+    tree = Workspace(root=root)
     drifted: list[dict[str, Any]] = []
     for memory_id, kind, status, text, stored in rows:
         found = []
-        for anchor in map(Anchor.of, _loads(stored)):
-            if anchor.path not in sources:
-                sources[anchor.path] = read_source(root, anchor.path)
-            state, now = observe(anchor, sources[anchor.path])
+        for anchor in map(Anchor.of, orjson.loads(stored)):
+            state, now = observe(anchor, tree.source(anchor.path))
             if state in (CHANGED, MISSING):
                 found.append((anchor, state, now))
         if found:
@@ -148,10 +147,6 @@ def render_check(report: dict[str, Any]) -> str:
     if report["drifted"] and not report["applied"]:
         lines.append("dry run: nothing recorded (add --apply to lower their truth, with the fingerprints as evidence)")
     return "\n".join(lines)
-
-
-def _loads(stored: str) -> list[dict[str, Any]]:
-    return orjson.loads(stored)
 
 
 def fingerprint_file(file: Path, symbol: str | None = None, lines: str | None = None) -> dict[str, Any]:

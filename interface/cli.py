@@ -70,7 +70,7 @@ class Failed(Exception):
 
 def _print_version(value: bool) -> None:
     if value:
-        from strata_recall.interface.mcp_server import version
+        from strata_recall.interface.stdio_wire import version  # standard library only: no MCP SDK to import
 
         sys.stdout.write(f"strata {version()}\n")
         raise typer.Exit(0)

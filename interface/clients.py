@@ -316,8 +316,7 @@ def _claude_code(target: Target, hooks: bool) -> list[Plan]:
 
 
 def _codex(target: Target, hooks: bool) -> list[Plan]:
-    table = {"url": target.http_url} if target.http_url else _stdio_entry(target, typed=False)
-    return [merge_toml_server(codex_home() / "config.toml", table),
+    return [merge_toml_server(codex_home() / "config.toml", _entry(target, typed=False)),
             merge_marked(target.root / "AGENTS.md", instructions(target))]
 
 

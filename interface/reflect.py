@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import structlog
 
 from strata_recall.domain import beliefs
@@ -36,7 +35,9 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
 from strata_recall.projections import store
+from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections.recall import RecallConfig
+from strata_recall.projections.top_of_block import decoded
 
 log = structlog.get_logger("strata.reflect")
 
@@ -45,9 +46,8 @@ WORKING_UTILITY = 0.6
 PAIR_CHUNK = 512
 
 _COLUMNS = ("memory_id", "repo_id", "scope", "kind", "status", "text", "confidence", "truth", "utility_by_problem",
-            "problem_ids", "related_ids", "change_chain", "validations", "reinforcements", "last_validated",
-            "maturity", "created", "anchors")
-_JSON = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "anchors")
+            "problem_ids", "related_ids", "change_chain", "evidence_refs", "validations", "reinforcements",
+            "last_validated", "maturity", "created", "anchors")
 
 
 @dataclass
@@ -58,11 +58,11 @@ class Pool:
 
     @property
     def members(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else "repo_id = ? AND scope = 'repo'"
+        return "scope = 'global'" if self.repo_id is None else sql_clause(include_global=False)
 
     @property
     def visible(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else "((repo_id = ? AND scope = 'repo') OR scope = 'global')"
+        return "scope = 'global'" if self.repo_id is None else sql_clause()
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -73,12 +73,12 @@ class Reflection:
     """One run over a data directory's projection files, on connections of its own (it may run on
     the scheduler's thread beside the projection runner)."""
 
-    def __init__(self, projection_dir: Path, floor: float, config: RecallConfig | None = None) -> None:
+    def __init__(self, projection_dir: Path, floor: float) -> None:
         self.snapshot = store.connect(projection_dir / "snapshot.sqlite")
         vectors = projection_dir / "vectors.sqlite"
         self.vectors = store.connect(vectors, vectors=True) if vectors.exists() else None
         self.floor = floor
-        self.config = config or RecallConfig()
+        self.config = RecallConfig()  # the read path's truth floor and half-life
 
     def close(self) -> None:
         self.snapshot.close()
@@ -221,10 +221,7 @@ class Reflection:
         out = []
         for values in self.snapshot.execute(f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id",
                                             tuple(params)):
-            row = dict(zip(_COLUMNS, values, strict=True))
-            for key in _JSON:
-                row[key] = orjson.loads(row[key])
-            out.append(row)
+            out.append(decoded(dict(zip(_COLUMNS, values, strict=True))))
         return out
 
     def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:

@@ -113,10 +113,7 @@ class Wire:
         but protocol reaches the wire."""
         data = (text + "\n").encode("utf-8")
         with self._write_lock:
-            if not self._protocol_started:
-                sys.stdout.flush()
-                os.dup2(2, 1)
-                self._protocol_started = True
+            self._claim_stdout()
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd_out, view):]
@@ -124,10 +121,14 @@ class Wire:
     def start_protocol(self) -> None:
         """The SDK takes over: stdout is the wire's only (fd 1 to stderr), even before any answer."""
         with self._write_lock:
-            if not self._protocol_started:
-                sys.stdout.flush()
-                os.dup2(2, 1)
-                self._protocol_started = True
+            self._claim_stdout()
+
+    def _claim_stdout(self) -> None:
+        """Point fd 1 at stderr, once (under the write lock)."""
+        if not self._protocol_started:
+            sys.stdout.flush()
+            os.dup2(2, 1)
+            self._protocol_started = True
 
     def _pump(self) -> None:
         try:

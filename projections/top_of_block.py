@@ -61,7 +61,7 @@ class TopOfBlock:
             if m in tail:
                 row = tail_rows.get(m)
                 if row is None:
-                    row = tail_rows[m] = _decoded(tail[m].row())
+                    row = tail_rows[m] = decoded(tail[m].row())
                 out[m] = dict(row)
             else:
                 row = cache.get(m)
@@ -72,12 +72,13 @@ class TopOfBlock:
         if len(cache) + len(rest) > self.CACHED_ROWS:
             cache.clear()
         for values in store.select_in(self.snapshot.conn, _SELECT_ROWS, rest):
-            row = cache[values[0]] = _decoded(dict(zip(COLUMNS, values, strict=True)))
+            row = cache[values[0]] = decoded(dict(zip(COLUMNS, values, strict=True)))
             out[values[0]] = dict(row)
         return out
 
 
-def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot row (as a dict of its columns) with its JSON columns decoded, in place."""
     for key in _JSON_COLUMNS:
         value = row[key]
         row[key] = [] if value == "[]" else {} if value == "{}" else orjson.loads(value)
