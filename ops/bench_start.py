@@ -5,8 +5,9 @@ Usage: python ops/bench_start.py [--launches 10] [--baseline REF] [--no-baseline
 
 Both figures are measured for this checkout (the installed `strata` command) and, in the same run, for a
 baseline tree: `git archive REF` of this repository unpacked into a temporary folder and started with
-the same interpreter and libraries (`python -c 'from strata_recall.interface.cli import main; main()' mcp` with the
-tree first on PYTHONPATH). The default REF is the last commit before issue #14 (lean tools, fast start).
+the same interpreter and libraries (`python -P -c 'from strata_recall.interface.cli import main; main()' mcp`
+with that tree's code first on PYTHONPATH: ops/revision.py). The default REF is the last commit before
+issue #14 (lean tools, fast start).
 
 Tokens are counted with the project's own tokenizer (projections/tokens.py: the WordPiece tokenizer of
 the embedding model all-MiniLM-L6-v2, offline) over the JSON text of the `tools/list` result exactly as
@@ -48,9 +49,9 @@ TIMEOUT_S = 120.0
 class Launch:
     """One `strata mcp` process spoken to over newline-delimited JSON-RPC on its stdin and stdout."""
 
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
         self.next_id = 0
 
@@ -98,8 +99,8 @@ def initialize_params() -> dict[str, Any]:
     return {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench_start", "version": "0"}}
 
 
-def one_launch(command: list[str], env: dict[str, str], n: int, cwd: Path | None) -> dict[str, Any]:
-    launch = Launch(command, env, cwd)
+def one_launch(command: list[str], env: dict[str, str], n: int) -> dict[str, Any]:
+    launch = Launch(command, env)
     try:
         ready, _ = launch.answer(launch.send("initialize", initialize_params()))
         launch.send("notifications/initialized", notify=True)
@@ -115,10 +116,9 @@ def one_launch(command: list[str], env: dict[str, str], n: int, cwd: Path | None
             "tools": tools}
 
 
-def measure(name: str, command: list[str], env: dict[str, str], launches: int, tokens: TokenCounter,
-            cwd: Path | None = None) -> dict[str, Any]:
-    one_launch(command, env, 0, cwd)  # prepares the data directory (and the model folder) like a user's
-    runs = [one_launch(command, env, n, cwd) for n in range(1, launches + 1)]
+def measure(name: str, command: list[str], env: dict[str, str], launches: int, tokens: TokenCounter) -> dict[str, Any]:
+    one_launch(command, env, 0)  # prepares the data directory (and the model folder) like a user's
+    runs = [one_launch(command, env, n) for n in range(1, launches + 1)]
     wire = json.dumps(runs[-1]["tools"], separators=(",", ":"), ensure_ascii=False)
     figures = {key: statistics.median(r[key] for r in runs) for key in ("initialize", "tools_list", "write", "read")}
     return {"name": name, "tools": len(runs[-1]["tools"]["tools"]), "tokens": tokens.count(wire), "chars": len(wire),
@@ -170,12 +170,12 @@ def main() -> None:
         folder = Path(tmp)
         if not args.no_baseline:
             tree = revision.checkout(args.baseline, folder)
-            command = [sys.executable, "-c",
+            # -P: the working directory (this checkout, with its own layer folders) is not put on sys.path
+            command = [sys.executable, "-P", "-c",
                        "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli import main; main()", "mcp"]
             (folder / "base").mkdir()
-            # run from inside the tree: `python -c` puts the working directory first on sys.path
-            results.append(measure(f"baseline {args.baseline}", command, environment(folder / "base", revision.import_paths(tree)),
-                                   args.launches, tokens, cwd=tree))
+            results.append(measure(f"baseline {args.baseline}", command,
+                                   environment(folder / "base", revision.import_paths(tree)), args.launches, tokens))
         (folder / "this").mkdir()
         results.append(measure("this checkout", [STRATA, "mcp"], environment(folder / "this"), args.launches, tokens))
         hooks = hook_seconds(environment(folder / "this"), args.launches)

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import BM25, Dense, configs_for, random_hit, returned  # noqa: E402
+from eval_common import LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, configs_for, random_hit, returned  # noqa: E402
 
 from strata_recall.interface.api import CommandAPI, parse, to_read_query  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -46,9 +46,6 @@ KS = (1, 5, 10)
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "coding-dev" / "swebench_verified_dev.json"
 QUERY_CHARS = 2000
 LIMIT = 20
-SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
-LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
-          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _DIFF = re.compile(r"^diff --git a/(\S+) b/", re.MULTILINE)
 
@@ -144,8 +141,10 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
         for memory_id, text in ((problem, task.problem), (solution, task.solution)):
             if memory_id not in task_of:
                 task_of[memory_id] = task
-                bm25.add(memory_id, text)
-                dense.add_many([memory_id], embedder.embed([text]))
+                if "bm25" in systems:
+                    bm25.add(memory_id, text)
+                if "dense" in systems:
+                    dense.add_many([memory_id], embedder.embed([text]))
     return rows
 
 
@@ -160,7 +159,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
     configure_logging("warning")
     systems = tuple(s for s in args.systems.split(",") if s)
@@ -172,8 +171,8 @@ def main() -> None:
     print_table(rows, systems)
 
 
-def print_table(rows: list[dict], systems: tuple[str, ...], labels: dict[str, str] | None = None) -> None:
-    labels = {**LABELS, **(labels or {})}
+def print_table(rows: list[dict], systems: tuple[str, ...]) -> None:
+    labels = LABELS
     header = "".join(f"{'hit@' + str(k):>8}" for k in KS)
     print(f"{'':<34}{header}")
     for system in systems:

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import math
 import re
+import tempfile
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from strata_recall.projections.recall import RecallConfig
+
+SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
+"""Baselines measured beside the engine (random: exact expectation), then the engine's own modes."""
+LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
+          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
+MODEL_DIR = Path(tempfile.gettempdir()) / "strata-eval-model"
+"""Where the evaluations assemble the embedding model's folder (shared by every script)."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import BM25, Dense, configs_for, random_recall, returned  # noqa: E402
+from eval_common import LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, configs_for, random_recall, returned  # noqa: E402
 
 from strata_recall.interface.api import CommandAPI  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -118,9 +118,11 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
         with tempfile.TemporaryDirectory() as tmp:
             strata, repo, dia_of, memories = load_store(sample, Path(tmp), embedder, linked)
             bm25, dense = BM25(), Dense(embedder.dim)
-            for memory, text in memories:
-                bm25.add(memory, text)
-            dense.add_many([m for m, _ in memories], embedder.embed([t for _, t in memories]))
+            if "bm25" in scores:
+                for memory, text in memories:
+                    bm25.add(memory, text)
+            if "dense" in scores:
+                dense.add_many([m for m, _ in memories], embedder.embed([t for _, t in memories]))
             n_turns = len({d for ds in dia_of.values() for d in ds})
             engines = {name: strata.recall(config) for name, config in configs.items()}
             for qa in sample["qa"]:
@@ -150,10 +152,6 @@ def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = N
     return len(chosen), [sum(r[k] for r in chosen) / len(chosen) if chosen else float("nan") for k in KS]
 
 
-SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
-LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
-          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -161,7 +159,7 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--turns", default="linked,isolated", help="linked (related links between turns), isolated")
     parser.add_argument("--fusions", default="", help="extra full-engine runs with these fusions, e.g. rrf,convex")
-    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
     configure_logging("warning")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +27,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops"))
 
+from eval_common import MODEL_DIR  # noqa: E402
 from strata_recall.domain.duplicates import MERGE_COSINE, same_specifics  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
@@ -91,7 +92,7 @@ def main() -> None:
     from strata_recall.projections.embedder import MiniLMEmbedder
 
     pairs = load(args.pairs)
-    embedder = MiniLMEmbedder(model_dir=args.model_dir or Path(tempfile.gettempdir()) / "strata-eval-model", threads=1)
+    embedder = MiniLMEmbedder(model_dir=args.model_dir or MODEL_DIR, threads=1)
     score(pairs, embedder)
     dups = sum(p.duplicate for p in pairs)
     print(f"{len(pairs)} labelled pairs: {dups} duplicates, {len(pairs) - dups} related-but-different "

@@ -26,13 +26,13 @@ sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding  # noqa: E402
+from eval_common import LABELS, MODEL_DIR, SYSTEMS  # noqa: E402
 import revision  # noqa: E402
 import eval_locomo  # noqa: E402
 
 from strata_recall.interface.logs import configure_logging  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
-SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
 ENGINE = ("keyword", "vector", "full")
 
 
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--before", default=None, help="a git revision whose engine is measured too, e.g. main")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--json", type=Path, default=None, help="write the measurements here instead of a table")
-    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "strata-eval-model")
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
     configure_logging("warning")
     systems = tuple(s for s in args.systems.split(",") if s)
@@ -131,8 +131,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(runs[""]))
         return
-    labels = {**eval_coding.LABELS}
-    print_tables(runs, labels)
+    print_tables(runs, LABELS)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Usage: python ops/eval_redaction.py [--baseline-ref main] [--rounds 5] [--writes
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import subprocess
 import sys
@@ -32,26 +32,35 @@ sys.path.insert(0, str(ROOT / "ops"))
 from strata_recall.domain.sanitise import sanitise  # noqa: E402
 from strata_recall.domain.secret_formats import FAMILIES, NOT_COVERED, all_formats  # noqa: E402
 from tests.secret_corpus import Case, adversarial_inputs, benign_lines, recall_cases  # noqa: E402
+import revision  # noqa: E402
 from workload import realistic_lines  # noqa: E402
 
 Sanitiser = Callable[[str], object]
 
 
 def load_baseline(ref: str, tmp: Path) -> ModuleType | None:
-    """The sanitiser as it is at `ref`, imported from a temporary file; None if git cannot show it."""
+    """The sanitiser as it is at `ref`, with the rest of that revision's package (its format table
+    and value rules), imported in this process beside this checkout's (ops/revision.py); None if git
+    cannot show `ref`."""
     try:
-        source = subprocess.run(["git", "show", f"{ref}:domain/sanitise.py"], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout
+        paths = revision.import_paths(revision.checkout(ref, tmp))
     except (OSError, subprocess.CalledProcessError):
         return None
-    path = tmp / "baseline_sanitise.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("baseline_sanitise", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["baseline_sanitise"] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
+
+    def ours(name: str) -> bool:
+        return name.split(".")[0] in ("strata_recall", *revision.LAYERS)
+
+    saved_path, saved = list(sys.path), {k: m for k, m in sys.modules.items() if ours(k)}
+    for name in saved:
+        del sys.modules[name]
+    sys.path[:0] = [str(p) for p in paths]
+    try:
+        return importlib.import_module("strata_recall.domain.sanitise")
+    finally:  # the baseline's modules stay reachable from it; this checkout's come back
+        sys.path[:] = saved_path
+        for name in [k for k in sys.modules if ours(k)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 def redacted(fn: Sanitiser, case: Case, named: bool) -> bool:

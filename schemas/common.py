@@ -89,8 +89,7 @@ AS_OF_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{
 def _as_of(value: object) -> object:
     """A log position (an integer >= 1, or 5.0) or an ISO 8601 date or time (UTC unless it says
     otherwise), given back as an int or an aware datetime."""
-    if type(value) is float and value.is_integer():
-        value = int(value)
+    value = _integral(value)
     if type(value) is int:
         if value < 1:
             raise PydanticCustomError("out_of_range", "a log position is 1 or more")
