@@ -13,7 +13,8 @@ import numpy as np
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.duplicates import SIMILAR_COSINE
 from strata_recall.projections.vector_index import GLOBAL
-from strata_recall.projections.vectors import EmbeddingCache, vectors_for
+from strata_recall.projections.store import sqlite3
+from strata_recall.projections.vectors import EmbeddingCache, content_hash
 
 if TYPE_CHECKING:
     from strata_recall.projections.recall import RecallEngine
@@ -44,12 +45,27 @@ class NearDuplicates:
         self.engine, self.cache = engine, cache
         self._cache_lock = threading.Lock()  # one connection, shared by the request threads
 
+    def _embedding(self, text: str) -> np.ndarray:
+        """The text's vector from the cache, else from the model, then cached. The cache is only an
+        optimisation: a failure to write it (a full disk) leaves the write to fail or succeed on the
+        log's own terms, and the vector projection embeds the text itself."""
+        embedder, key = self.engine.embedder, content_hash(text)
+        with self._cache_lock:
+            blob = self.cache.get_many([key], embedder.model_id).get(key)
+        if blob is not None:
+            return np.frombuffer(blob, dtype=np.float32)
+        vector = embedder.embed([text])[0].astype(np.float32)
+        try:
+            with self._cache_lock:
+                self.cache.put_many([(key, embedder.model_id, vector.tobytes())])
+        except sqlite3.Error:
+            pass
+        return vector
+
     def nearest(self, repo_id: str, scope: str, text: str, exclude: str | None = None) -> list[Similar]:
         """Live memories of `repo_id` (scope repo) or of the global pool (scope global) from
         SIMILAR_COSINE up, most similar first (the caller shows SIMILAR_SHOWN of them)."""
-        with self._cache_lock:
-            vectors, _ = vectors_for([text], self.engine.embedder, self.cache)
-        vector = np.frombuffer(vectors[text], dtype=np.float32)
+        vector = self._embedding(text)
         hits, rows = self.engine.neighbours(vector, GLOBAL if scope == "global" else repo_id, SEARCHED)
         found = []
         for memory_id, cos in hits:
