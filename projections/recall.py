@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache, lru_cache
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from strata_recall.domain import beliefs
+from strata_recall.domain.memory import STATUSES
 from strata_recall.domain.visibility import can_see
 from strata_recall.projections.anchors import Workspace, anchor_fields, anchor_weight
 from strata_recall.projections.archetypes import ArchetypeClassifier
@@ -69,10 +70,10 @@ NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
 
 
 @cache
-def _beside() -> ThreadPoolExecutor:
-    """The process's threads for vector searches that run beside a reader's keyword search (every
+def keyword_threads() -> ThreadPoolExecutor:
+    """The process's threads for keyword searches that run beside a reader's query embedding (every
     engine's: the present one's and past models'; two, so neither queues behind the other)."""
-    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-vector-search")
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-keyword-search")
 
 
 @lru_cache(maxsize=65536)
@@ -312,11 +313,17 @@ class RecallEngine:
         position = self._current()
         clock.lap("consistency")
         q = self._in_scope(q)
-        qv = self.embedder.embed_query(q.query)
-        clock.lap("embed")
-        q, archetype, favoured = self._profile(q, qv)
-        clock.lap("archetype")
-        candidates = self._relevance(q, qv)
+        # The keyword search needs only the words: it runs on a thread of its own while this one
+        # embeds the query and searches the vectors (onnxruntime, SQLite and numpy release the GIL).
+        keyword = keyword_threads().submit(self.keyword_search, q)
+        try:
+            qv = self.embedder.embed_query(q.query)
+            clock.lap("embed")
+            q, archetype, favoured = self._profile(q, qv)
+            clock.lap("archetype")
+            candidates = self._relevance(q, qv, keyword)
+        finally:
+            wait([keyword])  # the keyword connection is this reader's again before anything else runs
         clock.lap("relevance")
         rows = self.state.rows(set(candidates))
         now = self.clock()
@@ -361,18 +368,15 @@ class RecallEngine:
 
     # --- relevance ----------------------------------------------------------------------------
 
-    def _relevance(self, q: ReadQuery, qv: np.ndarray) -> dict[str, Candidate]:
+    def keyword_search(self, q: ReadQuery) -> list[tuple[str, float]]:
+        """The keyword ranking over every status (the threshold counts what it holds back), best first."""
+        return [(m, -s) for m, s in self.fts.search(
+            q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES, limit=self.config.overfetch)]
+
+    def _relevance(self, q: ReadQuery, qv: np.ndarray, searching: Future[list[tuple[str, float]]]) -> dict[str, Candidate]:
         c = self.config
-        # The vector search runs on a thread of its own while this one runs the keyword search (numpy
-        # and SQLite both release the GIL), under this reader's lock: neither waits for the other.
-        # Both run after the embedding, not beside it: the keyword search on a thread during the
-        # embedding slowed the model's two threads by more than it saved (p50 18.0 vs 15.9 ms at
-        # 100,000 memories, same run, quiet machine).
-        searching = _beside().submit(self.index.search, qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
-        keyword = [(m, -s) for m, s in self.fts.search(
-            q.query, q.repo_id, include_global=q.include_global, statuses=("active", "pending", "forgotten", "rejected", "archived"),
-            limit=c.overfetch)]
-        vector = searching.result()
+        vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
+        keyword = searching.result()
         if c.relevance == "vector":
             keyword = []
         elif c.relevance == "keyword":
