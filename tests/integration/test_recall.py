@@ -131,6 +131,31 @@ def test_nothing_relevant_gives_an_empty_answer(real: Strata) -> None:
         assert response["guidance"].startswith("Memories are hypotheses")
 
 
+class _FailingOnce(HashEmbedder):
+    """The test embedder, except that the first query embedding fails (a model that cannot run)."""
+
+    failed = False
+
+    def embed_query(self, text: str):  # noqa: ANN201
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("the model could not run")
+        return super().embed_query(text)
+
+
+def test_a_failed_query_embedding_fails_that_read_only(data_dir: Path) -> None:
+    """The keyword search runs beside the embedding: when the embedding fails, the read fails with it,
+    and the next read (on the same connections) answers as if nothing had happened."""
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=_FailingOnce())
+    try:
+        m = seed_debugging(CommandAPI(app.log))
+        with pytest.raises(RuntimeError, match="could not run"):
+            read(app, repo_id="acme", query="integration tests hang forever")
+        assert m["problem"] in ids(read(app, repo_id="acme", query="integration tests hang forever"))
+    finally:
+        app.close()
+
+
 def test_ambient_is_stricter_than_targeted(real: Strata) -> None:
     seed_debugging(CommandAPI(real.log))
     query = "database problems in the test setup"
