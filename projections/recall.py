@@ -3,9 +3,9 @@ one log position from the projections (never by rebuilding aggregates).
 
 1. Scope: the request's repo plus global memories when asked; every route (search, links, chains,
    hops) is checked against it, and what is out of scope is dropped without a trace.
-2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search, each over-fetching, fused with
-   weights that adapt to the query: a list counts for more the further its best stands out
-   (projections/fusion.py), and the keyword list in proportion to the share of a long query's words
+2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search (on a thread beside the query
+   embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
+   query: a list counts for more the further its best stands out (projections/fusion.py), and the keyword list in proportion to the share of a long query's words
    it searched (projections/fts.py keeps a pasted issue's rarest words). The best 2 × limit of the
    fused hits go on (further ones never changed an answer on any corpus, and cost a third of a read).
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
