@@ -5,9 +5,10 @@ one log position from the projections (never by rebuilding aggregates).
    hops) is checked against it, and what is out of scope is dropped without a trace.
 2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search (on a thread beside the query
    embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
-   query: a list counts for more the further its best stands out (projections/fusion.py), and the keyword list in proportion to the share of a long query's words
-   it searched (projections/fts.py keeps a pasted issue's rarest words). The best 2 × limit of the
-   fused hits go on (further ones never changed an answer on any corpus, and cost a third of a read).
+   query: a list counts for more the further its best stands out (projections/fusion.py), and the
+   keyword list in proportion to the share of a long query's words it searched (projections/fts.py
+   keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (further ones
+   never changed an answer on any corpus, and cost a third of a read).
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
    solution or failed tactic its problem; `related` links give neighbours up to two links away a
    share of a seed's relevance; every result carries its change chain), then semantic hops from
