@@ -10,13 +10,18 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY . .
-RUN pip install '.[postgres]' \
+# Dependencies first, from pyproject.toml alone: a change to the source reuses this layer and
+# reinstalls nothing but Strata itself.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['postgres']))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt \
     && useradd --system --uid 10001 --home-dir /data strata \
-    && mkdir -p /data /opt/strata \
+    && mkdir -p /data /opt/strata && chown strata /data
+COPY . .
+RUN pip install --no-deps '.[postgres]' \
     # assemble the embedding model once, at build time, outside the data volume
-    && python -c "from strata_recall.projections.embedder import assemble_model_dir; assemble_model_dir('/opt/strata/minilm')" \
-    && chown -R strata /data
+    && python -c "from strata_recall.projections.embedder import assemble_model_dir; assemble_model_dir('/opt/strata/minilm')"
 
 ENV STRATA_DATA_DIR=/data STRATA_MODEL_DIR=/opt/strata/minilm STRATA_HOST=0.0.0.0 STRATA_PORT=7411 \
     STRATA_LOG_FORMAT=json
