@@ -207,7 +207,17 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
     }
     if token_required:
         document["security"] = [{"bearer": []}]
+    _without_workspace_roots(document["components"]["schemas"])
     return document
+
+
+def _without_workspace_roots(schemas: dict[str, Any]) -> None:
+    """Over HTTP Strata never reads its own disk (interface/workspace.py): the published contracts
+    leave out `workspace.root`, so they describe exactly what this endpoint accepts (a write's
+    anchors then carry their fingerprints; a read's workspace is its files)."""
+    schemas["WriteRequest"]["properties"].pop("workspace", None)
+    schemas.pop("WriteWorkspace", None)
+    schemas["ReadWorkspace"]["properties"].pop("root", None)
 
 
 HEALTH_SCHEMA: dict[str, Any] = {
