@@ -100,10 +100,8 @@ class FileReader:
         self._slots = threading.BoundedSemaphore(threads)
 
     def read(self, root: Path, path: str) -> str | None:
-        """The text of `path` under `root` (a resolved folder), or None for any reason not to read it."""
-        target = _inside(root, path)
-        if target is None:
-            return None
+        """The text of `path` under `root` (a resolved folder), or None for any reason not to read it.
+        Resolving the path runs on the reader's thread too: it touches the disk as much as reading."""
         if not self._slots.acquire(blocking=False):
             log.warning("file_read_refused", reason="every reader thread is stuck on an earlier read")
             return None
@@ -112,7 +110,8 @@ class FileReader:
 
         def run() -> None:
             try:
-                box[0] = read_regular(target, self.max_bytes)
+                target = _inside(root, path)
+                box[0] = read_regular(target, self.max_bytes) if target is not None else None
             finally:
                 self._slots.release()
                 done.set()
