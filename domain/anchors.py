@@ -8,8 +8,15 @@ changes it, and it is found wherever the anchored text now sits in the file:
 
 * a symbol is located by name each time (its text is what is fingerprinted, wherever it moved);
 * a line range whose lines moved is found again by searching the file for the same text
-  (whitespace aside), from any line start;
+  (whitespace aside), from any line start — only for a fingerprint Strata computed itself;
 * a whole file is fingerprinted as a whole.
+
+Who computed a fingerprint is part of the anchor (`fingerprinted_by`): Strata, from a file it read
+under a workspace root (STRATA), or the client that sent it (CLIENT). A fingerprint is only ever
+compared with text from the same side — Strata's with files Strata reads, a client's with file
+fingerprints a client sends — so no answer lets a client test a guessed fingerprint against a file
+it did not send (docs/SECURITY.md, "Workspace reads"). Anchors recorded before the field existed
+have no provenance (None) and are judged by neither side until they are anchored again.
 
 Symbols: Python files are parsed with the standard `ast` module (functions, classes, methods,
 module-level assignments; `Class.method` for nesting), which gives exact spans. Other languages are
@@ -34,6 +41,8 @@ MAX_SEARCH_CHARS = 4_000_000
 """Files larger than this (in characters) are compared where the anchor was, never searched."""
 
 UNCHANGED, CHANGED, MISSING = "unchanged", "changed", "missing"
+BY_STRATA, BY_CLIENT = "strata", "client"
+"""Who computed an anchor's fingerprints: Strata from a file it read, or the client that sent them."""
 
 
 def squeeze(text: str) -> str:
@@ -66,6 +75,8 @@ class Anchor:
     file_fingerprint: str | None = None
     """The whole file's fingerprint when it was anchored (lets a client that sends only file
     fingerprints tell that the file changed)."""
+    fingerprinted_by: str | None = None
+    """BY_STRATA or BY_CLIENT; None on anchors recorded before it was kept (judged by neither side)."""
 
     @property
     def key(self) -> str:
@@ -79,14 +90,35 @@ class Anchor:
     def as_event(self) -> dict[str, Any]:
         """The JSON the log keeps (every key present, so events compare and fold byte for byte)."""
         return {"path": self.path, "symbol": self.symbol, "lines": list(self.lines) if self.lines else None,
-                "fingerprint": self.fingerprint, "commit": self.commit, "file_fingerprint": self.file_fingerprint}
+                "fingerprint": self.fingerprint, "commit": self.commit, "file_fingerprint": self.file_fingerprint,
+                "fingerprinted_by": self.fingerprinted_by}
 
     @classmethod
     def of(cls, stored: dict[str, Any]) -> Anchor:
         lines = stored.get("lines")
         return cls(path=stored["path"], fingerprint=stored["fingerprint"], symbol=stored.get("symbol"),
                    lines=(int(lines[0]), int(lines[1])) if lines else None, commit=stored.get("commit"),
-                   file_fingerprint=stored.get("file_fingerprint"))
+                   file_fingerprint=stored.get("file_fingerprint"), fingerprinted_by=stored.get("fingerprinted_by"))
+
+
+def public_anchor(stored: dict[str, Any]) -> dict[str, Any]:
+    """What views show of a stored anchor: where it is, never its fingerprints (a fingerprint of a
+    file is a test of guesses about its content, and the viewer may not be able to read the file)."""
+    return {"path": stored["path"], "symbol": stored.get("symbol"), "lines": stored.get("lines"),
+            "commit": stored.get("commit")}
+
+
+_OLD_DRIFT_REF = re.compile(r"^(anchor:.+?)@(?:ws1:[0-9]{1,9}:[0-9a-f]{32}|gone) \(was ws1:[0-9]{1,9}:[0-9a-f]{32}\)$")
+
+
+def public_ref(ref: str) -> str:
+    """An evidence reference as views show it: the drift references `strata check --apply` recorded
+    before this version carried fingerprints of what it read (`anchor:KEY@<now> (was <then>)`);
+    they are shown without them."""
+    found = _OLD_DRIFT_REF.match(ref)
+    if found is None:
+        return ref
+    return f"{found.group(1)}@{'gone' if '@gone ' in ref else 'changed'}"
 
 
 # --- locating the anchored text -------------------------------------------------------------------
@@ -129,7 +161,7 @@ def observe(anchor: Anchor, source: str | None) -> tuple[str, str | None]:
     if anchor.lines:
         text = anchored_text(source, anchor.path, lines=anchor.lines)
         now = fingerprint(text) if text is not None else None
-        if now == anchor.fingerprint or _moved(anchor, source):
+        if now == anchor.fingerprint or (anchor.fingerprinted_by == BY_STRATA and _moved(anchor, source)):
             return UNCHANGED, anchor.fingerprint
         return CHANGED, now
     now = fingerprint(source)
@@ -137,7 +169,9 @@ def observe(anchor: Anchor, source: str | None) -> tuple[str, str | None]:
 
 
 def _moved(anchor: Anchor, source: str) -> bool:
-    """The anchored lines moved: found anywhere in the file (from a line start)."""
+    """The anchored lines moved: found anywhere in the file (from a line start). Only for a
+    fingerprint Strata computed (observe): searching a file for a client's fingerprint would answer
+    whether a guessed prefix of the file is right."""
     if len(source) > MAX_SEARCH_CHARS or not FINGERPRINT.match(anchor.fingerprint):
         return False
     size, digest = _size(anchor.fingerprint), anchor.fingerprint.rsplit(":", 1)[1]

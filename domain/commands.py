@@ -132,8 +132,7 @@ class AnchorDrift:
     """An anchor of a memory whose code is no longer what it was when the memory was written."""
 
     key: str
-    was: str
-    now: str | None  # the fingerprint now, None when the file or symbol is gone
+    gone: bool = False  # the file or symbol is gone (else: its code changed)
 
 
 @dataclass

@@ -93,18 +93,21 @@ class HygieneCommands:
             unknown = [d.key for d in drifts if d.key not in keys]
             if unknown:
                 raise InvalidInput("unknown_anchor", "drifts", f"memory {memory.memory_id} has no anchor {unknown[0]!r}")
-            seen = {ref for e in self.events.get(memory.id) if isinstance(e, Memory.TruthAdjusted)
+            events = list(self.events.get(memory.id))
+            seen = {ref for e in events if isinstance(e, Memory.TruthAdjusted)
                     and e.source == "anchor" for ref in e.evidence_refs}
-            fresh = [d for d in drifts if _drift_ref(d) not in seen]
+            refs = {d.key: _drift_ref(d, _anchored_at(events, d.key)) for d in drifts}
+            fresh = [d for d in drifts if refs[d.key] not in seen]
             if not fresh:
                 return CommandOutcome()
-            gone = [d.key for d in fresh if d.now is None]
+            gone = [d.key for d in fresh if d.gone]
             confidence = ANCHOR_GONE_CONFIDENCE if gone else ANCHOR_CHANGED_CONFIDENCE
-            refs = [_drift_ref(d) for d in fresh] + ([f"commit:{commit}"] if commit else [])
-            what = "; ".join(f"{d.key} {'is gone' if d.now is None else 'changed'}" for d in fresh)
+            evidence = [refs[d.key] for d in fresh] + ([f"commit:{commit}"] if commit else [])
+            what = "; ".join(f"{d.key} {'is gone' if d.gone else 'changed'}" for d in fresh)
             memory._adjust_truth(
                 target=0.0, confidence=confidence, rationale=f"the code this memory is anchored to moved on: {what}",
-                evidence_refs=refs, source="anchor", weight=beliefs.truth_weight(confidence, len(refs)), repo_id=repo_id)
+                evidence_refs=evidence, source="anchor", weight=beliefs.truth_weight(confidence, len(evidence)),
+                repo_id=repo_id)
             session.changed(memory)
             return CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "TruthAdjusted",
                                              "drifts": [d.key for d in fresh]}])
@@ -182,8 +185,18 @@ ANCHOR_GONE_CONFIDENCE = 0.8
 """... and the anchored file or symbol is gone altogether."""
 
 
-def _drift_ref(drift: AnchorDrift) -> str:
-    return f"anchor:{drift.key}@{drift.now or 'gone'} (was {drift.was})"
+def _drift_ref(drift: AnchorDrift, anchored_at: int) -> str:
+    """The evidence of one drift, and what makes it recorded once: the anchor, whether its code
+    changed or is gone, and the memory version that recorded the anchor (a fresh anchoring may drift
+    again). No fingerprint: the log's evidence is shown to every viewer of the memory, who may not be
+    able to read the file (docs/SECURITY.md)."""
+    return f"anchor:{drift.key}@{'gone' if drift.gone else 'changed'} (anchored at version {anchored_at})"
+
+
+def _anchored_at(events: Sequence[Any], key: str) -> int:
+    """The version of the memory's last event that recorded the anchor `key`."""
+    return max((e.originator_version for e in events if isinstance(e, Memory.AnchorsRecorded)
+                and any(Anchor.of(a).key == key for a in e.anchors)), default=0)
 
 
 def merge_refusal_into(target: Memory, kind: str, scope: str, text: str, problem_id: str | None, similarity: float,

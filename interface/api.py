@@ -6,6 +6,7 @@ knows about JSON, and nothing above it knows about events.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.interface import anchors as anchoring
+from strata_recall.interface.workspace import Workspaces
 from strata_recall.interface.inspector.browse import Inspector
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
@@ -141,8 +143,12 @@ class CommandAPI:
 
     def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None,
                  feedback_max_memories: int = 8,
-                 near_duplicates: Callable[[], NearDuplicates | None] | None = None) -> None:
+                 near_duplicates: Callable[[], NearDuplicates | None] | None = None,
+                 workspaces: Workspaces | None = None) -> None:
         self.log = memory_log
+        self.workspaces = workspaces or Workspaces.remote()
+        """Which of this machine's files the clients of this API may make it read (interface/workspace.py):
+        the transport that builds the API says whether they are local; by default nothing is read."""
         self.status = "pending" if review_writes else "active"
         self.reader = reader
         self.feedback_max_memories = feedback_max_memories
@@ -161,7 +167,7 @@ class CommandAPI:
             self._wait_consistent(reader, request.consistency)
         moment = reader.moment(request.as_of) if request.as_of is not None else None
         engine = reader.engine() if moment is None else reader.recall_at(moment)
-        recall = engine.read(to_read_query(request))
+        recall = engine.read(to_read_query(request, self.workspaces))
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id, as_of=moment and moment.position)
         return ReadResponse(
@@ -248,7 +254,7 @@ class CommandAPI:
 
     def write(self, payload: str | bytes | dict[str, Any]) -> WriteResponse:
         request = parse(WriteRequest, payload)
-        cmd = to_new_memory(request)
+        cmd = to_new_memory(request, self.workspaces)
         clean = CleanWrite.of(cmd)
         finder = self.near_duplicates() if self.near_duplicates is not None else None
         similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(clean.mid)) if finder else []
@@ -313,7 +319,7 @@ class CommandAPI:
         line_numbers: list[int] = []
         problems: list[Problem] = []
         numbered = ((n, line) for n, line in enumerate(lines, start=1) if line.strip())
-        prepared = map(_prepare_chunk, _chunks(numbered, 2000))
+        prepared = map(functools.partial(_prepare_chunk, workspaces=self.workspaces), _chunks(numbered, 2000))
         with paused_gc():  # one pause over parsing and writing: a collection in between would walk it all
             outcome = self._write_prepared(prepared, line_numbers, problems)
         log.info("import", lines=len(line_numbers), created=outcome.created, reinforced=outcome.reinforced,
@@ -445,12 +451,12 @@ def _chunks(numbered: Iterator[tuple[int, str | bytes]], size: int) -> Iterator[
         yield chunk
 
 
-def _prepare_chunk(chunk: list[tuple[int, str | bytes]]) -> _Prepared:
+def _prepare_chunk(chunk: list[tuple[int, str | bytes]], workspaces: Workspaces) -> _Prepared:
     """Parse, validate and redact numbered JSONL lines."""
     items, problems = [], []
     for number, line in chunk:
         try:
-            cmd = to_new_memory(parse(WriteRequest, line))
+            cmd = to_new_memory(parse(WriteRequest, line), workspaces)
         except (InvalidInput, NotFound) as exc:  # NotFound: an anchor's file under the line's workspace root
             problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
             continue
@@ -467,9 +473,9 @@ def not_yet_consistent(consistency: Consistency) -> Conflict:
     )
 
 
-def to_read_query(request: ReadRequest) -> ReadQuery:
+def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) -> ReadQuery:
     return ReadQuery(
-        workspace=anchoring.read_workspace(request.workspace),
+        workspace=anchoring.read_workspace(request.workspace, workspaces or Workspaces.remote()),
         repo_id=request.repo_id,
         query=request.query,
         mode=request.mode,
@@ -484,10 +490,11 @@ def to_read_query(request: ReadRequest) -> ReadQuery:
     )
 
 
-def to_new_memory(request: WriteRequest) -> NewMemory:
+def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None) -> NewMemory:
     memory = request.memory
     return NewMemory(
-        anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None),
+        anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None,
+                                  workspaces or Workspaces.remote()),
         repo_id=request.repo_id,
         text=memory.text,
         kind=memory.kind,

@@ -24,6 +24,7 @@ from strata_recall.projections.base import Projection
 from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
 from strata_recall.interface import reflect as reflection
 from strata_recall.interface.api import CommandAPI, Reader
+from strata_recall.interface.workspace import Workspaces
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.fts import FTSProjection
@@ -61,12 +62,16 @@ class Strata:
     tokens: TokenCounter = field(default_factory=TokenCounter)
     """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
 
-    def api(self) -> CommandAPI:
+    def api(self, *, remote: bool = False) -> CommandAPI:
+        """The command API for one kind of client: local (the CLI, `strata mcp` over stdio, in-process
+        callers) may make Strata read files under its workspace roots; `remote` (HTTP, MCP over HTTP)
+        never does (interface/workspace.py)."""
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
                         moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
+        workspaces = Workspaces.remote() if remote else Workspaces.for_local(self.settings.workspace_roots)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
                           feedback_max_memories=self.settings.feedback_max_memories,
-                          near_duplicates=self.near_duplicates)
+                          near_duplicates=self.near_duplicates, workspaces=workspaces)
 
     @property
     def embedding_cache_path(self) -> Path:

@@ -56,6 +56,7 @@ from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, bu
 from strata_recall.interface import stdio_wire, tool_schema
 from strata_recall.interface.consistency import PositionWaiters, TrackedPositions
 from strata_recall.interface.logs import route_stdlib_logging
+from strata_recall.interface.stalls import StallWatch
 from strata_recall.interface.inspector.resources import add_inspector_resources
 from strata_recall.interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
 from strata_recall.interface.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
@@ -94,11 +95,16 @@ class Dispatcher:
     that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
     neither holds the lane nor a thread; without `waiters` it waits inside its call. A request `as_of`
     a past moment first has its read model of the past built on a second lane (workers/as_of.py: a
-    replay of the log, seconds at 100,000 memories), so that other requests are not held up meanwhile."""
+    replay of the log, seconds at 100,000 memories), so that other requests are not held up meanwhile.
+    An operation stuck on the lane past `stall_seconds` is logged and reported (interface/stalls.py).
 
-    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None) -> None:
+    Whether its clients are local (stdio) or not (HTTP) is the API's (`Strata.api(remote=...)`):
+    it decides whether a request may make Strata read files (interface/workspace.py)."""
+
+    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None, stall_seconds: float = 30.0) -> None:
         self.api = api
         self.waiters = waiters
+        self.stalls = StallWatch(stall_seconds)
         self._lane: anyio.CapacityLimiter | None = None
         self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
 
@@ -114,7 +120,8 @@ class Dispatcher:
             if op.read_only and "as_of" in op.request.model_fields and self.api.names_as_of(payload):
                 # building a read model of the past replays the log: beside the lane, not in it
                 await anyio.to_thread.run_sync(self.api.prepare_past, payload, op.request, limiter=self._past)
-            return await anyio.to_thread.run_sync(op.call, self.api, payload, limiter=self._lane)
+            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, payload,
+                                                  limiter=self._lane)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
@@ -122,11 +129,12 @@ class Dispatcher:
             raise internal_error(exc) from None
 
 
-def serving_dispatcher(strata: Strata, positions: TrackedPositions) -> Dispatcher:
+def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
     """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
-    the projections' positions through `positions` (connections of its own)."""
+    the projections' positions through `positions` (connections of its own). `remote`: its clients
+    are not on this machine (`strata serve`), so no request makes it read a file."""
     waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
-    return Dispatcher(strata.api(), waiters)
+    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds)
 
 
 class Background:
@@ -462,7 +470,7 @@ def run_stdio(strata: Strata) -> None:
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
         background.prepare(load_model=False)  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
-        server = build_mcp_server(strata, serving_dispatcher(strata, positions))
+        server = build_mcp_server(strata, serving_dispatcher(strata, positions, remote=False))
         wire = stdio_wire.claim()
         wire.start_protocol()
         background.start()

@@ -48,8 +48,11 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
 2. When a problem starts (an error, a failing test, a task you have not done here before), call `read`
    with the problem in your own words (mode "targeted"). Keep the returned `read_id`.
    Failed tactics come back as cautions: they failed once, in a context that may have changed.
-   With "workspace": {"root": "<the repo's absolute path>"}, memories about code that changed since
-   they were written say so (anchor_changed, anchor_missing).
+   With a "workspace", memories about code that changed since they were written say so
+   (anchor_changed, anchor_missing): {"root": "<the repo's absolute path>"} when Strata runs on your
+   machine (strata mcp over stdio, the CLI; the root must be inside the repo it was started in);
+   over HTTP, {"files": {"<path>": "<its file_fingerprint>", "<gone path>": null}} for the files
+   the memories are anchored to (`strata fingerprint FILE` prints a file_fingerprint).
 3. Work the problem. Check any recalled claim against the code before relying on it.
 4. At the end of a piece of work, `write` what was learned, each as its own memory:
    - the problem (kind "problem"), in words a future search would use;
@@ -60,7 +63,9 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
      links.change_targets = those memories).
    Cite evidence (files, tests, commands) in evidence_refs. Never write secrets; they are redacted.
    Use scope "global" only for knowledge true beyond this repo. A memory about specific code can name
-   it: "anchors": [{"path": "src/db.py", "symbol": "connect"}] with "workspace": {"root": ...}.
+   it: "anchors": [{"path": "src/db.py", "symbol": "connect"}] with "workspace": {"root": ...} when
+   Strata runs on your machine; over HTTP, give each anchor the "fingerprint" and "file_fingerprint"
+   that `strata fingerprint src/db.py --symbol connect` prints, and no workspace.
    When a write answers with `similar` memories, update or link them rather than repeat them.
 5. Rate the memories you actually used: call `feedback` once with the session's read_ids and, for each
    memory you used, how helpful it was (1 solved it, 0.5 partly, 0 misleading). Do not rate memories

@@ -62,6 +62,7 @@ from strata_recall.interface.mcp_server import (
     version,
 )
 from strata_recall.interface.operations import OPERATIONS, Operation
+from strata_recall.interface.stalls import StallWatch
 from strata_recall.schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
@@ -206,7 +207,17 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
     }
     if token_required:
         document["security"] = [{"bearer": []}]
+    _without_workspace_roots(document["components"]["schemas"])
     return document
+
+
+def _without_workspace_roots(schemas: dict[str, Any]) -> None:
+    """Over HTTP Strata never reads its own disk (interface/workspace.py): the published contracts
+    leave out `workspace.root`, so they describe exactly what this endpoint accepts (a write's
+    anchors then carry their fingerprints; a read's workspace is its files)."""
+    schemas["WriteRequest"]["properties"].pop("workspace", None)
+    schemas.pop("WriteWorkspace", None)
+    schemas["ReadWorkspace"]["properties"].pop("root", None)
 
 
 HEALTH_SCHEMA: dict[str, Any] = {
@@ -214,13 +225,17 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "status": {"enum": ["ok", "degraded", "unwritable", "stopped"],
-                   "description": "degraded: a projection fails (reads may lag); unwritable: the event log refuses "
-                                  "writes (e.g. a full disk); stopped: the projection workers stopped."},
+                   "description": "degraded: a projection fails (reads may lag), or an operation is stuck past "
+                                  "request_stall_seconds (see stalled); unwritable: the event log refuses writes (e.g. "
+                                  "a full disk); stopped: the projection workers stopped."},
         "version": {"type": "string"},
         "head": {"type": "integer", "description": "The log position of the last event."},
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
         "writes": {"type": "object", "description": "Whether the last append to the event log succeeded.",
                    "properties": {"ok": {"type": "boolean"}, "error": {"type": ["string", "null"]}}},
+        "stalled": {"type": ["object", "null"],
+                    "description": "The operation running longer than request_stall_seconds, and for how long.",
+                    "properties": {"op": {"type": "string"}, "seconds": {"type": "number"}}},
         "projections": {
             "type": "object",
             "additionalProperties": {
@@ -244,14 +259,17 @@ class Health:
     """What /healthz reports, from the projections' tracking rows (read through `positions`, on
     connections of their own): cheap enough for a probe every second."""
 
-    def __init__(self, strata: Strata, background: Background | None, positions: TrackedPositions) -> None:
+    def __init__(self, strata: Strata, background: Background | None, positions: TrackedPositions,
+                 stalls: StallWatch | None = None) -> None:
         self.strata = strata
         self.background = background
         self.positions = positions
+        self.stalls = stalls
 
     def report(self) -> dict[str, Any]:
         """`ok` is false (and /healthz answers 503) when the workers stopped or the log refuses writes;
-        a failing projection only degrades (reads may lag behind)."""
+        a failing projection, or an operation stuck on the lane past request_stall_seconds, only
+        degrades (reads may lag behind; requests wait behind the stuck one)."""
         head = self.strata.log.position()
         runner = self.background.runner if self.background is not None else None
         unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
@@ -266,10 +284,12 @@ class Health:
         workers = self.background is None or self.background.running
         write_failure = self.strata.log.write_failure
         failing = any(p["last_error"] for p in projections.values())
-        status = ("stopped" if not workers else "unwritable" if write_failure else "degraded" if failing else "ok")
+        stalled = self.stalls.stalled() if self.stalls is not None else None
+        status = ("stopped" if not workers else "unwritable" if write_failure
+                  else "degraded" if failing or stalled else "ok")
         return {"ok": status in ("ok", "degraded"), "status": status, "version": version(), "head": head,
                 "workers": workers, "writes": {"ok": write_failure is None, "error": write_failure},
-                "projections": projections}
+                "stalled": stalled, "projections": projections}
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -312,13 +332,13 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     stops the projection workers and the scheduler."""
     token = strata.settings.token.get_secret_value() if strata.settings.token else None
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
-    dispatcher = serving_dispatcher(strata, positions)
+    dispatcher = serving_dispatcher(strata, positions, remote=True)  # HTTP and MCP over HTTP: never local
     mcp = build_mcp_server(strata, dispatcher)
     # Host and Origin are checked for every route by RequestGuard, so the SDK's own guard (on for a
     # loopback host, with its own lists) is off: one check, one set of allowed names.
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host,
                                       transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    health = Health(strata, background, positions)
+    health = Health(strata, background, positions, dispatcher.stalls)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(openapi_document(token_required=token is not None))
 
@@ -361,6 +381,7 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
                 if background is not None:
                     await anyio.to_thread.run_sync(background.stop)
                 positions.close()
+                dispatcher.stalls.close()
 
     return Starlette(
         routes=routes,

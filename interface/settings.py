@@ -71,6 +71,15 @@ class Settings(BaseModel):
         1, ge=1, le=16,
         description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
                     "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).")
+    workspace_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders whose files a local client (the CLI, `strata mcp` over stdio) may have Strata read for "
+                    "anchors and workspaces, besides the git working tree the process starts in (comma-separated "
+                    "in STRATA_WORKSPACE_ROOTS). A client over HTTP never makes Strata read a file.")
+    request_stall_seconds: float = Field(
+        30.0, gt=0, le=86400,
+        description="An operation that holds a serving process's lane longer than this is logged "
+                    "(request_stalled) and marks /healthz degraded until it finishes.")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
@@ -93,7 +102,7 @@ class Settings(BaseModel):
     postgres_schema: str = Field("", description="A schema for the log's tables; empty means public.")
     postgres_pool_size: int = Field(5, ge=1, le=100)
 
-    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @field_validator("allowed_hosts", "allowed_origins", "workspace_roots", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """A list in the config file; a comma-separated string in the environment."""
@@ -145,4 +154,5 @@ def load_settings(
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise InvalidInput("invalid_config", field, f"setting {field}: {first['msg']}") from exc
-    return settings.model_copy(update={"data_dir": settings.data_dir.expanduser()})
+    return settings.model_copy(update={"data_dir": settings.data_dir.expanduser(),
+                                       "workspace_roots": [root.expanduser() for root in settings.workspace_roots]})

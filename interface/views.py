@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from strata_recall.domain import beliefs, visibility
+from strata_recall.domain.anchors import public_anchor, public_ref
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.visibility import VisibleIds
@@ -72,8 +73,8 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
         "related_ids": [i for i in m.related_ids if i in linked],
         "change_targets": [i for i in m.change_targets if i in linked],
         "change_chain": [c for c in m.changes if c["change_memory_id"] in linked],
-        "evidence_refs": m.evidence_refs,
-        "anchors": m.anchor_list,
+        "evidence_refs": [public_ref(ref) for ref in m.evidence_refs],
+        "anchors": [public_anchor(a) for a in m.anchor_list],
         "merged": [{"duplicate_id": e["duplicate_id"], "similarity": e["similarity"]} for e in getattr(m, "merged", [])],
         "author": m.author,
         "version": m.version,
@@ -106,7 +107,12 @@ def shown(event: Any, full: bool, viewer: str | None, position: int | None = Non
 
 
 def event_record(event: Any, position: int | None = None) -> dict[str, Any]:
+    """One event as views show it: its fields, but never an anchor's fingerprints (domain/anchors.py)."""
     fields = {f.name: _plain(getattr(event, f.name)) for f in dataclasses.fields(event) if f.name not in _META}
+    if fields.get("anchors"):
+        fields["anchors"] = [public_anchor(a) for a in fields["anchors"]]
+    if fields.get("evidence_refs"):
+        fields["evidence_refs"] = [public_ref(ref) for ref in fields["evidence_refs"]]
     record: dict[str, Any] = {
         "type": type(event).__name__,
         "memory_id": str(event.originator_id),

@@ -1,27 +1,27 @@
 """Anchored memories against the agent's workspace: which anchors still hold, for reads with a
 workspace (results say `anchor_changed` / `anchor_missing` and rank lower) and `strata check`.
 
-A workspace is a root folder on this machine (files are read under it, never outside it), or a
-map of path -> the file's fingerprint sent by a client (domain.anchors.fingerprint of the whole
-file; null for a file that is gone), or both (the map wins for the paths it names). With a map, an
-anchor on a symbol or lines is judged by the whole file's fingerprint when it was anchored (a change
-elsewhere in the file counts); with a root, by the symbol's or lines' own text wherever it moved.
+A workspace is a way to read the agent's files on this machine (`read`: a path under the request's
+root, only for a local client; interface/workspace.py decides and reads), or a map of path -> the
+file's fingerprint sent by a client (domain.anchors.fingerprint of the whole file; null for a file
+that is gone), or both. Each side judges only the anchors whose fingerprints it produced
+(domain/anchors.py, `fingerprinted_by`): a client's map, by the whole file's fingerprint when it was
+anchored (a change elsewhere in the file counts); Strata's reads, by the symbol's or lines' own text
+wherever it moved. Any other anchor is `unknown`: neither changed nor missing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from strata_recall.domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, judge
+from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, CHANGED, MISSING, UNCHANGED, Anchor, judge
 
 ANCHOR_CHANGED_WEIGHT = 0.7
 """A result whose anchored code changed since it was written ranks as if this much less relevant."""
 ANCHOR_MISSING_WEIGHT = 0.5
 """... and one whose anchored file or symbol is gone."""
-MAX_FILE_BYTES = 8_000_000
 UNKNOWN = "unknown"
 
 
@@ -46,44 +46,37 @@ class Verdict:
         return ANCHOR_CHANGED_WEIGHT if self.changed else 1.0
 
 
-def read_source(root: Path, path: str) -> str | None:
-    """The text of `path` under `root`; None when it is not there (or would lie outside the root)."""
-    base = root.resolve()
-    target = (base / path).resolve()
-    if not target.is_relative_to(base) or not target.is_file():
-        return None
-    try:
-        if target.stat().st_size > MAX_FILE_BYTES:
-            return None
-        return target.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 @dataclass
 class Workspace:
-    root: Path | None = None
+    read: Callable[[str], str | None] | None = None
+    """A file's text by its path under the request's root (None: Strata reads nothing for this request)."""
     files: Mapping[str, str | None] = field(default_factory=dict)
     _sources: dict[str, str | None] = field(default_factory=dict, repr=False)
     _verdicts: dict[str, Verdict] = field(default_factory=dict, repr=False)
 
     def source(self, path: str) -> str | None:
         if path not in self._sources:
-            self._sources[path] = read_source(self.root, path) if self.root is not None else None
+            self._sources[path] = self.read(path) if self.read is not None else None
         return self._sources[path]
 
+    def judges(self, anchor: Anchor) -> bool:
+        """Whether this workspace can say anything of `anchor` (see the module docstring)."""
+        if anchor.fingerprinted_by == BY_CLIENT:
+            return anchor.path in self.files
+        return anchor.fingerprinted_by == BY_STRATA and self.read is not None
+
     def state(self, anchor: Anchor) -> str:
-        if anchor.path in self.files:
-            now = self.files[anchor.path]
-            if now is None:
-                return MISSING
-            then = anchor.file_fingerprint or (anchor.fingerprint if not (anchor.symbol or anchor.lines) else None)
-            if then is None:
-                return UNKNOWN
-            return UNCHANGED if now == then else CHANGED
-        if self.root is None:
+        if not self.judges(anchor):
             return UNKNOWN
-        return judge(anchor, self.source(anchor.path))
+        if anchor.fingerprinted_by == BY_STRATA:
+            return judge(anchor, self.source(anchor.path))
+        now = self.files[anchor.path]
+        if now is None:
+            return MISSING
+        then = anchor.file_fingerprint or (anchor.fingerprint if not (anchor.symbol or anchor.lines) else None)
+        if then is None:
+            return UNKNOWN
+        return UNCHANGED if now == then else CHANGED
 
     def verdict(self, memory_id: str, anchors: list[dict[str, Any]]) -> Verdict:
         """The verdict on one memory's anchors (judged once per workspace, i.e. per read)."""

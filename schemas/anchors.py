@@ -54,18 +54,35 @@ LineNumber = Annotated[int, Field(ge=1, le=10_000_000), BeforeValidator(_integra
 class AnchorIn(Request):
     """A file the memory is about, optionally a symbol in it or a line range. Without a fingerprint,
     the write's workspace.root must hold the file: Strata fingerprints it (and reads the commit
-    there when the root is a git working tree)."""
+    there when the root is a git working tree). A client that is not on Strata's machine sends the
+    fingerprints instead (`strata fingerprint FILE [--symbol S | --lines A-B]` prints both)."""
+
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"file_fingerprint": ["fingerprint"]}})
 
     path: AnchorPath
     symbol: SymbolName | None = None
     lines: Annotated[list[LineNumber], Field(min_length=2, max_length=2)] | None = Field(
         None, description="[first, last], 1-based; with a symbol, where it was (the symbol is what is compared).")
     fingerprint: Fingerprint = Field(None, description="Omit to let Strata compute it from workspace.root.")  # type: ignore[assignment]
+    file_fingerprint: Fingerprint = Field(  # type: ignore[assignment]
+        None, description="With fingerprint: the whole file's, which reads compare with workspace.files.")
     commit: Commit = Field(None, description="Omit to read HEAD from workspace.root when it is a git working tree.")  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _file_fingerprint_with_fingerprint(self) -> AnchorIn:
+        if self.file_fingerprint is not None and self.fingerprint is None:
+            raise PydanticCustomError("fingerprint_required", "file_fingerprint comes with the anchor's fingerprint "
+                                      "(strata fingerprint prints both)")
+        return self
+
+
+ROOT_DESCRIPTION = ("The repo's root on the machine Strata runs on, for a client on that machine (the CLI, strata "
+                    "mcp): it must lie under a workspace root of that process (its git working tree, the "
+                    "workspace_roots setting). Over HTTP it is refused: send fingerprints and files instead.")
 
 
 class WriteWorkspace(Request):
-    root: RootPath
+    root: RootPath = Field(description=ROOT_DESCRIPTION)
 
 
 class ReadWorkspace(Request):
@@ -74,7 +91,7 @@ class ReadWorkspace(Request):
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})
 
-    root: RootPath = Field(None, description="The repo's root on this machine; anchored files are read under it.")  # type: ignore[assignment]
+    root: RootPath = Field(None, description=ROOT_DESCRIPTION)  # type: ignore[assignment]
     files: Annotated[dict[str, Fingerprint | None], AfterValidator(_relative_paths)] = Field(  # type: ignore[assignment]
         None, max_length=MAX_WORKSPACE_FILES,
         json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 500, "pattern": _PATH_PATTERN}},

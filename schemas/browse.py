@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from strata_recall.schemas.anchors import AnchorOut
 from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
 
 Status = Literal["active", "pending", "rejected", "forgotten"]
@@ -107,8 +108,8 @@ class MemoryState(Response):
     change_targets: list[str]
     change_chain: list[ChangeNote]
     evidence_refs: list[str]
-    anchors: list[dict[str, Any]] = Field(default_factory=list, description="The code it is about (path, symbol, lines, "
-                                          "fingerprint, commit).")
+    anchors: list[AnchorOut] = Field(default_factory=list, description="The code it is about (path, symbol, lines, "
+                                     "commit; never its fingerprints).")
     merged: list[MergedCopy] = Field(default_factory=list, description="Near-duplicates merged into it (`strata "
                                      "unmerge` undoes one).")
     author: str | None

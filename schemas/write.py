@@ -80,7 +80,8 @@ class WriteRequest(Request):
         description="Extension: the code the memory is about (repo scope only). Reads from a workspace whose "
                     "anchored code changed since say so (anchor_changed) and rank the memory lower.")
     workspace: WriteWorkspace = Field(  # type: ignore[assignment]
-        None, description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint.")
+        None, description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint "
+                          "(a client on Strata's machine only; over HTTP, anchors carry their fingerprints).")
 
 
 class Resolved(Response):

@@ -18,8 +18,9 @@ from tests.conftest import STRATA_COMMAND, Served, write_request
 REPO = "acme/api"
 
 
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, timeout=120)
+def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=cwd)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -101,11 +102,15 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
     git(root, "commit", "-q", "-m", "initial")
     request = {**write_request(REPO, "connect() retries three times"), "anchors": [{"path": "src/db.py", "symbol": "connect"}],
                "workspace": {"root": str(root)}}
-    memory = ok(run(env, "write", json.dumps(request)))
+    memory = ok(run(env, "write", json.dumps(request), cwd=root))  # the write is made in the repo: its root is readable
     printed = subprocess.run([STRATA_COMMAND, "--json", "fingerprint", "src/db.py", "--symbol", "connect"],
                              capture_output=True, text=True, env=env, cwd=root, timeout=60)
-    stored = ok(run(env, "show", memory["memory_id"]))["memory"]["anchors"][0]
-    assert json.loads(printed.stdout)["fingerprint"] == stored["fingerprint"]
+    shown = ok(run(env, "show", memory["memory_id"]))
+    assert shown["memory"]["anchors"] == [{"path": "src/db.py", "symbol": "connect", "lines": None,
+                                           "commit": shown["memory"]["anchors"][0]["commit"]}]
+    assert "ws1:" not in json.dumps(shown)  # views never show a fingerprint
+    log = subprocess.run([STRATA_COMMAND, "export"], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert f'"fingerprint":"{json.loads(printed.stdout)["fingerprint"]}"' in log.replace(" ", "")  # what the log keeps
 
     assert ok(run(env, "check", "--repo", REPO, "--root", str(root)))["drifted"] == []
     (root / "src" / "db.py").write_text(source.replace("retries=3", "retries=5"))
@@ -113,5 +118,6 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
     assert [d["memory_id"] for d in report["drifted"]] == [memory["memory_id"]] and report["recorded"] == 0
     assert ok(run(env, "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 1
     assert ok(run(env, "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 0
-    refused(run(env, "check", "--repo", REPO, "--root", str(tmp_path / "nowhere")), 3, "workspace_not_found")
+    refused(run(env, "check", "--repo", REPO, "--root", str(tmp_path / "nowhere")), 3, "not_readable")
+    refused(run(env, "fingerprint", str(tmp_path / "nowhere.py")), 3, "not_readable")
     refused(run(env, "fingerprint", str(root / "src" / "db.py"), "--lines", "x-y"), 2, "invalid_lines")

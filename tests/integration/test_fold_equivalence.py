@@ -71,7 +71,7 @@ def hygiene(strata: Strata, seed: int) -> None:
                           "anchors": [anchor]}).memory_id
     api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
                "anchors": [{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}]})
-    log.anchor_drift("repo-2", anchored, [AnchorDrift("src/db.py#connect", fp, None)], "def5678")
+    log.anchor_drift("repo-2", anchored, [AnchorDrift("src/db.py#connect", gone=True)], "def5678")
     kept = api.write(write_request("repo-2", f"the cache lives in redis, db {seed}")).memory_id
     near = NearDuplicate(kept, 0.93)
     first = log.write(to_new_memory(parse(WriteRequest, write_request("repo-2", f"the cache is in redis, db {seed}"))),

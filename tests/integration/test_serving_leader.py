@@ -65,7 +65,7 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
     strata.projections(PROJECTIONS)  # as a serving process opens them before it serves
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
-    dispatcher = serving_dispatcher(strata, positions)
+    dispatcher = serving_dispatcher(strata, positions, remote=False)
     finished: list[str] = []
 
     async def waiting_read() -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from strata_recall.domain.anchors import CHANGED, MISSING, UNCHANGED, Anchor, anchored_text, fingerprint, judge, locate_symbol
+from strata_recall.domain.anchors import (BY_CLIENT, BY_STRATA, CHANGED, MISSING, UNCHANGED, Anchor, anchored_text,
+                                          fingerprint, judge, locate_symbol, public_anchor, public_ref)
 
 PY = '''import os
 
@@ -31,10 +32,12 @@ class Pool:
 '''
 
 
-def anchor_on(source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None) -> Anchor:
+def anchor_on(source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None,
+              by: str = BY_STRATA) -> Anchor:
+    """An anchor as Strata records it from a file it read (or, `by` BY_CLIENT, as a client sent it)."""
     text = anchored_text(source, path, symbol, lines)
     assert text is not None
-    return Anchor(path=path, fingerprint=fingerprint(text), symbol=symbol, lines=lines)
+    return Anchor(path=path, fingerprint=fingerprint(text), symbol=symbol, lines=lines, fingerprinted_by=by)
 
 
 def test_a_fingerprint_ignores_whitespace_entirely() -> None:
@@ -82,6 +85,27 @@ def test_a_line_range_is_found_again_where_it_moved() -> None:
     assert judge(anchor, "\n".join(PY.splitlines()[:3])) == CHANGED
 
 
+def test_a_client_fingerprint_is_compared_only_where_its_lines_are() -> None:
+    """A fingerprint a client sent is never searched for in a file: the search would tell whether a
+    guessed prefix of any line is right. Only the anchored span itself is compared."""
+    anchor = anchor_on(PY, "db.py", lines=(15, 16), by=BY_CLIENT)
+    assert judge(anchor, PY) == UNCHANGED
+    assert judge(anchor, "# a new header comment\n# and another\n" + PY) == CHANGED
+    guess = Anchor("db.py", fingerprint("import"), lines=(3, 3), fingerprinted_by=BY_CLIENT)  # a prefix of line 1
+    assert judge(guess, PY) == judge(Anchor("db.py", fingerprint("imbort"), lines=(3, 3), fingerprinted_by=BY_CLIENT), PY)
+    searched = Anchor("db.py", fingerprint("import"), lines=(3, 3), fingerprinted_by=BY_STRATA)
+    assert judge(searched, PY) == UNCHANGED  # Strata's own fingerprint is searched (no guess is involved)
+
+
+def test_views_never_show_a_fingerprint() -> None:
+    fp = fingerprint("x")
+    stored = Anchor("a/b.py", fp, symbol="f", commit="abc1234", file_fingerprint=fp, fingerprinted_by=BY_STRATA).as_event()
+    assert public_anchor(stored) == {"path": "a/b.py", "symbol": "f", "lines": None, "commit": "abc1234"}
+    assert public_ref(f"anchor:a/b.py#f@{fp} (was {fp})") == "anchor:a/b.py#f@changed"
+    assert public_ref(f"anchor:a/b.py#f@gone (was {fp})") == "anchor:a/b.py#f@gone"
+    assert public_ref("file:Makefile#L12") == "file:Makefile#L12"
+
+
 def test_a_whole_file_anchor() -> None:
     anchor = anchor_on(PY, "db.py")
     assert judge(anchor, PY.replace("    ", "  ")) == UNCHANGED
@@ -111,5 +135,7 @@ def test_anchor_keys_name_what_they_anchor() -> None:
     assert Anchor("a/b.py", fp).key == "a/b.py"
     assert Anchor("a/b.py", fp, symbol="Pool.get").key == "a/b.py#Pool.get"
     assert Anchor("a/b.py", fp, lines=(3, 9)).key == "a/b.py#L3-9"
-    stored = Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234").as_event()
-    assert Anchor.of(stored) == Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234")
+    stored = Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234", fingerprinted_by=BY_CLIENT).as_event()
+    assert Anchor.of(stored) == Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234", fingerprinted_by=BY_CLIENT)
+    recorded_before = {k: v for k, v in stored.items() if k != "fingerprinted_by"}  # an event from an older version
+    assert Anchor.of(recorded_before).fingerprinted_by is None
