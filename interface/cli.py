@@ -819,7 +819,7 @@ def token_create(
     """
     with _session(ctx) as strata:
         patterns = [part.strip() for item in repos or [] for part in item.split(",") if part.strip()]
-        first = not _credentials(strata).any_active
+        first = not _credentials(strata).in_force
         issued = strata.log.issue_token(name, patterns, ops.split(","), global_memories)
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
@@ -828,8 +828,8 @@ def token_create(
                         f"{' and global memories' if v['global_memories'] else ''}; shown once, store it now: the server "
                         "keeps only its hash; send it as Authorization: Bearer <token>)")
         if first and strata.settings.token is None:
-            sys.stderr.write("strata: the first named token: every request to `strata serve` on this store now needs "
-                             "a token (STRATA_TOKEN or a named one)\n")
+            sys.stderr.write("strata: the first named token: from now on every request to `strata serve` on this store "
+                             "needs a token (STRATA_TOKEN or a named one), also after revocations\n")
 
 
 @token_app.command("list")

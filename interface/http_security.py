@@ -152,7 +152,7 @@ class Tokens(Protocol):
     """The named tokens a server accepts (projections/credentials.py), answered from memory."""
 
     @property
-    def any_active(self) -> bool: ...
+    def in_force(self) -> bool: ...
 
     def principal(self, secret: bytes) -> Principal | None: ...
 
@@ -160,7 +160,8 @@ class Tokens(Protocol):
 class BearerToken:
     """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs `Authorization:
     Bearer <token>` once a token is in force: `token` (the server's STRATA_TOKEN, compared in constant
-    time), any active named token of `tokens`, or always when `required` (a bind beyond loopback). The
+    time), the named tokens of `tokens` (from the first one issued on: revoking the last one does not
+    open the server again), or always when `required` (a bind beyond loopback). The
     principal found is left in the request's scope for the operations' access check (principal_in);
     with no token in force, the local operator's."""
 
@@ -189,7 +190,7 @@ class BearerToken:
 
     def principal(self, scope: Scope) -> Principal | None:
         """Who the request is (None: refused). Only memory is read here: this runs on the event loop."""
-        if not self.required and not (self.tokens is not None and self.tokens.any_active):
+        if not self.required and not (self.tokens is not None and self.tokens.in_force):
             return LOCAL
         header = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, credentials = header.partition(b" ")

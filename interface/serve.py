@@ -343,7 +343,7 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     health = Health(strata, background, positions)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(openapi_document(
-        token_required=token is not None or credentials.any_active or not is_loopback(host)))
+        token_required=token is not None or credentials.in_force or not is_loopback(host)))
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type="application/json")

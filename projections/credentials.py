@@ -100,6 +100,12 @@ class Credentials:
     def any_active(self) -> bool:
         return bool(self._active)
 
+    @property
+    def in_force(self) -> bool:
+        """Whether the store uses named tokens: once one was issued, every request needs a token, even
+        after the last one is revoked (a revoked token must not turn back into open access)."""
+        return bool(self.tokens)
+
     def listing(self) -> list[dict[str, Any]]:
         return [t.as_dict() for t in sorted(self.tokens.values(), key=lambda t: t.created)]
 
