@@ -562,7 +562,7 @@ def serve(
 ) -> None:
     """Run Strata: the MCP streamable-HTTP endpoint (/mcp), the HTTP JSON endpoint (/v1/..., OpenAPI at
     /openapi.json), the projection workers and the compaction scheduler, until SIGINT/SIGTERM. A bearer
-    token (STRATA_TOKEN) is required when binding a non-loopback address.
+    token (STRATA_TOKEN, or a named one: strata token create) is required when binding a non-loopback address.
 
     Example: strata serve --port 7411
     """

@@ -273,17 +273,29 @@ def test_the_single_strata_token_does_everything_but_approve_its_own_writes(
         error = refused(call(http, "review", {"repo_id": ACME, "memory_id": mine["memory_id"], "decision": "approved"},
                              token), 403, "self_review")
         assert "strata review approve" in error["message"] and "STRATA_TOKEN" in error["message"]
-        proposal = ok(call(http, "write", fact(BETA, "Tag releases from main only", "global"), token))["memory_id"]
-        # another repo's queue does not hold beta's proposal, and cannot decide it
-        assert proposal not in [m["memory_id"] for m in ok(call(http, "review_queue", {"repo_id": ACME}, token))["items"]]
-        refused(call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token), 404,
-                "not_found")
         assert ok(call(http, "whoami", {}, token))["name"] == "default"
         approved = strata(strata_env, "review", "approve", mine["memory_id"])  # the operator, on the machine
         assert approved.returncode == 0, approved.stdout + approved.stderr
         shown = ok(call(http, "memory", {"repo_id": ACME, "memory_id": mine["memory_id"]}, token))
         assert shown["memory"]["status"] == "active"
         assert [e["fields"]["actor"] for e in shown["history"]] == ["default", None]
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_repo_cannot_see_or_decide_another_repos_global_proposal(serve: Callable[..., Served]) -> None:
+    """Whatever the token: a global memory waiting for review is beta's proposal until it is approved."""
+    token = "one-shared-token-0123456789abcdef"
+    served = serve(env={"STRATA_TOKEN": token, "STRATA_REVIEW_WRITES": "true"})
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        proposal = ok(call(http, "write", fact(BETA, "Tag releases from main only", "global"), token))["memory_id"]
+        assert proposal in [m["memory_id"] for m in ok(call(http, "review_queue", {"repo_id": BETA}, token))["items"]]
+        assert ok(call(http, "review_queue", {"repo_id": ACME}, token))["items"] == []
+        assert ok(call(http, "memories", {"repo_id": ACME, "statuses": ["pending"]}, token))["items"] == []
+        refused(call(http, "memory", {"repo_id": ACME, "memory_id": proposal}, token), 404, "not_found")
+        refused(call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token), 404,
+                "not_found")
+        assert ok(call(http, "memory", {"repo_id": BETA, "memory_id": proposal}, token))["memory"]["status"] == "pending"
     assert served.stop() == 0
 
 
