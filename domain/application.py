@@ -20,6 +20,8 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder
 from strata_recall.domain import beliefs
 from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
+from strata_recall.domain.access import DEFAULT_NAME
+from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.commands import (
     Adjustment,
     CommandOutcome,
@@ -34,7 +36,7 @@ from strata_recall.domain.commands import (
     WriteOutcome,
 )
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
-from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
@@ -67,10 +69,15 @@ def _retrying(attempt: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class MemoryLog(HygieneCommands, Application[UUID]):
-    """The event-sourced log of memories and the commands that append to it."""
+class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
+    """The event-sourced log of memories (and of the tokens that may act on them: domain/credential.py)
+    and the commands that append to it."""
 
     name = "Strata"
+
+    @staticmethod
+    def _retry(attempt: Callable[[], T]) -> T:
+        return _retrying(attempt)
 
     def construct_transcoder(self) -> OrjsonTranscoder:
         transcoder = OrjsonTranscoder()
@@ -221,6 +228,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
         truth: TruthUpdate | None = None,
         utility: UtilityUpdate | None = None,
         commit: bool,
+        actor: str | None = None,
     ) -> UpdateOutcome:
         if truth is None and utility is None:
             raise InvalidInput("nothing_to_update", "updates", "give at least one of updates.truth or updates.utility")
@@ -235,10 +243,10 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             memory = session.visible(raw_id, repo_id, "memory_id")
             outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
             if truth is not None:
-                outcome.truth, n = self._adjust_truth(memory, truth, commit, repo_id)
+                outcome.truth, n = self._adjust_truth(memory, truth, commit, repo_id, actor)
                 outcome.redactions += n
             if utility is not None:
-                outcome.utility, n = self._observe_utility(session, repo_id, memory, utility, commit)
+                outcome.utility, n = self._observe_utility(session, repo_id, memory, utility, commit, actor=actor)
                 outcome.redactions += n
             if commit:
                 session.changed(memory)
@@ -246,7 +254,8 @@ class MemoryLog(HygieneCommands, Application[UUID]):
 
         return self._positioned(run)
 
-    def rate(self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool) -> tuple[list[UpdateOutcome], int | None]:
+    def rate(self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool,
+             actor: str | None = None) -> tuple[list[UpdateOutcome], int | None]:
         """Utility observations on several memories in one transaction (a session's feedback): all
         are recorded or none. Paths of refusals read `used[i].<field>`."""
 
@@ -256,7 +265,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 memory = session.visible(raw_id, repo_id, f"used[{i}].memory_id")
                 outcome = UpdateOutcome(memory_id=memory.memory_id, committed=commit)
                 outcome.utility, outcome.redactions = self._observe_utility(
-                    session, repo_id, memory, utility, commit, context_path="context_problem_id"
+                    session, repo_id, memory, utility, commit, context_path="context_problem_id", actor=actor
                 )
                 if commit:
                     session.changed(memory)
@@ -282,24 +291,25 @@ class MemoryLog(HygieneCommands, Application[UUID]):
 
         return _retrying(attempt)
 
-    def forget(self, repo_id: str, raw_id: str, reason: str) -> ForgetOutcome:
+    def forget(self, repo_id: str, raw_id: str, reason: str, actor: str | None = None) -> ForgetOutcome:
         def run(session: Session) -> ForgetOutcome:
             mid = parse_memory_id(raw_id)
             memory = session.find(mid) if mid else None
             if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
                 return ForgetOutcome(memory_id=memory.memory_id, forgotten=False)
             memory = session.visible(raw_id, repo_id, "memory_id")
-            memory._forget(reason=sanitise(reason).text, repo_id=repo_id)
+            memory._forget(reason=sanitise(reason).text, repo_id=repo_id, actor=actor)
             session.changed(memory)
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
         return self._positioned(run)
 
     def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None,
-               repo_id: str | None = None) -> ReviewOutcome:
+               repo_id: str | None = None, actor: str | None = None) -> ReviewOutcome:
         """A person's decision on a pending memory: approved memories become active (recalled),
         rejected ones are remembered so the same proposal is refused. With `repo_id`, only a memory
-        that repo sees (the inspector reviews from a repo's queue)."""
+        that repo sees (the inspector reviews from a repo's queue: a global memory from the queue of
+        the repo that proposed it). Through a token (`actor`), never the token that wrote it."""
         if decision not in ("approved", "rejected"):
             raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
 
@@ -308,8 +318,10 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             if memory.status != "pending":
                 raise Conflict("not_pending", "memory_id",
                                f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")
+            if actor is not None and memory.writer_actor == actor:
+                raise self_review(memory.memory_id, actor)
             memory._review(decision=decision, reviewer=sanitise(reviewer).text if reviewer else reviewer,
-                           note=sanitise(note).text)
+                           note=sanitise(note).text, actor=actor)
             session.changed(memory)
             return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
 
@@ -342,7 +354,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 str(mid), near.similarity, clean.text.strip(), cmd.confidence, clean.rationale,
                 problem.memory_id if problem else None,
                 [m.memory_id for m in related], evidence, cmd.author, status, list(clean.anchors), redactions,
-                "write", cmd.repo_id))
+                "write", cmd.repo_id, cmd.actor))
             session.changed(into)
             return WriteOutcome(into.memory_id, "reinforced", cmd.kind, cmd.scope, into.status, redactions,
                                 duplicate_id=str(mid), similarity=near.similarity)
@@ -362,13 +374,15 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             author=cmd.author,
             status=status,
             redactions=redactions,
+            actor=cmd.actor,
         )
         session.add(written)
         if clean.anchors:
             memory = session.find(mid)
             assert memory is not None
             memory._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
-        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id)
+        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id,
+                               cmd.actor)
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
     def _merge_target(self, session: Session, cmd: NewMemory, clean: CleanWrite, near: NearDuplicate,
@@ -421,6 +435,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             source="reinforcement",
             weight=beliefs.reinforcement_weight(cmd.confidence),
             repo_id=cmd.repo_id,
+            actor=cmd.actor,
         )
         new_problems = [problem.memory_id] if problem and problem.memory_id not in existing.problem_ids else []
         new_related = [m.memory_id for m in related if m.memory_id not in existing.related_ids]
@@ -430,13 +445,14 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
             self._record_change_on(
-                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence, cmd.repo_id
+                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence, cmd.repo_id,
+                cmd.actor,
             )
         session.changed(existing)
 
     def _record_change_on(
         self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str],
-        repo_id: str,
+        repo_id: str, actor: str | None = None,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
@@ -449,6 +465,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 source="change",
                 weight=beliefs.change_weight(confidence),
                 repo_id=repo_id,
+                actor=actor,
             )
             session.changed(target)
 
@@ -512,7 +529,8 @@ class MemoryLog(HygieneCommands, Application[UUID]):
 
     # --- the update rules -------------------------------------------------------------------------
 
-    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str) -> tuple[Adjustment, int]:
+    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str,
+                      actor: str | None = None) -> tuple[Adjustment, int]:
         rationale = sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         weight = beliefs.truth_weight(cmd.confidence, len(refs))
@@ -528,13 +546,14 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 source="update",
                 weight=weight,
                 repo_id=repo_id,
+                actor=actor,
             )
         adjustment = Adjustment(before, before if tiny else after, weight, commit and not tiny, _note(tiny, commit))
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
 
     def _observe_utility(
         self, session: Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool,
-        context_path: str = "updates.utility.context_problem_id",
+        context_path: str = "updates.utility.context_problem_id", actor: str | None = None,
     ) -> tuple[Adjustment, int]:
         context = None
         if cmd.context_problem_id:
@@ -564,6 +583,7 @@ class MemoryLog(HygieneCommands, Application[UUID]):
                 read_id=cmd.read_id,
                 weight=weight,
                 repo_id=repo_id,
+                actor=actor,
             )
         if tiny:
             after, global_after = before, global_before
@@ -598,6 +618,17 @@ class MemoryLog(HygieneCommands, Application[UUID]):
             raise
         self.write_failure = None
         return recordings[-1].notification.id if recordings else None
+
+
+def self_review(memory_id: str, actor: str) -> Forbidden:
+    if actor == DEFAULT_NAME:
+        how = ("every request with the server's one STRATA_TOKEN acts as 'default', which wrote it: approve it on the "
+               "server's machine (strata review approve), or create named tokens (strata token create) so that "
+               "writers and reviewers are different tokens")
+    else:
+        how = "another token with review rights, or the operator on the server's machine (strata review), must decide it"
+    return Forbidden("self_review", "memory_id", f"memory {memory_id} was written through the token {actor!r}, which "
+                     f"may not review its own writes: {how}")
 
 
 def _note(tiny: bool, commit: bool) -> str:

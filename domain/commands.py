@@ -22,6 +22,8 @@ class NewMemory:
     evidence_refs: tuple[str, ...] = ()
     author: str | None = None
     anchors: tuple[Anchor, ...] = ()
+    actor: str | None = None
+    """The token the write came through (domain/access.py); None for the local operator."""
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,14 @@ class Conflict(StrataError):
     family = "conflict"
 
 
+class Forbidden(StrataError):
+    """The caller's token may not do this (its operations, repos or global memories do not allow it,
+    or it wrote the memory it would review); nothing was recorded. The message never names a repo or
+    a memory the caller could not name itself."""
+
+    family = "forbidden"
+
+
 class Unavailable(StrataError):
     """Strata cannot do it right now (the event log cannot be written or reached, or too many
     requests already wait); nothing was recorded, and the same request may succeed later."""

@@ -133,7 +133,7 @@ class HygieneCommands:
             id=dup, text=content.text, kind=memory.kind, scope=memory.scope, repo_id=writer,
             confidence=content.confidence, rationale=content.rationale, problem_id=content.problem_id,
             related_ids=list(content.related_ids), change_targets=[], evidence_refs=list(content.evidence_refs),
-            author=content.author, status=content.status, redactions=content.redactions))
+            author=content.author, status=content.status, redactions=content.redactions, actor=content.actor))
         if content.anchors:
             recreated = session.find(dup)
             assert recreated is not None
@@ -211,13 +211,13 @@ def merge_refusal_into(target: Memory, kind: str, scope: str, text: str, problem
 def duplicate_content(duplicate_id: str, similarity: float, text: str, confidence: float, rationale: str,
                        problem_id: str | None, related_ids: list[str], evidence: list[str], author: str | None,
                        status: str, anchors: list[dict[str, Any]], redactions: int, source: str,
-                       repo_id: str | None) -> dict[str, Any]:
+                       repo_id: str | None, actor: str | None = None) -> dict[str, Any]:
     """The fields of a DuplicateMerged: what the duplicate said, and the reinforcement it brings."""
     return {"duplicate_id": duplicate_id, "similarity": round(float(similarity), 6), "text": text,
             "confidence": confidence, "rationale": rationale, "problem_id": problem_id, "related_ids": related_ids,
             "evidence_refs": evidence, "author": author, "status": status, "anchors": anchors,
             "redactions": redactions, "target": confidence, "weight": beliefs.reinforcement_weight(confidence),
-            "source": source, "repo_id": repo_id}
+            "source": source, "repo_id": repo_id, "actor": actor}
 
 
 def shown(find: Callable[[UUID], Memory | None], raw_id: str, repo_id: str | None) -> Memory:

@@ -19,7 +19,7 @@ import orjson
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.utils import get_topic
 
-from strata_recall.domain import beliefs
+from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.anchors import Anchor
 
 KINDS = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
@@ -35,8 +35,17 @@ class Memory(Aggregate):
     class Created(Aggregate.Created):  # declared so that it too has a stable topic
         TOPIC = "domain.memory:Memory.Created"
 
+    # `actor` on the events a request records (MemoryWritten and DuplicateMerged version 2,
+    # TruthAdjusted, UtilityObserved and MemoryForgotten version 3, MemoryReviewed version 2): the name
+    # of the token it came through (domain/access.py; `default` for the server's one STRATA_TOKEN).
+    # None when the local operator acted (the CLI, `strata mcp`, a server without tokens), and on
+    # events recorded before actors were kept. A memory's writer (the actor of its MemoryWritten) may
+    # not review it.
+
     class MemoryWritten(Aggregate.Created):
         TOPIC = "domain.memory:Memory.MemoryWritten"
+        class_version = 2
+
         text: str
         kind: str
         scope: str
@@ -50,6 +59,11 @@ class Memory(Aggregate):
         author: str | None
         status: str
         redactions: int
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["actor"] = None
 
     # `repo_id` on the events a request from a repo records about an existing memory (version 2): the
     # repo the request came from. On a global memory, what such an event carries (rationale, evidence,
@@ -58,7 +72,7 @@ class Memory(Aggregate):
 
     class TruthAdjusted(Aggregate.Event):
         TOPIC = "domain.memory:Memory.TruthAdjusted"
-        class_version = 2
+        class_version = 3
 
         target: float
         confidence: float
@@ -67,14 +81,19 @@ class Memory(Aggregate):
         source: str  # "update" | "reinforcement" | "change"
         weight: float
         repo_id: str | None
+        actor: str | None
 
         @staticmethod
         def upcast_v1_v2(state: dict) -> None:
             state["repo_id"] = None
 
+        @staticmethod
+        def upcast_v2_v3(state: dict) -> None:
+            state["actor"] = None
+
     class UtilityObserved(Aggregate.Event):
         TOPIC = "domain.memory:Memory.UtilityObserved"
-        class_version = 2
+        class_version = 3
 
         target: float
         confidence: float
@@ -84,10 +103,15 @@ class Memory(Aggregate):
         read_id: str | None
         weight: float
         repo_id: str | None
+        actor: str | None
 
         @staticmethod
         def upcast_v1_v2(state: dict) -> None:
             state["repo_id"] = None
+
+        @staticmethod
+        def upcast_v2_v3(state: dict) -> None:
+            state["actor"] = None
 
     class ChangeRecorded(Aggregate.Event):
         TOPIC = "domain.memory:Memory.ChangeRecorded"
@@ -104,22 +128,34 @@ class Memory(Aggregate):
 
     class MemoryForgotten(Aggregate.Event):
         TOPIC = "domain.memory:Memory.MemoryForgotten"
-        class_version = 2
+        class_version = 3
 
         reason: str
         repo_id: str | None
+        actor: str | None
 
         @staticmethod
         def upcast_v1_v2(state: dict) -> None:
             state["repo_id"] = None
 
+        @staticmethod
+        def upcast_v2_v3(state: dict) -> None:
+            state["actor"] = None
+
     class MemoryReviewed(Aggregate.Event):
         TOPIC = "domain.memory:Memory.MemoryReviewed"
         """A person approved (status active) or rejected (status rejected) a pending memory."""
 
+        class_version = 2
+
         decision: str  # "approved" | "rejected"
         reviewer: str | None
         note: str
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["actor"] = None
 
     # The events below keep the memory clean and true (reflect, near-duplicates, anchors). Their
     # `repo_id` is the repo the action came from; None when an operator or the store itself acted
@@ -141,6 +177,8 @@ class Memory(Aggregate):
         instead of standing on its own. Carries what the duplicate said, so `strata unmerge` can
         give it back its own memory (`duplicate_id`, the id it has or would have had)."""
 
+        class_version = 2
+
         duplicate_id: str
         similarity: float
         text: str
@@ -157,6 +195,11 @@ class Memory(Aggregate):
         weight: float
         source: str  # "write" | "reflect"
         repo_id: str | None
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict) -> None:
+            state["actor"] = None
 
     class DuplicateUnmerged(Aggregate.Event):
         TOPIC = "domain.memory:Memory.DuplicateUnmerged"
@@ -199,6 +242,7 @@ class Memory(Aggregate):
         author: str | None,
         status: str,
         redactions: int,
+        actor: str | None = None,
     ) -> None:
         self.text = text
         self.kind = kind
@@ -219,9 +263,11 @@ class Memory(Aggregate):
         self.reinforcements = 0
         self.last_validated: datetime = self.created_on
         self.review_note: str | None = None
+        if actor is not None:  # the writer of record, kept only where known (older states lack it)
+            self.writer = actor
 
     @classmethod
-    def written(cls, id: UUID, **fields: object) -> Memory.MemoryWritten:  # noqa: A002
+    def written(cls, id: UUID, actor: str | None = None, **fields: object) -> Memory.MemoryWritten:  # noqa: A002
         """The MemoryWritten event that creates a memory, built directly: the same event
         ``Memory(...)`` records, without the metaclass's per-call argument inspection (a bulk import
         builds tens of thousands per second, and most are never needed as aggregates)."""
@@ -230,6 +276,7 @@ class Memory(Aggregate):
             originator_id=id,
             originator_version=cls.INITIAL_VERSION,
             timestamp=cls.MemoryWritten.create_timestamp(),
+            actor=actor,
             **fields,
         )
 
@@ -252,6 +299,7 @@ class Memory(Aggregate):
         source: str,
         weight: float,
         repo_id: str | None = None,
+        actor: str | None = None,
     ) -> None:
         self.truth = beliefs.observe(self.truth, target, weight)
         if source == "reinforcement":
@@ -271,6 +319,7 @@ class Memory(Aggregate):
         read_id: str | None,
         weight: float,
         repo_id: str | None = None,
+        actor: str | None = None,
     ) -> None:
         self.utility = beliefs.add_utility(self.utility, problem_id or beliefs.NO_CONTEXT, target, weight)
 
@@ -285,11 +334,11 @@ class Memory(Aggregate):
         self.change_targets.extend(change_targets)
 
     @event(MemoryForgotten)
-    def _forget(self, reason: str, repo_id: str | None = None) -> None:
+    def _forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
         self.status = "forgotten"
 
     @event(MemoryReviewed)
-    def _review(self, decision: str, reviewer: str | None, note: str) -> None:
+    def _review(self, decision: str, reviewer: str | None, note: str, actor: str | None = None) -> None:
         self.status = "active" if decision == "approved" else "rejected"
         self.review_note = note
 
@@ -302,7 +351,7 @@ class Memory(Aggregate):
         self, duplicate_id: str, similarity: float, text: str, confidence: float, rationale: str,
         problem_id: str | None, related_ids: list[str], evidence_refs: list[str], author: str | None, status: str,
         anchors: list[dict[str, Any]], redactions: int, target: float, weight: float, source: str,
-        repo_id: str | None,
+        repo_id: str | None, actor: str | None = None,
     ) -> None:
         entry = merge_entry(duplicate_id, similarity, target, weight, iso(self.modified_on), iso(self.last_validated))
         self.truth = beliefs.observe(self.truth, target, weight)
@@ -353,8 +402,13 @@ class Memory(Aggregate):
     def is_alive(self) -> bool:
         return self.status in ("active", "pending")
 
+    @property
+    def writer_actor(self) -> str | None:
+        """The token it was written through (None: the local operator, or written before actors were kept)."""
+        return getattr(self, "writer", None)
+
     def visible_to(self, repo_id: str) -> bool:
-        return self.scope == "global" or self.repo_id == repo_id
+        return visibility.can_see(repo_id, self.scope, self.repo_id, status=self.status)
 
     def utility_for(self, problem_id: str | None) -> float:
         return beliefs.utility_for(self.utility, problem_id)

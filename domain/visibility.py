@@ -9,6 +9,10 @@ in full only to that repo; a change is shown only where the change memory itself
 withheld from a viewer is the event's content, never the fact that the memory's truth or utility moved
 (those values are shared by every repo that sees the memory).
 
+A global memory that waits for review (or was rejected in it) is a proposal, not yet shared: it is
+visible to the repo it was written from only, which decides it in its review queue. Other repos see it
+once it is approved.
+
 `viewer=None` is the operator's unscoped view (`strata show ID` without --repo): everything.
 """
 
@@ -29,11 +33,18 @@ every viewer of the memory sees them. (A DuplicateMerged is a write of the same 
 it reinforces: shown like the memory's own MemoryWritten, with the writer's repo withheld.)"""
 
 
-def can_see(viewer: str | None, scope: str, owner: str, include_global: bool = True) -> bool:
-    """Whether a memory of `scope` written in repo `owner` is visible to repo `viewer`."""
+PROPOSED = ("pending", "rejected")
+"""Statuses of a global memory that is still its writer repo's proposal (see the module docstring)."""
+
+
+def can_see(viewer: str | None, scope: str, owner: str, include_global: bool = True, status: str | None = None) -> bool:
+    """Whether a memory of `scope` written in repo `owner` (with `status`, where known) is visible to
+    repo `viewer`."""
     if viewer is None:
         return True
-    return include_global if scope == "global" else owner == viewer
+    if scope != "global":
+        return owner == viewer
+    return include_global and (status not in PROPOSED or owner == viewer)
 
 
 def sql_clause(include_global: bool = True) -> str:
@@ -42,10 +53,14 @@ def sql_clause(include_global: bool = True) -> str:
 
 
 def sql_parts(include_global: bool = True) -> list[tuple[str, bool]]:
-    """can_see() in SQL as disjoint conditions (each one range of an index on (scope, repo_id, ...)),
-    each with whether it binds the viewer to one `?`: for queries that page through each part in
-    index order and merge them (UNION ALL) instead of sorting everything the viewer sees."""
-    return [("scope = 'repo' AND repo_id = ?", True)] + ([("scope = 'global'", False)] if include_global else [])
+    """can_see() in SQL, statuses included, as disjoint conditions (each one range of an index on
+    (scope, repo_id, ...)), each with whether it binds the viewer to one `?`: for queries that page
+    through each part in index order and merge them (UNION ALL) instead of sorting everything the
+    viewer sees."""
+    proposed = ", ".join(f"'{s}'" for s in PROPOSED)
+    shared = [(f"scope = 'global' AND status NOT IN ({proposed})", False), (f"scope = 'global' AND repo_id = ? "
+                                                                           f"AND status IN ({proposed})", True)]
+    return [("scope = 'repo' AND repo_id = ?", True)] + (shared if include_global else [])
 
 
 def history(events: Sequence[Any], scope: str, owner: str, viewer: str | None,

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.unit_of_work import CleanWrite
 from strata_recall.domain.bulk import paused_gc
@@ -24,15 +25,17 @@ from strata_recall.domain.commands import Adjustment, ImportOutcome, NearDuplica
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id
-from strata_recall.interface import anchors as anchoring
+from strata_recall.interface import access, anchors as anchoring
 from strata_recall.interface.workspace import Workspaces
 from strata_recall.interface.inspector.browse import Inspector
+from strata_recall.interface.operations import Operation
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates, Similar
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.recall import ReadQuery, RecallEngine
 from strata_recall.workers.as_of import Moment
+from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
     MemoriesRequest,
@@ -108,8 +111,14 @@ def problems_of(exc: ValidationError) -> list[Problem]:
     return problems
 
 
-def parse(model: type[M], payload: str | bytes | dict[str, Any]) -> M:
-    """Validate a request from JSON text or an already-decoded object."""
+Payload = str | bytes | dict[str, Any] | BaseModel
+"""A request: JSON text, a decoded object, or the contract model already parsed (CommandAPI.admit)."""
+
+
+def parse(model: type[M], payload: Payload) -> M:
+    """Validate a request from JSON text or an already-decoded object (a parsed one is taken as is)."""
+    if isinstance(payload, model):
+        return payload
     try:
         if isinstance(payload, dict):
             return model.model_validate(payload)
@@ -155,12 +164,28 @@ class CommandAPI:
         self.near_duplicates = near_duplicates
         """The near-duplicate lookup when the embedding model is loaded, else None (never loads it)."""
 
+    def admit(self, op: Operation, payload: Payload, principal: Principal) -> BaseModel:
+        """The request, parsed, if `principal` may make it (interface/access.py; StrataError otherwise).
+        Every transport's call comes through here first (interface/mcp_server.py Dispatcher.call)."""
+        request = parse(op.request, payload)
+        access.check(op, request, principal, self._scope_of)
+        return request
+
+    def _scope_of(self, raw_id: str, repo_id: str) -> str | None:
+        mid = parse_memory_id(raw_id)
+        memory = self.log.find(mid) if mid else None
+        return memory.scope if memory is not None and memory.visible_to(repo_id) else None
+
+    def whoami(self, payload: Payload, principal: Principal = LOCAL) -> WhoamiResponse:
+        parse(WhoamiRequest, payload)
+        return WhoamiResponse(**principal.as_dict())
+
     def _reader(self) -> Reader:
         if self.reader is None:
             raise StrataError("internal_error", "", "this interface was built without the read path")
         return self.reader
 
-    def read(self, payload: str | bytes | dict[str, Any]) -> ReadResponse:
+    def read(self, payload: Payload, principal: Principal = LOCAL) -> ReadResponse:
         request = parse(ReadRequest, payload)
         reader = self._reader()
         if request.consistency is not None:
@@ -180,43 +205,33 @@ class CommandAPI:
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
         )
 
-    @staticmethod
-    def consistency_of(payload: str | bytes | dict[str, Any],
-                       model: type[ReadRequest | IndexRequest] = ReadRequest) -> Consistency | None:
-        """A read's (or an index's) `consistency` option, for transports that wait for it before the
-        call takes its turn (interface/consistency.py); None when absent, or when the payload does not
-        parse (the operation itself then reports why)."""
-        try:
-            return parse(model, payload).consistency
-        except StrataError:
-            return None
-
     def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
         if not reader.wait(consistency.after_position, consistency.timeout_ms / 1000):
             raise not_yet_consistent(consistency)
 
     # --- the inspector: read-only views of a repo's memory, now or as of a past moment ------------
 
-    def memories(self, payload: str | bytes | dict[str, Any]) -> MemoriesResponse:
+    def memories(self, payload: Payload, principal: Principal = LOCAL) -> MemoriesResponse:
         return self._inspector().memories(parse(MemoriesRequest, payload))
 
-    def memory(self, payload: str | bytes | dict[str, Any]) -> MemoryResponse:
+    def memory(self, payload: Payload, principal: Principal = LOCAL) -> MemoryResponse:
         return self._inspector().memory(parse(MemoryRequest, payload))
 
-    def timeline(self, payload: str | bytes | dict[str, Any]) -> TimelineResponse:
+    def timeline(self, payload: Payload, principal: Principal = LOCAL) -> TimelineResponse:
         return self._inspector().timeline(parse(TimelineRequest, payload))
 
-    def review_queue(self, payload: str | bytes | dict[str, Any]) -> MemoriesResponse:
+    def review_queue(self, payload: Payload, principal: Principal = LOCAL) -> MemoriesResponse:
         return self._inspector().review_queue(parse(ReviewQueueRequest, payload))
 
-    def repos(self, payload: str | bytes | dict[str, Any]) -> ReposResponse:
-        return self._inspector().repos(parse(ReposRequest, payload))
+    def repos(self, payload: Payload, principal: Principal = LOCAL) -> ReposResponse:
+        """The repos with memories, as far as `principal` may use them (the operator: every one)."""
+        return self._inspector().repos(parse(ReposRequest, payload), principal.may_use)
 
-    def prepare_past(self, payload: str | bytes | dict[str, Any], model: type[BaseModel]) -> None:
+    def prepare_past(self, payload: Payload, model: type[BaseModel]) -> None:
         """Build the past model a request's `as_of` needs before the request takes its turn: a serving
         process does it off its operation lane, so a replay of the log never holds up other requests.
         Does nothing without as_of, or when the request does not parse (the operation then says why)."""
-        if not self.names_as_of(payload):
+        if not isinstance(payload, BaseModel) and not self.names_as_of(payload):
             return
         try:
             as_of = getattr(parse(model, payload), "as_of", None)
@@ -235,11 +250,13 @@ class CommandAPI:
         reader = self._reader()
         return Inspector(self.log, reader.moment, reader.browser)
 
-    def review(self, payload: str | bytes | dict[str, Any]) -> ReviewResponse:
+    def review(self, payload: Payload, principal: Principal = LOCAL) -> ReviewResponse:
         """A person's decision on a pending memory of a repo's review queue."""
         request = parse(ReviewRequest, payload)
-        outcome = self.log.review(request.memory_id, request.decision, request.note, request.reviewer,
-                                  repo_id=request.repo_id)
+        # through a token, the reviewer is the token's name, never the client's free text
+        reviewer = principal.name if principal.name is not None else request.reviewer
+        outcome = self.log.review(request.memory_id, request.decision, request.note, reviewer,
+                                  repo_id=request.repo_id, actor=principal.name)
         log.info("review", repo_id=request.repo_id, memory_id=outcome.memory_id, decision=request.decision,
                  position=outcome.position)
         return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
@@ -252,9 +269,9 @@ class CommandAPI:
         log.info("archetype", name=request.name, outcome=outcome, position=position)
         return ArchetypeResponse(name=request.name, outcome=outcome, position=position)
 
-    def write(self, payload: str | bytes | dict[str, Any]) -> WriteResponse:
+    def write(self, payload: Payload, principal: Principal = LOCAL) -> WriteResponse:
         request = parse(WriteRequest, payload)
-        cmd = to_new_memory(request, self.workspaces)
+        cmd = to_new_memory(request, self.workspaces, actor=principal.name)
         clean = CleanWrite.of(cmd)
         finder = self.near_duplicates() if self.near_duplicates is not None else None
         similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(clean.mid)) if finder else []
@@ -265,7 +282,7 @@ class CommandAPI:
                  merged=outcome.duplicate_id is not None)
         return write_response(outcome, similar if finder else None)
 
-    def update(self, payload: str | bytes | dict[str, Any]) -> UpdateResponse:
+    def update(self, payload: Payload, principal: Principal = LOCAL) -> UpdateResponse:
         request = parse(UpdateRequest, payload)
         truth = request.updates.truth
         utility = request.updates.utility
@@ -289,6 +306,7 @@ class CommandAPI:
             if utility
             else None,
             commit=request.mode == "commit",
+            actor=principal.name,
         )
         if credit is not None and outcome.utility is not None and outcome.utility.recorded:
             self._reader().ledger().credit([credit])
@@ -303,9 +321,9 @@ class CommandAPI:
             position=outcome.position,
         )
 
-    def forget(self, payload: str | bytes | dict[str, Any]) -> ForgetResponse:
+    def forget(self, payload: Payload, principal: Principal = LOCAL) -> ForgetResponse:
         request = parse(ForgetRequest, payload)
-        outcome = self.log.forget(request.repo_id, request.memory_id, request.reason)
+        outcome = self.log.forget(request.repo_id, request.memory_id, request.reason, actor=principal.name)
         log.info("forget", repo_id=request.repo_id, memory_id=outcome.memory_id, forgotten=outcome.forgotten,
                  position=outcome.position)
         return ForgetResponse(memory_id=outcome.memory_id, forgotten=outcome.forgotten, position=outcome.position)
@@ -354,7 +372,7 @@ class CommandAPI:
         except StrataError as exc:
             raise _at_lines(exc, line_numbers) from None
 
-    def feedback(self, payload: str | bytes | dict[str, Any]) -> FeedbackResponse:
+    def feedback(self, payload: Payload, principal: Principal = LOCAL) -> FeedbackResponse:
         """A session's utility ratings, in one transaction: only memories its cited reads returned,
         each at most once, and at most `feedback_max_memories` memories per session (the set of
         reads it cites), counting what earlier feedback on those reads already moved."""
@@ -388,7 +406,7 @@ class CommandAPI:
             for key, used in zip(wanted, request.used)
         ]
         commit = request.mode == "commit"
-        outcomes, position = self.log.rate(request.repo_id, ratings, commit=commit)
+        outcomes, position = self.log.rate(request.repo_id, ratings, commit=commit, actor=principal.name)
         if commit:
             ledger.credit([(returned_by[o.memory_id], o.memory_id) for o in outcomes])
         log.info("feedback", repo_id=request.repo_id, reads=len(read_ids), rated=len(outcomes), mode=request.mode,
@@ -401,7 +419,7 @@ class CommandAPI:
             position=position,
         )
 
-    def index(self, payload: str | bytes | dict[str, Any]) -> IndexResponse:
+    def index(self, payload: Payload, principal: Principal = LOCAL) -> IndexResponse:
         """What the repo's memory holds, in a table small enough for an agent's context."""
         request = parse(IndexRequest, payload)
         if request.consistency is not None:
@@ -490,7 +508,7 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
     )
 
 
-def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None) -> NewMemory:
+def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None, actor: str | None = None) -> NewMemory:
     memory = request.memory
     return NewMemory(
         anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None,
@@ -506,6 +524,7 @@ def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None) -
         change_targets=tuple(memory.links.change_targets),
         evidence_refs=tuple(memory.evidence_refs),
         author=request.author,
+        actor=actor,
     )
 
 

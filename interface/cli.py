@@ -1,6 +1,7 @@
 """The `strata` command: JSON requests in (argument, file or stdin), JSON out when piped,
 readable text on a terminal. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-4 conflict, 5 unavailable (the event log cannot be reached or written; retry later)."""
+4 conflict, 5 unavailable (the event log cannot be reached or written; retry later), 6 forbidden.
+The CLI is the local operator: it may do everything (tokens limit what `strata serve` lets others do)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,14 @@ from strata_recall.interface.logs import configure_logging
 from strata_recall.interface.settings import load_settings
 from strata_recall.interface.views import event_record, history, memory_at, memory_state, visible_in_log
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
+from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.store import ProjectionBusy
 from strata_recall.schemas.common import AsOf
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 from strata_recall.schemas.registry import CONTRACTS, render as render_schema
 from strata_recall.workers.runner import replay as run_replay
 
-EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "internal": 1}
+EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "forbidden": 6, "internal": 1}
 
 app = typer.Typer(
     name="strata",
@@ -560,7 +562,7 @@ def serve(
 ) -> None:
     """Run Strata: the MCP streamable-HTTP endpoint (/mcp), the HTTP JSON endpoint (/v1/..., OpenAPI at
     /openapi.json), the projection workers and the compaction scheduler, until SIGINT/SIGTERM. A bearer
-    token (STRATA_TOKEN) is required when binding a non-loopback address.
+    token (STRATA_TOKEN, or a named one: strata token create) is required when binding a non-loopback address.
 
     Example: strata serve --port 7411
     """
@@ -793,6 +795,80 @@ def review_reject(
     Example: strata review reject 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "we have no VPN"
     """
     _decide(ctx, memory_ids, "rejected", note, reviewer)
+
+
+token_app = typer.Typer(help="Named tokens for a team: which repos and operations each agent or person may use "
+                        "through `strata serve` (docs/SECURITY.md).", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@token_app.command("create")
+def token_create(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The token's name, recorded on every event it makes (e.g. alice-agent)."),
+    repos: Optional[list[str]] = typer.Option(None, "--repos", help="Repo ids or patterns it may use (repeatable or "
+                                              "comma-separated): acme/*, github.com/acme/api; ** for every repo."),
+    ops: str = typer.Option(..., "--ops", help="Comma-separated: read, write, review, operator."),
+    global_memories: bool = typer.Option(False, "--global", help="It may also write, change, rate, forget and review "
+                                         "global memories (every token reads them)."),
+) -> None:
+    """Create a named token and print its secret, once: the log keeps only its sha256. A running
+    `strata serve` on this store accepts it within a second; from then on every request needs a token.
+
+    Example: strata token create alice-agent --repos 'acme/*' --ops read,write
+    """
+    with _session(ctx) as strata:
+        patterns = [part.strip() for item in repos or [] for part in item.split(",") if part.strip()]
+        first = not _credentials(strata).in_force
+        issued = strata.log.issue_token(name, patterns, ops.split(","), global_memories)
+        log.info("token_created", name=name, position=issued.position)
+        listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
+        _emit(ctx.obj, {"ok": True, "token": issued.secret, **listed, "position": issued.position},
+              lambda v: f"{v['token']}\n(token {v['name']}: {', '.join(v['operations'])} on {', '.join(v['repos'])}"
+                        f"{' and global memories' if v['global_memories'] else ''}; shown once, store it now: the server "
+                        "keeps only its hash; send it as Authorization: Bearer <token>)")
+        if first and strata.settings.token is None:
+            sys.stderr.write("strata: the first named token: from now on every request to `strata serve` on this store "
+                             "needs a token (STRATA_TOKEN or a named one), also after revocations\n")
+
+
+@token_app.command("list")
+def token_list(ctx: typer.Context) -> None:
+    """List the named tokens: name, operations, repos, whether global, created, revoked (never a secret
+    or a hash).
+
+    Example: strata token list
+    """
+    with _session(ctx) as strata:
+        tokens = _credentials(strata).listing()
+        _emit(ctx.obj, {"ok": True, "tokens": tokens}, lambda v: "\n".join(
+            f"{t['name']}: {', '.join(t['operations'])} on {', '.join(t['repos'])}"
+            f"{' +global' if t['global_memories'] else ''}; created {t['created']}"
+            + (f"; REVOKED {t['revoked']}" if t["revoked"] else "") for t in v["tokens"]) or "no named tokens")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The token to revoke."),
+    reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
+) -> None:
+    """Revoke a named token: a running `strata serve` refuses it within a second (every node of a
+    shared deployment: they read the same log). Its name is not issued again.
+
+    Example: strata token revoke alice-agent --reason "left the team"
+    """
+    with _session(ctx) as strata:
+        revoked, position = strata.log.revoke_token(name, reason)
+        log.info("token_revoked", name=name, revoked=revoked, position=position)
+        _emit(ctx.obj, {"ok": True, "name": name, "revoked": revoked, "position": position},
+              lambda v: f"revoked {v['name']}" if v["revoked"] else f"{v['name']} was revoked already")
+
+
+def _credentials(strata: Strata) -> Credentials:
+    credentials = Credentials(strata.log)
+    credentials.refresh()
+    return credentials
 
 
 @app.command()

@@ -15,7 +15,11 @@
 - **Content-Type** of a request with a body must be `application/json`. A form or `text/plain` POST is
   the one kind a browser sends cross-site without asking first (no CORS preflight). Refused with 415.
 
-`BearerToken`: with a token configured, every route but /healthz needs `Authorization: Bearer <token>`.
+`BearerToken` answers who is asking. With a token in force (the server's STRATA_TOKEN, a named token
+issued with `strata token create`, or any bind beyond loopback), every route but /healthz and the
+page shell needs `Authorization: Bearer <token>`, and the request carries the principal that token
+stands for (domain/access.py) to the operation's access check: `principal_in(scope)`. With no token
+at all (a loopback server, as installed), every request is the local operator's.
 Refusals are the one error shape of every transport, `{"ok": false, "error": {code, path, message}}`.
 """
 
@@ -26,12 +30,14 @@ import hmac
 import ipaddress
 import socket
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from strata_recall.domain.access import LOCAL, Principal, default_principal
+from strata_recall.domain.errors import StrataError
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 
 OPEN_PATHS = frozenset({"/healthz"})
@@ -142,30 +148,72 @@ class RequestGuard:
         return self.host_allowed(name) and (server_port is None or port == server_port)
 
 
-class BearerToken:
-    """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs
-    `Authorization: Bearer <token>`, compared in constant time."""
+class Tokens(Protocol):
+    """The named tokens a server accepts (projections/credentials.py), answered from memory."""
 
-    def __init__(self, app: ASGIApp, token: str | None, open_paths: Iterable[str] = ()) -> None:
+    @property
+    def in_force(self) -> bool: ...
+
+    def principal(self, secret: bytes) -> Principal | None: ...
+
+
+class BearerToken:
+    """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs `Authorization:
+    Bearer <token>` once a token is in force: `token` (the server's STRATA_TOKEN, compared in constant
+    time), the named tokens of `tokens` (from the first one issued on: revoking the last one does not
+    open the server again), or always when `required` (a bind beyond loopback). The
+    principal found is left in the request's scope for the operations' access check (principal_in);
+    with no token in force, the local operator's."""
+
+    def __init__(self, app: ASGIApp, token: str | None, open_paths: Iterable[str] = (), tokens: Tokens | None = None,
+                 required: bool = False) -> None:
         self.app = app
         self.digest = hashlib.sha256(token.encode()).digest() if token else None
         self.open_paths = OPEN_PATHS | frozenset(open_paths)
+        self.tokens = tokens
+        self.required = required or self.digest is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.digest is None or scope["type"] != "http" or scope["path"] in self.open_paths:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        principal = self.principal(scope)
+        if principal is not None:
+            scope.setdefault("state", {})[PRINCIPAL] = principal
             await self.app(scope, receive, send)
             return
         header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        # hashing first makes the comparison independent of the presented token's length too
-        presented = hashlib.sha256(credentials.strip()).digest()
-        if scheme.lower() == b"bearer" and hmac.compare_digest(presented, self.digest):
-            await self.app(scope, receive, send)
-            return
         code, message = ("token_required", "this server needs Authorization: Bearer <token>") if not header else (
-            "invalid_token", "the bearer token is not this server's")
+            "invalid_token", "the bearer token is not one this server accepts (unknown, or revoked)")
         response = refusal(401, code, "authorization", message, headers={"WWW-Authenticate": 'Bearer realm="strata"'})
         await response(scope, receive, send)
+
+    def principal(self, scope: Scope) -> Principal | None:
+        """Who the request is (None: refused). Only memory is read here: this runs on the event loop."""
+        if not self.required and not (self.tokens is not None and self.tokens.in_force):
+            return LOCAL
+        header = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, credentials = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not credentials.strip():
+            return None
+        secret = credentials.strip()
+        # hashing first makes the comparison independent of the presented token's length too
+        if self.digest is not None and hmac.compare_digest(hashlib.sha256(secret).digest(), self.digest):
+            return default_principal()
+        return self.tokens.principal(secret) if self.tokens is not None else None
+
+
+PRINCIPAL = "principal"
+"""Where BearerToken leaves the principal: scope["state"][PRINCIPAL]."""
+
+
+def principal_in(scope: Scope) -> Principal:
+    """The principal BearerToken found for this request; refused when none was (fail closed: a route
+    that ran without the check must not act as anyone)."""
+    principal = (scope.get("state") or {}).get(PRINCIPAL)
+    if not isinstance(principal, Principal):
+        raise StrataError("internal_error", "", "the request reached an operation without passing the token check")
+    return principal
 
 
 class NoSniff:

@@ -41,7 +41,7 @@ from typing import Any
 import anyio
 import orjson
 import structlog
-from mcp.server.mcpserver import MCPServer, ResourceSecurity
+from mcp.server.mcpserver import Context, MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.mcpserver.tools import Tool
@@ -53,8 +53,10 @@ from pydantic import BaseModel
 from strata_recall.domain.errors import Conflict, StrataError
 from strata_recall.interface.api import CommandAPI
 from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from strata_recall.interface import stdio_wire, tool_schema
+from strata_recall.domain.access import LOCAL, Principal
+from strata_recall.interface import access, stdio_wire, tool_schema
 from strata_recall.interface.consistency import PositionWaiters, TrackedPositions
+from strata_recall.interface.http_security import principal_in
 from strata_recall.interface.logs import route_stdlib_logging
 from strata_recall.interface.stalls import StallWatch
 from strata_recall.interface.inspector.resources import add_inspector_resources
@@ -108,25 +110,34 @@ class Dispatcher:
         self._lane: anyio.CapacityLimiter | None = None
         self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
 
-    async def call(self, op: Operation, payload: str | bytes | dict[str, Any]) -> BaseModel:
-        """The operation's response model, or StrataError (unexpected failures become internal_error)."""
+    async def call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal = LOCAL) -> BaseModel:
+        """The operation's response model, or StrataError (unexpected failures become internal_error).
+        `principal` is who asks (domain/access.py): admitted first (CommandAPI.admit), before anything
+        waits or is built on its behalf."""
         if self._lane is None or self._past is None:  # created inside the event loop that uses them
             self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
+            if access.needs_scopes(op, principal):  # the check reads the log: on the lane, with the call
+                return await anyio.to_thread.run_sync(self.stalls.run, op.name, self._admitted_call, op, payload, principal,
+                                                      limiter=self._lane)
+            request = self.api.admit(op, payload, principal)
             if self.waiters is not None and op.method in ("read", "index"):
-                consistency = self.api.consistency_of(payload, op.request)
+                consistency = getattr(request, "consistency", None)
                 if consistency is not None:
                     await self.waiters.wait(consistency)
-            if op.read_only and "as_of" in op.request.model_fields and self.api.names_as_of(payload):
+            if op.read_only and getattr(request, "as_of", None) is not None:
                 # building a read model of the past replays the log: beside the lane, not in it
-                await anyio.to_thread.run_sync(self.api.prepare_past, payload, op.request, limiter=self._past)
-            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, payload,
+                await anyio.to_thread.run_sync(self.api.prepare_past, request, op.request, limiter=self._past)
+            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
                                                   limiter=self._lane)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
+
+    def _admitted_call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal) -> BaseModel:
+        return op.call(self.api, self.api.admit(op, payload, principal), principal)
 
 
 def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
@@ -264,12 +275,23 @@ class Background:
 # --- the MCP server ---------------------------------------------------------------------------------
 
 
+def principal_of(context: Any) -> Principal:
+    """Who makes an MCP request: over HTTP, the principal the bearer-token check left on the request
+    (interface/http_security.py); without an HTTP request (stdio, an in-process client), the local
+    operator."""
+    try:
+        request = context.request_context.request
+    except (AttributeError, ValueError):  # no request context at all
+        request = None
+    return LOCAL if request is None else principal_in(request.scope)
+
+
 class OperationTool(Tool):
     """A tool whose schemas are the operation's contracts and whose arguments go to the command API
     unchanged: validation (and its codes, paths and messages) is the API's, as in the CLI and HTTP."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        return await self.fn(arguments)
+        return await self.fn(arguments, context)
 
 
 def _accepts_string(schema: dict[str, Any]) -> bool:
@@ -297,11 +319,11 @@ def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dic
 def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
     input_schema = tool_schema.input_schema(op.request, hidden=op.advanced)
 
-    async def call(arguments: dict[str, Any]) -> CallToolResult:
+    async def call(arguments: dict[str, Any], context: Any) -> CallToolResult:
         started = time.perf_counter()
         payload = orjson.dumps(_pre_parse(input_schema, arguments))  # JSON text: the same parse as CLI and HTTP
         try:
-            response = await dispatcher.call(op, payload)
+            response = await dispatcher.call(op, payload, principal_of(context))
         except StrataError as exc:
             log.info("tool", op=op.name, ok=False, code=exc.code, ms=round((time.perf_counter() - started) * 1000, 2))
             text = error_response(exc).model_dump_json()
@@ -349,11 +371,11 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
     index_op = OPERATIONS["memory_index"]
     # the inspector's read-only views: resource templates, not tools (nothing in an agent's context)
     add_inspector_resources(server, list(INSPECTOR.values()), dispatcher.call,
-                            lambda exc: error_response(exc).model_dump_json())
+                            lambda exc: error_response(exc).model_dump_json(), principal_of)
 
-    async def index_text(repo_id: str) -> str:
+    async def index_text(repo_id: str, context: Any) -> str:
         try:
-            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}))
+            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}), principal_of(context))
         except StrataError as exc:
             raise ResourceError(error_response(exc).model_dump_json()) from None
         return str(getattr(response, "text"))
@@ -368,17 +390,17 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
                      description="A compact table (about 300 tokens) of what a repo's memory holds: topics, kinds, "
                                  "counts, tags. Load it at session start. Example: strata://index/acme/api",
                      mime_type="text/markdown", security=ResourceSecurity(exempt_params={"repo_id"}))
-    async def memory_index(repo_id: str) -> str:
-        return await index_text(repo_id)
+    async def memory_index(repo_id: str, ctx: Context) -> str:
+        return await index_text(repo_id, ctx)
 
     @server.prompt(PROMPT_NAME, title="Strata session protocol",
                    description="How to use Strata memory in a coding session; with repo_id, followed by that "
                                "repo's memory index.")
-    async def session_protocol(repo_id: str | None = None) -> list[UserMessage]:
+    async def session_protocol(ctx: Context, repo_id: str | None = None) -> list[UserMessage]:
         messages = [UserMessage(SESSION_PROTOCOL)]
         if repo_id:
             try:
-                messages.append(UserMessage(f"What the memory of {repo_id} holds now:\n\n{await index_text(repo_id)}"))
+                messages.append(UserMessage(f"What the memory of {repo_id} holds now:\n\n{await index_text(repo_id, ctx)}"))
             except ResourceError as exc:
                 messages.append(UserMessage(f"(the memory index of {repo_id} is unavailable: {exc})"))
         return messages

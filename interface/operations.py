@@ -9,6 +9,13 @@ MCP as resource templates (read-only ones) that cost an agent's context nothing 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
 request and response models are the contracts in `schemas/`. The descriptions are written for the
 agent that calls them: they teach how to use memory well, not only what the fields are.
+
+This table is also the access table: each operation names the permission a token needs to call it
+(`permission`: read, write, review, operator; domain/access.py) and the request fields naming the
+memories it records events on (`touches`: a global one needs a token allowed on global memories).
+interface/access.py checks both, and the request's repo, for every transport. The MCP server's own
+resources and prompt go through the same operations (the memory index resource and the prompt's
+index are `memory_index`) or hold no data (the session protocol: any token may read it).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from strata_recall.domain.access import LOCAL, Principal
+from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.browse import (
     MemoriesRequest,
     MemoriesResponse,
@@ -84,6 +93,13 @@ class Operation:
     description: str
     example: dict[str, Any]
     read_only: bool
+    permission: str | None
+    """What a token needs to call it (domain/access.py PERMISSIONS); None: any token (nothing of a repo's)."""
+    touches: tuple[str, ...] = ()
+    """Request fields naming memories it records events on (`used[].memory_id`: that field of every
+    item of `used`): on a global memory, only a token allowed on global memories may."""
+    creates: str | None = None
+    """The request field holding the scope of a memory it creates: a global one likewise."""
     destructive: bool = False
     """It can make memories unavailable (MCP clients may ask the user before calling it)."""
     idempotent: bool = False
@@ -98,8 +114,9 @@ class Operation:
     """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
     are request fields (numbers and lists given as text: `kinds=fact,change`)."""
 
-    def call(self, api: Any, payload: str | bytes | dict[str, Any]) -> BaseModel:
-        return getattr(api, self.method)(payload)
+    def call(self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL) -> BaseModel:
+        """The operation on `api` as `principal` (the caller checked access first: interface/access.py)."""
+        return getattr(api, self.method)(payload, principal=principal)
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -120,6 +137,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
+            permission="read",
             advanced=("expand", "consistency", "workspace", "as_of"),
         ),
         Operation(
@@ -146,6 +164,8 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             read_only=False,
+            permission="write",
+            creates="memory.scope",
             advanced=("author", "anchors", "workspace"),
         ),
         Operation(
@@ -174,6 +194,8 @@ OPERATIONS: dict[str, Operation] = {
                 },
             },
             read_only=False,
+            permission="write",
+            touches=("memory_id",),
         ),
         Operation(
             name="feedback",
@@ -193,6 +215,8 @@ OPERATIONS: dict[str, Operation] = {
                 "context_problem_id": "<problem memory id>",
             },
             read_only=False,
+            permission="write",
+            touches=("used[].memory_id",),
             advanced=("confidence",),
         ),
         Operation(
@@ -208,6 +232,8 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>", "reason": "asked by the user"},
             read_only=False,
+            permission="write",
+            touches=("memory_id",),
             destructive=True,
             idempotent=True,
         ),
@@ -223,6 +249,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api"},
             read_only=True,
+            permission="read",
             advanced=("consistency", "max_tokens"),
         ),
         Operation(
@@ -238,6 +265,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "query": "postgres", "kinds": ["fact"], "limit": 20},
             read_only=True,
+            permission="read",
             agent_tool=False,
             resource="strata://inspect/memories/{+repo_id}{?query,kinds,statuses,maturities,order,offset,limit,as_of}",
         ),
@@ -254,6 +282,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>"},
             read_only=True,
+            permission="read",
             agent_tool=False,
             resource="strata://inspect/memory/{memory_id}/{+repo_id}{?as_of}",
         ),
@@ -269,6 +298,7 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "limit": 50},
             read_only=True,
+            permission="read",
             agent_tool=False,
             resource="strata://inspect/timeline/{+repo_id}{?before,limit,as_of}",
         ),
@@ -281,6 +311,7 @@ OPERATIONS: dict[str, Operation] = {
             description="The memories a repo sees that wait for review (review_writes): approve or reject them with review.",
             example={"repo_id": "acme/api"},
             read_only=True,
+            permission="read",
             agent_tool=False,
             resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
         ),
@@ -293,6 +324,7 @@ OPERATIONS: dict[str, Operation] = {
             description="The operator's list of repos (names and counts of memories and pending reviews only).",
             example={},
             read_only=True,
+            permission="read",
             agent_tool=False,
             resource="strata://inspect/repos{?as_of}",
         ),
@@ -308,6 +340,21 @@ OPERATIONS: dict[str, Operation] = {
             ),
             example={"repo_id": "acme/api", "memory_id": "<memory id>", "decision": "approved", "note": "checked"},
             read_only=False,
+            permission="review",
+            touches=("memory_id",),
+            agent_tool=False,
+        ),
+        Operation(
+            name="whoami",
+            method="whoami",
+            request=WhoamiRequest,
+            response=WhoamiResponse,
+            summary="Inspector: the token this request came through: its name, operations and repos.",
+            description="The token's name (as events record it), its operations, repo patterns and whether it may "
+                        "touch global memories; the inspector shows only what it may see and do.",
+            example={},
+            read_only=True,
+            permission=None,
             agent_tool=False,
         ),
     )

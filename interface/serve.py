@@ -11,11 +11,13 @@ Endpoints (all generated from `interface.operations.OPERATIONS`):
     GET  /                    the inspector's page (interface/inspector/), its script and style under /inspector/
 
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
-status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 404 not found, 409
-conflict, 413 request too large, 500 internal, 503 event log unavailable.
+status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 403 what the token may
+not do, 404 not found, 409 conflict, 413 request too large, 500 internal, 503 event log unavailable.
 
-When a token is configured (STRATA_TOKEN), every route but /healthz needs `Authorization: Bearer <token>`;
-binding a non-loopback address without one is refused before anything is bound. SIGINT/SIGTERM stop
+When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
+server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
+`Authorization: Bearer <token>`, and each operation checks what that token may do (interface/access.py);
+binding a non-loopback address with no token of either kind is refused before anything is bound. SIGINT/SIGTERM stop
 accepting connections, let requests in flight finish (up to a grace period), stop the MCP sessions, the
 runner and the scheduler, and return (exit code 0). Threads and connections: see interface/mcp_server.py.
 """
@@ -47,7 +49,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
 from strata_recall.interface.bootstrap import PROJECTIONS, Strata
-from strata_recall.interface.http_security import BearerToken, NoSniff, RequestGuard, allowed_hosts, is_loopback
+from strata_recall.interface.http_security import (
+    PRINCIPAL,
+    BearerToken,
+    NoSniff,
+    RequestGuard,
+    allowed_hosts,
+    is_loopback,
+    principal_in,
+)
 from strata_recall.interface.inspector.page import PAGE_PATHS, page_routes
 from strata_recall.interface.consistency import TrackedPositions
 from strata_recall.interface.logs import route_stdlib_logging
@@ -63,15 +73,19 @@ from strata_recall.interface.mcp_server import (
 )
 from strata_recall.interface.operations import OPERATIONS, Operation
 from strata_recall.interface.stalls import StallWatch
+from strata_recall.projections.credentials import Credentials
 from strata_recall.schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
 
-STATUS = {"invalid_input": 400, "not_found": 404, "conflict": 409, "unavailable": 503, "internal": 500}
+STATUS = {"invalid_input": 400, "forbidden": 403, "not_found": 404, "conflict": 409, "unavailable": 503,
+          "internal": 500}
 MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
 GRACEFUL_SHUTDOWN_S = 10.0
 """How long requests in flight may take to finish after SIGINT/SIGTERM."""
+TOKEN_REFRESH_S = 0.25
+"""How often a server reads the log for tokens issued or revoked since (a revocation takes effect within it)."""
 KEEP_ALIVE_S = 30.0
 """Idle keep-alive connections are closed after this. Longer than common clients' pool expiry (httpx: 5 s),
 so a client never reuses a connection the server is closing at that very moment."""
@@ -120,7 +134,7 @@ def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
         request.scope.setdefault("state", {})["op"] = op.name
         try:
             body = await _body(request)
-            response = await dispatcher.call(op, body)  # the CLI's parse: invalid JSON is invalid_json
+            response = await dispatcher.call(op, body, principal_in(request.scope))  # the CLI's parse
         except StrataError as exc:
             return error_json(exc, 413 if exc.code == "request_too_large" else None)
         return Response(response.model_dump_json(), media_type="application/json")
@@ -319,18 +333,26 @@ class AccessLog:
             await self.app(scope, receive, send_logged)
         finally:
             path = scope["path"]
-            op = scope.get("state", {}).get("op") or ("mcp" if path.startswith("/mcp") else path)
+            state = scope.get("state", {})
+            op = state.get("op") or ("mcp" if path.startswith("/mcp") else path)
+            principal = state.get(PRINCIPAL)
             log.info("request", method=scope["method"], path=path, op=op, status=status,
-                     ms=round((time.perf_counter() - started) * 1000, 2))
+                     ms=round((time.perf_counter() - started) * 1000, 2),
+                     **({"token": principal.name} if principal is not None and principal.name else {}))
 
 
 # --- the app ------------------------------------------------------------------------------------------
 
 
-def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Background | None = None) -> Starlette:
+def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Background | None = None,
+               credentials: Credentials | None = None) -> Starlette:
     """The whole HTTP surface over `strata`. With `background` (prepared), the app's lifespan starts and
-    stops the projection workers and the scheduler."""
+    stops the projection workers and the scheduler. The named tokens come from the log (`credentials`,
+    refreshed here every TOKEN_REFRESH_S)."""
     token = strata.settings.token.get_secret_value() if strata.settings.token else None
+    if credentials is None:
+        credentials = Credentials(strata.log)
+        credentials.refresh()
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     dispatcher = serving_dispatcher(strata, positions, remote=True)  # HTTP and MCP over HTTP: never local
     mcp = build_mcp_server(strata, dispatcher)
@@ -340,7 +362,8 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
                                       transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     health = Health(strata, background, positions, dispatcher.stalls)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
-    document = orjson.dumps(openapi_document(token_required=token is not None))
+    document = orjson.dumps(openapi_document(
+        token_required=token is not None or credentials.in_force or not is_loopback(host)))
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type="application/json")
@@ -375,9 +398,11 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
         async with mcp.session_manager.run():
             if background is not None:
                 background.start()
+            watching = _watch_tokens(credentials)
             try:
                 yield
             finally:
+                watching.set()
                 if background is not None:
                     await anyio.to_thread.run_sync(background.stop)
                 positions.close()
@@ -389,10 +414,35 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
                     Middleware(NoSniff),
                     Middleware(RequestGuard, hosts=allowed_hosts(host, strata.settings.allowed_hosts),
                                origins=strata.settings.allowed_origins),
-                    Middleware(BearerToken, token=token, open_paths=PAGE_PATHS)],
+                    Middleware(BearerToken, token=token, open_paths=PAGE_PATHS, tokens=credentials,
+                               required=not is_loopback(host))],
         exception_handlers={HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
     )
+
+
+def _watch_tokens(credentials: Credentials) -> threading.Event:
+    """Refresh the named tokens from the log every TOKEN_REFRESH_S on a thread of their own, until the
+    returned event is set. While the log cannot be read the last known tokens stay in force (a
+    revocation cannot have been recorded meanwhile either); the failure is logged once."""
+    stop = threading.Event()
+
+    def follow() -> None:
+        failing = False
+        while not stop.wait(TOKEN_REFRESH_S):
+            try:
+                credentials.refresh()
+            except Exception as exc:  # e.g. PostgreSQL restarting: keep serving with the tokens known
+                if not failing:
+                    log.error("tokens_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+                failing = True
+                continue
+            if failing:
+                log.info("tokens_refreshed", position=credentials.position)
+            failing = False
+
+    threading.Thread(target=follow, name="strata-tokens", daemon=True).start()
+    return stop
 
 
 # --- running it ---------------------------------------------------------------------------------------
@@ -457,12 +507,15 @@ class _Server(uvicorn.Server):
 
 def run_server(strata: Strata, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM. Refuses (StrataError, exit code 2) to bind a non-loopback address
-    without a bearer token."""
-    if not is_loopback(host) and strata.settings.token is None:
+    without a bearer token (STRATA_TOKEN, or a named token in the log)."""
+    credentials = Credentials(strata.log)
+    credentials.refresh()
+    if not is_loopback(host) and strata.settings.token is None and not credentials.any_active:
         raise InvalidInput(
             "token_required", "token",
             f"binding {host!r} exposes Strata beyond this machine: set a bearer token (STRATA_TOKEN, or token in "
-            "the config file) or bind a loopback address such as 127.0.0.1",
+            "the config file), create named tokens (strata token create), or bind a loopback address such as "
+            "127.0.0.1",
         )
     if strata.settings.token is not None and not strata.settings.token.get_secret_value().strip():
         raise InvalidInput("empty_token", "token", "the bearer token is empty")
@@ -471,13 +524,14 @@ def run_server(strata: Strata, host: str, port: int) -> None:
     try:
         background.prepare()
         sock = bind(host, port)
-        app = create_app(strata, host=host, background=background)
+        app = create_app(strata, host=host, background=background, credentials=credentials)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", ws="none",
                                 server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                                 timeout_keep_alive=KEEP_ALIVE_S)
         server = _Server(config)
         url = url_of(sock)
-        log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None)
+        log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None,
+                 named_tokens=credentials.any_active)
         sys.stderr.write(f"strata: serving on {url} (MCP at {url}/mcp, JSON at {url}/v1/<operation>); "
                          "SIGINT/SIGTERM to stop\n"
                          f"strata: data directory {strata.settings.data_dir}\n"

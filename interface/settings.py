@@ -83,7 +83,9 @@ class Settings(BaseModel):
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
-    token: SecretStr | None = Field(None, description="Bearer token; required when binding a non-loopback address.")
+    token: SecretStr | None = Field(
+        None, description="The single all-powerful bearer token (recorded as `default`); a non-loopback bind needs it "
+                          "or a named token (`strata token create`, docs/SECURITY.md).")
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host names `strata serve` answers to besides loopback names and its bound address "

@@ -100,6 +100,8 @@ def shown(event: Any, full: bool, viewer: str | None, position: int | None = Non
     record = event_record(event, position)
     if viewer is not None and record["fields"].get("repo_id") not in (None, viewer):
         record["fields"]["repo_id"] = None  # which other repo wrote or touched it is not this viewer's business
+        if record["fields"].get("actor") is not None:
+            record["fields"]["actor"] = None  # nor which token of that repo
     if not full:
         record["fields"] = {k: v for k, v in record["fields"].items() if k in _EFFECT}
         record["withheld"] = WITHHELD

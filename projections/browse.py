@@ -51,7 +51,8 @@ class Browser:
             ranked = self.fts.matching(query, repo_id, include_global=include_global, kinds=kinds, statuses=statuses,
                                        limit=MAX_MATCHES)
             rows = self.rows(ranked)
-            hits = [rows[m] for m in ranked if m in rows and (not maturities or rows[m]["maturity"] in maturities)]
+            hits = [rows[m] for m in ranked if m in rows and _sees(repo_id, rows[m])
+                    and (not maturities or rows[m]["maturity"] in maturities)]
             if order is not None:  # as ORDERS says, with stable sorts
                 hits.sort(key=lambda r: (r["created"], r["memory_id"]), reverse=order != "oldest")
                 if order in ("truth", "utility"):
@@ -81,17 +82,17 @@ class Browser:
         found = store.select_in(self.snapshot.conn, _SELECT + " WHERE memory_id IN ({marks})", list(dict.fromkeys(memory_ids)))
         return {values[0]: self._summary(values) for values in found}
 
-    def owners(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
-        """(scope, repo_id) of these memories: what decides who sees them, without the rest of the row."""
-        found = store.select_in(self.snapshot.conn, "SELECT memory_id, scope, repo_id FROM snapshot WHERE memory_id IN"
-                                " ({marks})", list(dict.fromkeys(memory_ids)))
-        return {memory_id: (scope, repo_id) for memory_id, scope, repo_id in found}
+    def owners(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+        """(scope, repo_id, status) of these memories: what decides who sees them, without the rest of the row."""
+        found = store.select_in(self.snapshot.conn, "SELECT memory_id, scope, repo_id, status FROM snapshot WHERE"
+                                " memory_id IN ({marks})", list(dict.fromkeys(memory_ids)))
+        return {memory_id: (scope, repo_id, status) for memory_id, scope, repo_id, status in found}
 
     def visible(self, viewer: str, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Summaries of the memories of `memory_ids` that `viewer` may see, in the order given."""
         ids = list(dict.fromkeys(memory_ids))
         rows = self.rows(ids)
-        return [rows[m] for m in ids if m in rows and can_see(viewer, rows[m]["scope"], rows[m]["repo_id"])]
+        return [rows[m] for m in ids if m in rows and _sees(viewer, rows[m])]
 
     def attached(self, problem_id: str) -> dict[str, list[str]]:
         """The solutions and failed tactics linked to a problem, by edge type (`solves`, `failed_on`)."""
@@ -101,11 +102,12 @@ class Browser:
         return out
 
     def repos(self) -> tuple[list[dict[str, Any]], int]:
-        """Every repo with memories of its own (the operator's list: names and counts only), and how many
-        global memories there are."""
+        """Every repo with memories of its own (the operator's list: names and counts only; `pending`
+        counts its review queue: its own memories and the global ones it proposed), and how many global
+        memories there are."""
         repos = [{"repo_id": repo, "memories": n, "pending": pending} for repo, n, pending in self.snapshot.conn.execute(
-            "SELECT repo_id, count(*), sum(status = 'pending') FROM snapshot WHERE scope = 'repo'"
-            " GROUP BY repo_id ORDER BY repo_id")]
+            "SELECT repo_id, sum(scope = 'repo'), sum(status = 'pending') FROM snapshot"
+            " GROUP BY repo_id HAVING sum(scope = 'repo') > 0 OR sum(status = 'pending') > 0 ORDER BY repo_id")]
         shared = self.snapshot.conn.execute("SELECT count(*) FROM snapshot WHERE scope = 'global'").fetchone()[0]
         return repos, shared
 
@@ -118,3 +120,6 @@ class Browser:
         row["truth"], row["utility"] = round(row["truth"], 4), round(row["utility"], 4)
         return row
 
+
+def _sees(viewer: str, row: dict[str, Any]) -> bool:
+    return can_see(viewer, row["scope"], row["repo_id"], status=row["status"])

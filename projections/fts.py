@@ -271,11 +271,12 @@ class FTSProjection(Projection):
         return [row[0] for row in self.conn.execute(sql, params)]
 
     def pending(self, repo_id: str | None = None, limit: int = 200) -> list[str]:
-        """Memories waiting for review, oldest first (optionally of one repo, its global ones included)."""
+        """Memories waiting for review, oldest first (optionally of one repo's queue: its own memories
+        and the global ones written from it, which no other repo sees before they are approved)."""
         sql = "SELECT memory_id FROM fts_memories WHERE status = 'pending'"
         params: list[Any] = []
         if repo_id is not None:
-            sql += f" AND {sql_clause()}"
+            sql += " AND repo_id = ?"
             params.append(repo_id)
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit)

@@ -239,7 +239,7 @@ _JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "chan
 
 
 def _written(e: Any, ts: str) -> dict[str, Any]:
-    return {
+    state = {
         "_created_on": ts, "_modified_on": ts,
         "text": e.text, "kind": e.kind, "scope": e.scope, "repo_id": e.repo_id, "confidence": e.confidence,
         "rationale": e.rationale, "problem_ids": [e.problem_id] if e.problem_id else [],
@@ -248,6 +248,9 @@ def _written(e: Any, ts: str) -> dict[str, Any]:
         "truth": beliefs.prior(e.confidence), "utility": {}, "changes": [], "validations": 0,
         "reinforcements": 0, "last_validated": ts, "review_note": None,
     }
+    if e.actor is not None:  # as Memory.__init__ keeps it: only where known
+        state["writer"] = e.actor
+    return state
 
 
 def _truth_adjusted(s: dict[str, Any], e: Any) -> None:

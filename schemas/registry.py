@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
     MemoriesRequest,
@@ -56,6 +57,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "repos-response": ReposResponse,
     "review-request": ReviewRequest,
     "review-response": ReviewResponse,
+    "whoami-request": WhoamiRequest,
+    "whoami-response": WhoamiResponse,
     "error": ErrorResponse,
 }
 

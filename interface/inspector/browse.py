@@ -69,9 +69,11 @@ class Inspector:
                                              statuses=["pending"], order="oldest", offset=request.offset,
                                              limit=request.limit, as_of=request.as_of))
 
-    def repos(self, request: ReposRequest) -> ReposResponse:
+    def repos(self, request: ReposRequest, may_use: Callable[[str], bool] = lambda repo_id: True) -> ReposResponse:
+        """The repos with memories of their own (or proposals waiting for review), those `may_use` allows only."""
         moment, browser = self._at(request.as_of)
         repos, shared = browser.repos()
+        repos = [r for r in repos if may_use(r["repo_id"])]
         return ReposResponse(repos=repos, global_memories=shared, position=browser.position,
                              as_of=moment and moment.as_dict())
 
@@ -134,7 +136,7 @@ class Inspector:
             next_cursor = start - 1
             for position, event in reversed(batch):
                 owner = owners.get(str(event.originator_id))
-                if owner is not None and visibility.can_see(viewer, *owner, include_global):
+                if owner is not None and visibility.can_see(viewer, *owner[:2], include_global, status=owner[2]):
                     found.append((position, event))
                     if len(found) == request.limit:
                         next_cursor = position - 1

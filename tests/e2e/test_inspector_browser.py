@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -245,4 +246,68 @@ def test_a_server_with_a_token(serve: Callable[..., Served], browser: Any) -> No
     assert driver.execute_script("return sessionStorage.getItem('strata.token')") == TOKEN
     assert not driver.get_cookies()
     shot(driver, "11-token-used")
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Served], browser: Any,
+                                                        strata_env: dict[str, str]) -> None:
+    """A named token limited to acme/* with read only: the page asks for it, lists only its repos, says who
+    it is, offers no review and no forget; revoked, the page asks for a token again."""
+    import json
+    import subprocess
+
+    from tests.conftest import STRATA_COMMAND
+
+    def token(name: str, repos: str, ops: str) -> str:
+        made = subprocess.run([STRATA_COMMAND, "--json", "token", "create", name, "--repos", repos, "--ops", ops],
+                              env=strata_env, capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stdout + made.stderr
+        return json.loads(made.stdout)["token"]
+
+    admin, viewer = token("admin", "**", "operator"), token("viewer", "acme/*", "read")
+    served = serve(env={"STRATA_REVIEW_WRITES": "true"})
+    with httpx.Client(base_url=served.url, timeout=60, headers={"Authorization": f"Bearer {admin}"}) as http:
+        for repo, text in ((REPO, "The API's tests need Postgres 15"), ("other/secret", "Project Nightshade ships in May")):
+            written = http.post("/v1/write", json={"repo_id": repo, "memory": {
+                "text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}})
+            assert written.status_code == 200, written.text
+
+    driver = browser
+    driver.get(f"{served.url}/#/memories")
+    field = find(driver, "#token")
+    wait(driver, lambda d: field.is_displayed())
+    field.send_keys(viewer + "\n")
+    find(driver, "#memory-list tbody tr")
+    assert "Postgres 15" in find(driver, "#memory-list").text
+    options = [o.text for o in driver.find_elements("css selector", "#repo option")]
+    assert options == [REPO] and "Nightshade" not in driver.page_source and "other/secret" not in driver.page_source
+    assert find(driver, "#who").text == "token viewer: read"
+    shot(driver, "12-read-only-token")
+
+    driver.get(f"{served.url}/#/review?repo={REPO}")
+    find(driver, "#review-not-allowed")
+    assert not driver.find_elements("css selector", "#review-list button.approve")
+    assert len(texts(driver, "#review-list tbody tr")) == 1  # it may see the queue, not decide it
+    shot(driver, "13-read-only-review")
+    memory_id = find(driver, "#review-list tbody tr").get_attribute("data-memory")
+    driver.get(f"{served.url}/#/memory/{memory_id}?repo={REPO}")
+    find(driver, "#history tbody tr")
+    assert not find(driver, "#forget").is_enabled()
+
+    revoked = subprocess.run([STRATA_COMMAND, "--json", "token", "revoke", "viewer"], env=strata_env,
+                             capture_output=True, text=True, timeout=120)
+    assert revoked.returncode == 0, revoked.stdout
+
+    with httpx.Client(base_url=served.url, timeout=60) as http:  # the server refuses it within a second
+        refused = lambda: http.post("/v1/whoami", json={}, headers={"Authorization": f"Bearer {viewer}"}).status_code  # noqa: E731
+        deadline = time.monotonic() + WAIT_S
+        while refused() != 401:
+            assert time.monotonic() < deadline, "the revocation did not take effect"
+            time.sleep(0.05)
+    driver.get(f"{served.url}/#/memories?repo={REPO}")
+    driver.refresh()
+    wait(driver, lambda d: d.find_element("id", "token-form").is_displayed())
+    assert driver.execute_script("return sessionStorage.getItem('strata.token')") is None
+    shot(driver, "14-revoked-token-asked-again")
     assert served.stop() == 0

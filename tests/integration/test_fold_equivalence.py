@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from strata_recall.domain.access import Principal
 from strata_recall.domain.anchors import fingerprint
 from strata_recall.domain.commands import Action, AnchorDrift, NearDuplicate
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
@@ -57,8 +58,23 @@ def every_event(strata: Strata, seed: int = 1) -> list[tuple[int, Any]]:
     api.update({"repo_id": "repo-1", "memory_id": pending[0], "mode": "commit", "updates": {
         "truth": {"target": 0.8, "confidence": 0.6, "rationale": "ok", "evidence_refs": ["x"]}}})
     api.forget({"repo_id": "repo-1", "memory_id": pending[0]})
+    through_tokens(strata, seed)
     hygiene(strata, seed)
     return list(strata.log.read_log(1, 100_000))
+
+
+def through_tokens(strata: Strata, seed: int) -> None:
+    """Events made through named tokens: they carry the actor, and a memory keeps its writer."""
+    writer = Principal("writer", frozenset({"read", "write"}), ("**",), True)
+    reviewer = Principal("reviewer", frozenset({"review"}), ("**",), True)
+    proposals = CommandAPI(strata.log, review_writes=True)
+    mid = proposals.write(write_request("repo-3", f"written by a token ({seed})"), principal=writer).memory_id
+    proposals.write(write_request("repo-3", f"written by a token ({seed})"), principal=writer)  # reinforced
+    proposals.review({"repo_id": "repo-3", "memory_id": mid, "decision": "approved"}, principal=reviewer)
+    proposals.update({"repo_id": "repo-3", "memory_id": mid, "mode": "commit", "updates": {
+        "truth": {"target": 0.3, "confidence": 0.8, "rationale": "moved", "evidence_refs": ["x"]}}}, principal=writer)
+    gone = proposals.write(write_request("repo-3", f"to forget ({seed})", scope="global"), principal=writer).memory_id
+    proposals.forget({"repo_id": "repo-3", "memory_id": gone}, principal=writer)
 
 
 def hygiene(strata: Strata, seed: int) -> None:

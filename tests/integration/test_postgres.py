@@ -374,3 +374,33 @@ def test_an_unreachable_server_is_a_clear_error_at_once(pg: Shared, tmp_path: Pa
     assert time.monotonic() - started < 5
     assert refused.value.code == "event_store_unavailable" and "Connection refused" in refused.value.message
     assert pg.server.password not in refused.value.message
+
+
+# --- tokens ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_read_nodes_learn_of_a_token_and_of_its_revocation_from_the_log(
+        pg: Shared, tmp_path: Path, serve: Any) -> None:
+    """Tokens are events of the one log: made on a writer-only host, every `strata serve` node accepts them,
+    and refuses them once revoked, without a restart."""
+    import httpx
+
+    nodes = [serve(env=pg.env(tmp_path / name)) for name in ("node-a", "node-b")]
+    operator = pg.env(tmp_path / "operator")
+    made = _cli(operator, "token", "create", "ana", "--repos", "acme/*", "--ops", "read,write")
+    assert made.returncode == 0, made.stdout + made.stderr
+    secret = json.loads(made.stdout)["token"]
+    headers = {"Authorization": f"Bearer {secret}"}
+    request = {"repo_id": "acme/api", "query": "anything"}
+
+    def statuses() -> list[int]:
+        return [httpx.post(f"{n.url}/v1/read", json=request, headers=headers, timeout=60).status_code for n in nodes]
+
+    _wait_until(lambda: statuses() == [200, 200], 60, "both nodes to accept the token")
+    assert [httpx.post(f"{n.url}/v1/read", json={**request, "repo_id": "beta/app"}, headers=headers,
+                       timeout=60).status_code for n in nodes] == [403, 403]
+    assert _cli(operator, "token", "revoke", "ana").returncode == 0
+    _wait_until(lambda: statuses() == [401, 401], 60, "both nodes to refuse the revoked token")
+    for node in nodes:
+        assert node.stop() == 0

@@ -64,26 +64,53 @@ def test_uuids_equal_the_parsed_ones() -> None:
         assert value == UUID(text) and hash(value) == hash(UUID(text)) and str(value) == str(UUID(text))
 
 
-def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata) -> None:
-    """A log written before TruthAdjusted, UtilityObserved and MemoryForgotten carried their origin repo
-    (version 1) reads back with repo_id None, through the fast reader and the mapper alike."""
+ADDED = {
+    "Memory.MemoryWritten": ("actor",),
+    "Memory.TruthAdjusted": ("repo_id", "actor"),
+    "Memory.UtilityObserved": ("repo_id", "actor"),
+    "Memory.MemoryForgotten": ("repo_id", "actor"),
+    "Memory.MemoryReviewed": ("actor",),
+    "Memory.DuplicateMerged": ("actor",),
+}
+"""The fields each versioned event gained since its version 1 (in order: one a version)."""
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata, keep: int) -> None:
+    """A log written before events carried their origin repo (TruthAdjusted, UtilityObserved and
+    MemoryForgotten version 1) or the token that acted (`actor`: every versioned event's latest
+    version) reads back with those fields None, through the fast reader and the mapper alike.
+    `keep`: how many of the added fields the rewritten events keep (0: version 1; 1: version 2)."""
+    from strata_recall.interface.api import CommandAPI
+    from strata_recall.domain.access import Principal
+    from tests.conftest import write_request
+
     every_event(hashed)
+    token = Principal("alice", frozenset({"read", "write"}), ("**",), True)
+    CommandAPI(hashed.log).write(write_request("repo-1", "written through a token"), principal=token)
     recorder = hashed.log.recorder
-    versioned = ("Memory.TruthAdjusted", "Memory.UtilityObserved", "Memory.MemoryForgotten")
     with recorder.datastore.transaction(commit=True) as c:
         c.execute(f"SELECT rowid, topic, state FROM {recorder.events_table_name}")
         rows = [tuple(r) for r in c.fetchall()]
-        old = 0
+        old: dict[str, int] = {}
         for rowid, topic, state in rows:
-            if topic.endswith(versioned):
-                fields = orjson.loads(state)
-                assert fields.pop("class_version") == 2 and "repo_id" in fields
-                del fields["repo_id"]
-                c.execute(f"UPDATE {recorder.events_table_name} SET state = ? WHERE rowid = ?", (orjson.dumps(fields), rowid))
-                old += 1
-    assert old >= 3
+            name = topic.rpartition(":")[2]
+            added = ADDED.get(name, ())[keep:]
+            if not added:
+                continue
+            fields = orjson.loads(state)
+            assert fields.pop("class_version") == len(ADDED[name]) + 1 and all(f in fields for f in added)
+            for field in added:
+                del fields[field]
+            if keep:
+                fields["class_version"] = keep + 1
+            c.execute(f"UPDATE {recorder.events_table_name} SET state = ? WHERE rowid = ?", (orjson.dumps(fields), rowid))
+            old[name] = old.get(name, 0) + 1
+    assert set(old) == set(ADDED) - ({"Memory.MemoryWritten", "Memory.MemoryReviewed", "Memory.DuplicateMerged"}
+                                     if keep else set())
     head = hashed.log.position()
     fast, slow = LogReader(hashed.log).read(1, head), list(hashed.log.read_log(1, head))
     same(fast, slow)
-    upcast = [e for _, e in fast if type(e).__qualname__ in versioned]
-    assert len(upcast) == old and all(e.repo_id is None for e in upcast)
+    upcast = [e for _, e in fast if type(e).__qualname__ in old]
+    assert len(upcast) == sum(old.values()) and all(e.actor is None for e in upcast)
+    assert all(getattr(e, "repo_id", None) is None for e in upcast if "repo_id" in ADDED[type(e).__qualname__][keep:])

@@ -1,7 +1,8 @@
 // The Strata inspector: a page over the HTTP JSON operations of `strata serve` (POST /v1/<op>).
 // No build step, no dependencies. Memories are written by agents: every text is put into the page as
 // text nodes (never as HTML). The bearer token, when the server has one, is kept in sessionStorage
-// (this tab only) and sent as an Authorization header; never in a URL or a cookie.
+// (this tab only) and sent as an Authorization header; never in a URL or a cookie. What the token may
+// do (whoami) decides which actions the page offers; the server checks every call all the same.
 "use strict";
 
 (() => {
@@ -55,14 +56,35 @@
     let data = null;
     try { data = await response.json(); } catch (e) { data = null; }
     if (response.status === 401) {
+      forgetToken();
       $("token-form").hidden = false;
-      throw new Unauthorized(token ? "the token was refused: enter this server's token" : "this server needs its token");
+      throw new Unauthorized(token ? "the token was refused (unknown or revoked): enter a token" : "this server needs a token");
     }
     if (!response.ok || !data || data.ok !== true) {
       const error = data && data.error;
       throw new Error(error ? `${error.code}: ${error.message}` : `HTTP ${response.status}`);
     }
     return data;
+  }
+
+  // --- who we are: the token's name, operations, repos and whether it may touch global memories ---
+
+  let me = null;
+
+  async function whoami() {
+    if (!me) me = await call("whoami", {});
+    $("who").hidden = !me.name;
+    $("who").textContent = me.name ? `token ${me.name}: ${me.operations.join(", ")}` : "";
+    return me;
+  }
+
+  const may = (permission) => !!me && (me.operations.includes("operator") || me.operations.includes(permission));
+  const mayTouch = (m) => m.scope !== "global" || (!!me && me.global_memories);
+
+  function forgetToken() {
+    sessionStorage.removeItem(TOKEN_KEY);
+    me = null;
+    reposSeen.clear();
   }
 
   // --- where we are: #/<view>[/<id>]?repo=..&as_of=..&<view's own> ----------------------------
@@ -119,6 +141,7 @@
     notice("");
     const main = $("main");
     try {
+      await whoami();
       const repos = await loadRepos(repo, past);
       if (!repo) {
         if (repos.length) go(view, id, { repo: repos[0].repo_id });
@@ -210,7 +233,8 @@
       ["created", when(m.created)], ["last validated", when(m.last_validated)], ["repo", m.repo_id || "(another repo)"],
       ["author", m.author || ""], ["rationale", m.rationale], ["evidence", m.evidence_refs.join(", ")],
       ["utility by problem", Object.entries(m.utility_by_problem).map(([k, v]) => `${k}: ${num(v)}`).join("; ")]];
-    const forget = el("button", { type: "button", class: "danger", id: "forget", disabled: readOnly || m.status === "forgotten",
+    const forget = el("button", { type: "button", class: "danger", id: "forget",
+      disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m),
       onclick: () => act(async () => {
         const reason = prompt("Forget this memory? It stays in the log but is never recalled again.\n" +
                               "Give a reason (kept in the log) and press OK, or Cancel to keep it.", "");
@@ -280,6 +304,7 @@
     const offset = Number(params.get("offset") || 0);
     const data = await call("review_queue", { repo_id: repo, offset, limit: PAGE, as_of: past });
     if (!data.items.length) return el("p", { class: "muted", id: "review-empty" }, "Nothing waits for review.");
+    const reviewer = may("review");
     const decide = (m, decision) => act(async () => {
       let note = "";
       if (decision === "approved") {
@@ -298,9 +323,13 @@
         el("tbody", {}, data.items.map((m) => el("tr", { "data-memory": m.memory_id },
           el("td", { class: "text" }, el("a", { href: link("memory", m.memory_id) }, m.text)),
           el("td", {}, m.kind), el("td", {}, m.scope), el("td", {}, when(m.created)),
-          el("td", {}, el("div", { class: "actions" },
-            el("button", { type: "button", class: "primary approve", disabled: readOnly, onclick: () => decide(m, "approved") }, "Approve"),
-            el("button", { type: "button", class: "danger reject", disabled: readOnly, onclick: () => decide(m, "rejected") }, "Reject…"))))))),
+          el("td", {}, reviewer ? el("div", { class: "actions" },
+            el("button", { type: "button", class: "primary approve", disabled: readOnly || !mayTouch(m),
+              title: mayTouch(m) ? null : "this token may not review global memories", onclick: () => decide(m, "approved") }, "Approve"),
+            el("button", { type: "button", class: "danger reject", disabled: readOnly || !mayTouch(m),
+              title: mayTouch(m) ? null : "this token may not review global memories", onclick: () => decide(m, "rejected") }, "Reject…"))
+            : null))))),
+      reviewer ? null : el("p", { class: "muted", id: "review-not-allowed" }, "This token may not review: the queue is shown read-only."),
       pager(data.total, offset, data.items.length, (start) => go("review", null, { offset: start })));
   }
 
@@ -354,6 +383,7 @@
     $("as-of-now").addEventListener("click", () => { const { view, id } = route(); go(view, id, { as_of: null, before: null }); });
     $("token-form").addEventListener("submit", (e) => {
       e.preventDefault();
+      forgetToken();
       sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
       $("token").value = "";
       $("token-form").hidden = true;

@@ -1,0 +1,152 @@
+"""Named tokens for a team, as events in the log: a `Credential` aggregate per name, issued once
+(TokenIssued: the name, the sha256 of its secret, its repo patterns, operations and whether it may
+touch global memories) and perhaps revoked (TokenRevoked). The secret itself is made here, handed
+back once, and never stored: only its digest reaches the log.
+
+Living in the log, tokens need nothing more for the shared deployment: every node reading the one
+PostgreSQL log learns of a new or revoked token from it (projections/credentials.py). A name names
+one token forever (its id is derived from the name): a revoked name is not issued again, so an
+`actor` recorded on a memory event always means the same token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate, event
+
+from strata_recall.domain.access import PERMISSIONS, check_name, check_pattern
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+from strata_recall.domain.sanitise import sanitise
+
+_NAMESPACE = UUID("0c5d1a8e-7f2b-4c61-9e3d-2b8f6a4d1c70")  # fixed forever
+SECRET_PREFIX = "strata_"
+SECRET_BYTES = 32
+
+
+def credential_id(name: str) -> UUID:
+    return uuid5(_NAMESPACE, name)
+
+
+def digest_of(secret: str | bytes) -> str:
+    """The sha256 of a token's secret, as the log keeps it (hex)."""
+    return hashlib.sha256(secret.encode() if isinstance(secret, str) else secret).hexdigest()
+
+
+class Credential(Aggregate):
+    TOPIC = "domain.credential:Credential"
+
+    class Created(Aggregate.Created):  # declared so that it too has a stable topic
+        TOPIC = "domain.credential:Credential.Created"
+
+    class TokenIssued(Aggregate.Created):
+        TOPIC = "domain.credential:Credential.TokenIssued"
+        name: str
+        digest: str
+        repos: list[str]
+        ops: list[str]
+        globals: bool
+
+    class TokenRevoked(Aggregate.Event):
+        TOPIC = "domain.credential:Credential.TokenRevoked"
+        reason: str
+
+    @event(TokenIssued)
+    def __init__(self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool) -> None:  # noqa: A002
+        self.name = name
+        self.digest = digest
+        self.repos = list(repos)
+        self.ops = list(ops)
+        self.globals = globals
+        self.revoked = False
+
+    @event(TokenRevoked)
+    def revoke(self, reason: str) -> None:
+        self.revoked = True
+
+
+CREDENTIAL_EVENTS = (Credential.TokenIssued, Credential.TokenRevoked)
+
+
+@dataclass(frozen=True)
+class Issued:
+    name: str
+    secret: str
+    """Shown once, to whoever issued it; the log keeps only its digest."""
+    position: int | None
+
+
+class CredentialCommands:
+    """Issuing and revoking tokens (a mixin of MemoryLog: the same log, one transaction each)."""
+
+    repository: Any
+    _record: Callable[[list[Any]], int | None]
+    _retry: Callable[[Callable[[], Any]], Any]
+
+    def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:  # noqa: A002
+        """A new token NAME for `repos` (patterns) and `ops`; refused if the name was ever issued."""
+        ops = _checked_ops(ops)
+        repos = _checked_repos(repos, "operator" in ops)
+        problem = check_name(name)
+        if problem:
+            raise InvalidInput("invalid_token_name", "name", problem)
+        secret = SECRET_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+
+        def attempt() -> Issued:
+            if self._exists(credential_id(name)):
+                raise Conflict("token_exists", "name", f"a token named {name!r} was issued before (revoked names are "
+                               "not reused, so a name recorded on an event always means one token): choose another")
+            issued = Credential(id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops,
+                                globals=globals)
+            return Issued(name, secret, self._record(issued.collect_events()))
+
+        return self._retry(attempt)
+
+    def revoke_token(self, name: str, reason: str = "") -> tuple[bool, int | None]:
+        """Revoke the token NAME: (whether it was active until now, the log position)."""
+
+        def attempt() -> tuple[bool, int | None]:
+            try:
+                credential: Credential = self.repository.get(credential_id(name))
+            except AggregateNotFoundError:
+                raise NotFound("token_not_found", "name", f"no token named {name!r}") from None
+            if credential.revoked:
+                return False, None
+            credential.revoke(reason=sanitise(reason).text)
+            return True, self._record(credential.collect_events())
+
+        return self._retry(attempt)
+
+    def _exists(self, cid: UUID) -> bool:
+        try:
+            self.repository.get(cid)
+        except AggregateNotFoundError:
+            return False
+        return True
+
+
+def _checked_ops(ops: Sequence[str]) -> list[str]:
+    wanted = [o.strip() for o in ops if o.strip()]
+    unknown = [o for o in wanted if o not in PERMISSIONS]
+    if unknown or not wanted:
+        raise InvalidInput("invalid_operations", "ops", f"operations are a non-empty list of {', '.join(PERMISSIONS)}"
+                           + (f" (not {unknown[0]!r})" if unknown else ""))
+    return sorted(set(wanted), key=PERMISSIONS.index)
+
+
+def _checked_repos(repos: Sequence[str], operator: bool) -> list[str]:
+    patterns = list(dict.fromkeys(r.strip() for r in repos if r.strip()))
+    if not patterns and not operator:
+        raise InvalidInput("repos_required", "repos", "name the repos the token may use (patterns such as acme/* or "
+                           "github.com/acme/api; ** for every repo)")
+    for pattern in patterns:
+        problem = check_pattern(pattern)
+        if problem:
+            raise InvalidInput("invalid_repo_pattern", "repos", problem)
+    return patterns or ["**"]

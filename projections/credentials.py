@@ -1,0 +1,111 @@
+"""The tokens a server accepts, folded in memory from the Credential events of the log
+(domain/credential.py), keyed on the log position they reflect.
+
+Why not a projection file like the others: the table is tiny, and what matters is how soon a
+revocation takes effect everywhere. `refresh()` asks the log for its head (one cheap query) and, when
+it moved, reads only the credential events since the last position; every node of the shared
+deployment reads the same PostgreSQL log, so all of them learn of a revocation from it, with no
+worker, replay or file in between (`strata serve` refreshes a few times a second:
+interface/serve.py). A replay or an `as_of` model never sees these events (their projections read
+memory and archetype events only), and `strata export`/`import --events` carry them like any event.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from strata_recall.domain.access import Principal
+from strata_recall.domain.credential import CREDENTIAL_EVENTS, Credential, digest_of
+from strata_recall.projections.base import LogReader
+
+BATCH = 1000
+_TOPICS = [get_topic(kind) for kind in CREDENTIAL_EVENTS]
+
+
+@dataclass
+class Token:
+    name: str
+    digest: str
+    repos: list[str]
+    ops: list[str]
+    globals: bool
+    created: datetime
+    revoked: datetime | None = None
+    reason: str = ""
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(self.name, frozenset(self.ops), tuple(self.repos), self.globals)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `strata token list` shows: never the digest, never a secret."""
+        return {"name": self.name, "operations": self.ops, "repos": self.repos, "global_memories": self.globals,
+                "created": self.created.isoformat(), "revoked": self.revoked.isoformat() if self.revoked else None,
+                **({"reason": self.reason} if self.revoked and self.reason else {})}
+
+
+class Credentials:
+    """Every token issued in the log, by name, and the active ones by digest."""
+
+    def __init__(self, memory_log: Any) -> None:
+        self.log = memory_log
+        self.reader = LogReader(memory_log)
+        self.position = 0
+        self.tokens: dict[Any, Token] = {}
+        """By credential id (domain/credential.py: derived from the name)."""
+        self._active: dict[str, Token] = {}
+        self._lock = threading.Lock()
+
+    def refresh(self) -> int:
+        """Fold the credential events recorded since the last refresh; returns the position reached."""
+        with self._lock:
+            head = self.log.position()
+            start = self.position + 1
+            while start <= head:
+                batch = [(p, e) for p, e in self.reader.read(start, BATCH, _TOPICS) if p <= head]
+                for _, event in batch:
+                    self._apply(event)
+                if len(batch) < BATCH:
+                    break
+                start = batch[-1][0] + 1
+            if head > self.position:
+                self.position = head
+                self._active = {t.digest: t for t in self.tokens.values() if t.revoked is None}
+            return self.position
+
+    def _apply(self, event: Any) -> None:
+        if isinstance(event, Credential.TokenIssued):
+            self.tokens[event.originator_id] = Token(event.name, event.digest, list(event.repos), list(event.ops),
+                                                     event.globals, event.timestamp)
+        elif isinstance(event, Credential.TokenRevoked):
+            token = self.tokens.get(event.originator_id)
+            if token is not None:
+                token.revoked, token.reason = event.timestamp, event.reason
+
+    def principal(self, secret: bytes) -> Principal | None:
+        """The active token whose secret this is (None: no such token, or revoked). No I/O."""
+        digest = digest_of(secret)
+        token = self._active.get(digest)
+        if token is None or not hmac.compare_digest(token.digest, digest):
+            return None
+        return token.principal
+
+    @property
+    def any_active(self) -> bool:
+        return bool(self._active)
+
+    @property
+    def in_force(self) -> bool:
+        """Whether the store uses named tokens: once one was issued, every request needs a token, even
+        after the last one is revoked (a revoked token must not turn back into open access)."""
+        return bool(self.tokens)
+
+    def listing(self) -> list[dict[str, Any]]:
+        return [t.as_dict() for t in sorted(self.tokens.values(), key=lambda t: t.created)]
+
