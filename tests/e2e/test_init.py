@@ -447,3 +447,14 @@ def test_a_repo_id_option_is_normalised_and_checked(env: dict[str, str], repo: P
         result = init(env, repo, "cursor", "--repo-id", bad)
         assert result.returncode == 2 and json.loads(result.stdout)["error"]["code"] == code
         assert not (repo / ".cursor").exists()
+
+
+def test_two_of_our_files_linked_to_one_are_refused(env: dict[str, str], repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "mcp.json").write_text(json.dumps(CURSOR_MCP))
+    (repo / ".cursor" / "hooks.json").symlink_to("mcp.json")  # one change would overwrite the other
+    result = init(env, repo, "cursor", "--hooks")
+    assert result.returncode == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "same_file" and error["path"] == str(repo / ".cursor" / "hooks.json")
+    assert json.loads((repo / ".cursor" / "mcp.json").read_text()) == CURSOR_MCP
