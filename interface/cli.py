@@ -685,12 +685,13 @@ def init_client(
     hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, cursor)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as a diff; write nothing."),
     repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="The repository [default: the git root of the current directory]."),
-    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="The repo id memories are filed under [default: the origin remote's owner/name, else the folder name]."),
+    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="The repo id memories are filed under [default: the origin remote's host/owner/name, else local/<folder name>-<hash of its path>]."),
     command: Optional[str] = typer.Option(None, "--command", help="How the client starts Strata [default: this installation's strata]."),
 ) -> None:
     """Connect an agent client: write or merge its MCP configuration, append the session protocol to its
     instructions file between markers, and with --hooks install the lifecycle hooks. Idempotent; never
-    touches unrelated settings; refuses a malformed file and writes nothing then.
+    touches unrelated settings; refuses a malformed file, or a link leading out of the repository (or
+    out of the client's config folder), and writes nothing then. Prints the repo id it chose.
 
     Example: strata init claude-code --hooks --dry-run
     """
@@ -705,9 +706,13 @@ def init_client(
         raise _fail(opts, exc) from None
 
     def human(r: dict[str, Any]) -> str:
-        lines = [f"{f['action']}: {f['path']}" for f in r["files"]]
-        head = f"{r['client']} (repo_id {r['repo_id']})" + (" -- dry run, nothing written" if r["dry_run"] else "")
-        return "\n".join([head, *lines] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
+        lines = [f"{f['action']}: {f['path']}" + (f" (a link: wrote {f['written_to']})" if "written_to" in f else "")
+                 for f in r["files"]]
+        source = r["repo_id_source"] if r["repo_id_source"].startswith("--") else f"the {r['repo_id_source']}"
+        head = (f"{r['client']} (repo_id {r['repo_id']}, from {source})"
+                + (" -- dry run, nothing written" if r["dry_run"] else ""))
+        note = [f"note: {r['note']}"] if "note" in r else []
+        return "\n".join([head, *lines, *note] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
 
     _emit(opts, result, human)
 

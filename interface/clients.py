@@ -7,6 +7,9 @@ plans succeeded; a malformed file is refused with its path and the parser's comp
 written. Reruns are idempotent: our MCP entry is replaced, our instructions live between markers and
 are replaced, our hooks are recognised by their command and replaced; everything else in those files is
 kept as it was (checked by parsing the result and comparing it with the original minus our part).
+A repository may be hostile: files are read and written only inside it (or inside the client's own
+configuration folder), through a symbolic link only to a file there, with their permission bits kept,
+through an exclusively created temporary file (interface/config_files.py).
 
 The formats followed, per the clients' documentation:
 - Claude Code (code.claude.com/docs/en/mcp, /hooks, /memory): project-scope `.mcp.json`
@@ -43,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from strata_recall.domain.errors import InvalidInput
+from strata_recall.interface import config_files
+from strata_recall.interface.config_files import Located
 from strata_recall.interface.operations import SESSION_PROTOCOL
 from strata_recall.interface.stdio_wire import SERVER_NAME
 
@@ -58,9 +63,13 @@ CLIENTS = ("claude-code", "codex", "cursor", "vscode")
 class Plan:
     """One file's planned change."""
 
-    path: Path
+    file: Located
     before: str | None
     after: str
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
 
     @property
     def action(self) -> str:
@@ -98,15 +107,6 @@ def strata_command() -> str:
 # --- reading and writing the formats ----------------------------------------------------------------
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput("unreadable_config", str(path), f"cannot read {path}: {exc}") from None
-
-
 def _load_json(path: Path, text: str | None, jsonc_hint: bool = False) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
@@ -139,20 +139,21 @@ def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def merge_json_server(path: Path, key: str, entry: dict[str, Any], jsonc: bool = False) -> Plan:
+def merge_json_server(file: Located, key: str, entry: dict[str, Any], jsonc: bool = False) -> Plan:
     """Set `data[key][SERVER_NAME] = entry` in a JSON config, keeping everything else."""
-    before = _read(path)
-    data = _load_json(path, before, jsonc_hint=jsonc)
-    _object_at(data, key, path)[SERVER_NAME] = entry
-    return Plan(path, before, _dump_json(data, before))
+    before = config_files.read(file)
+    data = _load_json(file.path, before, jsonc_hint=jsonc)
+    _object_at(data, key, file.path)[SERVER_NAME] = entry
+    return Plan(file, before, _dump_json(data, before))
 
 
-def merge_toml_server(path: Path, table: dict[str, Any]) -> Plan:
+def merge_toml_server(file: Located, table: dict[str, Any]) -> Plan:
     """Our `[mcp_servers.strata]` table in a TOML config (Codex), between marker comments. TOML has no
     writer in the standard library, so the text is edited: our marked block (or a plain
     `[mcp_servers.strata]` table with its sub-tables) is replaced, and the result is parsed and compared
     with the original to prove nothing else moved."""
-    before = _read(path)
+    path = file.path
+    before = config_files.read(file)
     text = before or ""
     try:
         original = tomllib.loads(text)
@@ -191,7 +192,7 @@ def merge_toml_server(path: Path, table: dict[str, Any]) -> Plan:
         raise InvalidInput("unsupported_config", str(path),
                            f"{path} has a layout strata init cannot merge into safely; add [mcp_servers.{SERVER_NAME}] "
                            "by hand")
-    return Plan(path, before, text if text.endswith("\n") else text + "\n")
+    return Plan(file, before, text if text.endswith("\n") else text + "\n")
 
 
 def _toml_value(value: Any) -> str:
@@ -213,9 +214,10 @@ def _toml_block(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merge_marked(path: Path, body: str, new_file_head: str = "") -> Plan:
+def merge_marked(file: Located, body: str, new_file_head: str = "") -> Plan:
     """Our block between markers in a Markdown file: replaced on rerun, appended otherwise."""
-    before = _read(path)
+    path = file.path
+    before = config_files.read(file)
     block = f"{BEGIN}\n{body.rstrip()}\n{END}\n"
     text = before or ""
     if BEGIN in text or END in text:
@@ -228,13 +230,14 @@ def merge_marked(path: Path, body: str, new_file_head: str = "") -> Plan:
         after = text.rstrip("\n") + "\n\n" + block
     else:
         after = new_file_head + block
-    return Plan(path, before, after)
+    return Plan(file, before, after)
 
 
-def merge_claude_hooks(path: Path, target: Target) -> Plan:
+def merge_claude_hooks(file: Located, target: Target) -> Plan:
     """SessionStart, Stop and PreCompact command hooks in Claude Code's settings; other hooks and
     settings are kept, and our groups (recognised by their command) are replaced."""
-    before = _read(path)
+    path = file.path
+    before = config_files.read(file)
     data = _load_json(path, before)
     hooks = _object_at(data, "hooks", path)
     for event, name, matcher in (("SessionStart", "session-start", "startup|resume|clear|compact"),
@@ -249,11 +252,12 @@ def merge_claude_hooks(path: Path, target: Target) -> Plan:
         if matcher:
             group = {"matcher": matcher, **group}
         hooks[event] = [*kept, group]
-    return Plan(path, before, _dump_json(data, before))
+    return Plan(file, before, _dump_json(data, before))
 
 
-def merge_cursor_hooks(path: Path, target: Target) -> Plan:
-    before = _read(path)
+def merge_cursor_hooks(file: Located, target: Target) -> Plan:
+    path = file.path
+    before = config_files.read(file)
     data = _load_json(path, before)
     data.setdefault("version", 1)
     hooks = _object_at(data, "hooks", path)
@@ -263,7 +267,7 @@ def merge_cursor_hooks(path: Path, target: Target) -> Plan:
             raise InvalidInput("malformed_config", f"{path}:hooks.{event}",
                                f"hooks.{event} in {path} must be a list; nothing was written")
         hooks[event] = [e for e in entries if not _is_ours(e, target)] + [{"command": target.hook_command(name), **extra}]
-    return Plan(path, before, _dump_json(data, before))
+    return Plan(file, before, _dump_json(data, before))
 
 
 def _is_ours(entry: Any, target: Target) -> bool:
@@ -304,36 +308,41 @@ def _entry(target: Target, typed: bool) -> dict[str, Any]:
 
 
 def codex_home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").absolute()
+
+
+def _in_repo(target: Target, relative: str) -> Located:
+    return config_files.locate(target.root, relative)
 
 
 def _claude_code(target: Target, hooks: bool) -> list[Plan]:
-    plans = [merge_json_server(target.root / ".mcp.json", "mcpServers", _entry(target, typed=True)),
-             merge_marked(target.root / "CLAUDE.md", instructions(target))]
+    plans = [merge_json_server(_in_repo(target, ".mcp.json"), "mcpServers", _entry(target, typed=True)),
+             merge_marked(_in_repo(target, "CLAUDE.md"), instructions(target))]
     if hooks:
-        plans.append(merge_claude_hooks(target.root / ".claude" / "settings.json", target))
+        plans.append(merge_claude_hooks(_in_repo(target, ".claude/settings.json"), target))
     return plans
 
 
 def _codex(target: Target, hooks: bool) -> list[Plan]:
-    return [merge_toml_server(codex_home() / "config.toml", _entry(target, typed=False)),
-            merge_marked(target.root / "AGENTS.md", instructions(target))]
+    """Codex reads its MCP servers from the user's configuration (it may hold keys: a new one is 600)."""
+    return [merge_toml_server(config_files.locate(codex_home(), "config.toml", private=True), _entry(target, typed=False)),
+            merge_marked(_in_repo(target, "AGENTS.md"), instructions(target))]
 
 
 CURSOR_RULE_HEAD = "---\ndescription: How to use Strata memory in this repository\nalwaysApply: true\n---\n\n"
 
 
 def _cursor(target: Target, hooks: bool) -> list[Plan]:
-    plans = [merge_json_server(target.root / ".cursor" / "mcp.json", "mcpServers", _entry(target, typed=False)),
-             merge_marked(target.root / ".cursor" / "rules" / "strata.mdc", instructions(target), CURSOR_RULE_HEAD)]
+    plans = [merge_json_server(_in_repo(target, ".cursor/mcp.json"), "mcpServers", _entry(target, typed=False)),
+             merge_marked(_in_repo(target, ".cursor/rules/strata.mdc"), instructions(target), CURSOR_RULE_HEAD)]
     if hooks:
-        plans.append(merge_cursor_hooks(target.root / ".cursor" / "hooks.json", target))
+        plans.append(merge_cursor_hooks(_in_repo(target, ".cursor/hooks.json"), target))
     return plans
 
 
 def _vscode(target: Target, hooks: bool) -> list[Plan]:
-    return [merge_json_server(target.root / ".vscode" / "mcp.json", "servers", _entry(target, typed=True), jsonc=True),
-            merge_marked(target.root / ".github" / "copilot-instructions.md", instructions(target))]
+    return [merge_json_server(_in_repo(target, ".vscode/mcp.json"), "servers", _entry(target, typed=True), jsonc=True),
+            merge_marked(_in_repo(target, ".github/copilot-instructions.md"), instructions(target))]
 
 
 WRITERS: dict[str, Callable[[Target, bool], list[Plan]]] = {
@@ -350,32 +359,67 @@ def plan(client: str, target: Target, hooks: bool = False) -> list[Plan]:
     if hooks and client not in HOOKS:
         raise InvalidInput("hooks_unsupported", "hooks",
                            f"--hooks is supported for {' and '.join(HOOKS)}; {client} gets its MCP entry and instructions")
-    return WRITERS[client](target, hooks)
+    plans = WRITERS[client](target, hooks)
+    seen: dict[Path, Path] = {}
+    for p in plans:  # two of our files linked to one would overwrite each other's change
+        if p.file.real in seen:
+            raise InvalidInput("same_file", str(p.path), f"{p.path} and {seen[p.file.real]} are the same file "
+                               f"({p.file.real}); strata init writes them separately: make them two files")
+        seen[p.file.real] = p.path
+    return plans
 
 
 def apply(plans: list[Plan]) -> None:
-    """Write every changed file (atomically: a reader never sees half a file)."""
+    """Write every changed file (interface/config_files.py: inside its folder, through a link only to a
+    file there, its mode kept, atomically)."""
     for p in plans:
-        if p.action == "unchanged":
-            continue
-        p.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = p.path.with_name(p.path.name + ".strata-partial")
-        partial.write_text(p.after, encoding="utf-8")
-        partial.replace(p.path)
+        if p.action != "unchanged":
+            config_files.write(p.file, p.after)
 
 
 def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str | None = None, hooks: bool = False,
          dry_run: bool = False, command: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
-    from strata_recall.interface.repo_identity import repo_id_for, repo_root
+    from strata_recall.interface.repo_identity import identify, previous_default, repo_root
 
     root = repo_root(root)
     base = shlex.split(command) if command else [strata_command()]
     if data_dir is not None:
         base += ["--data-dir", str(data_dir)]
-    target = Target(root=root, repo_id=repo_id or repo_id_for(root), command=base, http_url=http_url)
+    identity = identify(root)
+    chosen = checked_repo_id(repo_id) if repo_id is not None else identity.repo_id
+    target = Target(root=root, repo_id=chosen, command=base, http_url=http_url)
     plans = plan(client, target, hooks)
     if not dry_run:
         apply(plans)
-    return {"ok": True, "client": client, "repo_id": target.repo_id, "dry_run": dry_run,
-            "files": [{"path": str(p.path), "action": p.action} for p in plans],
-            "diff": "".join(p.diff() for p in plans)}
+    result: dict[str, Any] = {"ok": True, "client": client, "repo_id": target.repo_id,
+                              "repo_id_source": "--repo-id" if repo_id is not None else identity.source,
+                              "dry_run": dry_run, "files": [_file_entry(p) for p in plans],
+                              "diff": "".join(p.diff() for p in plans)}
+    older = previous_default(root)
+    if repo_id is None and older != chosen:
+        result["previous_default"] = older
+        result["note"] = (f"repo_id {chosen} comes from the {identity.source}. Earlier versions chose {older} here: "
+                          f"if this repository's memories are filed under it, keep it with `strata init {client} "
+                          f"--repo-id {shlex.quote(older)}`")
+    return result
+
+
+def _file_entry(p: Plan) -> dict[str, str]:
+    entry = {"path": str(p.path), "action": p.action}
+    if p.file.is_link:
+        entry["written_to"] = str(p.file.real)
+    return entry
+
+
+def checked_repo_id(value: str) -> str:
+    """A repo id given by the user (`--repo-id`), checked and normalised as every request's is."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from strata_recall.interface.api import problems_of
+    from strata_recall.schemas.common import RepoId
+
+    try:
+        return str(TypeAdapter(RepoId).validate_python(value))
+    except ValidationError as exc:
+        problem = problems_of(exc)[0]
+        raise InvalidInput(problem.code, "repo_id", f"--repo-id {problem.message.removeprefix('request: ')}") from None

@@ -4,7 +4,8 @@ tokens in every session and teaches nothing.
 Every agent pays for the tool list in every session, so the published schemas keep what tells an agent
 how to call a tool — field names, types, enums, required fields, numeric ranges, useful defaults and
 the field descriptions — and leave out what only a validator needs: titles (the field name again),
-string and list length limits, the control-character `pattern` of text fields, `additionalProperties`,
+string and list length limits, the control-character `pattern` of text fields and the description of
+what a validator checks beyond it (a repo id's Unicode rules), `additionalProperties`,
 cross-field rules (`allOf` with if/then, an object's `anyOf` of required fields: the field descriptions
 say them in words), null branches of optional fields, null and empty
 defaults, and `$defs` indirection (inlined). The server still validates every request against the full
@@ -22,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
+
+from strata_recall.schemas.common import VALIDATION_NOTE
 
 _VALIDATOR_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "pattern", "additionalProperties", "$defs",
                              "allOf"})
@@ -73,6 +76,8 @@ def _compact(spec: Any, defs: dict[str, Any]) -> Any:
         if isinstance(value, float) and value.is_integer():
             value = int(value)  # 1 rather than 1.0: one token fewer, same number
         if key == "description" and isinstance(value, str):
+            if value.startswith(VALIDATION_NOTE):  # what the validator checks beyond the schema: its error says it
+                continue
             value = value.removeprefix(_EXTENSION)
         if key == "properties":
             value = {name: _compact(field, defs) for name, field in value.items()}

@@ -11,6 +11,8 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       WithJsonSchema)
 from pydantic_core import PydanticCustomError
 
+from strata_recall.schemas import repo_ids
+
 Kind = Literal["problem", "solution", "failed_tactic", "fact", "preference", "change"]
 Scope = Literal["repo", "global"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
@@ -129,7 +131,43 @@ class AsOfPoint(BaseModel):
 MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
 QueryText = _text(1, MAX_QUERY_CHARS, _not_blank)
 Rationale = _text(0, MAX_RATIONALE_CHARS)
-RepoId = _text(1, MAX_REPO_ID_CHARS, _not_blank, _single_line)
+AgentId = _text(1, MAX_REPO_ID_CHARS, _not_blank, _single_line)
+"""The id of an agent (a write's `author`): one line of text."""
+
+VALIDATION_NOTE = "Validated beyond the pattern: "
+"""Starts a description that says what the validator checks and the schema cannot express (the MCP tool
+list leaves such descriptions out: the structured error names the rule when it applies)."""
+
+
+def _repo_id(value: str) -> str:
+    """NFC, then the rules of schemas/repo_ids.py."""
+    value = repo_ids.normalise(value)
+    if "\r" in value:
+        raise PydanticCustomError("invalid_identifier", "must be one line without surrounding whitespace")
+    found = repo_ids.problem(value)
+    if found is not None:
+        raise PydanticCustomError(found.code, str(found))
+    return value
+
+
+def _repo_id_note(schema: dict[str, Any]) -> None:
+    note = (f"{VALIDATION_NOTE}normalised to Unicode NFC; no character that NFKC would change (fullwidth, ligatures); "
+            "no letters of two scripts in one segment between slashes (except Latin with Han, kana, Bopomofo or "
+            "Hangul); no invisible characters beyond the Basic Multilingual Plane (tags).")
+    schema["description"] = f"{schema['description']} ({note})" if schema.get("description") else note
+
+
+RepoId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_REPO_ID_CHARS),
+    AfterValidator(_no_control_characters),
+    AfterValidator(_not_blank),
+    AfterValidator(_single_line),
+    AfterValidator(_repo_id),
+    Field(json_schema_extra=lambda schema: (schema.update(pattern=repo_ids.PATTERN), _repo_id_note(schema))[0]),
+]
+"""A repo id: one line, at most 200 characters, stored in NFC, without invisible characters, look-alike
+characters or mixed scripts (schemas/repo_ids.py)."""
 MemoryId = _text(1, 64, _single_line)
 EvidenceRef = _text(1, MAX_REF_CHARS, _not_blank)
 Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]

@@ -10,6 +10,7 @@ from strata_recall.schemas.anchors import MAX_ANCHORS, AnchorIn, Merged, Similar
 from strata_recall.schemas.common import (
     MAX_LINKS,
     MAX_REFS,
+    AgentId,
     EvidenceRef,
     Kind,
     MemoryId,
@@ -74,7 +75,7 @@ class WriteRequest(Request):
     op: Literal["write"] | None = None
     repo_id: RepoId
     memory: MemoryIn
-    author: RepoId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
+    author: AgentId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
     anchors: list[AnchorIn] = Field(
         default_factory=list, max_length=MAX_ANCHORS,
         description="Extension: the code the memory is about (repo scope only). Reads from a workspace whose "

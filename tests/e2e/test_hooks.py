@@ -5,6 +5,7 @@ reminder comes once and names this session's unrated reads, and that a hook neve
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 
 from tests.conftest import STRATA_COMMAND
 
-REPO = "acme/api"
+REPO = "github.com/acme/api"
+"""The repo id of the git_repo fixture (origin git@github.com:acme/api.git): the host is kept."""
 
 
 @pytest.fixture
@@ -58,7 +60,7 @@ def test_a_session_gets_the_index_then_one_reminder_naming_its_reads(strata_env:
     assert start is not None
     context = start["hookSpecificOutput"]["additionalContext"]
     assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert f'repo_id "{REPO}"' in context and "Memory of acme/api: 1 memories" in context
+    assert f'repo_id "{REPO}"' in context and f"Memory of {REPO}: 1 memories" in context
 
     assert reply(hook(strata_env, "stop", claude("Stop", repo, stop_hook_active=False))) is None  # no reads yet
 
@@ -139,3 +141,44 @@ def test_an_empty_store_says_so(strata_env: dict[str, str], repo: Path) -> None:
 def test_hook_help_goes_through_the_cli(strata_env: dict[str, str]) -> None:
     result = subprocess.run([STRATA_COMMAND, "hook", "--help"], env=strata_env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "session-start" in result.stdout
+
+
+def repo_id_of(env: dict[str, str], folder: Path, session: str = "sess-id") -> str:
+    """The repo id session-start tells the agent to use for a session in `folder`."""
+    start = reply(hook(env, "session-start", claude("SessionStart", folder, session, source="startup")))
+    assert start is not None
+    found = re.search(r'Use repo_id "([^"]+)"', start["hookSpecificOutput"]["additionalContext"])
+    assert found, start
+    return found.group(1)
+
+
+@pytest.mark.parametrize("url", ["git@github.com:acme/api.git", "https://github.com/acme/api",
+                                 "https://ci:token@GitHub.com:443/acme/api.git/", "ssh://git@github.com:22/acme/api"])
+def test_the_repo_id_keeps_the_git_host(strata_env: dict[str, str], tmp_path: Path, url: str) -> None:
+    folder = tmp_path / "checkout"
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", url], check=True)
+    (folder / "src").mkdir()
+    assert repo_id_of(strata_env, folder / "src") == "github.com/acme/api"  # from a subfolder too
+    subprocess.run(["git", "-C", str(folder), "remote", "set-url", "origin", "git@gitlab.com:acme/api.git"], check=True)
+    assert repo_id_of(strata_env, folder) == "gitlab.com/acme/api"  # another forge's acme/api is another repo
+
+
+@pytest.mark.slow
+def test_two_folders_named_alike_without_a_remote_do_not_share_memory(strata_env: dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    first, second = tmp_path / "work" / "api", tmp_path / "play" / "api"
+    first.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(second)], check=True)  # a repository without a remote
+    first_id, second_id = repo_id_of(strata_env, first, "s1"), repo_id_of(strata_env, second, "s2")
+    assert first_id != second_id
+    assert first_id.startswith("local/api-") and second_id.startswith("local/api-")
+    assert repo_id_of(strata_env, first, "s3") == first_id  # stable
+
+    cli(strata_env, "write", json.dumps({"repo_id": first_id, "memory": {
+        "text": "The api folder at work deploys with make ship", "kind": "fact", "scope": "repo", "confidence": 0.9}}))
+    cli(strata_env, "index", "--repo", first_id)  # brings the projections up to date
+    start = reply(hook(strata_env, "session-start", claude("SessionStart", first, "s4", source="startup")))
+    assert start is not None and f"Memory of {first_id}: 1 memories" in start["hookSpecificOutput"]["additionalContext"]
+    other = reply(hook(strata_env, "session-start", claude("SessionStart", second, "s5", source="startup")))
+    assert other is not None and "1 memories" not in other["hookSpecificOutput"]["additionalContext"]

@@ -6,8 +6,11 @@ settings (kept exactly), malformed files (refused, nothing written), reruns (not
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import tomllib
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -89,12 +92,13 @@ def snapshot(*paths: Path) -> dict[Path, str | None]:
 
 def test_claude_code_fresh_then_rerun(env: dict[str, str], repo: Path) -> None:
     first = ok(init(env, repo, "claude-code", "--hooks"))
-    assert first["repo_id"] == "acme/api"
+    assert first["repo_id"] == "github.com/acme/api" and first["repo_id_source"] == "origin remote"
+    assert first["previous_default"] == "acme/api" and "--repo-id acme/api" in first["note"]
     assert actions(first) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created"}
     server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]
     assert server == {"type": "stdio", "command": STRATA_COMMAND, "args": ["mcp"]}
     claude_md = (repo / "CLAUDE.md").read_text()
-    assert claude_md.count(BEGIN) == 1 and "`acme/api`" in claude_md and "feedback" in claude_md
+    assert claude_md.count(BEGIN) == 1 and "`github.com/acme/api`" in claude_md and "feedback" in claude_md
     hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "Stop", "PreCompact"}
     assert hooks["Stop"][0]["hooks"][0]["command"] == f"{STRATA_COMMAND} hook stop"
@@ -257,3 +261,200 @@ def test_unknown_client_and_unsupported_hooks(env: dict[str, str], repo: Path) -
     no_hooks = init(env, repo, "vscode", "--hooks")
     assert no_hooks.returncode == 2 and json.loads(no_hooks.stdout)["error"]["code"] == "hooks_unsupported"
     assert not (repo / ".vscode").exists()
+
+
+# --- hostile repositories: links, modes, special files ---------------------------------------------------
+
+
+def tree(folder: Path) -> dict[str, tuple[str, str]]:
+    """Every entry under `folder` (outside .git): a link's target, or a file's content."""
+    entries = {}
+    for path in sorted(folder.rglob("*")):
+        if ".git" in path.relative_to(folder).parts:
+            continue
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            entries[name] = ("link", os.readlink(path))
+        elif path.is_file():
+            entries[name] = ("file", path.read_text())
+        else:
+            entries[name] = ("folder", "")
+    return entries
+
+
+def home_settings(tmp_path: Path) -> Path:
+    """The user's global Claude Code settings in the fake HOME (strata_env sets HOME to tmp_path)."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"]}, "model": "opus"}, indent=2))
+    return settings
+
+
+def test_a_planted_partial_file_link_touches_nothing_outside(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """The old fixed temporary name `.mcp.json.strata-partial`, planted as a link to the user's global
+    settings, must not redirect the write: the home file stays byte for byte, .mcp.json is a file."""
+    settings = home_settings(tmp_path)
+    before = settings.read_bytes()
+    (repo / ".mcp.json.strata-partial").symlink_to(settings)
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json.strata-partial").symlink_to(settings)
+    ok(init(env, repo, "claude-code", "--hooks"))
+    assert settings.read_bytes() == before
+    mcp = repo / ".mcp.json"
+    assert not mcp.is_symlink() and mcp.is_file()
+    assert json.loads(mcp.read_text())["mcpServers"]["strata"]["args"] == ["mcp"]
+    assert not (repo / ".claude" / "settings.json").is_symlink()
+    leftovers = [p.name for p in repo.rglob("*") if p.name.endswith(".strata-tmp")]
+    assert leftovers == []
+
+
+def test_a_link_to_a_file_inside_the_repo_is_written_through(env: dict[str, str], repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "AGENT.md").write_text("# Shared agent notes\n")
+    (repo / "CLAUDE.md").symlink_to(Path("docs") / "AGENT.md")
+    (repo / "config").mkdir()
+    (repo / "config" / "mcp.json").write_text(json.dumps(CLAUDE_MCP))
+    (repo / ".mcp.json").symlink_to(repo / "config" / "mcp.json")  # absolute, still inside
+    result = ok(init(env, repo, "claude-code"))
+    assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated"}
+    written = {Path(f["path"]).name: f.get("written_to") for f in result["files"]}
+    assert written == {".mcp.json": str((repo / "config" / "mcp.json").resolve()),
+                       "CLAUDE.md": str((repo / "docs" / "AGENT.md").resolve())}
+    assert (repo / "CLAUDE.md").is_symlink() and os.readlink(repo / "CLAUDE.md") == str(Path("docs") / "AGENT.md")
+    notes = (repo / "docs" / "AGENT.md").read_text()
+    assert notes.startswith("# Shared agent notes\n\n" + BEGIN) and "github.com/acme/api" in notes
+    assert (repo / ".mcp.json").is_symlink()
+    servers = json.loads((repo / "config" / "mcp.json").read_text())["mcpServers"]
+    assert set(servers) == {"github", "fs", "strata"}
+    assert set(actions(ok(init(env, repo, "claude-code"))).values()) == {"unchanged"}
+
+
+@pytest.mark.parametrize("plant", ["file link", "folder link", "link chain", "hard link"])
+def test_a_link_out_of_the_repo_is_refused_and_nothing_changes(env: dict[str, str], repo: Path, tmp_path: Path,
+                                                               plant: str) -> None:
+    settings = home_settings(tmp_path)
+    outside_notes = tmp_path / "notes.md"
+    outside_notes.write_text("# my private notes\n")
+    if plant == "file link":
+        link, points_to, code = repo / "CLAUDE.md", outside_notes, "link_outside_folder"
+        link.symlink_to(outside_notes)
+    elif plant == "folder link":  # a folder on the way: .claude/settings.json would be the user's own
+        link, points_to, code = repo / ".claude", settings.parent, "link_outside_folder"
+        link.symlink_to(settings.parent)
+    elif plant == "link chain":  # a link to a link inside the repo that leaves it
+        (repo / "inner.md").symlink_to(outside_notes)
+        link, points_to, code = repo / "CLAUDE.md", outside_notes, "link_outside_folder"
+        link.symlink_to("inner.md")
+    else:
+        link, points_to, code = repo / ".mcp.json", None, "hard_linked_file"
+        os.link(settings, link)
+    before_repo, before_home = tree(repo), tree(tmp_path / ".claude")
+    before_notes = outside_notes.read_bytes()
+    for dry in ((), ("--dry-run",)):
+        result = init(env, repo, "claude-code", "--hooks", *dry)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+        error = json.loads(result.stdout)["error"]
+        assert error["code"] == code and error["path"] == str(link)
+        if points_to is not None:
+            assert str(points_to) in error["message"] and "outside" in error["message"]
+        assert tree(repo) == before_repo and tree(tmp_path / ".claude") == before_home
+        assert outside_notes.read_bytes() == before_notes
+
+
+def test_a_fifo_is_refused_not_read(env: dict[str, str], repo: Path) -> None:
+    os.mkfifo(repo / "AGENTS.md")
+    result = init(env, repo, "codex")
+    assert result.returncode == 2, result.stdout + result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "not_a_regular_file" and error["path"] == str(repo / "AGENTS.md")
+    assert not (Path(env["CODEX_HOME"]) / "config.toml").exists()
+
+
+def test_codex_config_keeps_its_mode(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "codex-home" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_TOML + '\n[model_providers.acme]\nenv_key = "ACME_KEY"\n')
+    config.chmod(0o600)
+    ok(init(env, repo, "codex"))
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert tomllib.loads(config.read_text())["mcp_servers"]["strata"]["args"] == ["mcp"]
+
+    config.chmod(0o640)  # whatever the user chose stays
+    ok(init(env, repo, "codex", "--http", "http://127.0.0.1:7411/mcp"))
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640
+
+
+def test_a_new_codex_config_is_private(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    ok(init(env, repo, "codex"))
+    config = tmp_path / "codex-home" / "config.toml"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+    agents = repo / "AGENTS.md"  # a repository file gets the ordinary mode
+    assert stat.S_IMODE(agents.stat().st_mode) == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_a_codex_config_linked_out_of_codex_home_is_refused(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "codex.toml"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(CODEX_TOML)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").symlink_to(dotfiles)
+    result = init(env, repo, "codex")
+    assert result.returncode == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "link_outside_folder" and error["path"] == str(home / "config.toml")
+    assert dotfiles.read_text() == CODEX_TOML and not (repo / "AGENTS.md").exists()
+
+
+# --- the repo id it chooses ----------------------------------------------------------------------------
+
+
+def test_the_repo_id_keeps_the_host_and_says_how_to_keep_the_old_one(env: dict[str, str], repo: Path) -> None:
+    subprocess.run(["git", "-C", str(repo), "remote", "set-url", "origin", "https://me:tok@GitHub.com:443/acme/api/"],
+                   check=True)
+    result = subprocess.run([STRATA_COMMAND, "--text", "init", "cursor", "--dry-run"], cwd=repo, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "repo_id github.com/acme/api, from the origin remote" in result.stdout
+    assert "--repo-id acme/api" in result.stdout
+    kept = ok(init(env, repo, "cursor", "--repo-id", "acme/api"))
+    assert kept["repo_id"] == "acme/api" and kept["repo_id_source"] == "--repo-id" and "note" not in kept
+
+
+def test_a_folder_without_a_remote_gets_an_id_of_its_own(env: dict[str, str], tmp_path: Path) -> None:
+    ids = []
+    for parent in ("one", "two"):
+        folder = tmp_path / parent / "api"
+        folder.mkdir(parents=True)
+        result = ok(init(env, folder, "vscode", "--dry-run"))
+        assert result["repo_id_source"] == "folder" and result["previous_default"] == "api"
+        ids.append(result["repo_id"])
+    assert ids[0] != ids[1] and all(i.startswith("local/api-") for i in ids)
+
+
+def test_a_repo_id_option_is_normalised_and_checked(env: dict[str, str], repo: Path) -> None:
+    decomposed = unicodedata.normalize("NFD", "acme/café")
+    assert ok(init(env, repo, "cursor", "--dry-run", "--repo-id", decomposed))["repo_id"] == "acme/café"
+    for bad, code in (("acme/a\u200bpi", "invisible_characters"), ("acme/\u202eipa", "invisible_characters"),
+                      ("acme/\u0430pi", "mixed_scripts")):
+        result = init(env, repo, "cursor", "--repo-id", bad)
+        assert result.returncode == 2 and json.loads(result.stdout)["error"]["code"] == code
+        assert not (repo / ".cursor").exists()
+
+
+def test_two_of_our_files_linked_to_one_are_refused(env: dict[str, str], repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "mcp.json").write_text(json.dumps(CURSOR_MCP))
+    (repo / ".cursor" / "hooks.json").symlink_to("mcp.json")  # one change would overwrite the other
+    result = init(env, repo, "cursor", "--hooks")
+    assert result.returncode == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "same_file" and error["path"] == str(repo / ".cursor" / "hooks.json")
+    assert json.loads((repo / ".cursor" / "mcp.json").read_text()) == CURSOR_MCP

@@ -1,7 +1,10 @@
 """The published JSON Schema (schemas/json, /openapi.json, the MCP tools) describes exactly what the API
 accepts: for each request below, the schema's verdict and the API's agree (a refusal for a reason of
 shape is invalid_input; a missing memory is a matter of state, which no schema can know, so every id
-below exists). Run against a real store."""
+below exists). Run against a real store.
+
+Two rules of a repo id are beyond what a pattern can say and are named in its description instead:
+a character NFKC would change, and two scripts in one segment (tests/unit/test_repo_ids.py)."""
 
 from __future__ import annotations
 
@@ -128,6 +131,22 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("repos", {"repo_id": REPO}),
         ("review", {"repo_id": REPO, "memory_id": fact, "decision": "maybe"}),
         ("review", {"repo_id": REPO, "memory_id": fact, "decision": "approved", "note": "bell\x07"}),
+        # repo ids: NFC or not, they are accepted (and normalised); invisible and bidi characters are not
+        ("write", {**write(), "repo_id": "acme/cafe\u0301"}),
+        ("write", {**write(), "repo_id": "acme/caf\u00e9"}),
+        ("write", {**write(), "repo_id": "acme/a\u200bpi"}),
+        ("write", {**write(), "repo_id": "acme/api\u200d"}),
+        ("write", {**write(), "repo_id": "\ufeffacme/api"}),
+        ("write", {**write(), "repo_id": "acme/\u202eipa"}),
+        ("write", {**write(), "repo_id": "acme/\u2066api\u2069"}),
+        ("write", {**write(), "repo_id": "acme/my\u00a0api"}),
+        ("write", {**write(), "repo_id": "acme/my api"}),
+        ("write", {**write(), "repo_id": "acme/soft\u00adhyphen"}),
+        ("write", {**write(), "repo_id": "acme/api\r"}),
+        ("read", read(repo_id="acme/\u200eapi")),
+        ("memory_index", {"repo_id": "acme/\u061capi"}),
+        ("memories", {"repo_id": "acme/\u2028api"}),
+        ("write", {**write(), "repo_id": "github.com/ivan/\u043f\u0440\u043e\u0435\u043a\u0442"}),
     ]
 
 
