@@ -63,7 +63,8 @@ class Strata:
 
     def api(self) -> CommandAPI:
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
-                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
+                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past,
+                        past=self.past)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
                           feedback_max_memories=self.settings.feedback_max_memories,
                           near_duplicates=self.near_duplicates)

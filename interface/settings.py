@@ -71,6 +71,11 @@ class Settings(BaseModel):
         1, ge=1, le=16,
         description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
                     "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).")
+    max_as_of_builds: int = Field(
+        2, ge=1, le=16,
+        description="Most distinct past moments (`as_of`) a serving process builds, waits to build or serves at once; "
+                    "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
+                    "under way shares its build.")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
