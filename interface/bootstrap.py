@@ -4,6 +4,8 @@ The CLI, the servers and the tests all come through here. Nothing is opened unti
 from __future__ import annotations
 
 import gc
+import shutil
+import sqlite3
 import time
 
 from collections.abc import Sequence
@@ -308,11 +310,26 @@ def open_log(settings: Settings) -> MemoryLog:
         raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
     if settings.event_store == "postgres":
         return _open_postgres_log(settings)
-    return MemoryLog(env=_log_env({
-        "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
-        "SQLITE_DBNAME": str(settings.event_db),
-        "SQLITE_LOCK_TIMEOUT": "10",
-    }))
+    try:
+        return MemoryLog(env=_log_env({
+            "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
+            "SQLITE_DBNAME": str(settings.event_db),
+            "SQLITE_LOCK_TIMEOUT": "10",
+        }))
+    except (sqlite3.Error, PersistenceError) as exc:  # a full disk, an I/O error, a file locked too long
+        # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
+        full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""
+        raise EventStoreUnavailable(
+            "event_log_unavailable", "",
+            f"the event log ({settings.event_db}) cannot be opened right now ({' '.join(str(exc).split())[:300]}{full}); "
+            "nothing was recorded: retry once it is fixed (strata doctor checks the data directory and the log)") from None
+
+
+def _disk_full(folder: Path) -> bool:
+    try:
+        return shutil.disk_usage(folder).free == 0
+    except OSError:
+        return False
 
 
 def _log_env(values: dict[str, str]) -> dict[str, str]:
