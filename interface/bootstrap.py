@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
@@ -316,7 +316,8 @@ def open_log(settings: Settings) -> MemoryLog:
             "SQLITE_DBNAME": str(settings.event_db),
             "SQLITE_LOCK_TIMEOUT": "10",
         }))
-    except (sqlite3.Error, PersistenceError) as exc:  # a full disk, an I/O error, a file locked too long
+    except (sqlite3.OperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
+        # held too long (a file that is no database is not something to retry: that stays an internal error)
         # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
         full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""
         raise EventStoreUnavailable(

@@ -36,7 +36,7 @@ from typing import Any
 import structlog
 
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.errors import InvalidInput
+from strata_recall.domain.errors import NotFound
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from strata_recall.projections.base import LogReader, Projection
 from strata_recall.projections.embedder import Embedder
@@ -64,19 +64,20 @@ class Moment:
 
 def moment_of(memory_log: MemoryLog, as_of: int | datetime, reader: LogReader | None = None) -> Moment:
     """The moment `as_of` names: a log position (its event's time is the clock), or a time (the last
-    event at or before it; the time itself is the clock). Refused beyond the head or before the log."""
+    event at or before it; the time itself is the clock). Beyond the head or before the log there is no
+    such moment (yet): NotFound, a matter of the log's state (the request's shape is fine)."""
     reader = reader or LogReader(memory_log)
     head = memory_log.position()
     if isinstance(as_of, int):
         if as_of < 1 or as_of > head:
-            raise InvalidInput("as_of_out_of_range", "as_of",
+            raise NotFound("as_of_out_of_range", "as_of",
                                f"as_of position {as_of} is outside the log, which holds positions 1 to {head}")
         position, event = _at_or_before(reader, as_of)
         return Moment(position, event.timestamp)
     when = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
     first = reader.read(1, 1)
     if not first or first[0][1].timestamp > when:
-        raise InvalidInput("as_of_before_log", "as_of",
+        raise NotFound("as_of_before_log", "as_of",
                            f"nothing was recorded at or before {when.isoformat()}: the log starts at "
                            f"{first[0][1].timestamp.isoformat() if first else 'no time yet (it is empty)'}")
     # the largest position whose event is not later than `when` (events are timestamped in log order,
@@ -104,7 +105,7 @@ def _at_or_before(reader: LogReader, position: int) -> tuple[int, Any]:
         if start == 1:
             break
         position = start - 1
-    raise InvalidInput("as_of_out_of_range", "as_of", "the log holds no event at or before that position")
+    raise NotFound("as_of_out_of_range", "as_of", "the log holds no event at or before that position")
 
 
 class PastModel:
