@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 
-from strata_recall.domain.sanitise import sanitise
 from strata_recall.projections import store
 
 
@@ -38,6 +37,9 @@ class ReadLedger:
 
     def record(self, read_id: str, repo_id: str, query: str, mode: str, archetype: str | None, position: int,
                memory_ids: list[str]) -> None:
+        # imported here: the lifecycle hooks open the ledger only to look reads up, and must start fast
+        from strata_recall.domain.sanitise import sanitise
+
         with store.transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO reads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
