@@ -397,16 +397,16 @@ def _command_spans(text: str, low: str) -> Spans:
     """Each program's arguments run to the end of its shell command, or to the next program named: the
     segments never overlap, so the scan stays linear."""
     spans = []
-    found = list(_COMMAND.finditer(low))
-    for m, after in zip(found, [*found[1:], None]):
+    programs = list(_COMMAND.finditer(low))
+    for m, after in zip(programs, [*programs[1:], None]):
         limit = min(after.start() if after else len(text), m.end() + 2048)
         end = _COMMAND_END.search(text, m.end(), limit)
         stop = end.start() if end else limit
         for option, stops in _BY_COMMAND[" ".join(re.findall(r"[\w.-]+", m["cmd"]))]:
             until = stops.search(low, m.end(), stop) if stops else None
-            for found in option.finditer(text, m.end(), until.start() if until else stop):
-                group = next(g for g, v in found.groupdict().items() if v is not None)
-                start, finish = found.span(group)
+            for hit in option.finditer(text, m.end(), until.start() if until else stop):
+                group = next(g for g, v in hit.groupdict().items() if v is not None)
+                start, finish = hit.span(group)
                 if values.argument(text[start:finish], text[finish:finish + 40]):
                     spans.append((start, finish, "password"))
     return spans
