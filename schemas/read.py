@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
 from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from strata_recall.schemas.common import _integral  # as common.LogPosition: the bounds first, then Integer's rule
+
+TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral)]
+"""The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
+maximum; on the union they came out as pydantic's own `ge` and `le`, which JSON Schema ignores)."""
 
 
 class Expand(Request):
@@ -36,7 +41,7 @@ class ReadRequest(Request):
     kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
     limit: Integer = Field(20, ge=1, le=100, description="Most results; a case (a problem, its solutions and failed tactics) is one.")
     expand: Expand = Field(default_factory=Expand)
-    token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
+    token_budget: TokenBudget | None = Field(None, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
         None, description="Extension: the problem you work on (utility is per problem)."
     )
