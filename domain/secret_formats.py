@@ -167,6 +167,11 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
        (GL + "github-refresh-token", DS + "GitHubTokenDetector", GH + "github_refresh_token")),
     _t("github_fine_grained_pat", "GitHub", "vcs", "github_token", "github_pat_", "{alnum:20-255}_{alnum:40-255}",
        (GL + "github-fine-grained-pat", GH + "github_personal_access_token"), "22-character id, `_`, 59-character secret"),
+    # ---- Strata's own ------------------------------------------------------------------------
+    _t("strata_token", "Strata", "saas", "strata_token", "strata_", "{b64url:43}",
+       ("strata:domain/credential.py",),
+       "a named token of `strata token create`: 32 random bytes, URL-safe base64; an agent that pastes one "
+       "into a memory must not publish it to every reader of the repo"),
     _t("gitlab_pat", "GitLab", "vcs", "gitlab_token", "glpat-", "{b64url:20-300}(.{alnumlow:9})?",
        (GL + "gitlab-pat", GL + "gitlab-pat-routable", DS + "GitLabTokenDetector", GH + "gitlab_access_token"),
        "routable tokens end with `.` and a 2-character version plus 7-character CRC"),
