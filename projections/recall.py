@@ -393,8 +393,15 @@ class RecallEngine:
         self._estimate(q, qv, candidates.values(), answer)
         suppressed: dict[str, int] = {}
         cases = self._cases(self._score(q, qv, candidates, rows, now, favoured, suppressed))
-        hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
-        results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, answer.relevance)
+        bar = self.config.bar if q.min_relevance is None else q.min_relevance
+        if answer.relevance < bar:  # nothing is likely to be relevant: the answer is empty, and says so
+            held = sum(1 + len(case.members) for case in cases)
+            if held:
+                suppressed["below_relevance"] = held
+            results = []
+        else:
+            hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
+            results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, bar * TAIL)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         read_id = uuid.uuid4().hex
@@ -744,9 +751,9 @@ class RecallEngine:
         return cases
 
     def _fit(self, q: ReadQuery, cases: Iterable[Case], rows: dict[str, dict[str, Any]],
-             suppressed: dict[str, int], answer: float = 1.0) -> list[dict[str, Any]]:
-        """Up to `limit` cases best first. Every memory, nested or not, must not nearly duplicate one
-        already kept, must fit the token budget, and counts against the cap of memories one source
+             suppressed: dict[str, int], floor: float = 0.0) -> list[dict[str, Any]]:
+        """Up to `limit` cases best first, each with a memory at least as relevant as `floor` (a case
+        passes or fails whole). Every memory, nested or not, must not nearly duplicate one already kept, must fit the token budget, and counts against the cap of memories one source
         (the hit whose link or hop brought it) may bring (diversity). A solution or failed tactic
         whose problem is already in the answer joins that case rather than taking a slot."""
         c = self.config
@@ -786,13 +793,11 @@ class RecallEngine:
                 n_vectors += 1
             return result
 
-        bar = c.bar if q.min_relevance is None else q.min_relevance
-        floor = bar if answer < bar else bar * TAIL  # nothing below the bar; in an answer above it, no long tail
         held: dict[str, int] = {}  # results kept per chain of `related` memories
         for case in _chain_share(cases, held, kept, c.chain_share):
             if len(kept) >= q.limit:
                 break
-            if answer < bar or case.relevance < floor:  # a case's members follow its head: it passes or fails whole
+            if case.relevance < floor:  # the long tail of an answer; a case's members follow its head
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue
             kind = case.head.row["kind"]
