@@ -43,6 +43,10 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
         pieces_all += pieces
         if len(pieces) > 1 and len(segments) > 1:
             terms.append("".join(pieces).lower())  # a path segment whole: _logistic.py -> logisticpy
+        for name in segment.split("."):  # a dotted part that is an identifier whole: csv_writer.py -> csvwriter
+            parts = [p for p in _PIECE.split(name) if p]
+            if 1 < len(parts) < len(pieces):
+                terms.append("".join(parts).lower())
         for piece in pieces:
             parts = _CAMEL.findall(piece)
             if len(parts) > 1 and not piece.isdigit():

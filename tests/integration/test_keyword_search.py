@@ -27,6 +27,8 @@ MEMORIES = {
     "dotted": "Use os.path.join instead of string concatenation for cache paths",
     "camel": "HttpConnectionPool leaks sockets when the retry limit is hit",
     "plain": "The nightly job writes its report to the shared drive",
+    "writer": "CsvWriter buffers every row until close, so large exports run out of memory",
+    "decoy": "Log lines of the export service are rotated daily, one file per day",
 }
 
 
@@ -48,7 +50,7 @@ def first(app: Strata, query: str) -> str | None:
 
 @pytest.mark.parametrize(("query", "expected"), [
     ("readcsv", "csv"), ("ReadCsv problem", "csv"), ("read_csv", "csv"),
-    ("type error in the exporter", "type"), ("TypeError", "type"),
+    ("type error", "type"), ("TypeError", "type"),
     ("logisticpy", "path"), ("where is _logistic.py", "path"), ("linear_model", "path"),
     ("nodeps", "flag"), ("--no-deps", "flag"),
     ("ospathjoin", "dotted"), ("os.path.join", "dotted"),
@@ -62,15 +64,15 @@ def test_identifiers_are_found_whole_and_in_parts(store: tuple[Strata, dict[str,
 def test_a_pasted_stack_trace_keeps_its_code_tokens(store: tuple[Strata, dict[str, str]]) -> None:
     app, ids = store
     trace = (
-        "Traceback (most recent call last):\n"
-        '  File "/home/ci/build/app/export/main.py", line 88, in run\n'
-        "    total = len(rows)\n"
-        '  File "/home/ci/build/app/export/writer.py", line 12, in write_rows\n'
-        "    for row in rows: handle(row, options, state, buffer, flush, encode, quote)\n"
-        "TypeError: object of type 'generator' has no len() while the exporter was running the nightly "
-        "job on the build machine with the default settings of every option we have ever had"
+        "It crashed again last night. Traceback (most recent call last):\n"
+        '  File "/srv/app/export/main.py", line 88, in main_loop\n'
+        "    exporter.export(items, options, state, target, schedule, retries)\n"
+        '  File "/srv/app/export/csv_writer.py", line 12, in flush_all\n'
+        "    self.pending.append(serialise(item))\n"
+        "MemoryError\n"
+        "It happens every night with the default settings; the log file has nothing else."
     )
-    assert first(app, trace) == ids["type"]
+    assert first(app, trace) == ids["writer"]  # csv_writer and MemoryError, not the log file's words
 
 
 def test_code_words_for_queries_and_memories_agree() -> None:
@@ -78,6 +80,7 @@ def test_code_words_for_queries_and_memories_agree() -> None:
     assert code_terms("ReadCsv") == ["read", "csv"]  # FTS5 itself keeps it whole: readcsv
     assert {"value", "error"} <= set(code_terms("ValueError"))
     assert "linearmodel" in code_terms("sklearn/linear_model/_logistic.py")
+    assert "csvwriter" in code_terms("export/csv_writer.py")
     assert code_terms("plain words only, nothing else.") == []
 
 
