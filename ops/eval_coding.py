@@ -127,7 +127,8 @@ def _request(repo: str, text: str):
 
 
 def _cost(answer, counter: TokenCounter) -> dict:
-    return {"results": len(flat(answer.results)), "tokens": answer_tokens(answer, counter)}
+    tokens, lean = answer_tokens(answer, counter)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
 
 
 def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,

@@ -7,6 +7,7 @@ same whichever engine (ops/eval_recall.py --before) is measured."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tempfile
@@ -118,15 +119,24 @@ def flat(results: list[dict]) -> list[dict]:
     return [m for r in results for m in (r, *(r.get("solutions") or ()), *(r.get("failed_tactics") or ()))]
 
 
-def answer_tokens(recall, counter) -> int:
-    """Tokens of an answer as the agent receives it: the read response's JSON (projections/tokens.py's
-    tokenizer)."""
+def answer_tokens(recall, counter) -> tuple[int, int]:
+    """Tokens of an answer as the agent receives it, the read response's JSON (projections/tokens.py's
+    tokenizer); and of the same JSON without null and empty fields."""
     from strata_recall.schemas.read import ReadResponse  # the measured engine's own contract
 
     extra = {"answer_relevance": recall.relevance} if "answer_relevance" in ReadResponse.model_fields else {}
     response = ReadResponse(read_id=recall.read_id, results=recall.results, suppressed=recall.suppressed, **extra,
                             guidance=recall.guidance, position=recall.position)
-    return counter.count(response.model_dump_json())
+    lean = json.dumps(_lean(response.model_dump(mode="json")), separators=(",", ":"))
+    return counter.count(response.model_dump_json()), counter.count(lean)
+
+
+def _lean(value):
+    if isinstance(value, dict):
+        return {k: _lean(v) for k, v in value.items() if v not in (None, [], {}, "")}
+    if isinstance(value, list):
+        return [_lean(v) for v in value]
+    return value
 
 
 def calibration(pairs: list[tuple[float, bool]], bins: int = 10) -> dict:

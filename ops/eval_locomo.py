@@ -142,7 +142,7 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                     answer = engine.read(_question(repo, qa["question"]))
                     latencies[name].append(time.perf_counter() - started)
                     scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
-                    cost[name].append({"results": len(flat(answer.results)), "tokens": answer_tokens(answer, counter)})
+                    cost[name].append(_cost(answer, counter))
                     if name == "full-off":
                         calibration += [(m["relevance"], bool(set(dia_of.get(m["memory_id"], ())) & evidence))
                                         for m in flat(answer.results)]
@@ -161,13 +161,17 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
             for qa in data[(index + 1) % len(data)]["qa"] if len(data) > 1 else ():  # another conversation's
                 for name in foreign_cost:
                     answer = engines[name].read(_question(repo, qa["question"]))
-                    foreign_cost[name].append({"results": len(flat(answer.results)),
-                                               "tokens": answer_tokens(answer, counter)})
+                    foreign_cost[name].append(_cost(answer, counter))
                     if name == "full-off":
                         calibration += [(m["relevance"], False) for m in flat(answer.results)]
             strata.close()
     return {"scores": scores, "latencies": latencies, "cost": cost, "foreign": foreign_cost,
             "calibration": calibration}
+
+
+def _cost(answer, counter: TokenCounter) -> dict:
+    tokens, lean = answer_tokens(answer, counter)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
 
 
 def _question(repo: str, question: str) -> ReadQuery:

@@ -166,7 +166,8 @@ def print_negatives(run: dict, prefix: str = "") -> None:
         for name in FOREIGN:
             print(f"    {LABELS[name]:<26} results per read median in-corpus {_median([c['results'] for c in own[name]]):>4}, "
                   f"foreign {_median([c['results'] for c in foreign[name]]):>4}; tokens per read median in-corpus "
-                  f"{_median([c['tokens'] for c in own[name]]):>6}, foreign {_median([c['tokens'] for c in foreign[name]]):>6}")
+                  f"{_median([c['tokens'] for c in own[name]]):>6} ({_median([c.get('lean', 0) for c in own[name]]):>6} "
+                  f"without null/empty fields), foreign {_median([c['tokens'] for c in foreign[name]]):>6}")
         at_bar, off = _recall(run, corpus, "full"), _recall(run, corpus, "full-off")
         print("    recall at the default bar " + " ".join(f"{v:.3f}" for v in at_bar) + "; bar off "
               + " ".join(f"{v:.3f}" for v in off) + "; kept " + " ".join(

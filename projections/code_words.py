@@ -4,8 +4,8 @@ FTS5's unicode61 tokenizer splits `read_csv`, `os.path.join`, `src/db/connect.py
 their punctuation and keeps `TypeError` or `getItems` whole. So a memory naming `read_csv` is not
 found by `readcsv` or `ReadCsv`, and one naming `ValueError` not by "value error". `code_terms`
 gives the missing forms: every identifier made of several parts (snake_case, CamelCase, dotted
-paths, file paths, flags, error class names) as one word with its separators dropped, its CamelCase
-parts, and each path segment's compound. The same function runs on memories (the fts projection
+paths, flags, error class names) as one word with its separators dropped, its CamelCase parts, and
+each file path segment's compound (`_logistic.py` -> `logisticpy`, `csv_writer.py` -> `csvwriter`). The same function runs on memories (the fts projection
 indexes the text plus these words) and on queries (a pasted stack trace keeps its code tokens), so
 the two always agree; FTS5 then stems and counts them like any word.
 """
@@ -51,8 +51,10 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
             parts = _CAMEL.findall(piece)
             if len(parts) > 1 and not piece.isdigit():
                 terms += [p.lower() for p in parts]  # TypeError -> type, error
-    if len(pieces_all) > 1:
-        terms.append("".join(pieces_all).lower())  # the identifier whole: read_csv, ReadCsv -> readcsv
+    if len(pieces_all) > 1 and len(segments) == 1:
+        # the identifier whole: read_csv -> readcsv, os.path.join -> ospathjoin (a file path's whole is
+        # unique to one file and, as a query's rarest word, crowds out the words that matter)
+        terms.append("".join(pieces_all).lower())
     return tuple(t for t in dict.fromkeys(terms) if len(t) > 1)
 
 

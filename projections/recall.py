@@ -8,7 +8,9 @@ one log position from the projections (never by rebuilding aggregates).
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
    keyword list in proportion to the share of a long query's words it searched (projections/fts.py
    keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (further ones
-   never changed an answer on any corpus, and cost a third of a read).
+   never changed an answer on any corpus, and cost a third of a read). Every candidate gets an
+   absolute relevance, P(relevant) (projections/relevance.py): the probability that the answer holds
+   a relevant memory, from the read as a whole, times the memory's given that, from its own evidence.
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
    solution or failed tactic its problem; `related` links give neighbours up to two links away a
    share of a seed's relevance; every result carries its change chain), then semantic hops from
@@ -18,16 +20,21 @@ one log position from the projections (never by rebuilding aggregates).
    run only when the search's hits leave room in the answer).
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
    forgotten, archived and pending memories are suppressed and counted by reason. Each memory is
-   scored relevance × truth (decayed since last validation) × utility (per problem when known) × the
+   scored (the `score` shown, which orders the answer) relevance × truth (decayed since last
+   validation) × (0.5 + utility, per problem when known) × the
    archetype profile's weight for its kind (mode auto: a profile ranks kinds, it never hides one) ×,
    for a memory anchored to code that changed in the reader's workspace, a weight below one
    (projections/anchors.py; a read without a workspace, or a memory without anchors, is unaffected).
-5. Cases: a problem and the solutions and failed tactics linked to it form one case, ranked by the
-   evidence of the problem plus that of its best-matching solution or failed tactic; every other
-   memory (and a solution or failed tactic whose problem is not in the answer) stands alone.
-6. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
+5. Cases: a problem and the solutions and failed tactics linked to it form one case, ranked by its
+   best score; every other memory (and a solution or failed tactic whose problem is not in the
+   answer) stands alone.
+6. The bar: an answer whose relevance is below `min_relevance` is empty (its memories counted as
+   below_relevance); in one above it, a case whose most relevant memory is below TAIL × the bar is
+   held back (a case passes or fails whole).
+7. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
    diversity (a problem brings at most so many solutions and failed tactics that did not match
-   the query themselves), and a token budget that counts every text, nested ones included.
+   the query themselves), and a token budget that counts every text, nested ones included. Texts
+   are cut after about TEXT_CHARS characters (`read_memories` gives them whole).
 """
 
 from __future__ import annotations
@@ -68,10 +75,10 @@ GUIDANCE = (
 CAUTION = "tried before and failed on this problem; reconsider only if the context has changed"
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
+"""Kinds that come nested in their problem's case, and the result field that holds them."""
 TEXT_CHARS = 320
 """A result's text is cut after about this many characters (at a word), with a marker saying how much
 more there is: `read` with `memory_ids` gives memories whole."""
-"""Kinds that come nested in their problem's case, and the result field that holds them."""
 
 
 @cache
@@ -173,7 +180,6 @@ class Candidate:
     link_reason: str | None = None  # a direct hit that is also explicitly linked: never thresholded away
     cos: float | None = None  # similarity to the query, computed once
     chain: str | None = None  # the chain of `related` memories it belongs to (a memory of it stands for it)
-    searched: float = 0.0  # its relevance from the search alone, before links and hops lifted it
     kw: float = 0.0  # the share of the query's keyword evidence it holds (fts.KeywordSearch)
     rank: int | None = None  # its place in the fused order of the search's hits
     p: float = 0.0  # its absolute relevance: P(relevant), projections/relevance.py
@@ -389,7 +395,6 @@ class RecallEngine:
         top = max((c.relevance for c in candidates.values()), default=0.0)
         for cand in candidates.values():  # the fused relevance over the answer's best, in [0, 1]
             cand.relevance = cand.relevance / top if top > 0 else 0.0
-            cand.searched = cand.searched / top if top > 0 else 0.0
         self._estimate(q, qv, candidates.values(), answer)
         suppressed: dict[str, int] = {}
         cases = self._cases(self._score(q, qv, candidates, rows, now, favoured, suppressed))
@@ -464,8 +469,7 @@ class RecallEngine:
         for rank, (memory_id, score) in enumerate(sorted(fused.items(), key=lambda item: -item[1])):
             reason = "+".join(r for r, hit in (("vector", memory_id in in_vector), ("keyword", memory_id in in_keyword)) if hit)
             out[memory_id] = Candidate(memory_id, score, reason, direct=True, keyword=memory_id in in_keyword,
-                                       cos=cosines.get(memory_id), searched=score,
-                                       kw=in_keyword.get(memory_id, 0.0) * scale, rank=rank)
+                                       cos=cosines.get(memory_id), kw=in_keyword.get(memory_id, 0.0) * scale, rank=rank)
         best_cos = max((cos for _, cos in vector), default=0.0)
         best_keyword = max(in_keyword.values(), default=0.0) * scale
         agree = any(cand.reason == "vector+keyword" for cand in itertools.islice(out.values(), 3))
