@@ -48,8 +48,8 @@ class RelevanceModel:
 
 # fitted by `python ops/fit_relevance.py` (on coding-dev and LoCoMo dev, isolated turns, each corpus weighing the same)
 MODEL = RelevanceModel(
-    answer=Logistic(-13.303, (17.265, 2.612, 3.200, 0.365, 0.598)),
-    memory=Logistic(-4.661, (1.151, 0.838, -1.050, 0.035, 3.949, -0.330)),
+    answer=Logistic(-13.460, (17.238, 2.834, 3.290, 0.370, 0.619)),
+    memory=Logistic(-4.613, (1.127, 0.858, -1.013, -0.005, 3.942, -0.338)),
 )
 
 DEFAULT_BAR = 0.2
