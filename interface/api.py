@@ -33,7 +33,7 @@ from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates, Similar
 from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.recall import ReadQuery, RecallEngine
+from strata_recall.projections.recall import TEXT_CHARS, ReadQuery, RecallEngine
 from strata_recall.workers.as_of import Moment, PastModels
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
@@ -203,13 +203,15 @@ class CommandAPI:
             self._wait_consistent(reader, request.consistency)
         moment = reader.moment(request.as_of) if request.as_of is not None else None
         engine = reader.engine() if moment is None else reader.recall_at(moment)
-        recall = engine.read(to_read_query(request, self.workspaces))
+        query = to_read_query(request, self.workspaces)
+        recall = engine.read(query) if request.memory_ids is None else engine.read_memories(query, request.memory_ids)
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id, as_of=moment and moment.position)
         return ReadResponse(
             as_of=moment and moment.as_dict(),
             read_id=recall.read_id,
             results=[ReadResult(**r) for r in recall.results],
+            answer_relevance=recall.relevance,
             suppressed=recall.suppressed,
             guidance=recall.guidance,
             position=recall.position,
@@ -515,7 +517,7 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
     return ReadQuery(
         workspace=anchoring.read_workspace(request.workspace, workspaces or Workspaces.remote()),
         repo_id=request.repo_id,
-        query=request.query,
+        query=request.query if request.query is not None else "memory_ids: " + " ".join(request.memory_ids or ()),
         mode=request.mode,
         include_global=request.include_global,
         kinds=tuple(request.kinds) if request.kinds else None,
@@ -525,6 +527,8 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
         include_update_links=request.expand.include_update_links,
         token_budget=request.token_budget,
         current_problem_id=request.current_problem_id,
+        min_relevance=request.min_relevance,
+        text_chars=request.max_text_chars or TEXT_CHARS,
     )
 
 
