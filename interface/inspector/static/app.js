@@ -114,8 +114,10 @@ function notice(text) {
 // --- the frame: repos, the view, errors --------------------------------------------------------
 
 const VIEWS = { overview, memories, memory, timeline, review, read };
+let renders = 0; // a render that a later one overtook (the hash moved on meanwhile) shows nothing
 
 async function render() {
+  const turn = ++renders;
   const { view, id, params } = route();
   const repo = params.get("repo") || "";
   const past = asOf(params);
@@ -127,22 +129,28 @@ async function render() {
   message("");
   notice("");
   const main = $("main");
+  main.removeAttribute("data-view"); // set again once this view is shown (what tests wait for)
+  const show = (content, name) => {
+    if (turn !== renders) return;
+    main.replaceChildren(content);
+    main.dataset.view = name;
+  };
   try {
     await whoami();
     const repos = await loadRepos(repo, past);
     if (!repo) {
       if (repos.length) go(view, id, { repo: repos[0].repo_id });
-      else main.replaceChildren(emptyStore());
+      else show(emptyStore(), "empty");
       return;
     }
     document.querySelectorAll("nav a").forEach((a) => { a.href = link(a.dataset.view); });
     const ctx = { repo, past, params, id, readOnly: past !== undefined };
-    const content = await VIEWS[shown](ctx);
-    main.replaceChildren(content);
+    show(await VIEWS[shown](ctx), shown);
     document.title = `${repo} · Strata inspector`;
   } catch (error) {
+    if (turn !== renders) return;
     message(error.message);
-    main.replaceChildren();
+    show(el("div"), "error");
   }
 }
 
