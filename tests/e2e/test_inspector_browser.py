@@ -385,7 +385,7 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
         assert http.get("/favicon.ico").status_code == 200  # what a browser asks for without a page
     quick_fix, fact, problem = ids("Set PGCONNECT_TIMEOUT"), ids("The test database listens"), ids("Integration tests")
     driver = browser
-    driver.set_window_size(1400, 1000)
+    driver.set_window_size(1400, 1150)
 
     driver.get(f"{served.url}/")  # the only repo's overview
     find(driver, "#overview #holdings li")
@@ -427,7 +427,7 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
     assert "by the change docker-compose.yml now maps" in find(driver, "#history").text
     shot(driver, "22-change-chain-1400")
 
-    driver.set_window_size(420, 1000)
+    driver.set_window_size(420, 1400)
     for name, route in (("overview", f"#/overview?repo={DEMO}"), ("memories", f"#/memories?repo={DEMO}"),
                         ("memory", f"#/memory/{quick_fix}?repo={DEMO}"), ("timeline", f"#/timeline?repo={DEMO}"),
                         ("read", f"#/read?repo={DEMO}&q=integration%20tests%20hang"), ("review", f"#/review?repo={DEMO}")):

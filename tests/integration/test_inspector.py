@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import re
 from datetime import UTC, datetime
 
 from strata_recall.domain.access import Principal
@@ -13,6 +14,7 @@ from strata_recall.domain.commands import Action
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.interface.api import CommandAPI
 from strata_recall.interface.bootstrap import Strata
+from strata_recall.interface.inspector.page import ASSETS, PAGE_PATHS, STATIC, page_routes
 from strata_recall.interface.operations import OPERATIONS
 from tests.conftest import write_request
 
@@ -187,3 +189,26 @@ def test_archived_memories_are_listed_counted_and_filtered(strata: Strata, api: 
     assert [m.memory_id for m in api.memories({"repo_id": REPO, "statuses": ["archived"]}).items] == [gone]
     assert api.memory({"repo_id": REPO, "memory_id": gone}).memory.status == "archived"
     assert {(c.status, c.count) for c in api.overview({"repo_id": REPO}).counts} == {("active", 1), ("archived", 1)}
+
+
+def test_the_page_serves_every_module_it_imports_its_icon_and_the_readme() -> None:
+    """Each file the page loads is served (with the CSP), none of them needs a token, and the favicon a
+    browser asks for on its own is there too."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    served = {name for name, _ in ASSETS.values()}
+    page = (STATIC / "index.html").read_text()
+    loaded = set(re.findall(r'(?:src|href)="/(?:inspector/)?([\w.]+)"', page))
+    imported = {m for f in STATIC.glob("*.js") for m in re.findall(r'from "\./([\w.]+)"', f.read_text())}
+    assert {"app.js", "app.css", "favicon.svg"} <= loaded and {"dom.js", "charts.js", "sentences.js"} <= imported
+    assert loaded | imported <= served and served == {p.name for p in STATIC.iterdir()}
+    client = TestClient(Starlette(routes=page_routes()))
+    for path in PAGE_PATHS:
+        answer = client.get(path)
+        assert answer.status_code == 200, path
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+    assert client.get("/inspector/app.js").headers["content-type"].startswith("text/javascript")
+    assert "strata init" in client.get("/inspector/readme").text

@@ -147,6 +147,7 @@ async function render() {
     const ctx = { repo, past, params, id, readOnly: past !== undefined };
     show(await VIEWS[shown](ctx), shown);
     document.title = `${repo} · Strata inspector`;
+    main.querySelector(".split .item.selected")?.scrollIntoView({ block: "nearest" }); // where it is in the list
   } catch (error) {
     if (turn !== renders) return;
     message(error.message);
@@ -352,7 +353,8 @@ async function memoryDetail({ repo, past, id, readOnly }) {
   const author = m.author || (writer && writer.fields.actor);
   return el("article", { id: "memory-page", class: `memory k-${m.kind}`, "data-memory": m.memory_id },
     el("div", { class: "card memory-card" },
-      el("div", { class: "badges" }, kindBadge(m.kind), statusBadge(m.status), statusBadge(m.scope), statusBadge(m.maturity)),
+      el("div", { class: "badges" }, kindBadge(m.kind), statusBadge(m.status), statusBadge(m.scope), statusBadge(m.maturity),
+        el("span", { class: "actions" }, forget)),
       el("p", { class: "memory-text text", id: "memory-text" }, m.text),
       el("p", { class: "byline muted" }, "Written", author ? [" by ", el("strong", {}, author)] : "", ` ${ago(m.created)}`,
         m.repo_id ? [" in ", code(m.repo_id)] : " in another repo", " · ", code(m.memory_id, "small")),
@@ -360,8 +362,7 @@ async function memoryDetail({ repo, past, id, readOnly }) {
         meter(m.truth_decayed, "truth", "truth big"), meter(m.utility, "utility", "utility big"),
         el("div", { class: "figures" }, [["belief", num(m.truth)], ["confidence", num(m.confidence)],
           ["validations", m.validations], ["reinforcements", m.reinforcements]].map(([k, v]) =>
-          el("span", { class: "figure-pair" }, el("span", { class: "fig-label" }, k), el("span", { class: "fig-value" }, String(v)))))),
-      el("div", { class: "actions" }, forget)),
+          el("span", { class: "figure-pair" }, el("span", { class: "fig-label" }, k), el("span", { class: "fig-value" }, String(v))))))),
     caseGraph(data.case, m),
     changeGraph(data, m),
     data.related.length ? el("section", { class: "card", id: "related" }, el("h2", {}, "Related"),

@@ -67,6 +67,7 @@ export function activityChart(overview) {
         base += counts[k];
         return rect;
       });
+      if (!parts.length) parts.push(svg("rect", { x, y: y(0) - 2, width: bar, height: 2, class: "no-day" }));
       const detail = present.filter((k) => counts[k]).map((k) => `${counts[k]} ${kindName(k)}`).join(", ");
       chart.append(svg("g", { class: "day" },
         svg("title", {}, `${dayLabel(d)}: ${plural(totals[i], "memory", "memories")} written${detail ? ` (${detail})` : ""}`),
