@@ -60,23 +60,12 @@ class Browser:
                 if order in ("truth", "utility"):
                     hits.sort(key=lambda r: r[order], reverse=True)
             return len(hits), hits[offset : offset + limit]
-        # each part of what the viewer sees is read in index order and the parts merged (UNION ALL):
-        # a page costs its own rows, not a sort of everything the repo sees
         where, bound = "", []
         for column, values in filters:
             if values:
                 where += f" AND {column} IN ({','.join('?' * len(values))})"
                 bound += list(values)
-        parts = _parts(repo_id, include_global, where, bound)
-        params = [p for _, part in parts for p in part]
-        conn = self.snapshot.conn
-        total = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts),
-                             params).fetchone()[0]
-        page = [row[0] for row in conn.execute(
-            " UNION ALL ".join(f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts)
-            + f" ORDER BY {ORDERS[order or 'newest']} LIMIT ? OFFSET ?", [*params, limit, offset])]
-        rows = self.rows(page)
-        return total, [rows[m] for m in page]
+        return self._page(_parts(repo_id, include_global, where, bound), ORDERS[order or "newest"], limit, offset)
 
     # --- the overview: counts, activity and what needs a person, each part read from the browse index --
 
@@ -105,16 +94,23 @@ class Browser:
                  include_global: bool = True) -> tuple[int, list[dict[str, Any]]]:
         """(how many, the least believed `limit`) of the active memories `repo_id` sees with a truth
         below `below`."""
-        parts = _parts(repo_id, include_global, " AND status = 'active' AND truth < ?", [below])
+        return self._page(_parts(repo_id, include_global, " AND status = 'active' AND truth < ?", [below]),
+                          "truth ASC, created DESC, memory_id DESC", limit)
+
+    def _page(self, parts: list[tuple[str, list[Any]]], order: str, limit: int,
+              offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+        """(how many rows the parts hold, one page of their summaries in `order`): each part is read in
+        index order and the parts merged (UNION ALL), so a page costs its own rows, not a sort of
+        everything the repo sees."""
         params = [p for _, part in parts for p in part]
         conn = self.snapshot.conn
         total = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts),
                              params).fetchone()[0]
-        least = [row[0] for row in conn.execute(
-            " UNION ALL ".join(f"SELECT memory_id, truth, created FROM snapshot WHERE {c}" for c, _ in parts)
-            + " ORDER BY truth ASC, created DESC, memory_id DESC LIMIT ?", [*params, limit])]
-        rows = self.rows(least)
-        return total, [rows[m] for m in least]
+        page = [row[0] for row in conn.execute(
+            " UNION ALL ".join(f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts)
+            + f" ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset])]
+        rows = self.rows(page)
+        return total, [rows[m] for m in page]
 
     def rows(self, memory_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Summaries of these memories (absent: unknown here, e.g. written after a past model's position)."""

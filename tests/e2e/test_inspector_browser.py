@@ -4,7 +4,7 @@ chain, approve and reject from the review queue (through the confirmation dialog
 the read box, a memory text that tries to be HTML, and a server with a bearer token; on the demo's
 store (`strata demo --into-store`) the overview, history as sentences, the case and change chain
 graphs, and the page at 1400 and 420 px (no horizontal scroll, no word broken mid-word); an empty
-store's page; the favicon; no console error (a CSP violation or a 404 is one). Screenshots go to
+store's page; the favicon; the dark theme; no console error (a CSP violation or a 404 is one). Screenshots go to
 artifacts/inspector/ (git-ignored)."""
 
 from __future__ import annotations
@@ -438,6 +438,13 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
             assert not driver.find_elements("css selector", "#memory-list")  # narrow: the memory alone
         fits(driver)
         shot(driver, f"23-{name}-420")
+
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    driver.set_window_size(1400, 1150)
+    driver.get(f"{served.url}/#/overview?repo={DEMO}")
+    find(driver, "main[data-view='overview'] #holdings li")
+    assert driver.execute_script("return getComputedStyle(document.body).backgroundColor") == "rgb(15, 20, 32)"
+    shot(driver, "25-overview-dark-1400")
     assert not console_errors(driver)
     assert served.stop() == 0
 
