@@ -48,7 +48,7 @@ def main() -> None:
     if serves_mcp_stdio(args):
         from strata_recall.interface import stdio_wire
 
-        stdio_wire.claim(answer_initialize=True)
+        stdio_wire.claim(answer_early=True)
     from strata_recall.interface.cli import main as cli_main
 
     cli_main()
