@@ -310,6 +310,9 @@ class Wire:
 
     def _stop_when_asked(self) -> None:
         self._stopping.wait()
+        backstop = threading.Timer(3 * STOP_GRACE_S, os._exit, (0,))  # should a log line block (a full stderr pipe)
+        backstop.daemon = True
+        backstop.start()
         deadline = time.monotonic() + STOP_GRACE_S
         for wait in list(self._on_stop):
             try:
