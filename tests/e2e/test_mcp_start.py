@@ -73,6 +73,15 @@ class Stdio:
         assert self.process.stdin is not None
         self.process.stdin.close()
 
+    def stop(self, how: str) -> tuple[int, float]:
+        """Close stdin or send the named signal: (exit code, seconds it took to exit)."""
+        started = time.monotonic()
+        if how == "stdin_closed":
+            self.close_stdin()
+        else:
+            self.process.send_signal(getattr(signal, how))
+        return self.exited_within(STOPPED_WITHIN_S), time.monotonic() - started
+
     def exited_within(self, seconds: float) -> int:
         try:
             return self.process.wait(timeout=seconds)
@@ -187,13 +196,7 @@ def test_a_stop_during_start_up_ends_the_process_at_once(strata_env: dict[str, s
     try:
         server.send(initialize())
         server.answer(0)
-        started = time.monotonic()
-        if how == "stdin_closed":
-            server.close_stdin()
-        else:
-            server.process.send_signal(getattr(signal, how))
-        code = server.exited_within(STOPPED_WITHIN_S)
-        took = time.monotonic() - started
+        code, took = server.stop(how)
     finally:
         server.kill()
     assert code == 0 and took < STOPPED_WITHIN_S
@@ -211,13 +214,7 @@ def test_a_stop_while_serving_ends_the_process_at_once(strata_env: dict[str, str
         server.send(initialize(), INITIALIZED)
         server.answer(0)
         assert server.logged("mcp_stdio_started")
-        started = time.monotonic()
-        if how == "stdin_closed":
-            server.close_stdin()
-        else:
-            server.process.send_signal(getattr(signal, how))
-        code = server.exited_within(STOPPED_WITHIN_S)
-        took = time.monotonic() - started
+        code, took = server.stop(how)
     finally:
         server.kill()
     assert code == 0 and took < STOPPED_WITHIN_S, server.stderr[-3000:]
@@ -244,11 +241,7 @@ def test_a_stop_amid_writes_loses_no_acknowledged_write(strata_env: dict[str, st
         sender = threading.Thread(target=lambda: _send_quietly(server, calls[5:]), daemon=True)
         sender.start()
         server.answer("w20")
-        if how == "stdin_closed":
-            server.close_stdin()
-        else:
-            server.process.send_signal(signal.SIGTERM)
-        assert server.exited_within(STOPPED_WITHIN_S) == 0
+        assert server.stop(how)[0] == 0
     finally:
         server.kill()
     answered = [m for m in server.out if str(m.get("id", "")).startswith("w")]
