@@ -1,5 +1,5 @@
 """Who is asking, and what they may do: the principal a request acts as, its permissions and the repo
-patterns it is limited to. Pure rules; interface/access.py applies them to the operations.
+patterns it is limited to. Pure rules; interface/app/access.py applies them to the operations.
 
 A principal is the local operator (the CLI, `strata mcp` over stdio, a loopback `strata serve` with no
 token at all: no name, everything allowed), the server's one STRATA_TOKEN (named `default`,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from strata_recall.domain.anchors import Anchor
@@ -16,14 +16,19 @@ from strata_recall.domain.ids import memory_id, parse_memory_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
-if TYPE_CHECKING:
-    from strata_recall.domain.application import MemoryLog
-
 T = TypeVar("T")
 
 # Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
 # redacted once.
 sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
+
+
+class Memories(Protocol):
+    """What a unit of work reads of the log (MemoryLog is one): memories by id, and which ids exist."""
+
+    def find(self, mid: UUID) -> Memory | None: ...
+
+    def existing_ids(self, mids: list[UUID]) -> set[UUID]: ...
 
 
 class Session:
@@ -32,7 +37,7 @@ class Session:
     New memories stay bare MemoryWritten events until something needs them as aggregates, which in
     a bulk import is rare."""
 
-    def __init__(self, app: MemoryLog) -> None:
+    def __init__(self, app: Memories) -> None:
         self._app = app
         self.touched: dict[UUID, Memory | None] = {}
         self.fresh: dict[UUID, Memory.MemoryWritten] = {}

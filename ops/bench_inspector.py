@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "ops"))
 from bench_read import open_store, pct  # noqa: E402
 from workload import realistic_queries  # noqa: E402
 
-from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
 

@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from strata_recall.interface.api import CommandAPI  # noqa: E402
-from strata_recall.interface.bootstrap import build  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI  # noqa: E402
+from strata_recall.interface.app.bootstrap import build  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.projections import store  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402

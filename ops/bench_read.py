@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "ops"))
 
 from workload import realistic_lines, realistic_queries, realistic_updates
 
-from strata_recall.interface.api import CommandAPI, parse, to_read_query
-from strata_recall.interface.bootstrap import build
-from strata_recall.interface.logs import configure_logging
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import keyword_threads
 from strata_recall.schemas.read import ReadRequest

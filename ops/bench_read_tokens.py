@@ -1,5 +1,5 @@
 """What a read costs an agent's context: tokens and bytes of a read's answer in full shape (HTTP JSON, the
-CLI) and lean (MCP tool results: no null, [] or {} fields, interface/lean.py), on a realistic store.
+CLI) and lean (MCP tool results: no null, [] or {} fields, interface/app/lean.py), on a realistic store.
 
 Usage: python ops/bench_read_tokens.py [--data FILE] [--reads-per-repo 4]
 
@@ -32,10 +32,10 @@ sys.path.insert(1, str(ROOT / "ops"))
 
 from eval_coding import DEFAULT_DATA, by_repo  # noqa: E402
 
-from strata_recall.interface.bootstrap import build  # noqa: E402
-from strata_recall.interface.lean import lean  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.bootstrap import build  # noqa: E402
+from strata_recall.interface.app.lean import lean  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.projections.tokens import TokenCounter  # noqa: E402
 from strata_recall.schemas.read import ReadResponse  # noqa: E402
 

@@ -57,10 +57,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from strata_recall.domain.ids import memory_id  # noqa: E402
-from strata_recall.interface.api import CommandAPI  # noqa: E402
-from strata_recall.interface.bootstrap import FOLLOWERS, build  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI  # noqa: E402
+from strata_recall.interface.app.bootstrap import FOLLOWERS, build  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from ops import pg  # noqa: E402
 from strata_recall.projections import store  # noqa: E402
 from strata_recall.projections.archetypes import ArchetypesProjection  # noqa: E402

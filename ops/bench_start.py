@@ -10,7 +10,7 @@ machines where clients gave up on the server.
 
 Everything is measured for this checkout (the installed `strata` command) and, in the same run, for a
 baseline tree: `git archive REF` of this repository unpacked into a temporary folder and started with
-the same interpreter and libraries (its console entry point, interface/launch.py, through
+the same interpreter and libraries (its console entry point, interface/cli/launch.py, through
 `python -P -c ...` with that tree's code first on PYTHONPATH: ops/revision.py; a tree without one runs
 the CLI module). The default REF is the last commit before issue #21 (tools listed early, prompt stop).
 
@@ -230,8 +230,9 @@ def main() -> None:
         folder = Path(tmp)
         if not args.no_baseline:
             tree = revision.checkout(args.baseline, folder)
-            entry = ("from strata_recall.interface.launch import main" if (tree / "interface" / "launch.py").exists()
-                     else "from strata_recall.interface.cli import main")
+            entry = ("from strata_recall.interface.cli.launch import main" if (tree / "interface" / "cli" / "launch.py").exists()
+                     else "from strata_recall.interface.launch import main" if (tree / "interface" / "launch.py").exists()
+                     else "from strata_recall.interface.cli import main")  # revisions before the edges had packages
             # -P: the working directory (this checkout, with its own layer folders) is not put on sys.path
             command = [sys.executable, "-P", "-c", f"import sys; sys.argv[0] = 'strata'; {entry}; main()", "mcp"]
             (folder / "base").mkdir()

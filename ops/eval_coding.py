@@ -41,10 +41,10 @@ sys.path.insert(1, str(ROOT / "ops"))
 from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
                          random_hit, returned, rrf_rank)
 
-from strata_recall.interface.api import CommandAPI, parse, to_read_query  # noqa: E402
-from strata_recall.interface.bootstrap import build  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI, parse, to_read_query  # noqa: E402
+from strata_recall.interface.app.bootstrap import build  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import RecallConfig  # noqa: E402
 from strata_recall.projections.tokens import TokenCounter  # noqa: E402

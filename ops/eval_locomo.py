@@ -38,10 +38,10 @@ sys.path.insert(1, str(ROOT / "ops"))
 from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
                          random_recall, returned, rrf_rank)
 
-from strata_recall.interface.api import CommandAPI  # noqa: E402
-from strata_recall.interface.bootstrap import build  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI  # noqa: E402
+from strata_recall.interface.app.bootstrap import build  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.domain.ids import memory_id  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import ReadQuery, RecallConfig  # noqa: E402

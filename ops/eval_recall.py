@@ -37,7 +37,7 @@ from eval_common import FOREIGN, LABELS, MODEL_DIR, RIVALS, SYSTEMS, calibration
 import revision  # noqa: E402
 import eval_locomo  # noqa: E402
 
-from strata_recall.interface.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
 ENGINE = ("keyword", "vector", "full-off", "full")

@@ -38,10 +38,10 @@ import eval_coding  # noqa: E402
 import eval_locomo  # noqa: E402
 from eval_common import MODEL_DIR, calibration, flat  # noqa: E402
 
-from strata_recall.interface.api import CommandAPI  # noqa: E402
-from strata_recall.interface.bootstrap import build  # noqa: E402
-from strata_recall.interface.logs import configure_logging  # noqa: E402
-from strata_recall.interface.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI  # noqa: E402
+from strata_recall.interface.app.bootstrap import build  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging  # noqa: E402
+from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import RecallConfig  # noqa: E402
 

@@ -2,7 +2,7 @@
 workspace (results say `anchor_changed` / `anchor_missing` and rank lower) and `strata check`.
 
 A workspace is a way to read the agent's files on this machine (`read`: a path under the request's
-root, only for a local client; interface/workspace.py decides and reads), or a map of path -> the
+root, only for a local client; interface/app/workspace.py decides and reads), or a map of path -> the
 file's fingerprint sent by a client (domain.anchors.fingerprint of the whole file; null for a file
 that is gone), or both. Each side judges only the anchors whose fingerprints it produced
 (domain/anchors.py, `fingerprinted_by`): a client's map, by the whole file's fingerprint when it was

@@ -225,7 +225,7 @@ class Request(BaseModel):
 
     Each operation's request accepts an `op` field naming that operation (an envelope field of early
     clients): a matching value is ignored and any other is refused (invalid_choice). The agent tools
-    do not advertise it (interface/tool_schema.py), so no agent pays for it and no client sending it
+    do not advertise it (interface/mcp/tool_schema.py), so no agent pays for it and no client sending it
     breaks."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -234,7 +234,7 @@ class Request(BaseModel):
 class Response(BaseModel):
     """An answer. The HTTP JSON endpoint and the CLI send every field (the published schemas list them all
     as required); the agent-facing answers (MCP tool results) leave out the fields that say nothing, null,
-    [] and {} (interface/lean.py). Such a lean answer reads back as the full one: a field it lacks takes
+    [] and {} (interface/app/lean.py). Such a lean answer reads back as the full one: a field it lacks takes
     its empty value."""
 
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)

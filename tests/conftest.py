@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def write_request(repo: str, text: str, kind: str = "fact", scope: str = "repo",
 
 @pytest.fixture(autouse=True, scope="session")
 def _quiet_logs() -> None:
-    from strata_recall.interface.logs import configure_logging
+    from strata_recall.interface.app.logs import configure_logging
 
     configure_logging("warning")
 

@@ -15,7 +15,7 @@ on nothing but its text and the model, and comes from the embedding cache as in 
 Models are cached, most recently used first, up to `keep` (a model a request is using is pinned: it
 is never pushed out under it); building one costs a replay of the log up to the position
 (ops/bench_inspector.py measures it at 100,000 memories). A serving process bounds how many distinct
-moments it builds or serves at once (interface/mcp_server.py's Dispatcher, `max_as_of_builds`).
+moments it builds or serves at once (interface/runtime/dispatcher.py's Dispatcher, `max_as_of_builds`).
 
 Times become positions by the last event at or before the time; a read as of a time uses that time as
 its clock (truth decays until then), a read as of a position its event's time.
@@ -161,7 +161,7 @@ class PastModels:
 
     `at()` is for the thread that uses models (a serving process's operation lane, or the CLI): one
     user at a time. `prepare()` may build a model on another thread beforehand, so that a replay of the
-    log never holds up that lane (interface/mcp_server.py's Dispatcher does this). A model it pushes out
+    log never holds up that lane (interface/runtime/dispatcher.py's Dispatcher does this). A model it pushes out
     is only retired there, and closed by the next at(): by then no operation uses it any more. A
     position `pin()`ned (a request is on its way to use it) is never pushed out: the cache may then hold
     more than `keep` models until `unpin()`."""

@@ -1,5 +1,5 @@
 """Scheduled jobs: compaction of the top-of-block snapshot, housekeeping of the projection files, and
-the consolidation report (reflect); the composition root (interface/bootstrap.py) names them."""
+the consolidation report (reflect); the composition root (interface/app/bootstrap.py) names them."""
 
 from __future__ import annotations
 

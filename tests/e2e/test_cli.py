@@ -163,7 +163,7 @@ def test_demo_runs_a_scripted_session(env: dict[str, str]) -> None:
 
 
 def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
-    from strata_recall.interface.cli import app
+    from strata_recall.interface.cli.main import app
 
     commands = [c.name or c.callback.__name__ for c in app.registered_commands]
     assert {"write", "update", "forget", "show", "log", "import", "schema", "worker", "replay", "projections",
@@ -220,7 +220,7 @@ def test_usage_errors_exit_2_with_one_line(env: dict[str, str], args: list[str],
 
 
 def test_version_and_bare_command(env: dict[str, str]) -> None:
-    from strata_recall.interface.mcp_server import version
+    from strata_recall.interface.mcp.server import version
 
     assert version() != "0.0.0"  # installed as a distribution, as the README's commands do
     for flag in ("--version", "-V"):

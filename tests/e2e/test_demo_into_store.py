@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.bootstrap import build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.settings import load_settings
 from tests.conftest import STRATA_COMMAND
 
 DEMO = "strata-demo"

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from strata_recall.interface.operations import AGENT_TOOLS, OPERATIONS
+from strata_recall.interface.app.operations import AGENT_TOOLS, OPERATIONS
 from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 

@@ -1,5 +1,5 @@
 """`strata init CLIENT` through the installed command, against sample configurations in each client's
-documented format (see interface/clients.py for the sources): a fresh repository, files holding other
+documented format (see interface/agents/clients.py for the sources): a fresh repository, files holding other
 settings (kept exactly), malformed files (refused, nothing written), reruns (nothing changes) and
 --dry-run (a diff, nothing written)."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.clients import BEGIN, END
+from strata_recall.interface.agents.clients import BEGIN, END
 from tests.conftest import STRATA_COMMAND
 
 # Sample files in the clients' documented formats, with settings that are not ours.

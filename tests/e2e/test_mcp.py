@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from strata_recall.interface.mcp_server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from strata_recall.interface import tool_schema
-from strata_recall.interface.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
+from strata_recall.interface.mcp.server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
+from strata_recall.interface.mcp import tool_schema
+from strata_recall.interface.app.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
 from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 
@@ -66,7 +66,7 @@ async def session(client: Client) -> None:
         tool = tools[name]
         assert tool.description == op.description
         assert tool.input_schema == tool_schema.input_schema(op.request, op.advanced)
-        assert tool.output_schema is None  # the lean surface: see interface/tool_schema.py
+        assert tool.output_schema is None  # the lean surface: see interface/mcp/tool_schema.py
         assert tool.annotations is not None and bool(tool.annotations.read_only_hint) is op.read_only
         # only forget may make memories unavailable: clients must not ask before every write
         if not op.read_only:

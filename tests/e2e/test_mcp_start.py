@@ -1,4 +1,4 @@
-"""`strata mcp`'s fast start and prompt stop (interface/stdio_wire.py), through the installed command over
+"""`strata mcp`'s fast start and prompt stop (interface/mcp/stdio_wire.py), through the installed command over
 its real stdio: `initialize` and the start's listings are answered before the SDK runs, exactly as
 the SDK answers them for every handshake protocol version (and the generated copy is current); SIGTERM,
 SIGINT and the end of stdin end the process at once at any moment, losing no acknowledged write."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ops.gen_stdio_answers import METHODS, render, sdk_answers
-from strata_recall.interface import stdio_answers, stdio_wire
+from strata_recall.interface.mcp import stdio_answers, stdio_wire
 from tests.conftest import STRATA_COMMAND
 
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
@@ -127,7 +127,7 @@ def test_early_version_is_the_distribution_version() -> None:
 
 @pytest.mark.slow
 def test_the_copy_of_the_listings_is_the_sdk_answer_for_every_protocol_version() -> None:
-    """interface/stdio_answers.py is what the SDK's server answers now, field for field, whatever handshake
+    """interface/mcp/stdio_answers.py is what the SDK's server answers now, field for field, whatever handshake
     version the client offered; stale (a tool, prompt or resource changed since it was generated), it is
     regenerated with `python ops/gen_stdio_answers.py`."""
     answers: dict[str, Any] = {}

@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import store
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection

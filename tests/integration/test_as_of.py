@@ -15,8 +15,8 @@ import pytest
 
 from strata_recall.domain import archive
 from strata_recall.domain.errors import InvalidInput, NotFound
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from tests.conftest import write_request
 from tests.integration.test_fold_equivalence import every_event
 

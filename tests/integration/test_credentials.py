@@ -14,10 +14,10 @@ import pytest
 from strata_recall.domain import archive
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import PROJECTIONS, Strata, build
-from strata_recall.interface.operations import OPERATIONS
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata, build
+from strata_recall.interface.app.operations import OPERATIONS
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request

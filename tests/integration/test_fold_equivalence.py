@@ -15,9 +15,9 @@ from strata_recall.domain.access import Principal
 from strata_recall.domain.anchors import fingerprint
 from strata_recall.domain.commands import Action, AnchorDrift, NearDuplicate
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
-from strata_recall.interface.api import CommandAPI, parse, to_new_memory
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI, parse, to_new_memory
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import snapshot as snap
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.snapshot import MemoryState, SnapshotProjection, fold, fold_states, freeze, row_of

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from strata_recall.domain.access import Principal
 from strata_recall.domain.commands import Action
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata
-from strata_recall.interface.inspector.page import ASSETS, PAGE_PATHS, STATIC, page_routes
-from strata_recall.interface.operations import OPERATIONS
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata
+from strata_recall.interface.http.page import ASSETS, PAGE_PATHS, STATIC, page_routes
+from strata_recall.interface.app.operations import OPERATIONS
 from tests.conftest import write_request
 
 REPO = "acme/api"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import fts as fts_module
 from strata_recall.projections.code_words import code_terms
 from strata_recall.projections.embedder import HashEmbedder

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from tests.conftest import write_request
 
 

@@ -23,10 +23,10 @@ from eventsourcing.persistence import IntegrityError
 
 from strata_recall.domain.ids import memory_id
 from strata_recall.domain.persistence import EventStoreUnavailable
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import FOLLOWERS, build
-from strata_recall.interface.logs import configure_logging
-from strata_recall.interface.settings import Settings, load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import FOLLOWERS, build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import Settings, load_settings
 from strata_recall.projections import store
 from strata_recall.projections.archetypes import ArchetypesProjection
 from strata_recall.projections.embedder import HashEmbedder, assemble_model_dir

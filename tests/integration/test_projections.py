@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.base import Projection
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.archetypes import ArchetypesProjection

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder, MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.tokens import TokenCounter

@@ -12,10 +12,9 @@ import orjson
 import pytest
 
 from strata_recall.domain.errors import Conflict
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.reflect import reflect, scheduled
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from tests.conftest import write_request
 
 A, B = "acme/api", "acme/web"
@@ -77,7 +76,7 @@ def actions(report: dict[str, Any]) -> set[tuple[str, ...]]:
 def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Strata) -> None:
     m = seed(strata)
     head = strata.log.position()
-    dry = by_repo(reflect(strata, everything=True, now=LATER))
+    dry = by_repo(strata.reflect(everything=True, now=LATER))
     assert strata.log.position() == head  # a report records nothing
     assert set(dry) == {A, B, None}
     assert actions(dry[A]) == {
@@ -90,7 +89,7 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
     assert actions(dry[None]) == {("merge", m["fstrings_2"], m["fstrings_1"])}
 
     versions = {k: strata.log.memory(v).version for k, v in m.items()}
-    applied = by_repo(reflect(strata, everything=True, apply=True, now=LATER))
+    applied = by_repo(strata.reflect(everything=True, apply=True, now=LATER))
     for repo in (A, B, None):
         assert actions(applied[repo]) == actions(dry[repo]) and applied[repo]["applied"]
     touched = {"webpack": 1, "nodes": 1, "utc_1": 1, "utc_2": 1, "timeout": 1, "b_faded": 1, "fstrings_1": 1,
@@ -103,13 +102,13 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
     assert m["db_up"] in strata.log.memory(m["timeout"]).related_ids
 
     strata.catch_up()
-    again = by_repo(reflect(strata, everything=True, now=LATER))
+    again = by_repo(strata.reflect(everything=True, now=LATER))
     assert all(not r["actions"] for r in again.values())  # nothing left to do
 
 
 def test_each_report_shows_only_what_its_repo_sees(strata: Strata) -> None:
     m = seed(strata)
-    reports = by_repo(reflect(strata, everything=True, now=LATER))
+    reports = by_repo(strata.reflect(everything=True, now=LATER))
     mine = {A: {k for k in m if not k.startswith(("b_", "dns_fix_b", "fstrings", "dns"))} | {"dns_tactic"},
             B: {"b_faded", "b_fact"}, None: {"fstrings_1", "fstrings_2", "dns"}}
     for repo, report in reports.items():
@@ -119,13 +118,13 @@ def test_each_report_shows_only_what_its_repo_sees(strata: Strata) -> None:
                 assert key in mine[repo], f"{key} appears in the report of {repo}"
     # the global problem's solution from repo B is not offered to repo A's failed tactic
     assert not any(a["memory_id"] == m["dns_tactic"] for a in reports[A]["actions"])
-    single = reflect(strata, A, now=LATER)["reports"]
+    single = strata.reflect(A, now=LATER)["reports"]
     assert [r["repo_id"] for r in single] == [A]
 
 
 def test_archived_memories_are_not_recalled_and_restore_brings_them_back(strata: Strata) -> None:
     m = seed(strata)
-    reflect(strata, A, apply=True, now=LATER)
+    strata.reflect(A, apply=True, now=LATER)
     strata.catch_up()
     api = strata.api()
     read = api.read({"repo_id": A, "query": "how many nodes does the staging cluster have"})
@@ -141,7 +140,7 @@ def test_archived_memories_are_not_recalled_and_restore_brings_them_back(strata:
 
 def test_a_merge_made_by_reflect_is_undone_by_unmerge(strata: Strata) -> None:
     m = seed(strata)
-    reflect(strata, A, apply=True, now=LATER)
+    strata.reflect(A, apply=True, now=LATER)
     outcome = strata.log.unmerge(m["utc_2"], m["utc_1"], "they differ after all")
     assert [r["event"] for r in outcome.recorded] == ["DuplicateUnmerged", "MemoryRestored"]
     assert strata.log.memory(m["utc_1"]).status == "active"
@@ -150,7 +149,7 @@ def test_a_merge_made_by_reflect_is_undone_by_unmerge(strata: Strata) -> None:
 
 def test_a_stale_report_is_refused_whole(strata: Strata) -> None:
     m = seed(strata)
-    report = reflect(strata, A, now=LATER)["reports"][0]
+    report = strata.reflect(A, now=LATER)["reports"][0]
     strata.log.forget(A, m["nodes"], "gone")  # the state moved on after the report
     head = strata.log.position()
     from strata_recall.domain.commands import Action
@@ -165,11 +164,11 @@ def test_the_scheduled_job_logs_unless_told_to_apply(strata: Strata, data_dir: A
     assert strata.scheduler().get_job("reflect") is not None  # in every process that compacts the snapshot
     assert strata.scheduler(compaction=False).get_job("reflect") is None
     head = strata.log.position()
-    summary = scheduled(strata)
+    summary = strata.scheduled_reflect()
     assert summary["applied"] is False and strata.log.position() == head  # today nothing has decayed
     applying = build(load_settings(environ={"STRATA_REFLECT_APPLY": "true"}, data_dir=data_dir))
     try:
-        result = scheduled(applying)
+        result = applying.scheduled_reflect()
         assert result["applied"] is True and result["actions"] >= 3  # superseded, merges, link
         assert applying.log.memory(m["webpack"]).status == "archived"
     finally:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import TEXT_CHARS
 from strata_recall.projections.relevance import DEFAULT_BAR, TAIL

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection

@@ -12,8 +12,8 @@ from pathlib import Path
 from ops.migrate_repo_ids import migrate
 from strata_recall.domain.archive import export_lines, restore
 from strata_recall.domain.commands import NewMemory
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 
 COMPOSED = "acme/café"
 DECOMPOSED = unicodedata.normalize("NFD", COMPOSED)

@@ -15,8 +15,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from strata_recall.domain.errors import InvalidInput, StrataError
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import Strata
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.schemas.registry import json_schema
 from tests.conftest import memory, write_request
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from strata_recall.interface.bootstrap import build
-from strata_recall.interface.mcp_server import Background
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.runtime.background import Background
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 
@@ -57,10 +57,10 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
     import anyio
 
     from strata_recall.domain.errors import Conflict
-    from strata_recall.interface.bootstrap import PROJECTIONS
-    from strata_recall.interface.consistency import TrackedPositions
-    from strata_recall.interface.mcp_server import serving_dispatcher
-    from strata_recall.interface.operations import OPERATIONS
+    from strata_recall.interface.app.bootstrap import PROJECTIONS
+    from strata_recall.interface.runtime.consistency import TrackedPositions
+    from strata_recall.interface.runtime.dispatcher import serving_dispatcher
+    from strata_recall.interface.app.operations import OPERATIONS
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
     strata.projections(PROJECTIONS)  # as a serving process opens them before it serves

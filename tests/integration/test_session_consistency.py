@@ -1,4 +1,4 @@
-"""Read-your-writes inside a serving process (interface/consistency.py ReadYourWrites, through the
+"""Read-your-writes inside a serving process (interface/runtime/consistency.py ReadYourWrites, through the
 Dispatcher every transport uses): a session's read waits for that session's last write, outside the
 operation lane and without a thread; it never waits for other sessions' writes; HTTP JSON (no session)
 does not wait; a client without a session waits for the log's head. Real SQLite files; no runner
@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
-from strata_recall.interface.bootstrap import PROJECTIONS, Strata, build
-from strata_recall.interface.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
-from strata_recall.interface.mcp_server import Dispatcher, serving_dispatcher
-from strata_recall.interface.operations import OPERATIONS
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata, build
+from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
+from strata_recall.interface.runtime.dispatcher import Dispatcher, serving_dispatcher
+from strata_recall.interface.app.operations import OPERATIONS
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 

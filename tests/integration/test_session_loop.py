@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.memory_index import find_topics
 from strata_recall.schemas.read import ReadResponse

@@ -11,8 +11,8 @@ from uuid import UUID
 import orjson
 import pytest
 
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.base import LogReader, _uuid
 from strata_recall.projections.embedder import HashEmbedder
 from tests.integration.test_fold_equivalence import every_event
@@ -48,7 +48,7 @@ def test_the_fast_reader_reads_what_read_log_reads(hashed: Strata) -> None:
 
 
 def test_texts_that_look_like_custom_types_are_left_to_the_mapper(hashed: Strata) -> None:
-    from strata_recall.interface.api import CommandAPI
+    from strata_recall.interface.app.api import CommandAPI
     from tests.conftest import write_request
 
     api = CommandAPI(hashed.log)
@@ -81,7 +81,7 @@ def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata,
     MemoryForgotten version 1) or the token that acted (`actor`: every versioned event's latest
     version) reads back with those fields None, through the fast reader and the mapper alike.
     `keep`: how many of the added fields the rewritten events keep (0: version 1; 1: version 2)."""
-    from strata_recall.interface.api import CommandAPI
+    from strata_recall.interface.app.api import CommandAPI
     from strata_recall.domain.access import Principal
     from tests.conftest import write_request
 

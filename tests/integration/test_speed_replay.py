@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_recall.interface.bootstrap import Strata, build
-from strata_recall.interface.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
 from tests.integration.test_fold_equivalence import every_event

@@ -1,4 +1,4 @@
-"""How Strata reads a workspace's files (interface/workspace.py), on real files: only regular files
+"""How Strata reads a workspace's files (interface/app/workspace.py), on real files: only regular files
 whose real path stays under the root, bounded in size and time, never waiting on a FIFO or a device,
 never reading what a pseudo file generates; and which roots a local client may name."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from strata_recall.domain.errors import InvalidInput, NotFound
-from strata_recall.interface import workspace
-from strata_recall.interface.workspace import FileReader, Workspaces, read_regular
+from strata_recall.interface.app import workspace
+from strata_recall.interface.app.workspace import FileReader, Workspaces, read_regular
 
 
 @pytest.fixture

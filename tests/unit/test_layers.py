@@ -1,9 +1,11 @@
-"""The dependency arrows of ../shared/ARCHITECTURE.md, checked on the source."""
+"""The dependency arrows of ../shared/ARCHITECTURE.md, checked on the source: between the layers, between
+the edges inside interface/, and between modules (no import circle, however indirect)."""
 
 from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,84 @@ def test_every_module_imports_the_layers_through_the_installed_package() -> None
         for path in (ROOT / folder).rglob("*.py"):
             bare = bare_layer_imports(path)
             assert not bare, f"{path.relative_to(ROOT)} imports {sorted(bare)}: import them as {PACKAGE}.<layer>"
+
+
+# --- inside interface/: one package per edge, over the command API --------------------------------------
+
+EDGES = {
+    "app": {"app"},  # the command API and the composition root: no edge
+    "runtime": {"runtime", "app"},  # the serving runtime both transports share
+    "mcp": {"mcp", "runtime", "app"},
+    "http": {"http", "mcp", "runtime", "app"},  # strata serve mounts the MCP server over HTTP
+    "agents": {"agents", "mcp", "app"},  # strata init and the hooks (the MCP server's name, from the stdio wire)
+    "cli": {"cli", "agents", "http", "mcp", "runtime", "app"},  # the command reaches every edge
+}
+
+
+def module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> Iterator[str]:
+    """Every project module `path` imports, wherever the import statement stands (a function body, a
+    TYPE_CHECKING block): a circle through a lazy import is still a circle. Names are dotted without
+    the package ("interface.app.api"); `from package import module` names the module."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == PACKAGE and len(parts) > 1:
+                yield ".".join(parts[1:])
+
+
+def project_graph() -> dict[str, set[str]]:
+    files = {module_of(path): path for layer in sorted(LAYERS) for path in (ROOT / layer).rglob("*.py")}
+    return {module: {m for m in imported_modules(path) if m in files and m != module} for module, path in files.items()}
+
+
+@pytest.mark.parametrize("edge", sorted(EDGES))
+def test_the_edges_of_interface_import_only_what_they_stand_on(edge: str) -> None:
+    assert {p.name for p in (ROOT / "interface").iterdir() if p.is_dir() and (p / "__init__.py").exists()} == set(EDGES)
+    for path in (ROOT / "interface" / edge).rglob("*.py"):
+        reached = {m.split(".")[1] for m in imported_modules(path) if m.startswith("interface.") and m.count(".") >= 1}
+        wrong = reached - EDGES[edge]
+        assert not wrong, f"{path.relative_to(ROOT)} imports interface/{sorted(wrong)}"
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = project_graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        stack.append(module)
+        for nxt in sorted(graph[module]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            circle = visit(module)
+            assert circle is None, "an import circle: " + " -> ".join(circle)
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    """The check above is not vacuous: the graph holds the arrows it should (a few known ones)."""
+    graph = project_graph()
+    assert "interface.app.api" in graph["interface.app.bootstrap"]
+    assert "domain.memory" in graph["domain.application"]
+    assert "interface.runtime.dispatcher" in graph["interface.http.serve"]

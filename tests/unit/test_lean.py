@@ -1,4 +1,4 @@
-"""Lean answers (interface/lean.py): what an agent receives over MCP carries no null, [] or {} field, keeps
+"""Lean answers (interface/app/lean.py): what an agent receives over MCP carries no null, [] or {} field, keeps
 every other value, and reads back through the response contracts as exactly the full answer."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_recall.interface.lean import lean
+from strata_recall.interface.app.lean import lean
 from strata_recall.schemas.feedback import Credited, FeedbackResponse
 from strata_recall.schemas.forget import ForgetResponse
 from strata_recall.schemas.index import IndexResponse, IndexTopic

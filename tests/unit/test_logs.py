@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 import structlog
 
-from strata_recall.interface.logs import MAX_FIELD_CHARS, configure_logging, route_stdlib_logging
+from strata_recall.interface.app.logs import MAX_FIELD_CHARS, configure_logging, route_stdlib_logging
 
 SECRET = "hunter2-" + "Zq81vX0pLm"
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"

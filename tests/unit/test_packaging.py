@@ -20,7 +20,7 @@ def test_every_package_folder_is_installed_under_strata_recall() -> None:
 
 def test_the_command_and_the_data_files_point_into_the_package() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert project["project"]["scripts"]["strata"] == "strata_recall.interface.launch:main"
+    assert project["project"]["scripts"]["strata"] == "strata_recall.interface.cli.launch:main"
     data = project["tool"]["setuptools"]["package-data"]
     for package, patterns in data.items():
         folder = ROOT / project["tool"]["setuptools"]["package-dir"][package]

@@ -1,5 +1,5 @@
 """The repo id rules (schemas/repo_ids.py) and how a git remote becomes a repo id
-(interface/repo_identity.py): pure functions, no I/O."""
+(interface/agents/repo_identity.py): pure functions, no I/O."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from strata_recall.interface.repo_identity import remote_location
+from strata_recall.interface.agents.repo_identity import remote_location
 from strata_recall.schemas import repo_ids
 
 

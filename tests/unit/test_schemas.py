@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.memory import KINDS, SCOPES
-from strata_recall.interface.api import parse
+from strata_recall.interface.app.api import parse
 from strata_recall.schemas import common
 from strata_recall.schemas.read import ReadRequest
 from strata_recall.schemas.registry import CONTRACTS, JSON_DIR, render

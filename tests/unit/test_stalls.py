@@ -1,4 +1,4 @@
-"""The lane's stall watch (interface/stalls.py): an operation running past the limit is reported with
+"""The lane's stall watch (interface/runtime/stalls.py): an operation running past the limit is reported with
 its name and age until it returns, and nothing is reported for one that returns in time."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from strata_recall.interface.stalls import StallWatch
+from strata_recall.interface.runtime.stalls import StallWatch
 
 
 def test_an_operation_past_the_limit_is_reported_until_it_returns() -> None:

@@ -2,14 +2,14 @@
 
 For each client this writes (or merges into) the client's own MCP configuration, appends the session
 protocol to the instructions file the client reads, and with `--hooks` installs the lifecycle hooks
-(interface/hooks.py) where the client has them. Every file is planned first and written only when all
+(interface/agents/hooks.py) where the client has them. Every file is planned first and written only when all
 plans succeeded; a malformed file is refused with its path and the parser's complaint, and nothing is
 written. Reruns are idempotent: our MCP entry is replaced, our instructions live between markers and
 are replaced, our hooks are recognised by their command and replaced; everything else in those files is
 kept as it was (checked by parsing the result and comparing it with the original minus our part).
 A repository may be hostile: files are read and written only inside it (or inside the client's own
 configuration folder), through a symbolic link only to a file there, with their permission bits kept,
-through an exclusively created temporary file (interface/config_files.py).
+through an exclusively created temporary file (interface/agents/config_files.py).
 
 The formats followed, per the clients' documentation:
 - Claude Code (code.claude.com/docs/en/mcp, /hooks, /memory): project-scope `.mcp.json`
@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface import config_files
-from strata_recall.interface.config_files import Located
-from strata_recall.interface.operations import SESSION_PROTOCOL
-from strata_recall.interface.stdio_wire import SERVER_NAME
+from strata_recall.interface.agents import config_files
+from strata_recall.interface.agents.config_files import Located
+from strata_recall.interface.app.operations import SESSION_PROTOCOL
+from strata_recall.interface.mcp.stdio_wire import SERVER_NAME
 
 BEGIN = "<!-- strata:begin (written by `strata init`; a rerun replaces this block) -->"
 END = "<!-- strata:end -->"
@@ -370,7 +370,7 @@ def plan(client: str, target: Target, hooks: bool = False) -> list[Plan]:
 
 
 def apply(plans: list[Plan]) -> None:
-    """Write every changed file (interface/config_files.py: inside its folder, through a link only to a
+    """Write every changed file (interface/agents/config_files.py: inside its folder, through a link only to a
     file there, its mode kept, atomically)."""
     for p in plans:
         if p.action != "unchanged":
@@ -379,7 +379,7 @@ def apply(plans: list[Plan]) -> None:
 
 def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str | None = None, hooks: bool = False,
          dry_run: bool = False, command: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
-    from strata_recall.interface.repo_identity import identify, previous_default, repo_root
+    from strata_recall.interface.agents.repo_identity import identify, previous_default, repo_root
 
     root = repo_root(root)
     base = shlex.split(command) if command else [strata_command()]
@@ -415,7 +415,7 @@ def checked_repo_id(value: str) -> str:
     """A repo id given by the user (`--repo-id`), checked and normalised as every request's is."""
     from pydantic import TypeAdapter, ValidationError
 
-    from strata_recall.interface.api import problems_of
+    from strata_recall.interface.app.api import problems_of
     from strata_recall.schemas.common import RepoId
 
     try:

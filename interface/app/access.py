@@ -1,7 +1,7 @@
 """The one access check: whether a principal (domain/access.py) may make a request. Every transport's
-call goes through it (interface/mcp_server.py Dispatcher.call -> CommandAPI.admit) before anything
+call goes through it (interface/runtime/dispatcher.py Dispatcher.call -> CommandAPI.admit) before anything
 runs, waits or is built on the request's behalf; what it checks is the operations table
-(interface/operations.py: each operation's permission, the memories it records events on and the scope
+(interface/app/operations.py: each operation's permission, the memories it records events on and the scope
 of a memory it creates).
 
 Refusals are 403 `forbidden_operation`, `forbidden_repo` or `forbidden_global`. None of them names a
@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from strata_recall.domain.access import Principal
-from strata_recall.domain.errors import Forbidden
-from strata_recall.interface.operations import Operation
+from strata_recall.domain.errors import Forbidden, StrataError
+from strata_recall.interface.app.operations import Operation
 
 ScopeOf = Callable[[str, str], "str | None"]
 """scope_of(memory id, repo id): the memory's scope when that repo sees it, else None."""
@@ -80,3 +80,18 @@ def _who(principal: Principal) -> str:
 def _forbidden_global(principal: Principal, path: str, what: str) -> Forbidden:
     return Forbidden("forbidden_global", path, f"{_who(principal)} may not {what}: it may read global memories but not "
                      "write, change, rate, forget or review them (a token created with --global may)")
+
+
+# --- who asks, over HTTP ---------------------------------------------------------------------------
+
+PRINCIPAL = "principal"
+"""Where BearerToken leaves the principal: scope["state"][PRINCIPAL]."""
+
+
+def principal_in(scope: Any) -> Principal:
+    """The principal BearerToken found for this request; refused when none was (fail closed: a route
+    that ran without the check must not act as anyone)."""
+    principal = (scope.get("state") or {}).get(PRINCIPAL)
+    if not isinstance(principal, Principal):
+        raise StrataError("internal_error", "", "the request reached an operation without passing the token check")
+    return principal

@@ -37,7 +37,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from strata_recall.domain.access import LOCAL, Principal, default_principal
-from strata_recall.domain.errors import StrataError
+from strata_recall.interface.app.access import PRINCIPAL
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 
 OPEN_PATHS = frozenset({"/healthz"})
@@ -209,19 +209,6 @@ class BearerToken:
         if self.digest is not None and hmac.compare_digest(hashlib.sha256(secret).digest(), self.digest):
             return default_principal()
         return self.tokens.principal(secret) if self.tokens is not None else None
-
-
-PRINCIPAL = "principal"
-"""Where BearerToken leaves the principal: scope["state"][PRINCIPAL]."""
-
-
-def principal_in(scope: Scope) -> Principal:
-    """The principal BearerToken found for this request; refused when none was (fail closed: a route
-    that ran without the check must not act as anyone)."""
-    principal = (scope.get("state") or {}).get(PRINCIPAL)
-    if not isinstance(principal, Principal):
-        raise StrataError("internal_error", "", "the request reached an operation without passing the token check")
-    return principal
 
 
 class NoSniff:

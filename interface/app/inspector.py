@@ -1,7 +1,7 @@
 """The inspector's views of a repo's memory: its overview, pages of memories, one memory with its
 history (with how each event moved truth and utility), case and change chain, the event timeline, the
 review queue, the repos. Each view shows exactly what the repo
-may see (domain/visibility.py, rendered by interface/views.py) and may be asked as of a past moment:
+may see (domain/visibility.py, rendered by interface/app/views.py) and may be asked as of a past moment:
 it then answers from a past model (workers/as_of.py) with that moment's clock."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from eventsourcing.utils import get_topic
-from strata_recall.interface.inspector.moves import MOVING, attach, moves
-from strata_recall.interface.views import history, memory_state, shown, visible_in_log
+from strata_recall.interface.app.moves import MOVING, attach, moves
+from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader
 from strata_recall.projections.browse import Browser
 from strata_recall.schemas.browse import (

@@ -1,4 +1,4 @@
-"""Consolidation (`strata reflect`, also a scheduled job): a report per repo (and one for the global
+"""Consolidation's planning (`strata reflect`, also a scheduled job of every serving process): a report per repo (and one for the global
 pool) of what keeps its memory from staying clean and true, and the actions that fix it.
 
 Findings, each leading to at most one action per memory (in this order of precedence):
@@ -32,6 +32,7 @@ import structlog
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
 from strata_recall.projections import store
@@ -250,12 +251,13 @@ def _anchor_keys(row: dict[str, Any]) -> set[str]:
 # --- running it ---------------------------------------------------------------------------------
 
 
-def reflect(strata: Any, repo_id: str | None = None, *, everything: bool = False, apply: bool = False,
-            now: datetime | None = None) -> dict[str, Any]:
+def reflect(memory_log: MemoryLog, projection_dir: Path, truth_floor: float, repo_id: str | None = None, *,
+            everything: bool = False, apply: bool = False, now: datetime | None = None) -> dict[str, Any]:
     """Reports for one repo (`repo_id`), the global pool (`repo_id` None), or every repo and the
-    global pool (`everything`); with `apply`, each report's actions are recorded. The caller brings
-    the projections up to date first."""
-    reflection = Reflection(strata.settings.projection_dir, strata.settings.reflect_truth_floor)
+    global pool (`everything`), from the projections in `projection_dir`; with `apply`, each report's
+    actions are recorded in `memory_log` (MemoryLog.consolidate). The caller brings the projections up
+    to date first."""
+    reflection = Reflection(projection_dir, truth_floor)
     try:
         pools = reflection.pools() if everything else [Pool(repo_id)]
         reports = [reflection.report(pool, now) for pool in pools]
@@ -265,37 +267,9 @@ def reflect(strata: Any, repo_id: str | None = None, *, everything: bool = False
         report["applied"] = False
         if apply and report["actions"]:
             actions = [Action(**a) for a in report["actions"]]
-            outcome = strata.log.consolidate(actions, report["repo_id"])
+            outcome = memory_log.consolidate(actions, report["repo_id"])
             report.update(applied=True, recorded=outcome.recorded, position=outcome.position)
         log.info("reflected", repo_id=report["repo_id"], memories=report["memories"], actions=len(report["actions"]),
                  archive=len(report["archive"]), duplicates=sum(len(g["merge"]) for g in report["duplicates"]),
                  links=len(report["failed_tactics_solved"]), applied=report["applied"])
     return {"ok": True, "reports": reports}
-
-
-def render(result: dict[str, Any]) -> str:
-    lines = []
-    for r in result["reports"]:
-        where = f"repo {r['repo_id']}" if r["repo_id"] is not None else "the global pool"
-        lines.append(f"{where}: {r['memories']} active memories, {len(r['actions'])} action(s)"
-                     + ("" if not r["actions"] else " recorded" if r["applied"] else " (dry run)"))
-        for a in r["archive"]:
-            lines.append(f"  archive {a['memory_id']} ({a['finding']}): {a['text']}  -- {a['reason']}")
-        for g in r["duplicates"]:
-            lines.append(f"  keep {g['keep']['memory_id']}: {g['keep']['text']}")
-            lines += [f"    merge {m['memory_id']} ({m['similarity']:.3f}): {m['text']}" for m in g["merge"]]
-        for f in r["failed_tactics_solved"]:
-            lines.append(f"  link failed tactic {f['memory_id']} -> solution {f['solution_id']}: {f['text']}")
-    if any(r["actions"] and not r["applied"] for r in result["reports"]):
-        lines.append("dry run: nothing recorded (add --apply to record these actions)")
-    return "\n".join(lines)
-
-
-def scheduled(strata: Any) -> dict[str, Any]:
-    """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it
-    (it runs beside that job, so it reads on connections of its own and compacts nothing itself);
-    the actions are recorded only when settings.reflect_apply is on (otherwise the report is logged
-    and nothing changes)."""
-    result = reflect(strata, everything=True, apply=strata.settings.reflect_apply)
-    return {"pools": len(result["reports"]), "actions": sum(len(r["actions"]) for r in result["reports"]),
-            "applied": strata.settings.reflect_apply}

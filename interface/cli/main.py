@@ -25,12 +25,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from strata_recall.domain import archive
-from strata_recall.interface import anchors as anchoring, operator, reflect as reflection, render
-from strata_recall.interface.api import CommandAPI
-from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
-from strata_recall.interface.logs import configure_logging
-from strata_recall.interface.settings import load_settings
-from strata_recall.interface.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.interface.cli import anchors as anchoring
+from strata_recall.interface.cli import operator, render
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
 from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.store import ProjectionBusy
@@ -72,7 +73,7 @@ class Failed(Exception):
 
 def _print_version(value: bool) -> None:
     if value:
-        from strata_recall.interface.stdio_wire import version  # standard library only: no MCP SDK to import
+        from strata_recall.interface.mcp.stdio_wire import version  # standard library only: no MCP SDK to import
 
         sys.stdout.write(f"strata {version()}\n")
         raise typer.Exit(0)
@@ -416,7 +417,7 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
 
     Example: strata demo   |   strata demo --into-store && strata serve
     """
-    from strata_recall.interface.demo import into_store_epilogue, names_a_data_dir, refuse_mixing, run_demo, temporary_store
+    from strata_recall.interface.cli.demo import into_store_epilogue, names_a_data_dir, refuse_mixing, run_demo, temporary_store
 
     opts: Options = ctx.obj
     if force and not into_store:
@@ -564,7 +565,7 @@ def mcp(ctx: typer.Context) -> None:
 
     Example: strata --data-dir ~/.local/share/strata mcp
     """
-    from strata_recall.interface.mcp_server import run_stdio
+    from strata_recall.interface.mcp.server import run_stdio
 
     with _session(ctx) as strata:
         run_stdio(strata)
@@ -582,7 +583,7 @@ def serve(
 
     Example: strata serve --port 7411
     """
-    from strata_recall.interface.serve import run_server
+    from strata_recall.interface.http.serve import run_server
 
     with _session(ctx) as strata:
         run_server(strata, host=host or strata.settings.host, port=strata.settings.port if port is None else port)
@@ -607,8 +608,8 @@ def reflect(
             raise InvalidInput("conflicting_options", "global", "give --repo ID or --global, not both")
         now = _moment(as_of, "as_of") if as_of else None
         strata.catch_up()
-        result = reflection.reflect(strata, repo, everything=repo is None and not global_pool, apply=apply, now=now)
-        _emit(ctx.obj, result, reflection.render)
+        result = strata.reflect(repo, everything=repo is None and not global_pool, apply=apply, now=now)
+        _emit(ctx.obj, result, render.reflection)
 
 
 def _moment(text: str, path: str) -> datetime:
@@ -711,7 +712,7 @@ def init_client(
 
     Example: strata init claude-code --hooks --dry-run
     """
-    from strata_recall.interface import clients
+    from strata_recall.interface.agents import clients
 
     opts: Options = ctx.obj
     data_dir = opts.data_dir or (Path(os.environ["STRATA_DATA_DIR"]) if os.environ.get("STRATA_DATA_DIR") else None)
@@ -745,7 +746,7 @@ def hook(
 
     Example: strata hook session-start < payload.json   (payload: {"session_id": "s1", "cwd": "."})
     """
-    from strata_recall.interface import hooks
+    from strata_recall.interface.agents import hooks
 
     opts: Options = ctx.obj
     hooks.run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, config=opts.config,

@@ -25,10 +25,10 @@ from strata_recall.domain.commands import Adjustment, ImportOutcome, NearDuplica
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id
-from strata_recall.interface import access, anchors as anchoring
-from strata_recall.interface.workspace import Workspaces
-from strata_recall.interface.inspector.browse import Inspector
-from strata_recall.interface.operations import Operation
+from strata_recall.interface.app import access, anchors as anchoring
+from strata_recall.interface.app.workspace import Workspaces
+from strata_recall.interface.app.inspector import Inspector
+from strata_recall.interface.app.operations import Operation
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates, Similar
@@ -169,7 +169,7 @@ class CommandAPI:
                  workspaces: Workspaces | None = None) -> None:
         self.log = memory_log
         self.workspaces = workspaces or Workspaces.remote()
-        """Which of this machine's files the clients of this API may make it read (interface/workspace.py):
+        """Which of this machine's files the clients of this API may make it read (interface/app/workspace.py):
         the transport that builds the API says whether they are local; by default nothing is read."""
         self.status = "pending" if review_writes else "active"
         self.reader = reader
@@ -178,8 +178,8 @@ class CommandAPI:
         """The near-duplicate lookup when the embedding model is loaded, else None (never loads it)."""
 
     def admit(self, op: Operation, payload: Payload, principal: Principal) -> BaseModel:
-        """The request, parsed, if `principal` may make it (interface/access.py; StrataError otherwise).
-        Every transport's call comes through here first (interface/mcp_server.py Dispatcher.call)."""
+        """The request, parsed, if `principal` may make it (interface/app/access.py; StrataError otherwise).
+        Every transport's call comes through here first (interface/runtime/dispatcher.py Dispatcher.call)."""
         request = parse(op.request, payload)
         access.check(op, request, principal, self._scope_of)
         return request

@@ -5,7 +5,7 @@ list resources on demand, and a template costs nothing until it is read). So the
 reach MCP clients, people's tools among them, without making any agent pay for them: read
 `strata://inspect/memories/acme/api?query=postgres&kinds=fact` and get the same JSON as
 `POST /v1/memories`. Each template is generated from the operation's `resource` in
-interface/operations.py; its variables are request fields, given as text (numbers as digits, lists
+interface/app/operations.py; its variables are request fields, given as text (numbers as digits, lists
 comma-separated) and validated by the command API like any request, as the principal the request came
 from (over HTTP, its token: the same access check as every call).
 """
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from strata_recall.domain.access import Principal
 from strata_recall.domain.errors import StrataError
-from strata_recall.interface.operations import Operation
+from strata_recall.interface.app.operations import Operation
 
 Call = Callable[[Operation, bytes, Principal], Awaitable[BaseModel]]
 ErrorText = Callable[[StrataError], str]

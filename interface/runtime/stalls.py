@@ -1,7 +1,7 @@
 """Which operation holds a serving process's lane, and whether it is stuck there.
 
-Operations run one at a time (interface/mcp_server.py, `Dispatcher`): one that never returns holds up
-every request after it. File reads are bounded (interface/workspace.py), but a lock held by another
+Operations run one at a time (interface/runtime/dispatcher.py, `Dispatcher`): one that never returns holds up
+every request after it. File reads are bounded (interface/app/workspace.py), but a lock held by another
 process, a hung disk or a bug can still hold an operation. `StallWatch` notes which operation runs and
 since when; past `limit_s` it is logged once (`request_stalled`, with the operation's name and age),
 reported by /healthz (`degraded`, `stalled: {op, seconds}`) until it returns, and logged again when

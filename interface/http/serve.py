@@ -3,7 +3,7 @@ operation (with its OpenAPI description), a health check, the projection workers
 
 Endpoints (all generated from `interface.operations.OPERATIONS`):
 
-    POST /mcp                 MCP streamable HTTP (the tools, prompt and resources of interface/mcp_server.py)
+    POST /mcp                 MCP streamable HTTP (the tools, prompt and resources of interface/mcp/server.py)
     POST /v1/<operation>      the operation's request JSON in, its response JSON out (read, write, update, ...,
                               and the inspector's memories, memory, timeline, review_queue, repos, review)
     GET  /openapi.json        OpenAPI 3.1 description of /v1/*
@@ -17,10 +17,10 @@ not do or another origin, 404 not found, 409 conflict, 413 request too large, 41
 
 When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
 server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
-`Authorization: Bearer <token>`, and each operation checks what that token may do (interface/access.py);
+`Authorization: Bearer <token>`, and each operation checks what that token may do (interface/app/access.py);
 binding a non-loopback address with no token of either kind is refused before anything is bound. SIGINT/SIGTERM stop
 accepting connections, let requests in flight finish (up to a grace period), stop the MCP sessions, the
-runner and the scheduler, and return (exit code 0). Threads and connections: see interface/mcp_server.py.
+runner and the scheduler, and return (exit code 0). Threads and connections: see interface/mcp/server.py.
 """
 
 from __future__ import annotations
@@ -49,31 +49,24 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
-from strata_recall.interface.bootstrap import PROJECTIONS, Strata
-from strata_recall.interface.http_security import (
-    PRINCIPAL,
+from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
+from strata_recall.interface.http.security import (
     BearerToken,
     NoSniff,
     RequestGuard,
     allowed_hosts,
     is_loopback,
-    principal_in,
 )
-from strata_recall.interface.inspector.page import PAGE_PATHS, page_routes
-from strata_recall.interface.consistency import TrackedPositions
-from strata_recall.interface.logs import route_stdlib_logging
-from strata_recall.interface.mcp_server import (
-    SESSION_PROTOCOL,
-    Background,
-    Dispatcher,
-    serving_dispatcher,
-    build_mcp_server,
-    error_response,
-    internal_error,
-    version,
-)
-from strata_recall.interface.operations import OPERATIONS, Operation
-from strata_recall.interface.stalls import StallWatch
+from strata_recall.interface.app.access import PRINCIPAL, principal_in
+from strata_recall.interface.http.page import PAGE_PATHS, page_routes
+from strata_recall.interface.runtime.consistency import TrackedPositions
+from strata_recall.interface.app.logs import route_stdlib_logging
+from strata_recall.interface.mcp.server import build_mcp_server
+from strata_recall.interface.mcp.stdio_wire import version
+from strata_recall.interface.runtime.background import Background
+from strata_recall.interface.runtime.dispatcher import Dispatcher, error_response, internal_error, serving_dispatcher
+from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.projections.credentials import Credentials
 from strata_recall.schemas.errors import ErrorResponse
 
@@ -161,7 +154,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
     def error(description: str) -> dict[str, Any]:
         return {"description": f"{description}: the error shape.", "content": content(ErrorResponse, "serialization")}
 
-    # every route, /healthz included, answers these before it runs (interface/http_security.py)
+    # every route, /healthz included, answers these before it runs (interface/http/security.py)
     guarded = {"403": error("A browser page from another origin (Origin, Sec-Fetch-Site) is refused"),
                "421": error("The Host header names no host this server answers to (allowed_hosts)")}
     paths: dict[str, Any] = {}
@@ -234,7 +227,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
 
 
 def _without_workspace_roots(schemas: dict[str, Any]) -> None:
-    """Over HTTP Strata never reads its own disk (interface/workspace.py): the published contracts
+    """Over HTTP Strata never reads its own disk (interface/app/workspace.py): the published contracts
     leave out `workspace.root`, so they describe exactly what this endpoint accepts (a write's
     anchors then carry their fingerprints; a read's workspace is its files)."""
     schemas["WriteRequest"]["properties"].pop("workspace", None)

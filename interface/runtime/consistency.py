@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from strata_recall.domain.errors import Unavailable
-from strata_recall.interface.api import not_yet_consistent
+from strata_recall.interface.app.api import not_yet_consistent
 from strata_recall.projections import store
 from strata_recall.schemas.read import Behind, Consistency
 

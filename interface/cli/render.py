@@ -171,3 +171,22 @@ def doctor(view: dict[str, Any]) -> str:
     lines = [f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}" for c in view["checks"]]
     lines.append("all checks passed" if view["ok"] else "some checks failed: see FAIL above")
     return "\n".join(lines)
+
+
+def reflection(result: dict[str, Any]) -> str:
+    """`strata reflect`'s report."""
+    lines = []
+    for r in result["reports"]:
+        where = f"repo {r['repo_id']}" if r["repo_id"] is not None else "the global pool"
+        lines.append(f"{where}: {r['memories']} active memories, {len(r['actions'])} action(s)"
+                     + ("" if not r["actions"] else " recorded" if r["applied"] else " (dry run)"))
+        for a in r["archive"]:
+            lines.append(f"  archive {a['memory_id']} ({a['finding']}): {a['text']}  -- {a['reason']}")
+        for g in r["duplicates"]:
+            lines.append(f"  keep {g['keep']['memory_id']}: {g['keep']['text']}")
+            lines += [f"    merge {m['memory_id']} ({m['similarity']:.3f}): {m['text']}" for m in g["merge"]]
+        for f in r["failed_tactics_solved"]:
+            lines.append(f"  link failed tactic {f['memory_id']} -> solution {f['solution_id']}: {f['text']}")
+    if any(r["actions"] and not r["applied"] for r in result["reports"]):
+        lines.append("dry run: nothing recorded (add --apply to record these actions)")
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ agent that calls them: they teach how to use memory well, not only what the fiel
 This table is also the access table: each operation names the permission a token needs to call it
 (`permission`: read, write, review, operator; domain/access.py) and the request fields naming the
 memories it records events on (`touches`: a global one needs a token allowed on global memories).
-interface/access.py checks both, and the request's repo, for every transport. The MCP server's own
+interface/app/access.py checks both, and the request's repo, for every transport. The MCP server's own
 resources and prompt go through the same operations (the memory index resource and the prompt's
 index are `memory_index`) or hold no data (the session protocol: any token may read it).
 """
@@ -117,7 +117,7 @@ class Operation:
     are request fields (numbers and lists given as text: `kinds=fact,change`)."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL) -> BaseModel:
-        """The operation on `api` as `principal` (the caller checked access first: interface/access.py)."""
+        """The operation on `api` as `principal` (the caller checked access first: interface/app/access.py)."""
         return getattr(api, self.method)(payload, principal=principal)
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -20,13 +21,12 @@ from threadpoolctl import threadpool_limits
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.persistence import EventStoreUnavailable, scrub
-from strata_recall.interface.settings import Settings
+from strata_recall.interface.app.settings import Settings
 from strata_recall.projections import store
 from strata_recall.projections.base import Projection
 from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
-from strata_recall.interface import reflect as reflection
-from strata_recall.interface.api import CommandAPI, Reader
-from strata_recall.interface.workspace import Workspaces
+from strata_recall.interface.app.api import CommandAPI, Reader
+from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.fts import FTSProjection
@@ -40,6 +40,7 @@ from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
+from strata_recall.workers import consolidation
 from strata_recall.workers.as_of import Moment, PastModels, moment_of
 from strata_recall.workers.runner import Runner, wait_for
 from strata_recall.workers.scheduler import build_scheduler
@@ -67,7 +68,7 @@ class Strata:
     def api(self, *, remote: bool = False) -> CommandAPI:
         """The command API for one kind of client: local (the CLI, `strata mcp` over stdio, in-process
         callers) may make Strata read files under its workspace roots; `remote` (HTTP, MCP over HTTP)
-        never does (interface/workspace.py)."""
+        never does (interface/app/workspace.py)."""
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
                         moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past,
                         past=self.past)
@@ -235,12 +236,24 @@ class Strata:
         jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
-            jobs["reflect"] = (self.reflect, self.settings.reflect_interval_seconds)
+            jobs["reflect"] = (self.scheduled_reflect, self.settings.reflect_interval_seconds)
         return build_scheduler(jobs)
 
-    def reflect(self) -> dict[str, object]:
-        """One scheduled consolidation run (interface/reflect.py)."""
-        return reflection.scheduled(self)
+    def reflect(self, repo_id: str | None = None, *, everything: bool = False, apply: bool = False,
+                now: datetime | None = None) -> dict[str, Any]:
+        """Consolidation reports (workers/consolidation.py) for a repo, the global pool (None), or every
+        pool; `apply` records their actions. The caller brings the snapshot up to date first."""
+        return consolidation.reflect(self.log, self.settings.projection_dir, self.settings.reflect_truth_floor,
+                                     repo_id, everything=everything, apply=apply, now=now)
+
+    def scheduled_reflect(self) -> dict[str, object]:
+        """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it
+        (it runs beside that job, so it reads on connections of its own and compacts nothing itself);
+        the actions are recorded only when settings.reflect_apply is on (otherwise the report is logged
+        and nothing changes)."""
+        result = self.reflect(everything=True, apply=self.settings.reflect_apply)
+        return {"pools": len(result["reports"]), "actions": sum(len(r["actions"]) for r in result["reports"]),
+                "applied": self.settings.reflect_apply}
 
     def _open(self, name: str) -> Projection:
         folder = self.settings.projection_dir

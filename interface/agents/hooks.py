@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from strata_recall.interface.repo_identity import repo_id_for
+from strata_recall.interface.agents.repo_identity import repo_id_for
 
 EVENTS = ("session-start", "stop", "pre-compact")
 DEADLINE_S = 3.0
@@ -215,7 +215,7 @@ def run(event: str, *, stdin: IO[str], stdout: IO[str], stderr: IO[str], config:
         payload = json.loads(text) if text.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("the hook payload on stdin is not a JSON object")
-        from strata_recall.interface.settings import load_settings
+        from strata_recall.interface.app.settings import load_settings
 
         settings = load_settings(config, data_dir=data_dir)
         cwd = payload.get("cwd") or next(iter(payload.get("workspace_roots") or []), None) or os.getcwd()
@@ -236,7 +236,7 @@ def run(event: str, *, stdin: IO[str], stdout: IO[str], stderr: IO[str], config:
 
 def main(args: list[str]) -> None:
     """`strata [--data-dir D] [--config F] hook EVENT [--repo ID]` without the CLI's imports (see
-    interface/launch.py): hooks run at every session boundary and must be quick."""
+    interface/cli/launch.py): hooks run at every session boundary and must be quick."""
     options: dict[str, Any] = {}
     rest: list[str] = []
     i = 0

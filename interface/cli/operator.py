@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from strata_recall.domain import beliefs
-from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata
+from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.projections import store
 from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections.recall import RecallConfig
@@ -173,7 +173,7 @@ def doctor(strata: Strata) -> list[Check]:
         return ", ".join(f"{name} lag {lag}" for name, lag in lags.items()) + note
 
     def serving() -> str:
-        from strata_recall.interface.http_security import is_loopback  # the check serve itself makes
+        from strata_recall.interface.http.security import is_loopback  # the check serve itself makes
 
         if not is_loopback(settings.host) and settings.token is None:
             raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")

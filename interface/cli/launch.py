@@ -1,8 +1,8 @@
 """The `strata` console entry point. For `strata mcp` it claims the stdio wire before anything heavy is
 imported, so the client's `initialize` and its first listings are answered at once and a SIGTERM ends the
-process at once at any moment (interface/stdio_wire.py), and `strata hook`
-runs the lifecycle hook without the CLI's imports (interface/hooks.py); every other command is the CLI
-(interface/cli.py) as usual."""
+process at once at any moment (interface/mcp/stdio_wire.py), and `strata hook`
+runs the lifecycle hook without the CLI's imports (interface/agents/hooks.py); every other command is the CLI
+(interface/cli/main.py) as usual."""
 
 from __future__ import annotations
 
@@ -42,14 +42,14 @@ def runs_hook(args: list[str]) -> bool:
 def main() -> None:
     args = sys.argv[1:]
     if runs_hook(args):
-        from strata_recall.interface import hooks
+        from strata_recall.interface.agents import hooks
 
         hooks.main(args)
         return
     if serves_mcp_stdio(args):
-        from strata_recall.interface import stdio_wire
+        from strata_recall.interface.mcp import stdio_wire
 
         stdio_wire.claim(answer_early=True)
-    from strata_recall.interface.cli import main as cli_main
+    from strata_recall.interface.cli.main import main as cli_main
 
     cli_main()

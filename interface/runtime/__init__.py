@@ -1,0 +1,3 @@
+"""The serving runtime both transports share (`strata mcp` over stdio, `strata serve` over HTTP): the
+operation lane (dispatcher.py), the projection workers and scheduler of a serving process
+(background.py), waits for read-your-writes (consistency.py) and the stall watch (stalls.py)."""
