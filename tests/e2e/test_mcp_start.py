@@ -19,9 +19,10 @@ from strata_recall.interface.mcp import stdio_answers, stdio_wire
 from tests.conftest import STRATA_COMMAND
 
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-STOPPED_WITHIN_S = 5.0
-"""Generous (a stop takes milliseconds); before the fast stop a stop during start-up took 4.6-9.6 s under
-load, and each test also checks that the process stopped before reaching what the old one waited for."""
+STOPPED_WITHIN_S = 60.0
+"""Only a bound against a hang: a stop takes milliseconds, but a loaded machine may delay any process by
+seconds. What shows the stop was prompt is a condition each test checks: the process ended before
+reaching what a slow stop waited for (the end of start-up, the model's load)."""
 
 
 class Stdio:
@@ -73,14 +74,13 @@ class Stdio:
         assert self.process.stdin is not None
         self.process.stdin.close()
 
-    def stop(self, how: str) -> tuple[int, float]:
-        """Close stdin or send the named signal: (exit code, seconds it took to exit)."""
-        started = time.monotonic()
+    def stop(self, how: str) -> int:
+        """Close stdin or send the named signal: the exit code."""
         if how == "stdin_closed":
             self.close_stdin()
         else:
             self.process.send_signal(getattr(signal, how))
-        return self.exited_within(STOPPED_WITHIN_S), time.monotonic() - started
+        return self.exited_within(STOPPED_WITHIN_S)
 
     def exited_within(self, seconds: float) -> int:
         try:
@@ -196,10 +196,10 @@ def test_a_stop_during_start_up_ends_the_process_at_once(strata_env: dict[str, s
     try:
         server.send(initialize())
         server.answer(0)
-        code, took = server.stop(how)
+        code = server.stop(how)
     finally:
         server.kill()
-    assert code == 0 and took < STOPPED_WITHIN_S
+    assert code == 0, server.stderr[-3000:]
     assert "mcp_stdio_started" not in server.stderr, "the stop waited for the start-up to finish"
     assert "Traceback" not in server.stderr and len(server.out) == 1
 
@@ -214,10 +214,10 @@ def test_a_stop_while_serving_ends_the_process_at_once(strata_env: dict[str, str
         server.send(initialize(), INITIALIZED)
         server.answer(0)
         assert server.logged("mcp_stdio_started")
-        code, took = server.stop(how)
+        code = server.stop(how)
     finally:
         server.kill()
-    assert code == 0 and took < STOPPED_WITHIN_S, server.stderr[-3000:]
+    assert code == 0, server.stderr[-3000:]
     assert "mcp_stdio_stopped" in server.stderr and f"reason={how}" in server.stderr, server.stderr[-3000:]
     assert "model_loaded" not in server.stderr, "the stop waited for the model to load"
     assert "Traceback" not in server.stderr
@@ -241,7 +241,7 @@ def test_a_stop_amid_writes_loses_no_acknowledged_write(strata_env: dict[str, st
         sender = threading.Thread(target=lambda: _send_quietly(server, calls[5:]), daemon=True)
         sender.start()
         server.answer("w20")
-        assert server.stop(how)[0] == 0
+        assert server.stop(how) == 0
     finally:
         server.kill()
     answered = [m for m in server.out if str(m.get("id", "")).startswith("w")]

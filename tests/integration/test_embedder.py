@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -106,9 +105,7 @@ def test_missing_weights_package_is_named(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_construction_is_lazy(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
     emb = MiniLMEmbedder(tmp_path / "not-yet")
-    assert time.perf_counter() - t0 < 0.05
     assert not emb.loaded and not (tmp_path / "not-yet").exists()
     assert emb.model_id == MINILM_MODEL_ID and emb.dim == MINILM_DIM == 384
     assert isinstance(emb, Embedder)
@@ -190,13 +187,12 @@ def test_loads_offline_without_hf_env_and_without_network(model_dir: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "FASTEMBED_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["dim"] == 384
-    assert result["attempts"] == []
-    assert result["seconds"] < 10, result  # a hub lookup would retry for ~40 s
+    assert result["attempts"] == [], result  # no connection tried (a hub lookup would retry for ~40 s)
     assert result["hf_offline_after"] is None  # the env change was not left behind
 
 

@@ -161,7 +161,7 @@ def test_read_your_writes(hashed: Strata) -> None:
     try:
         for i in range(20):
             position = api.write(write_request("r", f"fresh memory {i}")).position
-            assert wait_for(hashed.projections(FOLLOWERS), position, timeout=5)
+            assert wait_for(hashed.projections(FOLLOWERS), position, timeout=60)
             fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
             assert any(True for _ in fts.search(f"fresh memory {i}", "r"))
     finally:

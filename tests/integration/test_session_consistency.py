@@ -6,7 +6,6 @@ here unless a test runs one, so what the projections have reached is under the t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +60,7 @@ def test_a_session_read_waits_for_its_write_outside_the_lane_and_says_when_it_ra
 
     async def bob() -> None:
         await anyio.sleep(0.3)  # Alice's read waits by now
-        started = time.monotonic()
         answers["bob"] = await served.dispatcher.call(READ, read("anything"), session=Session("bob"))
-        answers["bob_took"] = time.monotonic() - started
         await served.dispatcher.call(WRITE, write_request("acme", "Run make db-up first"), session=BOB)
         finished.append("bob wrote")
 
@@ -77,7 +74,7 @@ def test_a_session_read_waits_for_its_write_outside_the_lane_and_says_when_it_ra
     behind = answers["alice"].consistency
     assert behind is not None and behind.behind and behind.after_position == answers["written"].position == 1
     assert behind.waited_ms >= 900 and answers["alice"].position == 0
-    assert answers["bob"].consistency is None and answers["bob_took"] < 0.9
+    assert answers["bob"].consistency is None  # and he wrote before Alice's wait ran out (the order above)
 
 
 def test_once_the_projections_reach_the_write_the_read_sees_it_and_says_nothing(served: Served) -> None:
@@ -96,9 +93,8 @@ def test_once_the_projections_reach_the_write_the_read_sees_it_and_says_nothing(
 def test_http_json_waits_only_when_asked_and_a_sessionless_client_waits_for_the_head(served: Served) -> None:
     async def main() -> None:
         written = await served.dispatcher.call(WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE)
-        started = time.monotonic()
         plain = await served.dispatcher.call(READ, read("tests hang"))  # /v1/read: no session
-        assert plain.consistency is None and time.monotonic() - started < 0.9
+        assert plain.consistency is None and plain.position < written.position  # answered without waiting
         sessionless = await served.dispatcher.call(READ, read("tests hang"), session=Session(None))
         assert sessionless.consistency is not None and sessionless.consistency.after_position == written.position
 

@@ -37,12 +37,12 @@ def test_what_is_not_a_regular_file_under_the_root_is_not_read(root: Path) -> No
     (root / "escape").symlink_to(root.parent / "outside")
     (root / "link").symlink_to(root.parent / "outside" / "secret.txt")
     (root / "big.txt").write_bytes(b"x" * 101)
-    reader = FileReader(max_bytes=100)
+    reader = FileReader(max_bytes=100, timeout_s=60)  # far beyond any delay a loaded machine adds
     started = time.monotonic()
     for path in ("pipe", "escape/secret.txt", "link", "big.txt", "src", "missing.py", "../outside/secret.txt",
                  "/etc/passwd", "src/db.py\x00"):
         assert reader.read(root, path) is None, path
-    assert time.monotonic() - started < reader.timeout_s  # a FIFO without a writer is never waited on
+    assert time.monotonic() - started < reader.timeout_s / 2  # a FIFO without a writer is never waited on
     assert FileReader().read(Path("/dev"), "zero") is None  # a device
 
 
@@ -50,7 +50,7 @@ def test_pseudo_files_are_neither_waited_on_nor_leaked() -> None:
     """/proc as a root (only an operator could configure it): its files report size 0 and are read as
     empty, so the process's environment does not come out and kmsg (which blocks a reader) is not
     waited on."""
-    reader = FileReader()
+    reader = FileReader(timeout_s=60)  # waiting on kmsg would show as a minute
     os.environ["STRATA_TEST_MARKER"] = "marker-value-7f3a"
     try:
         environ = reader.read(Path("/proc"), "self/environ")
@@ -59,7 +59,7 @@ def test_pseudo_files_are_neither_waited_on_nor_leaked() -> None:
     assert not environ  # "" (size 0) or None: never the content
     started = time.monotonic()
     assert not reader.read(Path("/proc"), "kmsg")
-    assert time.monotonic() - started < reader.timeout_s
+    assert time.monotonic() - started < reader.timeout_s / 2
 
 
 def test_a_folder_swapped_for_a_symlink_after_resolution_is_not_followed(root: Path) -> None:
@@ -75,19 +75,24 @@ def test_a_read_that_does_not_come_back_is_abandoned(root: Path, monkeypatch: py
     """A hung mount, simulated: reads block until released. Each is abandoned after the timeout, and
     once every reader thread is stuck, further reads are refused at once rather than queued."""
     release = threading.Event()
+    stuck = threading.Semaphore(0)
 
     def hangs(target: Path, max_bytes: int) -> str | None:
-        release.wait(60)
+        stuck.release()
+        release.wait(120)
         return "too late"
 
     monkeypatch.setattr(workspace, "read_regular", hangs)
     reader = FileReader(timeout_s=0.2, threads=2)
     try:
         for _ in range(2):
-            assert reader.read(root, "src/db.py") is None
+            assert reader.read(root, "src/db.py") is None  # abandoned after 0.2 s
+        for _ in range(2):
+            assert stuck.acquire(timeout=60)  # both reader threads are inside the hung read
+        reader.timeout_s = 60  # were the next read queued, it would wait the minute
         started = time.monotonic()
         assert reader.read(root, "src/db.py") is None
-        assert time.monotonic() - started < 0.2  # no thread left: refused without waiting
+        assert time.monotonic() - started < 30  # no thread left: refused at once, not after the minute
     finally:
         release.set()
 

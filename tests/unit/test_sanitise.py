@@ -384,21 +384,23 @@ def test_every_command_format_names_programs_options_and_examples() -> None:
 # ---- catastrophic backtracking guard ---------------------------------------------------------------
 
 
-def test_adversarial_inputs_finish_quickly() -> None:
-    # 100 KB each: a rule that backtracks quadratically takes minutes here, a linear one milliseconds.
-    inputs = adversarial_inputs(100_000)
-    start = time.perf_counter()
-    for text in inputs.values():
+def _fastest(text: str, runs: int = 3) -> float:
+    """The least time sanitise took on text: the run the machine's other load disturbed least."""
+    took = []
+    for _ in range(runs):
+        start = time.perf_counter()
         sanitise(text)
-    assert time.perf_counter() - start < 2.0 * len(inputs) / 22  # the original 22 inputs had 2 s
+        took.append(time.perf_counter() - start)
+    return min(took)
 
 
 @pytest.mark.parametrize("name", sorted(adversarial_inputs(1000)))
 def test_each_adversarial_input_is_linear(name: str) -> None:
-    text = adversarial_inputs(100_000)[name]
-    start = time.perf_counter()
-    sanitise(text)
-    assert time.perf_counter() - start < 1.0, name
+    """Four times the input costs about four times the time, not sixteen: a ratio measured in the same
+    moment, so it holds on a loaded machine where a fixed limit would not. Below 50 ms for 100 KB
+    nothing backtracks (a quadratic rule takes seconds there)."""
+    small, large = _fastest(adversarial_inputs(25_000)[name]), _fastest(adversarial_inputs(100_000)[name])
+    assert large < 0.05 or large / small < 8, (name, small, large)
 
 
 # ---- recall: every listed format, generated at run time, in every context ----------------------------
