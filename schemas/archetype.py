@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field
 
 from strata_recall.schemas.common import Integer, Kind, QueryText, Rationale, Request, Response, _text
 
-ArchetypeName = _text(1, 64)
+if TYPE_CHECKING:
+    ArchetypeName: TypeAlias = str
+else:
+    ArchetypeName = _text(1, 64)
 
 
 class ArchetypeProfile(Request):
@@ -22,9 +25,9 @@ class ArchetypeProfile(Request):
 
 
 class ArchetypeRequest(Request):
-    name: ArchetypeName  # type: ignore[valid-type]
+    name: ArchetypeName
     description: Rationale = ""
-    examples: list[QueryText] = Field(min_length=1, max_length=50)  # type: ignore[valid-type]
+    examples: list[QueryText] = Field(min_length=1, max_length=50)
     profile: ArchetypeProfile = Field(default_factory=ArchetypeProfile)
 
 

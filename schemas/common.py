@@ -6,6 +6,7 @@ import math
 import re
 import typing
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StringConstraints,
@@ -68,7 +69,7 @@ def _finite(value: float) -> float:
     return value
 
 
-def _text(min_length: int, max_length: int, *checks: object) -> object:
+def _text(min_length: int, max_length: int, *checks: Callable[[str], str]) -> Any:
     """A string type whose length limits apply to characters (before the semantic checks run)."""
     pattern = NOT_BLANK_PATTERN if _not_blank in checks else NO_CONTROL_PATTERN
     return Annotated[
@@ -145,9 +146,16 @@ class AsOfPoint(BaseModel):
     time: str = Field(description="The clock of the answer (ISO 8601): a position's event time, or the time asked for.")
 
 
-MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
-QueryText = _text(1, MAX_QUERY_CHARS, _not_blank)
-Rationale = _text(0, MAX_RATIONALE_CHARS)
+if typing.TYPE_CHECKING:  # to a type checker they are strings; pydantic reads the constraints below
+    MemoryText: typing.TypeAlias = str
+    QueryText: typing.TypeAlias = str
+    Rationale: typing.TypeAlias = str
+    EvidenceRef: typing.TypeAlias = str
+else:
+    MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
+    QueryText = _text(1, MAX_QUERY_CHARS, _not_blank)
+    Rationale = _text(0, MAX_RATIONALE_CHARS)
+    EvidenceRef = _text(1, MAX_REF_CHARS, _not_blank)
 
 VALIDATION_NOTE = "Validated beyond the pattern: "
 """Starts a description that says what the validator checks and the schema cannot express (the MCP tool
@@ -216,7 +224,6 @@ AgentId = Annotated[
 """The id of an agent (a write's `author`): one line without surrounding whitespace (one rule for the
 schema and the validator)."""
 
-EvidenceRef = _text(1, MAX_REF_CHARS, _not_blank)
 Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -69,9 +70,9 @@ CONTRACTS: dict[str, type[BaseModel]] = {
 JSON_DIR = Path(__file__).parent / "json"
 
 
-def json_schema(name: str) -> dict:
+def json_schema(name: str) -> dict[str, Any]:
     model = CONTRACTS[name]
-    mode = "validation" if name.endswith("request") else "serialization"
+    mode: Literal["validation", "serialization"] = "validation" if name.endswith("request") else "serialization"
     schema = model.model_json_schema(mode=mode)
     schema["$id"] = f"strata/{name}"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from strata_recall.schemas.anchors import MAX_ANCHORS, AnchorIn, Merged, SimilarMemory, WriteWorkspace
 from strata_recall.schemas.common import (
@@ -34,7 +34,7 @@ class Links(Request):
     )
 
 
-_LINK_RULES = [
+_LINK_RULES: list[JsonValue] = [
     # The write rules of domain/application.py (_check_links) that need no lookup, as the schema says them.
     {"if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
      "then": {"required": ["links"],
@@ -58,7 +58,7 @@ class MemoryIn(Request):
     evidence_refs: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_REFS)
 
 
-_ANCHOR_RULES = [
+_ANCHOR_RULES: list[JsonValue] = [
     # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
     {"if": {"properties": {"memory": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]}},
             "required": ["memory"]},
