@@ -19,6 +19,19 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 
 
+SLOW_PARTS = ("tests/e2e/", "tests/integration/test_postgres.py")
+"""Where every test is slow: each starts processes (the installed command, a server, a client, a browser,
+a PostgreSQL cluster). `pytest -m "not slow"` leaves them out (docs/DEVELOPING.md)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        where = Path(str(item.path)).relative_to(root).as_posix()
+        if where.startswith(SLOW_PARTS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
