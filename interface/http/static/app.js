@@ -16,7 +16,7 @@ const TOKEN_KEY = "strata.token";
 const ORDERS = ["newest", "oldest", "truth", "utility"];
 const PAGE = 50;
 const WIDE = window.matchMedia("(min-width: 1100px)"); // the list and a memory side by side
-const README = "/inspector/readme#:~:text=Connecting%20an%20agent%20(MCP)";
+const README = "/inspector/readme#:~:text=Connect%20an%20agent";
 
 // --- the API ---------------------------------------------------------------------------------
 
