@@ -26,3 +26,14 @@ def test_the_command_and_the_data_files_point_into_the_package() -> None:
         folder = ROOT / project["tool"]["setuptools"]["package-dir"][package]
         for pattern in patterns:
             assert list(folder.glob(pattern)), f"{package}: nothing matches {pattern}"
+
+
+def test_the_import_map_links_each_layer_for_static_tools() -> None:
+    """mypy and pyright resolve `strata_recall.<layer>` through .import-map/strata_recall/<layer>, a link to
+    the layer's folder: one per installed top-level layer, nothing else."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    top = sorted(folder for folder in setuptools["package-dir"].values() if "/" not in folder)
+    links = ROOT / ".import-map" / "strata_recall"
+    assert sorted(p.name for p in links.iterdir()) == top
+    for name in top:
+        assert (links / name).is_symlink() and (links / name).resolve() == (ROOT / name).resolve()
