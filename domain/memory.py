@@ -10,10 +10,9 @@ stored in the events, so a replay reproduces exactly what the writer saw.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Any
 from uuid import UUID
-
-from functools import cache
 
 import orjson
 from eventsourcing.domain import Aggregate, event

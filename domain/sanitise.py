@@ -27,7 +27,6 @@ from functools import lru_cache
 from strata_recall.domain import secret_values as values
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
-    Part,
     AUTH_SCHEMES,
     COMMAND_FORMATS,
     KEY_WORDS,
@@ -37,6 +36,7 @@ from strata_recall.domain.secret_formats import (
     ContextFormat,
     KeyWord,
     Optional_,
+    Part,
     Segment,
     TokenFormat,
     parse_shape,
@@ -391,7 +391,7 @@ def _command_hint(low: str) -> bool:
     a program that takes `user/password` (one text in a hundred gets past this; the program search costs
     more than the rest of a text's redaction)."""
     return (" -" in low or "'-" in low or '"-' in low or "\t-" in low or "/p:" in low
-            or "/" in low and any(name in low for name in _POSITIONAL))
+            or ("/" in low and any(name in low for name in _POSITIONAL)))
 
 
 def _command_spans(text: str, low: str) -> Spans:

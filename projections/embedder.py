@@ -13,21 +13,22 @@ import shutil
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
+    "MINILM_DIM",
+    "MINILM_MODEL_ID",
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
     "ModelFilesMissingError",
     "assemble_model_dir",
     "default_model_dir",
-    "MINILM_MODEL_ID",
-    "MINILM_DIM",
 ]
 
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.duplicates import SIMILAR_COSINE
-from strata_recall.projections.vector_index import GLOBAL
 from strata_recall.projections.store import sqlite3
+from strata_recall.projections.vector_index import GLOBAL
 from strata_recall.projections.vectors import EmbeddingCache, content_hash
 
 if TYPE_CHECKING:

@@ -160,7 +160,7 @@ class MemoryState:
     eventsourcing keys, its datetimes kept as the ISO text the frozen state holds (parsing and
     formatting datetimes was a fifth of the fold)."""
 
-    __slots__ = ("memory_id", "version", "state")
+    __slots__ = ("memory_id", "state", "version")
 
     def __init__(self, memory_id: str, version: int, state: dict[str, Any]) -> None:
         self.memory_id, self.version, self.state = memory_id, version, state

@@ -64,7 +64,7 @@ def _segment(seg: Segment, rng: random.Random) -> str:
             if pool:
                 body[(i * 5 + 1) % n] = rng.choice(pool)
     if "." in chars:  # a dot ends a sentence, never a token
-        body = [c if c != "." or 0 < i < n - 1 and body[i - 1] != "." else "x" for i, c in enumerate(body)]
+        body = [c if c != "." or (0 < i < n - 1 and body[i - 1] != ".") else "x" for i, c in enumerate(body)]
     return "".join(body)
 
 

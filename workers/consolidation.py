@@ -35,8 +35,8 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
-from strata_recall.projections import store
 from strata_recall.domain.visibility import sql_clause
+from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.top_of_block import decoded
 

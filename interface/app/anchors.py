@@ -10,7 +10,7 @@ from pathlib import Path
 
 import structlog
 
-from strata_recall.domain.anchors import (BY_CLIENT, BY_STRATA, Anchor, anchored_text, fingerprint)
+from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, Anchor, anchored_text, fingerprint
 from strata_recall.domain.errors import InvalidInput, NotFound
 from strata_recall.interface.app.workspace import Workspaces, not_readable
 from strata_recall.projections.anchors import Workspace

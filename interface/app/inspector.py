@@ -11,12 +11,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from eventsourcing.utils import get_topic
+
 from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
-from eventsourcing.utils import get_topic
 from strata_recall.interface.app.moves import MOVING, attach, moves
 from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader

@@ -15,10 +15,10 @@ from typing import IO, Any
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict, StrataError
-from strata_recall.interface.cli import render
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.settings import default_data_dir, load_settings
 from strata_recall.interface.app.views import event_record, memory_state
+from strata_recall.interface.cli import render
 
 DEMO_REPO = "strata-demo"
 """The demo's repo id: recognisable in a store that also holds real work."""

@@ -9,15 +9,15 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from strata_recall.domain import beliefs
+from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.projections import store
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -37,7 +37,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
         (repo_id,),
     ).fetchall()
     shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     memories = []
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400

@@ -69,7 +69,7 @@ def _compact(spec: Any, defs: dict[str, Any]) -> Any:
             continue
         if key == "default" and isinstance(value, dict):  # an object's defaults are its fields' defaults
             continue
-        if key == "minItems" and value == 0 or key == "minimum" and value == 0 and spec.get("type") == "integer":
+        if (key == "minItems" and value == 0) or (key == "minimum" and value == 0 and spec.get("type") == "integer"):
             continue
         if key == "type" and "enum" in spec:  # the enum's values say it
             continue

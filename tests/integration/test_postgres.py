@@ -34,9 +34,9 @@ from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.vectors import VectorProjection
+from strata_recall.workers.runner import Runner, wait_for
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
-from strata_recall.workers.runner import Runner, wait_for
 
 STRATA = str(Path(sys.executable).parent / "strata")
 DIGESTS = {"fts": FTSProjection, "vectors": VectorProjection, "links": LinksProjection,

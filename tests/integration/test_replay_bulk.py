@@ -22,9 +22,8 @@ from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection, fold_states
-from tests.conftest import write_request
-from tests.integration.test_fold_equivalence import every_event
 from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined
+from tests.integration.test_fold_equivalence import every_event
 
 NAMES = ["fts", "links", "snapshot"]
 STRATA = str(Path(sys.executable).parent / "strata")

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from strata_recall.interface.app.bootstrap import build
-from strata_recall.interface.runtime.background import Background
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.runtime.background import Background
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 
@@ -58,9 +58,9 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
 
     from strata_recall.domain.errors import Conflict
     from strata_recall.interface.app.bootstrap import PROJECTIONS
+    from strata_recall.interface.app.operations import OPERATIONS
     from strata_recall.interface.runtime.consistency import TrackedPositions
     from strata_recall.interface.runtime.dispatcher import serving_dispatcher
-    from strata_recall.interface.app.operations import OPERATIONS
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
     strata.projections(PROJECTIONS)  # as a serving process opens them before it serves

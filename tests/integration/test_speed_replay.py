@@ -12,8 +12,8 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
-from tests.integration.test_fold_equivalence import every_event
 from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined, replay, share_out
+from tests.integration.test_fold_equivalence import every_event
 
 NAMES = ["fts", "links", "snapshot", "vectors", "archetypes"]
 

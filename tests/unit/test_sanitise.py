@@ -7,7 +7,6 @@ ops/eval_redaction.py measures; these tests hold them at 100 %.
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections import defaultdict
 
@@ -20,9 +19,9 @@ from strata_recall.domain.secret_formats import (
     ALPHABETS,
     COMMAND_FORMATS,
     CONTEXT_FORMATS,
-    PROSE_FORMATS,
     FAMILIES,
     NOT_COVERED,
+    PROSE_FORMATS,
     TOKEN_FORMATS,
     Optional_,
     Segment,
