@@ -104,7 +104,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             for i in range(0, len(mids), 500):
                 chunk = [m.hex for m in mids[i : i + 500]]
                 sql = (
-                    f"SELECT DISTINCT originator_id FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+                    f"SELECT DISTINCT originator_id FROM {recorder.events_table_name} "  # a fixed table name, not input
                     f"WHERE originator_id IN ({','.join('?' * len(chunk))})"
                 )
                 with recorder.datastore.transaction(commit=False) as cursor:
@@ -135,7 +135,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         """The log position of each version of an aggregate (empty where the recorder cannot say)."""
         recorder = self.recorder
         if isinstance(recorder, SQLiteAggregateRecorder):
-            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # a fixed table name, not input
                    "WHERE originator_id = ?")
             with recorder.datastore.transaction(commit=False) as cursor:
                 cursor.execute(sql, [mid.hex])

@@ -13,7 +13,7 @@ never as HTML (they are written by agents).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -60,7 +60,7 @@ def page_routes() -> list[Route]:
     """GET routes for the page, its assets and the README (read on each request: small, and an edited
     file shows on reload)."""
 
-    def serve(read: Callable[[], bytes], media_type: str, name: str):  # noqa: ANN202 - a Starlette endpoint
+    def serve(read: Callable[[], bytes], media_type: str, name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             return Response(read(), media_type=media_type, headers=HEADERS)
 

@@ -4,6 +4,7 @@ once: one leads, the others stand by and take over when it stops."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from strata_recall.interface.app.bootstrap import build
@@ -13,7 +14,7 @@ from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 
 
-def wait_until(condition, timeout: float = 20.0) -> bool:  # noqa: ANN001
+def wait_until(condition: Callable[[], object], timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
