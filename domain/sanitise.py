@@ -399,7 +399,7 @@ def _command_spans(text: str, low: str) -> Spans:
     segments never overlap, so the scan stays linear."""
     spans = []
     programs = list(_COMMAND.finditer(low))
-    for m, after in zip(programs, [*programs[1:], None]):
+    for m, after in zip(programs, [*programs[1:], None], strict=True):
         limit = min(after.start() if after else len(text), m.end() + 2048)
         end = _COMMAND_END.search(text, m.end(), limit)
         stop = end.start() if end else limit

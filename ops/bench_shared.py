@@ -223,7 +223,7 @@ class Node:
     def stop(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=120)
+        _, err = self.proc.communicate(timeout=120)
         if self.proc.returncode != 0:
             raise RuntimeError(f"node {self.label} stopped with {self.proc.returncode}: {err[-2000:]}")
         self.proc = None

@@ -152,7 +152,7 @@ class Projection(ABC):
         store.migrate(self.conn, self.name, self.migrations)
         self.opened()
 
-    def opened(self) -> None:
+    def opened(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook after the schema is current (e.g. to check the embedding model)."""
 
     @property
@@ -198,10 +198,10 @@ class Projection(ABC):
             finally:
                 self.bulk_ended()
 
-    def bulk_started(self) -> None:
+    def bulk_started(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook: a replay starts feeding large batches (e.g. keep state in memory between them)."""
 
-    def bulk_ended(self) -> None:
+    def bulk_ended(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook: the replay is over (forget what bulk_started kept)."""
 
     def prepare(self, batch: Sequence[Positioned]) -> Any:

@@ -219,11 +219,9 @@ class Reflection:
     # --- reading the projections ------------------------------------------------------------------
 
     def _rows(self, where: str, params: Iterable[Any]) -> list[dict[str, Any]]:
-        out = []
-        for values in self.snapshot.execute(f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id",
-                                            tuple(params)):
-            out.append(decoded(dict(zip(_COLUMNS, values, strict=True))))
-        return out
+        rows = self.snapshot.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params))
+        return [decoded(dict(zip(_COLUMNS, values, strict=True))) for values in rows]
 
     def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:
         return {r[0] for r in store.select_in(self.snapshot, f"SELECT memory_id FROM snapshot WHERE {pool.visible}"

@@ -63,7 +63,7 @@ def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(h
     api.update({"repo_id": first.repo_id, "memory_id": str(first.originator_id), "mode": "commit", "updates": {
         "truth": {"target": 0.9, "confidence": 0.9, "rationale": "checked", "evidence_refs": ["ci#1"]}}})
     head = hashed.log.position()
-    assert type(list(hashed.log.read_log(head, 1))[0][1]) is Memory.TruthAdjusted  # read by neither
+    assert type(next(iter(hashed.log.read_log(head, 1)))[1]) is Memory.TruthAdjusted  # read by neither
     fts, links = hashed.projection("fts"), hashed.projection("links")
     decoded = pipelined(hashed.log, [fts, links], batch_size=20, window=60)
     assert decoded < head
@@ -149,7 +149,7 @@ def test_a_failing_window_keeps_the_batches_before_the_failing_one(hashed: Strat
         pipelined(hashed.log, [broken], batch_size=10, window=1000)
     assert 0 < broken.position <= 100
     expected = LinksProjection(tmp_path / "expected.sqlite")
-    expected.handle([item for item in hashed.log.read_log(1, broken.position)])
+    expected.handle(list(hashed.log.read_log(1, broken.position)))
     assert expected.digest() == broken.digest()
     broken.close()
     expected.close()
