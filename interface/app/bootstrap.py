@@ -7,7 +7,7 @@ import gc
 import shutil
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -232,7 +232,8 @@ class Strata:
         """Housekeeping always; with `compaction` (the process that keeps the snapshot) also the
         compaction and the consolidation report (`strata reflect` over every repo: logged, and
         recorded only with settings.reflect_apply)."""
-        jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
+        jobs: dict[str, tuple[Callable[[], object], float]] = {
+            "housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
             jobs["reflect"] = (self.scheduled_reflect, self.settings.reflect_interval_seconds)

@@ -68,7 +68,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     problem_ids = {p["id"] for p in problems}
     if problems:
         out += ["## Problems and what to do about them", ""]
-        linked = {p["id"]: ([], []) for p in problems}
+        linked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {p["id"]: ([], []) for p in problems}
         for kind, slot in (("solution", 0), ("failed_tactic", 1)):
             for m in by_kind.get(kind, []):
                 for pid in m["problems"]:

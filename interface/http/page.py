@@ -50,9 +50,10 @@ def readme() -> bytes:
     """The README of this installation (its package metadata), which the page links to for connecting an
     agent: served from here, it is there offline and matches the installed version."""
     try:
-        text = metadata.metadata("strata-recall").json.get("description", "")
+        description = metadata.metadata("strata-recall").json.get("description", "")
     except metadata.PackageNotFoundError:
-        text = ""
+        description = ""
+    text = description if isinstance(description, str) else ""  # a field given once is a string
     return (text or "This installation carries no README: see README.md in Strata's source.\n").encode()
 
 

@@ -40,7 +40,8 @@ def input_schema(model: type[BaseModel], hidden: tuple[str, ...] = ()) -> dict[s
     full = model.model_json_schema(mode="validation")
     hidden = (*hidden, *ENVELOPE)
     full["properties"] = {k: v for k, v in full["properties"].items() if k not in hidden}
-    return _compact(full, full.get("$defs", {}))
+    compact: dict[str, Any] = _compact(full, full.get("$defs", {}))
+    return compact
 
 
 def _inline(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
