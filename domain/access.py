@@ -73,9 +73,8 @@ def matches(pattern: str, repo_id: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _compiled(pattern: str) -> re.Pattern[str]:
-    out = []
-    for part in re.split(r"(\*\*|\*|\?)", pattern):
-        out.append({"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part) or re.escape(part))
+    out = [{"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part) or re.escape(part)
+           for part in re.split(r"(\*\*|\*|\?)", pattern)]
     return re.compile("".join(out), re.DOTALL)
 
 

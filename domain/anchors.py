@@ -246,7 +246,7 @@ def _heuristic_symbol(lines: list[str], parts: list[str], start: int = 0, end: i
     pattern = _definition(parts[0])
     for i in range(start, end):
         line = lines[i]
-        if parts[0] not in line or _NOT_DEFINITIONS.match(line) or line.rstrip().endswith(";") and "{" not in line:
+        if parts[0] not in line or _NOT_DEFINITIONS.match(line) or (line.rstrip().endswith(";") and "{" not in line):
             continue
         if not pattern.match(line):
             continue

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import time
-
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -18,10 +17,9 @@ from eventsourcing.persistence import IntegrityError, InterfaceError, Operationa
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from strata_recall.domain import beliefs
+from strata_recall.domain.access import DEFAULT_NAME
 from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.domain.access import DEFAULT_NAME
-from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.commands import (
     Adjustment,
     CommandOutcome,
@@ -35,8 +33,9 @@ from strata_recall.domain.commands import (
     UtilityUpdate,
     WriteOutcome,
 )
-from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
+from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
@@ -105,7 +104,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             for i in range(0, len(mids), 500):
                 chunk = [m.hex for m in mids[i : i + 500]]
                 sql = (
-                    f"SELECT DISTINCT originator_id FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+                    f"SELECT DISTINCT originator_id FROM {recorder.events_table_name} "  # a fixed table name, not input
                     f"WHERE originator_id IN ({','.join('?' * len(chunk))})"
                 )
                 with recorder.datastore.transaction(commit=False) as cursor:
@@ -136,7 +135,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         """The log position of each version of an aggregate (empty where the recorder cannot say)."""
         recorder = self.recorder
         if isinstance(recorder, SQLiteAggregateRecorder):
-            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # noqa: S608 - fixed name
+            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # a fixed table name, not input
                    "WHERE originator_id = ?")
             with recorder.datastore.transaction(commit=False) as cursor:
                 cursor.execute(sql, [mid.hex])

@@ -35,7 +35,7 @@ class Archetype(Aggregate):
         profile: dict[str, Any]
 
     @event(ArchetypeDefined)
-    def __init__(self, id: UUID, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> None:  # noqa: A002
+    def __init__(self, id: UUID, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> None:
         self.name = name
         self.description = description
         self.examples = list(examples)

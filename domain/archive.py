@@ -60,7 +60,7 @@ def restore(memory_log: MemoryLog, lines: Iterable[bytes | str], progress: Calla
             stored = _stored_event(line, versions)
             memory_log.mapper.to_domain_event(stored)  # the state must decode as that event
             events.append(stored)
-        except Exception as exc:  # noqa: BLE001 - any way a line fails is reported with its number
+        except Exception as exc:  # any way a line fails is reported with its number
             problems.append(Problem("invalid_event", f"{number}:", f"line {number}: {_reason(exc)}"))
             if len(problems) >= MAX_ERRORS:
                 break

@@ -58,7 +58,7 @@ class Credential(Aggregate):
         reason: str
 
     @event(TokenIssued)
-    def __init__(self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool) -> None:  # noqa: A002
+    def __init__(self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool) -> None:
         self.name = name
         self.digest = digest
         self.repos = list(repos)
@@ -94,7 +94,7 @@ class CredentialCommands:
         def _append(self, events: Sequence[Any]) -> int | None: ...
         def _retry(self, attempt: Callable[[], T]) -> T: ...
 
-    def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:  # noqa: A002
+    def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:
         """A new token NAME for `repos` (patterns) and `ops`; refused if the name was ever issued."""
         ops = _checked_ops(ops)
         repos = _checked_repos(repos, "operator" in ops)

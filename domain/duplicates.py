@@ -75,9 +75,8 @@ def literal_values(text: str) -> frozenset[str]:
     for raw in text.split():
         padded = raw.strip(_STRIP).rstrip(".:").strip(_STRIP)
         for word in padded.replace("=", " ").split():
-            if any(c.isdigit() for c in word) and any(c.isalpha() for c in word):
-                found.add(word)
-            elif _BLOB.fullmatch(word) and any(c.islower() for c in word) and sum(c.isupper() for c in word[1:]) >= 2:
+            if (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)) or (
+                    _BLOB.fullmatch(word) and any(c.islower() for c in word) and sum(c.isupper() for c in word[1:]) >= 2):
                 found.add(word)
     return frozenset(found)
 

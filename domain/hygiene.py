@@ -15,7 +15,8 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.commands import Action, AnchorDrift, CommandOutcome
 from strata_recall.domain.duplicates import merge_refusal
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
-from strata_recall.domain.ids import memory_id as deterministic_id, parse_memory_id
+from strata_recall.domain.ids import memory_id as deterministic_id
+from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.unit_of_work import Session, sanitise
 

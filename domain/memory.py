@@ -10,10 +10,9 @@ stored in the events, so a replay reproduces exactly what the writer saw.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Any
 from uuid import UUID
-
-from functools import cache
 
 import orjson
 from eventsourcing.domain import Aggregate, event
@@ -228,7 +227,7 @@ class Memory(Aggregate):
     @event(MemoryWritten)
     def __init__(
         self,
-        id: UUID,  # noqa: A002 - deterministic, see domain.ids; eventsourcing moves it to originator_id
+        id: UUID,  # deterministic, see domain.ids; eventsourcing moves it to originator_id
         text: str,
         kind: str,
         scope: str,
@@ -267,7 +266,7 @@ class Memory(Aggregate):
             self.writer = actor
 
     @classmethod
-    def written(cls, id: UUID, actor: str | None = None, **fields: object) -> Memory.MemoryWritten:  # noqa: A002
+    def written(cls, id: UUID, actor: str | None = None, **fields: object) -> Memory.MemoryWritten:
         """The MemoryWritten event that creates a memory, built directly: the same event
         ``Memory(...)`` records, without the metaclass's per-call argument inspection (a bulk import
         builds tens of thousands per second, and most are never needed as aggregates)."""

@@ -27,7 +27,6 @@ from functools import lru_cache
 from strata_recall.domain import secret_values as values
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
-    Part,
     AUTH_SCHEMES,
     COMMAND_FORMATS,
     KEY_WORDS,
@@ -37,6 +36,7 @@ from strata_recall.domain.secret_formats import (
     ContextFormat,
     KeyWord,
     Optional_,
+    Part,
     Segment,
     TokenFormat,
     parse_shape,
@@ -391,7 +391,7 @@ def _command_hint(low: str) -> bool:
     a program that takes `user/password` (one text in a hundred gets past this; the program search costs
     more than the rest of a text's redaction)."""
     return (" -" in low or "'-" in low or '"-' in low or "\t-" in low or "/p:" in low
-            or "/" in low and any(name in low for name in _POSITIONAL))
+            or ("/" in low and any(name in low for name in _POSITIONAL)))
 
 
 def _command_spans(text: str, low: str) -> Spans:
@@ -399,7 +399,7 @@ def _command_spans(text: str, low: str) -> Spans:
     segments never overlap, so the scan stays linear."""
     spans = []
     programs = list(_COMMAND.finditer(low))
-    for m, after in zip(programs, [*programs[1:], None]):
+    for m, after in zip(programs, [*programs[1:], None], strict=True):
         limit = min(after.start() if after else len(text), m.end() + 2048)
         end = _COMMAND_END.search(text, m.end(), limit)
         stop = end.start() if end else limit

@@ -94,8 +94,8 @@ def code(value: str, after: str) -> bool:
         return True
     if _ATTRIBUTE.fullmatch(head) and natural(head):
         return True
-    if _IDENT_FULL.fullmatch(head) and (_REFERENCE_WORD.search(head) or head in _KEYWORDS or natural(head) and (
-            head != value or sum(c.isalpha() for c in _CHUNK.findall(head)) > 1 and not head.isupper())):
+    if _IDENT_FULL.fullmatch(head) and (_REFERENCE_WORD.search(head) or head in _KEYWORDS or (natural(head) and (
+            head != value or (sum(c.isalpha() for c in _CHUNK.findall(head)) > 1 and not head.isupper())))):
         return True
     if head in _TYPE_NAMES:
         return True
@@ -127,7 +127,7 @@ def secret(value: str, tier: str, *, quoted: bool, loose: bool = False, compared
     `key: value` without quotes, where prose and type annotations live; `compared` means `key == value`;
     `after` is the text that follows the value."""
     value = value.strip()
-    if tier == "weak" and len(value) < 16 or not any(c.isalnum() for c in value) or "[REDACTED:" in value:
+    if (tier == "weak" and len(value) < 16) or not any(c.isalnum() for c in value) or "[REDACTED:" in value:
         return False  # cheap checks first: this runs on every key match
     if placeholder(value, after):
         return False
@@ -140,8 +140,8 @@ def secret(value: str, tier: str, *, quoted: bool, loose: bool = False, compared
     if tier == "password":
         # "password: at least 12 characters" is prose, "password: letmein" a config line; a passphrase has
         # a few words, a help text many.
-        return not (loose and _WORDS.fullmatch(value) and _PROSE.match(after) or len(value.split()) > 4)
-    if any(c.isspace() for c in value) or value.isdigit() and len(value) <= 12:
+        return not ((loose and _WORDS.fullmatch(value) and _PROSE.match(after)) or len(value.split()) > 4)
+    if any(c.isspace() for c in value) or (value.isdigit() and len(value) <= 12):
         return False  # help texts, token ids (`token=11098`): keys and tokens have no spaces
     if tier == "weak":
         return generated(value)

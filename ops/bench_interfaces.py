@@ -45,12 +45,12 @@ import anyio  # noqa: E402
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
+from workload import realistic_lines, realistic_queries  # noqa: E402
 
 from strata_recall.interface.app.bootstrap import build  # noqa: E402
 from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.interface.app.operations import OPERATIONS  # noqa: E402
 from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from workload import realistic_lines, realistic_queries  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
 READ, WRITE = OPERATIONS["read"], OPERATIONS["write"]

@@ -47,7 +47,7 @@ from strata_recall.projections.vectors import EmbeddingCache, VectorProjection  
 from strata_recall.workers.runner import Runner  # noqa: E402
 
 try:
-    from strata_recall.workers.runner import replay  # noqa: E402
+    from strata_recall.workers.runner import replay
 except ImportError:  # an older checkout, measured as a baseline with this script
     replay = None
 from workload import realistic_lines, realistic_updates  # noqa: E402

@@ -56,12 +56,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ops import pg  # noqa: E402
 from strata_recall.domain.ids import memory_id  # noqa: E402
 from strata_recall.interface.app.api import CommandAPI  # noqa: E402
 from strata_recall.interface.app.bootstrap import FOLLOWERS, build  # noqa: E402
 from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from ops import pg  # noqa: E402
 from strata_recall.projections import store  # noqa: E402
 from strata_recall.projections.archetypes import ArchetypesProjection  # noqa: E402
 from strata_recall.projections.embedder import assemble_model_dir  # noqa: E402
@@ -223,7 +223,7 @@ class Node:
     def stop(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=120)
+        _, err = self.proc.communicate(timeout=120)
         if self.proc.returncode != 0:
             raise RuntimeError(f"node {self.label} stopped with {self.proc.returncode}: {err[-2000:]}")
         self.proc = None

@@ -30,13 +30,14 @@ sys.path.insert(0, str(ROOT / "ops"))
 
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
+from workload import realistic_lines  # noqa: E402
 
 from strata_recall.domain.errors import StrataError  # noqa: E402
 from strata_recall.interface.app.api import CommandAPI  # noqa: E402
 from strata_recall.interface.app.bootstrap import build  # noqa: E402
 from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from workload import realistic_lines  # noqa: E402
+
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)

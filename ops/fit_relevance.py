@@ -67,16 +67,16 @@ def collect_coding(embedder: MiniLMEmbedder) -> list[dict]:
             for i, task in enumerate(tasks):
                 if any(t.files & task.files for t in tasks[:i]):
                     reads.append({"group": repo, **_read(engine, eval_coding._request(repo, task.problem),
-                                  lambda m, task=task: m in task_of and task_of[m].files & task.files)})
+                                  lambda m, task=task, task_of=task_of: m in task_of and task_of[m].files & task.files)})
                     foreign = eval_coding.foreign_task(everything, repo, len(reads))
                     reads.append({"group": repo, **_read(engine, eval_coding._request(repo, foreign.problem),
                                                          lambda m: False)})
-                for kind, text in (("problem", task.problem), ("solution", task.solution)):
-                    memory = {"text": text, "kind": kind, "scope": "repo", "confidence": 0.8}
-                    if kind == "solution":
-                        memory["links"] = {"problem_id": problem}
-                    written = api.write({"repo_id": repo, "memory": memory}).memory_id
-                    problem = written if kind == "problem" else problem
+                problem = api.write({"repo_id": repo, "memory": {
+                    "text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
+                solution = api.write({"repo_id": repo, "memory": {
+                    "text": task.solution, "kind": "solution", "scope": "repo", "confidence": 0.8,
+                    "links": {"problem_id": problem}}}).memory_id
+                for written in (problem, solution):
                     task_of.setdefault(written, task)
                 strata.catch_up()
             strata.close()
@@ -95,7 +95,7 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
                     evidence = set(eval_locomo.EVIDENCE.findall(" ".join(qa.get("evidence", [])))) if own else set()
                     reads.append({"group": sample["sample_id"], **_read(
                         engine, eval_locomo._question(repo, qa["question"]),
-                        lambda m, evidence=evidence: set(dia_of.get(m, ())) & evidence)})
+                        lambda m, evidence=evidence, dia_of=dia_of: set(dia_of.get(m, ())) & evidence)})
             strata.close()
     return reads
 

@@ -79,12 +79,12 @@ class LogReader:
             values["originator_version"] = version
             if class_version != 1 or "class_version" in values:
                 _upcast(cls, class_version, values)  # after the ids, as the mapper does (attribute order)
-            event = new(cls)
+            event: object = new(cls)
             set_attr(event, "__dict__", values)
             append((position, event))
         return out
 
-    def _sqlite_rows(self, start: int, limit: int, topics: list[str]) -> list[tuple]:
+    def _sqlite_rows(self, start: int, limit: int, topics: list[str]) -> list[tuple[Any, ...]]:
         recorder = self.log.recorder
         sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM {recorder.events_table_name}"
                " WHERE rowid>=?")
@@ -99,7 +99,8 @@ class LogReader:
             if cursor is not None:  # plain tuples rather than the connection's sqlite3.Row objects
                 cursor.row_factory = None
                 cursor.execute(sql, params)
-                return cursor.fetchall()
+                rows: list[tuple[Any, ...]] = cursor.fetchall()
+                return rows
             c.execute(sql, params)
             return [tuple(row) for row in c.fetchall()]
 
@@ -126,7 +127,7 @@ def _uuid(text: str, _new: Any = object.__new__, _set: Any = object.__setattr__,
         number = int(text.replace("-", ""), 16)
     else:
         return UUID(text)
-    value = _new(_uuid_class)
+    value: UUID = _new(_uuid_class)
     _set(value, "int", number)
     _set(value, "is_safe", _unknown)
     return value
@@ -152,7 +153,7 @@ class Projection(ABC):
         store.migrate(self.conn, self.name, self.migrations)
         self.opened()
 
-    def opened(self) -> None:
+    def opened(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook after the schema is current (e.g. to check the embedding model)."""
 
     @property
@@ -198,10 +199,10 @@ class Projection(ABC):
             finally:
                 self.bulk_ended()
 
-    def bulk_started(self) -> None:
+    def bulk_started(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook: a replay starts feeding large batches (e.g. keep state in memory between them)."""
 
-    def bulk_ended(self) -> None:
+    def bulk_ended(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook: the replay is over (forget what bulk_started kept)."""
 
     def prepare(self, batch: Sequence[Positioned]) -> Any:

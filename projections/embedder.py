@@ -13,21 +13,22 @@ import shutil
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
+    "MINILM_DIM",
+    "MINILM_MODEL_ID",
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
     "ModelFilesMissingError",
     "assemble_model_dir",
     "default_model_dir",
-    "MINILM_MODEL_ID",
-    "MINILM_DIM",
 ]
 
 
@@ -369,8 +370,9 @@ class MiniLMEmbedder:
                         cuda=False,
                         lazy_load=True,  # the session is ours (below): it is loaded once
                     )
-                    model.model.model = self._session(folder / "model.onnx")
-                    model.model._ensure_tokenizer()
+                    onnx: Any = model.model  # fastembed's ONNX implementation, typed as its abstract base
+                    onnx.model = self._session(folder / "model.onnx")
+                    onnx._ensure_tokenizer()
                     self._model = model
             return self._model
 
@@ -410,7 +412,8 @@ class MiniLMEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
 
 # --------------------------------------------------------------------------------------
@@ -459,7 +462,7 @@ class HashEmbedder:
         norm = np.linalg.norm(vec)
         if norm == 0.0:  # every feature cancelled out: fall back to one fixed slot
             vec[_feature_slot("\x00zero", self.dim)[0]] = 1.0
-            norm = 1.0
+            norm = np.float64(1.0)
         return (vec / norm).astype(np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

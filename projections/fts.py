@@ -17,7 +17,7 @@ from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
 from strata_recall.projections.code_words import code_terms, indexed_text
-from strata_recall.projections.store import Connection, sqlite3
+from strata_recall.projections.store import Connection
 
 
 def m001_create_tables(conn: Connection) -> None:
@@ -182,7 +182,7 @@ class FTSProjection(Projection):
         event instead, with the same result as ever."""
         written, moves = Memory.MemoryWritten, self.statuses
         rows: dict[str, list[Any]] = {}
-        statuses: dict[str, str] = {}  # memories written before this batch: their last status
+        statuses: dict[str, str | None] = {}  # memories written before this batch: their last status
         for _, event in batch:
             kind = type(event)
             if kind is written:
@@ -206,7 +206,7 @@ class FTSProjection(Projection):
                              [(status, key) for key, status in statuses.items()])
             if rows:
                 self._insert(conn, list(rows.values()))
-        except sqlite3.IntegrityError:  # a memory with a row already: the general path decides
+        except store.IntegrityError:  # a memory with a row already: the general path decides
             conn.execute("ROLLBACK TO fts_batch")
             conn.execute("RELEASE fts_batch")
             self._apply_each(conn, batch)
@@ -296,7 +296,8 @@ class FTSProjection(Projection):
 
     def documents(self) -> int:
         """How many memories the table holds (rows are never deleted, so the last rowid), as bm25 counts."""
-        return self.conn.execute("SELECT coalesce(max(rowid), 0) FROM fts_memories").fetchone()[0]
+        count: int = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM fts_memories").fetchone()[0]
+        return count
 
     def term_stats(self, words: list[str]) -> dict[str, int]:
         """How many memories of the whole store hold each word (as bm25 counts them): each word is

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from strata_recall.domain.memory import Memory
@@ -24,7 +24,8 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE TABLE link_kinds (memory_id TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID")
 
 
-def edges_of(kind: str, src: str, problem_ids: Sequence[str], related: Sequence[str], targets: Sequence[str]):
+def edges_of(kind: str, src: str, problem_ids: Sequence[str], related: Sequence[str],
+             targets: Sequence[str]) -> Iterator[tuple[str, str, str]]:
     for problem in problem_ids:
         yield src, PROBLEM_EDGE.get(kind, "about"), problem
     for other in related:
@@ -43,7 +44,7 @@ class LinksProjection(Projection):
     reads = (Memory.MemoryWritten, Memory.LinksAdded)
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
-        edges = []
+        edges: list[tuple[str, str, str]] = []
         kinds: dict[str, str] = {}  # memories written in this batch (INSERT OR IGNORE: the first wins)
         added: list[tuple[str, Any]] = []  # LinksAdded, typed once the kinds are known
         written, links_added = Memory.MemoryWritten, Memory.LinksAdded

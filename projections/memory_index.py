@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 from strata_recall.domain.sanitise import MARKER
 from strata_recall.domain.visibility import sql_clause

@@ -12,8 +12,8 @@ import numpy as np
 
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.duplicates import SIMILAR_COSINE
+from strata_recall.projections import store
 from strata_recall.projections.vector_index import GLOBAL
-from strata_recall.projections.store import sqlite3
 from strata_recall.projections.vectors import EmbeddingCache, content_hash
 
 if TYPE_CHECKING:
@@ -54,11 +54,11 @@ class NearDuplicates:
             blob = self.cache.get_many([key], embedder.model_id).get(key)
         if blob is not None:
             return np.frombuffer(blob, dtype=np.float32)
-        vector = embedder.embed([text])[0].astype(np.float32)
+        vector: np.ndarray = embedder.embed([text])[0].astype(np.float32)
         try:
             with self._cache_lock:
                 self.cache.put_many([(key, embedder.model_id, vector.tobytes())])
-        except sqlite3.Error:
+        except store.Error:
             pass
         return vector
 

@@ -90,7 +90,7 @@ def state_row(memory_id: str, version: int, state: dict[str, Any], created: str 
 
 
 def state_values(memory_id: str, version: int, s: dict[str, Any], created: str | None = None,
-                 validated: str | None = None) -> tuple:
+                 validated: str | None = None) -> tuple[Any, ...]:
     """state_row() as a tuple in COLUMNS order."""
     truth = beliefs.value(s["truth"])
     ledger = s["utility"]
@@ -160,7 +160,7 @@ class MemoryState:
     eventsourcing keys, its datetimes kept as the ISO text the frozen state holds (parsing and
     formatting datetimes was a fifth of the fold)."""
 
-    __slots__ = ("memory_id", "version", "state")
+    __slots__ = ("memory_id", "state", "version")
 
     def __init__(self, memory_id: str, version: int, state: dict[str, Any]) -> None:
         self.memory_id, self.version, self.state = memory_id, version, state
@@ -205,14 +205,14 @@ class MemoryState:
             state.setdefault(key, value)
         return cls(memory_id, version, state)
 
-    def values(self) -> tuple:
+    def values(self) -> tuple[Any, ...]:
         state = self.state
         return state_values(self.memory_id, self.version, state, state["_created_on"], state["last_validated"])
 
     def row(self) -> dict[str, Any]:
         return dict(zip(COLUMNS, self.values(), strict=True))
 
-    def record(self) -> tuple:
+    def record(self) -> tuple[Any, ...]:
         """values() and then stored() as a bytearray (the driver binds it directly, where bytes go
         through its adapter lookup): a snapshot row as the table takes it."""
         return (*self.values(), bytearray(self.stored()))

@@ -27,6 +27,9 @@ MMAP_BYTES = 1 << 30
 CACHE_KIB = 32768
 
 Connection = Any  # sqlean.Connection: a DB-API 2 connection
+Error: type[Exception] = sqlite3.Error
+IntegrityError: type[Exception] = sqlite3.IntegrityError
+"""The driver's DB-API errors, for the projections to catch without naming the driver."""
 
 
 def connect(path: Path | str, *, vectors: bool = False) -> Connection:

@@ -17,8 +17,9 @@ realistic workload); partitions below EXACT_BELOW rows are searched exactly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,8 @@ class Basis:
         return cls(mean.astype(np.float32), np.ascontiguousarray(axes, dtype=np.float32), fitted_on, captured)
 
     def rows(self, matrix: np.ndarray) -> np.ndarray:
-        return (matrix - self.mean) @ self.axes
+        reduced: np.ndarray = (matrix - self.mean) @ self.axes
+        return reduced
 
 
 @dataclass
@@ -144,7 +146,7 @@ class VectorIndex:
         self.seq = -1
 
     @classmethod
-    def of_rows(cls, dim: int, rows: Sequence[tuple]) -> VectorIndex:
+    def of_rows(cls, dim: int, rows: Sequence[tuple[Any, ...]]) -> VectorIndex:
         """An index of these rows alone — (memory_id, embedding bytes, repo_id, scope, kind, status),
         in log order — loaded and fitted as a first refresh() of a projection holding exactly them
         would; it follows nothing (refresh() does nothing). A read model of the past: workers/as_of.py."""
@@ -173,7 +175,7 @@ class VectorIndex:
         self.seq = top
         self._fit()
 
-    def _load(self, rows: Sequence[tuple]) -> None:
+    def _load(self, rows: Iterable[tuple[Any, ...]]) -> None:
         for memory_id, blob, repo_id, scope, kind, status in rows:
             key = GLOBAL if scope == "global" else repo_id
             partition = self.partitions.get(key)
@@ -222,7 +224,8 @@ class VectorIndex:
         for key in (repo_id, GLOBAL):
             partition = self.partitions.get(key)
             if partition is not None and memory_id in partition.slot:
-                return partition.matrix[partition.slot[memory_id]]
+                row: np.ndarray = partition.matrix[partition.slot[memory_id]]
+                return row
         return None
 
     def size(self) -> int:

@@ -10,7 +10,20 @@ from typing import Any, Literal
 from pydantic import Field
 
 from strata_recall.schemas.anchors import AnchorOut
-from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
+from strata_recall.schemas.common import (
+    AsOf,
+    AsOfPoint,
+    Integer,
+    Kind,
+    LogPosition,
+    MemoryId,
+    QueryText,
+    Rationale,
+    RepoId,
+    Request,
+    Response,
+    Scope,
+)
 
 Status = Literal["active", "pending", "rejected", "forgotten", "archived"]
 """`archived`: no longer recalled (strata reflect), kept in the log and restorable."""

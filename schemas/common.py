@@ -5,12 +5,21 @@ from __future__ import annotations
 import math
 import re
 import typing
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StringConstraints,
-                      WithJsonSchema, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from strata_recall.schemas import repo_ids
@@ -121,7 +130,7 @@ def _as_of(value: object) -> object:
             except ValueError:  # the pattern admits only what it reads: not reached
                 moment = None
             if moment is not None:
-                return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+                return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
         raise PydanticCustomError("invalid_time", "is not an ISO 8601 date or time, e.g. 2026-11-01T12:00:00Z")
     raise PydanticCustomError("wrong_type", "must be a log position (integer) or an ISO 8601 time (string)")
 

@@ -7,7 +7,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from strata_recall.schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
+from strata_recall.schemas.common import (
+    MAX_REFS,
+    EvidenceRef,
+    MemoryId,
+    Probability,
+    Rationale,
+    RepoId,
+    Request,
+    Response,
+)
 from strata_recall.schemas.update import UtilityValueChange
 
 

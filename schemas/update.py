@@ -7,7 +7,16 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from strata_recall.schemas.common import MAX_REFS, EvidenceRef, MemoryId, Probability, Rationale, RepoId, Request, Response
+from strata_recall.schemas.common import (
+    MAX_REFS,
+    EvidenceRef,
+    MemoryId,
+    Probability,
+    Rationale,
+    RepoId,
+    Request,
+    Response,
+)
 
 
 def _need_evidence(refs: list[str]) -> list[str]:

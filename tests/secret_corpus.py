@@ -64,7 +64,7 @@ def _segment(seg: Segment, rng: random.Random) -> str:
             if pool:
                 body[(i * 5 + 1) % n] = rng.choice(pool)
     if "." in chars:  # a dot ends a sentence, never a token
-        body = [c if c != "." or 0 < i < n - 1 and body[i - 1] != "." else "x" for i, c in enumerate(body)]
+        body = [c if c != "." or (0 < i < n - 1 and body[i - 1] != ".") else "x" for i, c in enumerate(body)]
     return "".join(body)
 
 
@@ -318,11 +318,8 @@ def recall_cases(seed: int = 20240611) -> list[Case]:
 def benign_lines() -> list[str]:
     """Lines of the precision corpus: `#` starts a comment line in the file, and `\\n` inside a line stands
     for a newline (multi-line snippets)."""
-    out = []
-    for raw in BENIGN.read_text().splitlines():
-        if raw.strip() and not raw.startswith("# "):
-            out.append(raw.replace("\\n", "\n"))
-    return out
+    return [raw.replace("\\n", "\n") for raw in BENIGN.read_text().splitlines()
+            if raw.strip() and not raw.startswith("# ")]
 
 
 # ---- adversarial ----------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
-from strata_recall.projections import store
 from strata_recall.domain.visibility import sql_clause
+from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.top_of_block import decoded
 
@@ -219,11 +219,9 @@ class Reflection:
     # --- reading the projections ------------------------------------------------------------------
 
     def _rows(self, where: str, params: Iterable[Any]) -> list[dict[str, Any]]:
-        out = []
-        for values in self.snapshot.execute(f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id",
-                                            tuple(params)):
-            out.append(decoded(dict(zip(_COLUMNS, values, strict=True))))
-        return out
+        rows = self.snapshot.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params))
+        return [decoded(dict(zip(_COLUMNS, values, strict=True))) for values in rows]
 
     def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:
         return {r[0] for r in store.select_in(self.snapshot, f"SELECT memory_id FROM snapshot WHERE {pool.visible}"

@@ -18,7 +18,7 @@ import structlog
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.projections.base import LogReader, Projection
+from strata_recall.projections.base import LogReader, Positioned, Projection
 
 log = structlog.get_logger("strata.worker")
 
@@ -39,7 +39,7 @@ class _Backoff:
 
     def failed(self, base: float, cap: float) -> float:
         self.failures += 1
-        pause = min(cap, base * 2 ** (self.failures - 1))
+        pause = min(cap, base * 2.0 ** (self.failures - 1))
         self.until = time.monotonic() + pause
         return pause
 
@@ -61,7 +61,7 @@ class Runner:
     """Each failing projection's (position, error), also when marking it in its file failed too (a
     full disk): what a health check reports."""
 
-    def read(self, start: int, limit: int) -> list:
+    def read(self, start: int, limit: int) -> list[Positioned]:
         if self._reader is None:
             self._reader = LogReader(self.memory_log)
         return self._reader.read(start, limit)
@@ -81,7 +81,7 @@ class Runner:
         with paused_gc():
             return self._apply(lagging, positions, self.read(start, self.batch_size))
 
-    def _apply(self, lagging: list[Projection], positions: dict[str, int], batch: list) -> int:
+    def _apply(self, lagging: list[Projection], positions: dict[str, int], batch: list[Positioned]) -> int:
         applied = 0
         for projection in lagging:
             try:
@@ -268,9 +268,9 @@ def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_si
     stop = threading.Event()
     threaded = [p for p in projections if type(p).prepare is not Projection.prepare]
     inline = [_Window(p, window) for p in projections if p not in threaded]
-    queues: list[queue.Queue] = [queue.Queue(maxsize=2) for _ in threaded]
+    queues: list[queue.Queue[tuple[list[Positioned], int] | None]] = [queue.Queue(maxsize=2) for _ in threaded]
 
-    def follow(projection: Projection, inbox: queue.Queue) -> None:
+    def follow(projection: Projection, inbox: queue.Queue[tuple[list[Positioned], int] | None]) -> None:
         gathering = _Window(projection, window)
         ended = False
         try:
@@ -330,17 +330,19 @@ class _Window:
 
     def __init__(self, projection: Projection, size: int) -> None:
         self.projection, self.size = projection, size
-        self.parts: list[tuple[list, int]] = []
+        self.parts: list[tuple[list[Positioned], int]] = []
         self.gathered = 0
         self.reached = projection.position
 
-    def add(self, batch: list, through: int, failed: list | None = None, stop: threading.Event | None = None) -> None:
+    def add(self, batch: list[Positioned], through: int, failed: list[tuple[Projection, BaseException]] | None = None,
+            stop: threading.Event | None = None) -> None:
         self.parts.append((batch, through))
         self.gathered += len(batch)
         if self.gathered >= self.size:
             self.flush(failed, stop)
 
-    def flush(self, failed: list | None = None, stop: threading.Event | None = None) -> None:
+    def flush(self, failed: list[tuple[Projection, BaseException]] | None = None,
+              stop: threading.Event | None = None) -> None:
         """Apply what was gathered. With `failed` and `stop`, a failure is recorded there rather than raised."""
         parts, self.parts, self.gathered = self.parts, [], 0
         if not parts:

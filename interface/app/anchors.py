@@ -10,7 +10,7 @@ from pathlib import Path
 
 import structlog
 
-from strata_recall.domain.anchors import (BY_CLIENT, BY_STRATA, Anchor, anchored_text, fingerprint)
+from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, Anchor, anchored_text, fingerprint
 from strata_recall.domain.errors import InvalidInput, NotFound
 from strata_recall.interface.app.workspace import Workspaces, not_readable
 from strata_recall.projections.anchors import Workspace
@@ -42,14 +42,17 @@ def resolve(anchors: Sequence[AnchorIn], root_text: str | None, workspaces: Work
     out = []
     for i, given in enumerate(anchors):
         path = f"anchors[{i}]"
-        lines = tuple(sorted(given.lines)) if given.lines else None
+        lines: tuple[int, int] | None = None
+        if given.lines:  # two line numbers (the schema says so), in order
+            first, last = sorted(given.lines)
+            lines = (first, last)
         commit = given.commit
         if commit is None and root is not None:
             if not head:
                 head.append(git_head(root))
             commit = head[0]
         if given.fingerprint is not None:
-            out.append(Anchor(path=given.path, fingerprint=given.fingerprint, symbol=given.symbol, lines=lines,  # type: ignore[arg-type]
+            out.append(Anchor(path=given.path, fingerprint=given.fingerprint, symbol=given.symbol, lines=lines,
                               commit=commit, file_fingerprint=given.file_fingerprint, fingerprinted_by=BY_CLIENT))
             continue
         if root is None:
@@ -60,12 +63,12 @@ def resolve(anchors: Sequence[AnchorIn], root_text: str | None, workspaces: Work
         source = workspaces.read(root, given.path)
         if source is None:
             raise not_readable(f"{path}.path", f"file {given.path!r}")
-        text = anchored_text(source, given.path, given.symbol, lines)  # type: ignore[arg-type]
+        text = anchored_text(source, given.path, given.symbol, lines)
         if text is None:
-            what = f"symbol {given.symbol!r}" if given.symbol else f"lines {lines[0]}-{lines[1]}"  # type: ignore[index]
+            what = f"symbol {given.symbol!r}" if given.symbol else f"lines {lines[0]}-{lines[1]}"
             raise NotFound("anchor_not_found", f"{path}.{'symbol' if given.symbol else 'lines'}",
                            f"no {what} in {given.path}")
-        out.append(Anchor(path=given.path, fingerprint=fingerprint(text), symbol=given.symbol, lines=lines,  # type: ignore[arg-type]
+        out.append(Anchor(path=given.path, fingerprint=fingerprint(text), symbol=given.symbol, lines=lines,
                           commit=commit, file_fingerprint=fingerprint(source), fingerprinted_by=BY_STRATA))
     return tuple(out)
 

@@ -7,12 +7,11 @@ import gc
 import shutil
 import sqlite3
 import time
-
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
@@ -21,21 +20,21 @@ from threadpoolctl import threadpool_limits
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.persistence import EventStoreUnavailable, scrub
-from strata_recall.interface.app.settings import Settings
-from strata_recall.projections import store
-from strata_recall.projections.base import Projection
-from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
 from strata_recall.interface.app.api import CommandAPI, Reader
+from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
+from strata_recall.projections import store
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
+from strata_recall.projections.base import Projection
 from strata_recall.projections.browse import Browser
+from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates
-from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.recall import RecallConfig, RecallEngine
+from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
@@ -233,7 +232,8 @@ class Strata:
         """Housekeeping always; with `compaction` (the process that keeps the snapshot) also the
         compaction and the consolidation report (`strata reflect` over every repo: logged, and
         recorded only with settings.reflect_apply)."""
-        jobs = {"housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
+        jobs: dict[str, tuple[Callable[[], object], float]] = {
+            "housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
             jobs["reflect"] = (self.scheduled_reflect, self.settings.reflect_interval_seconds)

@@ -7,19 +7,20 @@ it then answers from a past model (workers/as_of.py) with that moment's clock.""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
+
+from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
-from eventsourcing.utils import get_topic
 from strata_recall.interface.app.moves import MOVING, attach, moves
 from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
-from strata_recall.projections.base import LogReader
+from strata_recall.projections.base import LogReader, Positioned
 from strata_recall.projections.browse import Browser
 from strata_recall.schemas.browse import (
     IN_DOUBT,
@@ -125,7 +126,10 @@ class Inspector:
         moved = moves(self.log.history(memory.id))
         events = [attach({**record, "position": positions.get(record["version"])}, moved.get(record["version"]))
                   for record in history(self.log, memory, viewer, visible_ids) if record["version"] <= memory.version]
-        related = lambda ids: summaries(browser, viewer, browser.visible(viewer, ids))  # noqa: E731
+
+        def related(ids: Iterable[str]) -> list[MemorySummary]:
+            return summaries(browser, viewer, browser.visible(viewer, ids))
+
         return MemoryResponse(
             memory=state, history=events, case=self._case(browser, viewer, memory, state),
             change_chain=related(c["change_memory_id"] for c in state["change_chain"]),
@@ -162,7 +166,9 @@ class Inspector:
         viewer, include_global = request.repo_id, request.include_global
         end = moment.position if moment is not None else browser.position
         cursor = min(end, request.before - 1) if request.before is not None else end
-        reader, owners, found = LogReader(self.log), {}, []
+        reader = LogReader(self.log)
+        owners: dict[str, tuple[str, str, str]] = {}
+        found: list[Positioned] = []
         scan_from = cursor
         while cursor >= 1 and len(found) < request.limit and scan_from - cursor < TIMELINE_SCAN:
             start = max(1, cursor - TIMELINE_WINDOW + 1)

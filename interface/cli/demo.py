@@ -15,10 +15,11 @@ from typing import IO, Any
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict, StrataError
-from strata_recall.interface.cli import render
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.settings import default_data_dir, load_settings
 from strata_recall.interface.app.views import event_record, memory_state
+from strata_recall.interface.cli import render
+from strata_recall.schemas.write import WriteResponse
 
 DEMO_REPO = "strata-demo"
 """The demo's repo id: recognisable in a store that also holds real work."""
@@ -108,14 +109,15 @@ def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str],
           "ci:job 1843", problem_id=zones)
 
     say("\nA secret in a write never reaches the log:")
+    secret: WriteResponse | None = None
     try:
-        secret = api.write({"repo_id": repo, "author": AUTHOR, "memory": {
+        written = api.write({"repo_id": repo, "author": AUTHOR, "memory": {
             "text": "CI deploys with the token ghp_" + "x1Y2z3" * 6 + " from the vault", "kind": "fact",
             "scope": "repo", "confidence": 0.6}})
     except Conflict as exc:  # an earlier run of the demo forgot it: a forgotten memory is not written again
-        secret = None
         say(f"  (not written again: {exc.message})")
     else:
+        secret = written
         say(f"  {secret.redactions} redaction(s); stored text: {memory_log.memory(secret.memory_id).text!r}")
         if secret.status == "pending":
             api.review({"repo_id": repo, "memory_id": secret.memory_id, "decision": "approved",

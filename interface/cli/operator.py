@@ -9,15 +9,15 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from strata_recall.domain import beliefs
+from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.projections import store
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -37,7 +37,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
         (repo_id,),
     ).fetchall()
     shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     memories = []
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
@@ -68,7 +68,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     problem_ids = {p["id"] for p in problems}
     if problems:
         out += ["## Problems and what to do about them", ""]
-        linked = {p["id"]: ([], []) for p in problems}
+        linked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {p["id"]: ([], []) for p in problems}
         for kind, slot in (("solution", 0), ("failed_tactic", 1)):
             for m in by_kind.get(kind, []):
                 for pid in m["problems"]:
@@ -106,7 +106,7 @@ def _check(name: str, run: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail, ok = run(), True
-    except Exception as exc:  # noqa: BLE001 - a doctor reports every failure as a finding
+    except Exception as exc:  # a doctor reports every failure as a finding
         detail, ok = f"{type(exc).__name__}: {exc}", False
     return {"check": name, "ok": ok, "detail": detail, "ms": round((time.perf_counter() - started) * 1000, 1)}
 

@@ -70,8 +70,7 @@ def show(view: dict[str, Any]) -> str:
         f"  truth {m['truth']:.3f}  utility {m['utility']:.3f}  maturity {m['maturity']}  "
         f"validations {m['validations']}  reinforcements {m['reinforcements']}",
     ]
-    for problem, value in m["utility_by_problem"].items():
-        lines.append(f"  utility for problem {problem}: {value:.3f}")
+    lines += [f"  utility for problem {problem}: {value:.3f}" for problem, value in m["utility_by_problem"].items()]
     if m["problem_ids"]:
         lines.append(f"  problem: {', '.join(m['problem_ids'])}")
     for change in m["change_chain"]:
@@ -180,8 +179,7 @@ def reflection(result: dict[str, Any]) -> str:
         where = f"repo {r['repo_id']}" if r["repo_id"] is not None else "the global pool"
         lines.append(f"{where}: {r['memories']} active memories, {len(r['actions'])} action(s)"
                      + ("" if not r["actions"] else " recorded" if r["applied"] else " (dry run)"))
-        for a in r["archive"]:
-            lines.append(f"  archive {a['memory_id']} ({a['finding']}): {a['text']}  -- {a['reason']}")
+        lines += [f"  archive {a['memory_id']} ({a['finding']}): {a['text']}  -- {a['reason']}" for a in r["archive"]]
         for g in r["duplicates"]:
             lines.append(f"  keep {g['keep']['memory_id']}: {g['keep']['text']}")
             lines += [f"    merge {m['memory_id']} ({m['similarity']:.3f}): {m['text']}" for m in g["merge"]]

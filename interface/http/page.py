@@ -13,7 +13,7 @@ never as HTML (they are written by agents).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -50,9 +50,10 @@ def readme() -> bytes:
     """The README of this installation (its package metadata), which the page links to for connecting an
     agent: served from here, it is there offline and matches the installed version."""
     try:
-        text = metadata.metadata("strata-recall").json.get("description", "")
+        description = metadata.metadata("strata-recall").json.get("description", "")
     except metadata.PackageNotFoundError:
-        text = ""
+        description = ""
+    text = description if isinstance(description, str) else ""  # a field given once is a string
     return (text or "This installation carries no README: see README.md in Strata's source.\n").encode()
 
 
@@ -60,7 +61,7 @@ def page_routes() -> list[Route]:
     """GET routes for the page, its assets and the README (read on each request: small, and an edited
     file shows on reload)."""
 
-    def serve(read: Callable[[], bytes], media_type: str, name: str):  # noqa: ANN202 - a Starlette endpoint
+    def serve(read: Callable[[], bytes], media_type: str, name: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             return Response(read(), media_type=media_type, headers=HEADERS)
 

@@ -25,6 +25,7 @@ Refusals are the one error shape of every transport, `{"ok": false, "error": {co
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -88,10 +89,8 @@ def allowed_hosts(bound: str, configured: Iterable[str] = ()) -> frozenset[str] 
     if bound in WILDCARDS:
         for own in {socket.gethostname(), socket.getfqdn()}:
             names.add(own.lower())
-            try:
-                names |= {info[4][0].split("%")[0] for info in socket.getaddrinfo(own, None)}
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):
+                names |= {_address(info) for info in socket.getaddrinfo(own, None)}
     else:
         names.add(bound)
     return frozenset(names)
@@ -247,5 +246,10 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError:
         return False
-    return bool(infos) and all(_is_loopback_address(info[4][0].split("%")[0]) for info in infos)
+    return bool(infos) and all(_is_loopback_address(_address(info)) for info in infos)
+
+
+def _address(info: tuple[Any, ...]) -> str:
+    """The IP address of one getaddrinfo answer, without an IPv6 zone (`fe80::1%eth0`)."""
+    return str(info[4][0]).split("%")[0]
 

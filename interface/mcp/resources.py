@@ -62,7 +62,7 @@ def _handler(op: Operation, names: list[str], optional: set[str], call: Call, er
         inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
         *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                             default=None if name in optional else inspect.Parameter.empty) for name in names)])
-    handler.__annotations__ = {"ctx": Context, **{name: str | None for name in names}, "return": str}
+    handler.__annotations__ = {"ctx": Context, **dict.fromkeys(names, str | None), "return": str}
     handler.__name__ = f"inspect_{op.name}"
     return handler
 

@@ -38,6 +38,7 @@ Only the standard library may be imported here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -315,22 +316,16 @@ class Wire:
         backstop.start()
         deadline = time.monotonic() + STOP_GRACE_S
         for wait in list(self._on_stop):
-            try:
+            with contextlib.suppress(Exception):  # stopping must not fail
                 wait(deadline)
-            except Exception:  # stopping must not fail
-                pass
         reason = self.stop_reason or "stopped"
         for on_exit in list(self._on_exit):
-            try:
+            with contextlib.suppress(Exception):
                 on_exit(reason)
-            except Exception:
-                pass
         self._write_lock.acquire(timeout=STOP_GRACE_S)  # no half-written line (unless the wire is stuck)
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):
                 stream.flush()
-            except Exception:
-                pass
         os._exit(0)  # held until here: nothing more reaches the wire
 
 

@@ -40,7 +40,8 @@ def input_schema(model: type[BaseModel], hidden: tuple[str, ...] = ()) -> dict[s
     full = model.model_json_schema(mode="validation")
     hidden = (*hidden, *ENVELOPE)
     full["properties"] = {k: v for k, v in full["properties"].items() if k not in hidden}
-    return _compact(full, full.get("$defs", {}))
+    compact: dict[str, Any] = _compact(full, full.get("$defs", {}))
+    return compact
 
 
 def _inline(spec: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +70,7 @@ def _compact(spec: Any, defs: dict[str, Any]) -> Any:
             continue
         if key == "default" and isinstance(value, dict):  # an object's defaults are its fields' defaults
             continue
-        if key == "minItems" and value == 0 or key == "minimum" and value == 0 and spec.get("type") == "integer":
+        if (key == "minItems" and value == 0) or (key == "minimum" and value == 0 and spec.get("type") == "integer"):
             continue
         if key == "type" and "enum" in spec:  # the enum's values say it
             continue

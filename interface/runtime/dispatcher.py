@@ -28,6 +28,7 @@ out interleaved transactions on the shared ledger connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -139,10 +140,10 @@ class Dispatcher:
             response = await self._call_past(op, request, principal, need)
         return response if behind is None else response.model_copy(update={"consistency": behind})
 
-    async def _on_lane(self, name: str, fn: Any, *args: Any) -> BaseModel:
+    async def _on_lane(self, name: str, fn: Callable[..., BaseModel], *args: Any) -> BaseModel:
         return await anyio.to_thread.run_sync(self._run, name, fn, *args, limiter=self._lane)
 
-    def _run(self, name: str, fn: Any, *args: Any) -> BaseModel:
+    def _run(self, name: str, fn: Callable[..., BaseModel], *args: Any) -> BaseModel:
         """On the lane's thread: nothing new starts once the process stops (`closing`)."""
         if self.closing:
             raise Unavailable("stopping", "", "the server is stopping; nothing was done")

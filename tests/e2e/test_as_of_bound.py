@@ -51,10 +51,9 @@ def test_distinct_past_moments_beyond_the_bound_are_refused_at_once(serve: Calla
         finished.append((position, response))
 
     async def scenario(positions: list[int]) -> None:
-        async with httpx.AsyncClient(base_url=served.url, timeout=300) as http:
-            async with anyio.create_task_group() as group:
-                for position in positions:
-                    group.start_soon(ask, http, position)
+        async with httpx.AsyncClient(base_url=served.url, timeout=300) as http, anyio.create_task_group() as group:
+            for position in positions:
+                group.start_soon(ask, http, position)
 
     anyio.run(scenario, [1000 * k for k in range(1, 9)])  # 8 distinct moments at once
     statuses = [response.status_code for _, response in finished]

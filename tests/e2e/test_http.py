@@ -167,9 +167,9 @@ def test_bearer_token_guards_every_route_but_health(serve: Callable[..., Served]
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with create_mcp_http_client(headers=good) as http_client:
-            async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client:
-                return [t.name for t in (await client.list_tools()).tools]
+        async with (create_mcp_http_client(headers=good) as http_client,
+                    Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client):
+            return [t.name for t in (await client.list_tools()).tools]
 
     assert set(anyio.run(mcp_with_token)) == set(AGENT_TOOLS)
     assert served.stop() == 0

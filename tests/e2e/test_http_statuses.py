@@ -51,10 +51,10 @@ def test_every_status_the_server_answers_is_documented(serve: Callable[..., Serv
 
     async def two_waiting() -> None:  # 503: one read may wait for a far position, the second is refused
         far = {"repo_id": REPO, "query": "database", "consistency": {"after_position": 10**9, "timeout_ms": 3000}}
-        async with httpx.AsyncClient(base_url=served.url, timeout=60, headers=AUTH) as http:
-            async with anyio.create_task_group() as group:
-                for _ in range(2):
-                    group.start_soon(lambda: _post(http, far))
+        async with (httpx.AsyncClient(base_url=served.url, timeout=60, headers=AUTH) as http,
+                    anyio.create_task_group() as group):
+            for _ in range(2):
+                group.start_soon(lambda: _post(http, far))
 
     async def _post(http: httpx.AsyncClient, body: dict[str, Any]) -> None:
         record(await http.post("/v1/read", json=body))

@@ -271,7 +271,6 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
                                                         strata_env: dict[str, str]) -> None:
     """A named token limited to acme/* with read only: the page asks for it, lists only its repos, says who
     it is, offers no review and no forget; revoked, the page asks for a token again."""
-    import json
     import subprocess
 
     from tests.conftest import STRATA_COMMAND

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from strata_recall.interface.mcp.server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
-from strata_recall.interface.mcp import tool_schema
 from strata_recall.interface.app.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL
+from strata_recall.interface.mcp import tool_schema
+from strata_recall.interface.mcp.server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
 from strata_recall.schemas.errors import ErrorResponse
 from tests.conftest import STRATA_COMMAND, Served
 

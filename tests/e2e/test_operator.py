@@ -13,8 +13,8 @@ import typer
 from click.testing import CliRunner
 
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata, build
-from strata_recall.interface.cli.main import app
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.cli.main import app
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import STRATA_COMMAND, write_request
 

@@ -17,8 +17,8 @@ from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import store
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
-from tests.conftest import write_request
 from strata_recall.workers.runner import Runner
+from tests.conftest import write_request
 
 STRATA = str(Path(sys.executable).parent / "strata")
 

@@ -86,15 +86,15 @@ def test_over_http_no_request_makes_the_server_read_its_disk(serve: Callable[...
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         seen = set()
-        async with create_mcp_http_client(headers=AUTH) as http_client:
-            async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client:
-                for workspace_root, path in attempts(root):
-                    result = await client.call_tool("write", {**write_request(REPO, f"anchored to {path}"),
-                                                              "anchors": [{"path": path}],
-                                                              "workspace": {"root": workspace_root}})
-                    assert result.is_error
-                    error = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
-                    seen.add((error["code"], error["message"]))
+        async with (create_mcp_http_client(headers=AUTH) as http_client,
+                    Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client):
+            for workspace_root, path in attempts(root):
+                result = await client.call_tool("write", {**write_request(REPO, f"anchored to {path}"),
+                                                          "anchors": [{"path": path}],
+                                                          "workspace": {"root": workspace_root}})
+                assert result.is_error
+                error = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
+                seen.add((error["code"], error["message"]))
         return seen
 
     # one answer, whatever the root names: allowed or not, there or not, a file, a FIFO, /proc
@@ -253,7 +253,7 @@ def test_a_guess_read_locally_tells_nothing_either(strata_env: dict[str, str], g
              "Local secrets live in an env file at the root of the repository"]
     guesses = [fingerprint("db_password=h"), fingerprint("db_password=x"), fingerprint(SECRET.splitlines()[0])]
     judged = []
-    for text, guess in zip(texts, guesses):
+    for text, guess in zip(texts, guesses, strict=True):
         code, written = strata(strata_env, "write", json.dumps({
             **write_request(REPO, text), "anchors": [{"path": "secret.env", "lines": [1, 1], "fingerprint": guess}]}),
             cwd=git_repo)
@@ -276,11 +276,9 @@ def test_strata_mcp_over_stdio_reads_the_repo_it_was_started_in(strata_env: dict
 
     async def main() -> list[Any]:
         async with Client(params, read_timeout_seconds=60) as client:
-            answers = []
-            for path in ("src/db.py", "pipe.py"):
-                answers.append(await client.call_tool("write", {
-                    **write_request(REPO, f"connect() returns one ({path})"), "anchors": [{"path": path}],
-                    "workspace": {"root": str(git_repo)}}))
+            answers = [await client.call_tool("write", {
+                **write_request(REPO, f"connect() returns one ({path})"), "anchors": [{"path": path}],
+                "workspace": {"root": str(git_repo)}}) for path in ("src/db.py", "pipe.py")]
             answers.append(await client.call_tool("read", {"repo_id": REPO, "query": "connect", "workspace": {"root": "/"}}))
             return answers
 

@@ -55,8 +55,8 @@ def test_a_token_is_issued_once_stored_hashed_and_revoked(hashed: Strata) -> Non
     with pytest.raises(Conflict) as taken:
         hashed.log.issue_token("alice", ["**"], ["operator"], True)
     assert taken.value.code == "token_exists"
-    for bad in (dict(name="bad name"), dict(name="default"), dict(ops=["read", "admin"]), dict(ops=[]),
-                dict(repos=[]), dict(repos=["acme /api"])):
+    for bad in ({"name": "bad name"}, {"name": "default"}, {"ops": ["read", "admin"]}, {"ops": []},
+                {"repos": []}, {"repos": ["acme /api"]}):
         args = {"name": "bob", "repos": ["acme/*"], "ops": ["read"], **bad}
         with pytest.raises(InvalidInput):
             hashed.log.issue_token(args["name"], args["repos"], args["ops"], False)

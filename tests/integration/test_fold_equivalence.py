@@ -23,9 +23,9 @@ from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.snapshot import MemoryState, SnapshotProjection, fold, fold_states, freeze, row_of
 from strata_recall.projections.store import Connection
 from strata_recall.schemas.write import WriteRequest
+from strata_recall.workers.runner import Runner
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
-from strata_recall.workers.runner import Runner
 
 
 @pytest.fixture

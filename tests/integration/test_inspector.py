@@ -4,18 +4,18 @@ moved truth and utility, archived memories, and refusals."""
 
 from __future__ import annotations
 
-import pytest
-
 import re
 from datetime import UTC, datetime
+
+import pytest
 
 from strata_recall.domain.access import Principal
 from strata_recall.domain.commands import Action
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.http.page import ASSETS, PAGE_PATHS, STATIC, page_routes
 from strata_recall.interface.app.operations import OPERATIONS
+from strata_recall.interface.http.page import ASSETS, PAGE_PATHS, STATIC, page_routes
 from tests.conftest import write_request
 
 REPO = "acme/api"

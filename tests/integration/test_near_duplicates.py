@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+from ops.eval_near_duplicates import MARGIN, load, precision_recall, score, supported_threshold
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE
 from strata_recall.domain.errors import NotFound
@@ -18,7 +19,6 @@ from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.interface.app.views import history
-from ops.eval_near_duplicates import MARGIN, load, precision_recall, score, supported_threshold
 from strata_recall.projections.embedder import MiniLMEmbedder
 from tests.conftest import write_request
 

@@ -34,9 +34,9 @@ from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.vectors import VectorProjection
+from strata_recall.workers.runner import Runner, wait_for
 from tests.conftest import write_request
 from tests.integration.test_projections import populate
-from strata_recall.workers.runner import Runner, wait_for
 
 STRATA = str(Path(sys.executable).parent / "strata")
 DIGESTS = {"fts": FTSProjection, "vectors": VectorProjection, "links": LinksProjection,
@@ -122,7 +122,7 @@ def test_gaps_in_the_log_ids_are_harmless(pg: Shared, tmp_path: Path) -> None:
     first = api.write(write_request("r", "the cache key includes the locale"))
     stored = strata.log.recorder.select_events(uuid.UUID(first.memory_id))
     for _ in range(3):  # a writer that lost a race: its insert fails (as what _retrying retries), its ids are gone
-        with pytest.raises(IntegrityError, match="(?i)duplicate|unique"):
+        with pytest.raises(IntegrityError, match=r"(?i)duplicate|unique"):
             strata.log.recorder.insert_events(stored)
     second = api.write(write_request("r", "the cache is warmed at deploy time"))
     assert second.position > first.position + 1, "expected a gap"
@@ -188,7 +188,7 @@ def test_concurrent_writer_processes_lose_nothing_and_collapse_duplicates(pg: Sh
     acks = [ack for result in results for ack in result]
 
     strata = build(pg.settings(tmp_path / "check"))
-    log = {position: event for position, event in strata.log.read_log(1, 100_000)}
+    log = dict(strata.log.read_log(1, 100_000))
     # no acknowledged write is lost: every acknowledged position holds an event of that memory
     positions = [p for _, _, p in acks]
     assert None not in positions and len(set(positions)) == len(positions)

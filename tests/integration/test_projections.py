@@ -12,15 +12,15 @@ import pytest
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.archetypes import ArchetypesProjection
 from strata_recall.projections.base import Projection
 from strata_recall.projections.embedder import HashEmbedder
-from strata_recall.projections.archetypes import ArchetypesProjection
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
-from tests.conftest import write_request
 from strata_recall.workers.runner import Runner, wait_for
+from tests.conftest import write_request
 
 
 @pytest.fixture

@@ -22,9 +22,8 @@ from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection, fold_states
-from tests.conftest import write_request
-from tests.integration.test_fold_equivalence import every_event
 from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined
+from tests.integration.test_fold_equivalence import every_event
 
 NAMES = ["fts", "links", "snapshot"]
 STRATA = str(Path(sys.executable).parent / "strata")
@@ -64,7 +63,7 @@ def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(h
     api.update({"repo_id": first.repo_id, "memory_id": str(first.originator_id), "mode": "commit", "updates": {
         "truth": {"target": 0.9, "confidence": 0.9, "rationale": "checked", "evidence_refs": ["ci#1"]}}})
     head = hashed.log.position()
-    assert type(list(hashed.log.read_log(head, 1))[0][1]) is Memory.TruthAdjusted  # read by neither
+    assert type(next(iter(hashed.log.read_log(head, 1)))[1]) is Memory.TruthAdjusted  # read by neither
     fts, links = hashed.projection("fts"), hashed.projection("links")
     decoded = pipelined(hashed.log, [fts, links], batch_size=20, window=60)
     assert decoded < head
@@ -150,7 +149,7 @@ def test_a_failing_window_keeps_the_batches_before_the_failing_one(hashed: Strat
         pipelined(hashed.log, [broken], batch_size=10, window=1000)
     assert 0 < broken.position <= 100
     expected = LinksProjection(tmp_path / "expected.sqlite")
-    expected.handle([item for item in hashed.log.read_log(1, broken.position)])
+    expected.handle(list(hashed.log.read_log(1, broken.position)))
     assert expected.digest() == broken.digest()
     broken.close()
     expected.close()

@@ -4,16 +4,17 @@ once: one leads, the others stand by and take over when it stops."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from strata_recall.interface.app.bootstrap import build
-from strata_recall.interface.runtime.background import Background
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.runtime.background import Background
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 
 
-def wait_until(condition, timeout: float = 20.0) -> bool:  # noqa: ANN001
+def wait_until(condition: Callable[[], object], timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -58,9 +59,9 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
 
     from strata_recall.domain.errors import Conflict
     from strata_recall.interface.app.bootstrap import PROJECTIONS
+    from strata_recall.interface.app.operations import OPERATIONS
     from strata_recall.interface.runtime.consistency import TrackedPositions
     from strata_recall.interface.runtime.dispatcher import serving_dispatcher
-    from strata_recall.interface.app.operations import OPERATIONS
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder())  # no runner: never catches up
     strata.projections(PROJECTIONS)  # as a serving process opens them before it serves

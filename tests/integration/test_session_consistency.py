@@ -15,10 +15,10 @@ import anyio
 import pytest
 
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata, build
-from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
-from strata_recall.interface.runtime.dispatcher import Dispatcher, serving_dispatcher
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
+from strata_recall.interface.runtime.dispatcher import Dispatcher, serving_dispatcher
 from strata_recall.projections.embedder import HashEmbedder
 from tests.conftest import write_request
 

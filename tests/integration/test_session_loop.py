@@ -102,7 +102,7 @@ def test_feedback_refuses_what_no_cited_read_returned_and_records_nothing(hashed
 
 
 def test_one_session_moves_a_bounded_number_of_memories(hashed: Strata) -> None:
-    _, solutions = seed(hashed, n=6)
+    seed(hashed, n=6)
     api = hashed.api()
     read = api.read({"repo_id": "acme", "query": "integration tests hang postgres"})
     returned = returned_ids(read)
@@ -197,7 +197,7 @@ def test_topics_cover_memories_by_their_most_telling_words() -> None:
     docs = [("fact", "docker compose maps the database"), ("problem", "docker build fails offline"),
             ("solution", "docker build with the local mirror"), ("fact", "the linter runs on commit"),
             ("preference", "linter warnings are errors"), ("fact", "unrelated thing entirely")]
-    topics, uncovered = find_topics(docs)
+    topics, _ = find_topics(docs)
     assert topics[0].topic == "docker" and topics[0].memories == 3
     assert topics[0].kinds == {"problem": 1, "solution": 1, "fact": 1}
     assert "build" in topics[0].tags

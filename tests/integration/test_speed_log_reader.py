@@ -81,8 +81,8 @@ def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata,
     MemoryForgotten version 1) or the token that acted (`actor`: every versioned event's latest
     version) reads back with those fields None, through the fast reader and the mapper alike.
     `keep`: how many of the added fields the rewritten events keep (0: version 1; 1: version 2)."""
-    from strata_recall.interface.app.api import CommandAPI
     from strata_recall.domain.access import Principal
+    from strata_recall.interface.app.api import CommandAPI
     from tests.conftest import write_request
 
     every_event(hashed)

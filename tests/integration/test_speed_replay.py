@@ -12,8 +12,8 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
-from tests.integration.test_fold_equivalence import every_event
 from strata_recall.workers.runner import ProjectionFailed, Runner, pipelined, replay, share_out
+from tests.integration.test_fold_equivalence import every_event
 
 NAMES = ["fts", "links", "snapshot", "vectors", "archetypes"]
 
@@ -70,7 +70,7 @@ def test_a_failure_in_a_pipelined_replay_is_raised_and_recorded(hashed: Strata, 
     # reads, so a batch of 20 ends at the position of its 20th FTS or links event)
     assert 20 <= broken.position <= 40
     expected = FTSProjection(tmp_path / "expected.sqlite")
-    expected.handle([item for item in hashed.log.read_log(1, broken.position)])
+    expected.handle(list(hashed.log.read_log(1, broken.position)))
     assert expected.digest() == broken.digest()
     expected.close()
     assert broken.status()["last_error"] == "RuntimeError: disk full"

@@ -14,11 +14,11 @@ import orjson
 import pytest
 from mcp.types import ListToolsResult
 
-from strata_recall.interface.mcp import tool_schema
 from strata_recall.interface.app.bootstrap import Strata, build
-from strata_recall.interface.mcp.server import build_mcp_server
 from strata_recall.interface.app.operations import AGENT_TOOLS, OPERATIONS
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.mcp import tool_schema
+from strata_recall.interface.mcp.server import build_mcp_server
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.schemas.common import VALIDATION_NOTE

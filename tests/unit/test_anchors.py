@@ -5,10 +5,23 @@ wherever it moved, a line range is found again when lines above it come or go, a
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from strata_recall.domain.anchors import (BY_CLIENT, BY_STRATA, CHANGED, MISSING, UNCHANGED, Anchor, anchored_text,
-                                          fingerprint, judge, locate_symbol, public_anchor, public_ref)
+from strata_recall.domain.anchors import (
+    BY_CLIENT,
+    BY_STRATA,
+    CHANGED,
+    MISSING,
+    UNCHANGED,
+    Anchor,
+    anchored_text,
+    fingerprint,
+    judge,
+    locate_symbol,
+    public_anchor,
+    public_ref,
+)
 
 PY = '''import os
 

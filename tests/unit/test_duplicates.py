@@ -87,10 +87,10 @@ def test_near_duplicate_needs_the_threshold_and_the_guard() -> None:
 
 
 def test_a_merge_keeps_kind_scope_problem_and_anchors() -> None:
-    base = dict(status="active", kind="solution", scope="repo", text="Run make db-up before pytest",
-                problem_ids=["p1"], anchor_keys={"Makefile"}, new_kind="solution", new_scope="repo",
-                new_text="Run `make db-up` before running pytest", new_problem_id="p1", new_anchor_keys=set(),
-                similarity=0.95)
+    base = {"status": "active", "kind": "solution", "scope": "repo", "text": "Run make db-up before pytest",
+            "problem_ids": ["p1"], "anchor_keys": {"Makefile"}, "new_kind": "solution", "new_scope": "repo",
+            "new_text": "Run `make db-up` before running pytest", "new_problem_id": "p1", "new_anchor_keys": set(),
+            "similarity": 0.95}
     assert merge_refusal(**base) is None
     assert merge_refusal(**{**base, "status": "archived"})
     assert merge_refusal(**{**base, "new_kind": "fact"})

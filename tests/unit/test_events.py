@@ -10,11 +10,11 @@ from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.archetype import Archetype
 from strata_recall.domain.memory import Memory
 
-FIELDS = dict(
-    text="The API listens on 8000", kind="fact", scope="repo", repo_id="acme/api", confidence=0.8,
-    rationale="read the compose file", problem_id=None, related_ids=[], change_targets=[],
-    evidence_refs=["file:docker-compose.yml"], author="agent-1", status="active", redactions=0,
-)
+FIELDS = {
+    "text": "The API listens on 8000", "kind": "fact", "scope": "repo", "repo_id": "acme/api", "confidence": 0.8,
+    "rationale": "read the compose file", "problem_id": None, "related_ids": [], "change_targets": [],
+    "evidence_refs": ["file:docker-compose.yml"], "author": "agent-1", "status": "active", "redactions": 0,
+}
 
 
 def every_event() -> list:

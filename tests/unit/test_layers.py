@@ -124,7 +124,7 @@ def test_no_module_imports_itself_through_others() -> None:
         stack.append(module)
         for nxt in sorted(graph[module]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return [*stack[stack.index(nxt):], nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:

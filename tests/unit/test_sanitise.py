@@ -6,8 +6,8 @@ ops/eval_redaction.py measures; these tests hold them at 100 %.
 
 from __future__ import annotations
 
+import itertools
 import random
-import re
 import time
 from collections import defaultdict
 
@@ -20,9 +20,9 @@ from strata_recall.domain.secret_formats import (
     ALPHABETS,
     COMMAND_FORMATS,
     CONTEXT_FORMATS,
-    PROSE_FORMATS,
     FAMILIES,
     NOT_COVERED,
+    PROSE_FORMATS,
     TOKEN_FORMATS,
     Optional_,
     Segment,
@@ -477,7 +477,7 @@ def test_shapes_compile_to_unambiguous_patterns() -> None:
     for shape in shapes:
         parts = parse_shape(shape)
         flat = [q for p in parts for q in (p.parts if isinstance(p, Optional_) else (p,))]
-        for here, following in zip(flat, flat[1:]):
+        for here, following in itertools.pairwise(flat):
             if isinstance(here, Segment) and here.low != here.high:
                 first = ALPHABETS[following.alphabet] if isinstance(following, Segment) else following[0]
                 assert not set(first) & set(ALPHABETS[here.alphabet]), (shape, here, following)
