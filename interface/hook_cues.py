@@ -78,6 +78,28 @@ def relative(path: str, root: Path) -> str | None:
     return None if text in ("", ".") or LIBRARY.search(text) else text
 
 
+def repo_file(name: str, root: Path) -> str | None:
+    """The repository's file a text names, relative to its root, if it exists there: a path inside the
+    checkout; a path from another machine (a pasted traceback, an installed copy of the project) by its
+    longest tail of two or more folders that exists here; a dotted module (`pkg.core.basic`) whose first
+    part is a folder of the repository, as `pkg/core/basic.py` or its package's `__init__.py`."""
+    if "/" in name:
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        for start in range(0, len(parts) - 1):
+            tail = "/".join(parts[start:])
+            if ".." not in parts[start:] and (root / tail).is_file():
+                return tail
+        return None
+    parts = name.split(".")
+    if len(parts) < 2 or not (root / parts[0]).is_dir():
+        return None
+    for end in range(len(parts), 1, -1):
+        for tail in ("/".join(parts[:end]) + ".py", "/".join(parts[:end]) + "/__init__.py"):
+            if (root / tail).is_file():
+                return tail
+    return None
+
+
 def _normal(path: Path) -> str:
     import os
 
@@ -85,14 +107,17 @@ def _normal(path: Path) -> str:
 
 
 def _paths_in(text: str, root: Path) -> tuple[str, ...]:
-    """Repository files a text names (`src/db/pool.py`), kept when they exist under the root."""
-    found = []
-    for token in CODE_TOKEN.findall(text):
-        if "/" in token and "." in token.rsplit("/", 1)[-1]:
-            rel = relative(token, root)
-            if rel and (root / rel).is_file() and rel not in found:
+    """Files of the repository a text names (`src/db/pool.py`, `pkg.core.basic`, a traceback's frames),
+    as they exist under the root."""
+    found: list[str] = []
+    for token in dict.fromkeys(CODE_TOKEN.findall(text[:QUERY_CHARS * 2])):
+        if "/" in token or "." in token:
+            rel = repo_file(token, root)
+            if rel and rel not in found:
                 found.append(rel)
-    return tuple(found[:5])
+        if len(found) == 5:
+            break
+    return tuple(found)
 
 
 def prompt_moment(payload: dict[str, Any], root: Path) -> Moment | None:
@@ -170,7 +195,7 @@ def failure_moment(payload: dict[str, Any], root: Path) -> Moment | None:
     errors = ERROR_LINE.findall(text)
     tests = [m[0] or f"{m[2]}.{m[1]}" for m in FAILED_TEST.findall(text)]
     frames = [(f, fn) for f, _, fn in FRAME.findall(text)] + [(f, fn or "") for f, _, fn in PYTEST_FRAME.findall(text)]
-    project = [(rel, fn) for f, fn in frames if (rel := relative(f, root)) is not None]
+    project = [(rel, fn) for f, fn in frames if (rel := relative(f, root) or repo_file(f, root)) is not None]
     if not (failed or errors or tests):
         return None
     lines = []

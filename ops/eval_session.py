@@ -54,6 +54,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "ops")]
 from eval_coding import DEFAULT_DATA, QUERY_CHARS, Task, by_repo  # noqa: E402
 
 from strata_recall.domain.anchors import fingerprint  # noqa: E402
+from strata_recall.interface.logs import configure_logging  # noqa: E402
 from strata_recall.projections.tokens import TokenCounter  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
@@ -267,6 +268,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def process_floor(env: dict[str, str], runs: int = 20) -> list[float]:
+    """Wall time of a Python process that does nothing, started like a hook (what no hook can beat on this
+    machine at this moment)."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, timeout=60)
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict:
     own = [s for s in sessions if not s.foreign]
     with_relevant = [s for s in own if getattr(s, "relevant", [])]
@@ -328,6 +340,10 @@ def print_summary(s: dict) -> None:
     print(f"foreign-session recall events that injected nothing: {s['foreign_empty']:.3f} of {s['foreign_events']} ({kinds})")
     print("hook latency (ms), p50 / p95: " + "; ".join(f"{k} {v['p50']:.0f} / {v['p95']:.0f} (n={v['n']})"
                                                       for k, v in s["latency_ms"].items()))
+    floor = s.get("floor_ms")
+    if floor:
+        print(f"  the same machine meanwhile: a Python process that does nothing {floor['p50']:.0f} / {floor['p95']:.0f} ms; "
+              f"load average {s['load'][0]:.1f} before, {s['load'][1]:.1f} after ({os.cpu_count()} cores)")
 
 
 def main() -> None:
@@ -338,6 +354,7 @@ def main() -> None:
     parser.add_argument("--max-tasks", type=int, default=None, help="at most this many tasks per repository")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
+    configure_logging("warning")
     data = json.loads(args.data.read_text())
     raw_of = {raw["instance_id"]: raw for raw in data}
     repos = {repo: [scripted(raw_of[t.instance_id], t) for t in tasks] for repo, tasks in by_repo(data).items()}
@@ -351,11 +368,15 @@ def main() -> None:
         for mode in args.mode.split(","):
             sessions: list[Session] = []
             started = time.perf_counter()
+            load_before, floor = os.getloadavg()[0], process_floor(env)
             for repo in chosen:
                 others = [s for r, ss in repos.items() if r != repo for s in ss]
                 sessions += evaluate_repo(mode, repo, repos[repo], others, env, args.max_tasks)
                 print(f"{mode}: {repo} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
             summary = summarise(mode, sessions, counter)
+            floor += process_floor(env)
+            summary["floor_ms"] = {"p50": 1000 * percentile(floor, 0.5), "p95": 1000 * percentile(floor, 0.95)}
+            summary["load"] = (load_before, os.getloadavg()[0])
             figures.append(summary)
             print_summary(summary)
     finally:

@@ -150,6 +150,7 @@ def test_an_installation_on_path_needs_nothing_local(on_path: dict[str, str], re
     assert actions(result) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created"}
     assert "local" not in result and not (repo / ".claude" / "settings.local.json").exists()
     assert "strata" not in (repo / ".git" / "info" / "exclude").read_text()
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
 
 
 def test_the_repository_files_are_the_same_on_every_machine(env: dict[str, str], on_path: dict[str, str],

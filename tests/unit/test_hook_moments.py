@@ -121,3 +121,18 @@ def test_the_hooks_find_the_data_dir_the_settings_find(tmp_path: Path, monkeypat
         explicit = tmp_path / "given"
     expected = load_settings(environ=environ, data_dir=explicit).data_dir
     assert hooks.data_dir_of(explicit, None, environ) == expected
+
+
+def test_a_text_names_the_repositorys_files_by_path_module_or_a_foreign_traceback(tmp_path: Path) -> None:
+    for path in ("sympy/core/basic.py", "sympy/printing/__init__.py", "setup.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).touch()
+    assert hook_cues.repo_file("sympy/core/basic.py", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("/home/someone/src/sympy/sympy/core/basic.py", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("sympy.core.basic.Basic.subs", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("sympy.printing", tmp_path) == "sympy/printing/__init__.py"
+    assert hook_cues.repo_file("numpy.core.numeric", tmp_path) is None  # not this repository's package
+    assert hook_cues.repo_file("other/basic.py", tmp_path) is None
+    prompt = hook_cues.prompt_moment({"prompt": "Basic.subs fails, see sympy.core.basic and the frame\n"
+                                                "  File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 9"}, tmp_path)
+    assert prompt is not None and prompt.paths == ("sympy/core/basic.py",)
