@@ -284,7 +284,7 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
     with_relevant = [s for s in own if getattr(s, "relevant", [])]
     first_at: dict[str, int] = defaultdict(int)
     by_first_edit = 0
-    shown_relevant = shown_total = 0
+    shown: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # event kind -> [relevant, all] memories injected
     for s in with_relevant:
         task_of = s.task_of  # type: ignore[attr-defined]
         first = None
@@ -302,8 +302,8 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
         task_of = s.task_of  # type: ignore[attr-defined]
         for e in s.events:
             for m in e.injected:
-                shown_total += 1
-                shown_relevant += bool(task_of.get(m) and task_of[m].files & s.task.files)
+                shown[e.kind][1] += 1
+                shown[e.kind][0] += bool(task_of.get(m) and task_of[m].files & s.task.files)
     tokens_all = [sum(counter.count(e.context) for e in s.events if e.kind != "stop") for s in own]
     tokens_recall = [sum(counter.count(e.context) for e in s.events if e.kind not in ("session-start", "stop")) for s in own]
     foreign_events = [e for s in sessions if s.foreign for e in s.events]
@@ -315,7 +315,7 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
                      for k in ("prompt", "failure", "first edit", "later edit", "never")},
         "at_prompt": first_at.get("prompt", 0) / n if n else float("nan"),
         "by_first_edit": by_first_edit / n if n else float("nan"),
-        "precision": shown_relevant / shown_total if shown_total else float("nan"),
+        "precision": {k: (r / n if n else float("nan"), n) for k, (r, n) in shown.items()},
         "tokens_median": statistics.median(tokens_all) if tokens_all else float("nan"),
         "tokens_p90": percentile(tokens_all, 0.9),
         "recall_tokens_median": statistics.median(tokens_recall) if tokens_recall else float("nan"),
@@ -332,8 +332,8 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
 def print_summary(s: dict) -> None:
     print(f"\n== {s['mode']}: {s['sessions']} sessions, {s['with_relevant']} with a relevant earlier task")
     print("relevant earlier task first injected at: " + ", ".join(f"{k} {v:.3f}" for k, v in s["first_at"].items()))
-    print(f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}; "
-          f"injected memories that were relevant {s['precision']:.3f}")
+    print(f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}; injected memories of a "
+          "relevant earlier task: " + ", ".join(f"{k} {p:.2f} of {n}" for k, (p, n) in s["precision"].items()))
     print(f"tokens injected per session: median {s['tokens_median']:.0f}, p90 {s['tokens_p90']:.0f} "
           f"(without the session-start index: median {s['recall_tokens_median']:.0f}, p90 {s['recall_tokens_p90']:.0f})")
     kinds = ", ".join(f"{k} {a}/{b}" for k, (a, b) in s["foreign_empty_by_kind"].items())
