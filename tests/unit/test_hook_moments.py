@@ -136,3 +136,25 @@ def test_a_text_names_the_repositorys_files_by_path_module_or_a_foreign_tracebac
     prompt = hook_cues.prompt_moment({"prompt": "Basic.subs fails, see sympy.core.basic and the frame\n"
                                                 "  File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 9"}, tmp_path)
     assert prompt is not None and prompt.paths == ("sympy/core/basic.py",)
+
+
+def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Path) -> None:
+    """Claude Code's transcript (JSON lines): the read ids of the Strata tool results, less those a feedback
+    call cited, are what the stop hook names for a session whose store is a server."""
+    import json
+
+    rated, unrated = "a" * 32, "b" * 32
+    lines = [
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__read", "input": {"query": "x"}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
+            {"type": "text", "text": json.dumps({"ok": True, "read_id": rated, "results": []})}]}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
+            {"type": "text", "text": json.dumps({"ok": True, "read_id": unrated, "results": []})}]}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__feedback",
+                                                       "input": {"repo_id": "acme/api", "read_ids": [rated]}}]}},
+    ]
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    seen, cited = hooks.transcript_reads(str(transcript))
+    assert seen == [unrated] and cited == {rated}
+    assert hooks.transcript_reads(str(tmp_path / "missing.jsonl")) == ([], set())
