@@ -27,8 +27,9 @@ The formats followed, per the clients' documentation:
   approval); `CLAUDE.md`; hooks in `.claude/settings.json` under `hooks.EVENT = [{"matcher", "hooks":
   [{"type": "command", "command", "timeout"}]}]` (run by a shell, so `${STRATA_COMMAND:-strata}` picks
   this machine's command from `.claude/settings.local.json`'s `env`): SessionStart, UserPromptSubmit,
-  PreToolUse (Edit|Write|MultiEdit|NotebookEdit), PostToolUse and PostToolUseFailure (Bash), Stop,
-  PreCompact.
+  PreToolUse (Edit|Write|MultiEdit|NotebookEdit), PostToolUseFailure (Bash: a command that exits
+  non-zero is a failed tool call; not PostToolUse, which would start a process after every command that
+  worked), Stop, PreCompact.
 - Codex CLI (developers.openai.com/codex/mcp, /config-reference, AGENTS.md): `~/.codex/config.toml`
   `[mcp_servers.NAME]` with `command`, `args`, or `url` and `bearer_token_env_var` for streamable HTTP;
   `AGENTS.md` at the repository root.
@@ -81,7 +82,6 @@ CLAUDE_HOOKS = (  # (event, matcher, strata hook EVENT)
     ("SessionStart", "startup|resume|clear|compact", "session-start"),
     ("UserPromptSubmit", None, "prompt"),
     ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit", "edit"),
-    ("PostToolUse", "Bash", "after-command"),
     ("PostToolUseFailure", "Bash", "after-command"),
     ("Stop", None, "stop"),
     ("PreCompact", "manual|auto", "pre-compact"),
@@ -214,18 +214,24 @@ def _program(command: str) -> str:
 
 
 def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[str, Any]], None]:
+    """Our groups in Claude Code's `hooks`: taken out of every event (whichever events an earlier version
+    used), then, to install, one group per event of CLAUDE_HOOKS."""
+
     def change(data: dict[str, Any]) -> None:
         hooks = config_edits.object_at(data, "hooks", path, create=install)
-        for event, matcher, name in CLAUDE_HOOKS:
-            groups = config_edits.list_at(hooks, event, path, "hooks") if install or event in hooks else []
+        touched = set()
+        for event in list(hooks):
+            groups = config_edits.list_at(hooks, event, path, "hooks")
             kept = [g for g in groups if not _is_ours(g, target)]
-            if install:
+            if len(kept) != len(groups):
+                hooks[event], touched = kept, touched | {event}
+        if install:
+            for event, matcher, name in CLAUDE_HOOKS:
                 group: dict[str, Any] = {"hooks": [{"type": "command", "command": target.hook_command(name, SHELL_PROGRAM),
                                                     "timeout": HOOK_TIMEOUT_S}]}
-                kept.append({"matcher": matcher, **group} if matcher else group)
-            if event in hooks:
-                hooks[event] = kept
-                config_edits.prune(hooks, event)
+                config_edits.list_at(hooks, event, path, "hooks").append({"matcher": matcher, **group} if matcher else group)
+        for event in touched:
+            config_edits.prune(hooks, event)
         config_edits.prune(data, "hooks")
 
     return change
