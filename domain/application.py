@@ -277,6 +277,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
     def define_archetype(self, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
 
+        # free text that reaches the log, like a memory's (the name is the archetype's identity: redacted too)
+        name, description = sanitise(name).text, sanitise(description).text
+        examples = [sanitise(e).text for e in examples]
+
         def attempt() -> tuple[str, int | None]:
             try:
                 current: Archetype = self.repository.get(archetype_id(name))
@@ -353,7 +357,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             into._merge_duplicate(**duplicate_content(
                 str(mid), near.similarity, clean.text.strip(), cmd.confidence, clean.rationale,
                 problem.memory_id if problem else None,
-                [m.memory_id for m in related], evidence, cmd.author, status, list(clean.anchors), redactions,
+                [m.memory_id for m in related], evidence, clean.author, status, list(clean.anchors), redactions,
                 "write", cmd.repo_id, cmd.actor))
             session.changed(into)
             return WriteOutcome(into.memory_id, "reinforced", cmd.kind, cmd.scope, into.status, redactions,
@@ -371,7 +375,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             related_ids=[m.memory_id for m in related],
             change_targets=[m.memory_id for m in targets],
             evidence_refs=evidence,
-            author=cmd.author,
+            author=clean.author,
             status=status,
             redactions=redactions,
             actor=cmd.actor,

@@ -9,7 +9,9 @@ their flags, paths, identifiers with `_ - . / :`). So two texts are near-duplica
 * their cosine is at least MERGE_COSINE, and
 * they name the same numbers, and
 * the code-like tokens of one are among those of the other (an elaboration may add a flag; two
-  different flags, paths or targets are two lessons), and
+  different flags, paths or targets are two lessons), and so are their literal values (base64 blobs,
+  hex, numbers with units, versions, quoted strings, identifiers: "set the salt to c2FsdA==" and
+  "... to bW9yZQ==" are one embedding apart but two facts), and
 * neither is negated (or uses an opposite word: enable / disable, before / after) where the other
   is not, and
 * they do not give the same words other roles ("tabs over spaces" / "spaces over tabs").
@@ -57,6 +59,26 @@ def code_tokens(text: str) -> frozenset[str]:
             continue
         if word.startswith(("-", "$", "~", "./", "/")) or _CODE.search(word):
             found.add(word)
+    return frozenset(found)
+
+
+_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')(?!\w)")
+_BLOB = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+
+
+def literal_values(text: str) -> frozenset[str]:
+    """The literal values a text states, case kept: quoted strings, and tokens that mix digits and
+    letters (`c2FsdHk0MjA=`, `512MB`, `30s`, `v1.2.3`, a sha) or look like a blob or an identifier
+    (`bW9yZXNhbHQ`, `useLayoutEffect`: eight characters or more, lower case and two upper-case letters
+    past the first)."""
+    found = {q for pair in _QUOTED.findall(text) for q in pair if q}
+    for raw in text.split():
+        padded = raw.strip(_STRIP).rstrip(".:").strip(_STRIP)
+        for word in padded.replace("=", " ").split():
+            if any(c.isdigit() for c in word) and any(c.isalpha() for c in word):
+                found.add(word)
+            elif _BLOB.fullmatch(word) and any(c.islower() for c in word) and sum(c.isupper() for c in word[1:]) >= 2:
+                found.add(word)
     return frozenset(found)
 
 
@@ -163,13 +185,15 @@ def swapped_roles(a: str, b: str) -> bool:
 
 
 def same_specifics(a: str, b: str) -> bool:
-    """The lexical guard: the same numbers, the code-like tokens of one among the other's, the same
-    polarity (no negation or opposite word on one side only), and the same roles (no swap)."""
+    """The lexical guard: the same numbers, the code-like tokens and the literal values of one among
+    the other's, the same polarity (no negation or opposite word on one side only), and the same
+    roles (no swap)."""
     if numbers(a) != numbers(b):
         return False
-    code_a, code_b = code_tokens(a), code_tokens(b)
-    if not (code_a <= code_b or code_b <= code_a):
-        return False
+    for specifics in (code_tokens, literal_values):
+        of_a, of_b = specifics(a), specifics(b)
+        if not (of_a <= of_b or of_b <= of_a):
+            return False
     return not opposite_polarity(a, b) and not swapped_roles(a, b)
 
 

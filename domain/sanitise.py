@@ -11,7 +11,11 @@ What it recognises is data (domain/secret_formats.py); this module compiles that
    Authorization header, a `bearer` token, a password or token in a URL's userinfo, a secret CLI flag.
    Such values are redacted only when they look like one: code (`get_password()`, `settings.api_key`,
    `os.environ["API_KEY"]`), type annotations, references (`${TOKEN}`, `%(password)s`), placeholders
-   (`<token>`, `xxx`, `changeme`), paths and URLs are kept.
+   (`<token>`, `xxx`, `changeme`), paths and URLs are kept;
+4. command lines: the password option of a program that takes one (`mysql -p'...'`, `sqlcmd -P ...`,
+   `sshpass -p ...`, `sqlplus user/password@db`: COMMAND_FORMATS);
+5. prose: a vendor's secret without a shape of its own, after the vendor's name and a word naming a
+   secret ("the Twilio auth token is <32 hex>": PROSE_FORMATS).
 """
 
 from __future__ import annotations
@@ -24,8 +28,12 @@ from strata_recall.domain import secret_values as values
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
     AUTH_SCHEMES,
+    COMMAND_FORMATS,
     KEY_WORDS,
+    PROSE_FORMATS,
     TOKEN_FORMATS,
+    CommandFormat,
+    ContextFormat,
     KeyWord,
     Optional_,
     Segment,
@@ -332,6 +340,117 @@ def _curl_user_spans(text: str, low: str) -> Spans:
             if values.secret(m["s"], "password", quoted=True)]
 
 
+# ---- command lines: programs that take a password as an option's value (COMMAND_FORMATS) ----------------
+
+def _command_value(group: str, fmt: CommandFormat) -> str:
+    """The regex of an option's value: quoted (also with JSON's escaped quotes) or bare; for `user%password`
+    and `pass:password` values, what follows the separator or marker."""
+    if fmt.user_separator or fmt.value_prefix:
+        sep = re.escape(fmt.user_separator)
+        stop = "@/" if fmt.user_separator == "/" else ""  # `user/password@database`, not `@dir/script.sql`
+        user = rf"[^\s'\"`{sep}{stop}]{{1,128}}{sep}" if sep else ""
+        return rf"\\?['\"]?{user}{re.escape(fmt.value_prefix)}(?P<{group}uq>[^\s'\"`{stop}]{{1,256}})"
+    return (rf"(?:\\?\"(?P<{group}dq>[^\"\\\n]{{1,256}})\\?\"|\\?'(?P<{group}sq>[^'\\\n]{{1,256}})\\?'"
+            rf"|(?P<{group}uq>[^\s'\"`]{{1,256}}))")
+
+
+def _option_regex(fmt: CommandFormat) -> re.Pattern[str]:
+    """Where the password of `fmt` sits in a command's arguments: right after the option, as the next
+    argument (also in a Python argv list: `'-p', 'x'`), or as a positional `user/password`."""
+    left = r"(?<=[ \t'\",\[(])"
+    if fmt.options == ("",):
+        return re.compile(left + "(?!-)" + _command_value("p", fmt))
+    option = "|".join(re.escape(o) for o in sorted(fmt.options, key=len, reverse=True))
+    forms = []  # the next argument first: `'-p', 'x'` in an argv list is not `-p` with the value `', '`
+    if fmt.separate:
+        forms.append("(?:[ \t]+|['\"]?,[ \t]{0,4})(?!-)" + _command_value("s", fmt))
+    if fmt.attached:
+        forms.append(_command_value("a", fmt))
+    return re.compile(left + f"(?:{option})(?:" + "|".join(forms) + ")")
+
+
+def _stop_regex(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile(r"(?<![\w./-])(?:" + "|".join(map(re.escape, words)) + r")(?=[ \t'\"])") if words else None
+
+
+_BY_COMMAND: dict[str, list[tuple[re.Pattern[str], re.Pattern[str] | None]]] = {}
+for _command_fmt in COMMAND_FORMATS:
+    for _name in _command_fmt.commands:
+        _BY_COMMAND.setdefault(_name.lower(), []).append((_option_regex(_command_fmt), _stop_regex(_command_fmt.stops)))
+# A program name (after a path, `sudo`, a quote or an argv list's bracket), followed by its arguments.
+_COMMAND = re.compile(r"(?<![\w.-])(?P<cmd>" + "|".join(
+    r"(?:[ \t]+|['\"],[ \t]{0,4}['\"])".join(map(re.escape, name.split()))
+    for name in sorted(_BY_COMMAND, key=len, reverse=True)) + r")(?=[ \t]|['\"],)")
+_COMMAND_END = re.compile(r"[\n|;&`)]|\$\(")  # the end of a shell command
+_POSITIONAL = tuple(f"{name} " for f in COMMAND_FORMATS if "" in f.options for name in f.commands)
+
+
+def _command_hint(low: str) -> bool:
+    """Whether `low` may hold a command's password: an option after a space or quote, FreeRDP's `/p:`, or
+    a program that takes `user/password` (one text in a hundred gets past this; the program search costs
+    more than the rest of a text's redaction)."""
+    return (" -" in low or "'-" in low or '"-' in low or "\t-" in low or "/p:" in low
+            or "/" in low and any(name in low for name in _POSITIONAL))
+
+
+def _command_spans(text: str, low: str) -> Spans:
+    """Each program's arguments run to the end of its shell command, or to the next program named: the
+    segments never overlap, so the scan stays linear."""
+    spans = []
+    programs = list(_COMMAND.finditer(low))
+    for m, after in zip(programs, [*programs[1:], None]):
+        limit = min(after.start() if after else len(text), m.end() + 2048)
+        end = _COMMAND_END.search(text, m.end(), limit)
+        stop = end.start() if end else limit
+        for option, stops in _BY_COMMAND[" ".join(re.findall(r"[\w.-]+", m["cmd"]))]:
+            until = stops.search(low, m.end(), stop) if stops else None
+            for hit in option.finditer(text, m.end(), until.start() if until else stop):
+                group = next(g for g, v in hit.groupdict().items() if v is not None)
+                start, finish = hit.span(group)
+                if values.argument(text[start:finish], text[finish:finish + 40]):
+                    spans.append((start, finish, "password"))
+    return spans
+
+
+# ---- prose: a vendor's shapeless secret named in a sentence (PROSE_FORMATS) ---------------------------
+
+def _value_shape(fmt: ContextFormat) -> re.Pattern[str]:
+    return re.compile(_parts_regex(parse_shape(fmt.value), None))
+
+
+_BY_VENDOR: dict[str, list[tuple[re.Pattern[str], ContextFormat]]] = {}
+for _prose_fmt in PROSE_FORMATS:
+    for _vendor in _prose_fmt.key.lower().split("|"):
+        _BY_VENDOR.setdefault(_vendor, []).append((_value_shape(_prose_fmt), _prose_fmt))
+_VENDOR_NAMES = tuple(_BY_VENDOR)
+_VENDOR = re.compile(r"(?<![a-z0-9])(?:" + "|".join(sorted(_VENDOR_NAMES, key=len, reverse=True)) + r")(?![a-z0-9])")
+_SECRET_NOUN = re.compile(r"(?<![a-z0-9])(?:token|secret|key|password|passphrase|credential|cred)s?(?![a-z0-9])")
+_NAMED_BEFORE, _NAMED_AFTER = 60, 120  # how far from the vendor's name the word naming the secret may be
+
+
+def _noun_hint(low: str) -> bool:
+    return "key" in low or "token" in low or "secret" in low or "pass" in low or "cred" in low
+
+
+def _prose_spans(text: str, low: str) -> Spans:
+    spans: Spans = []
+    done = 0  # nouns already looked at (the windows of close mentions overlap)
+    for m in _VENDOR.finditer(low):
+        line_start, line_end = low.rfind("\n", 0, m.start()) + 1, low.find("\n", m.end())
+        start = max(line_start, m.start() - _NAMED_BEFORE, done)
+        end = min(line_end if line_end >= 0 else len(low), m.end() + _NAMED_AFTER)
+        for noun in _SECRET_NOUN.finditer(low, start, end):
+            done = noun.end()
+            named = values.named_value(text, noun.end(), end, fillers=_VENDOR_NAMES)
+            if named is None:
+                continue
+            value = text[named[0]:named[1]]
+            fmt = next((f for shape, f in _BY_VENDOR[m.group()] if shape.fullmatch(value)), None)
+            if fmt is not None and values.generated(value):
+                spans.append((*named, fmt.kind))
+    return spans
+
+
 # Each context rule runs only when its trigger occurs in the lower-cased text.
 _CONTEXT_RULES = (("authorization", _authorization_spans), ("bearer", _bearer_spans), ("://", _userinfo_spans),
                   ("value=", _xml_value_spans), ("--", _flag_spans), ("curl", _curl_user_spans))
@@ -377,6 +496,10 @@ def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
     spans = [span for trigger, rule in _CONTEXT_RULES if trigger in low for span in rule(text, low)]
     if ("=" in text or ":" in text) and _ASSIGN_TRIGGER.search(low):
         spans += _assignment_spans(text, low)
+    if _command_hint(low) and _COMMAND.search(low):
+        spans += _command_spans(text, low)
+    if _noun_hint(low) and any(vendor in low for vendor in _VENDOR_NAMES):
+        spans += _prose_spans(text, low)
     text, n = _apply(text, spans, kinds)
     return text, found + n
 

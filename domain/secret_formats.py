@@ -81,6 +81,28 @@ class ContextFormat:
 
 
 @dataclass(frozen=True)
+class CommandFormat:
+    """A password handed to a command-line program as an option's value (`mysql -p'...'`, `sqlcmd -P ...`,
+    `sshpass -p ...`): recognised by the program and its option, whatever the value looks like."""
+
+    name: str
+    provider: str
+    family: str
+    kind: str
+    commands: tuple[str, ...]  # program names; a subcommand follows after a space (`docker login`)
+    options: tuple[str, ...]  # case-sensitive (mysql's `-p` is the password, its `-P` the port); "" for a
+    #                           positional `user/password` (sqlplus)
+    attached: bool  # the value may follow the option directly (`-pSECRET`)
+    separate: bool  # the value may be the next argument (`-p SECRET`)
+    examples: tuple[str, ...]  # realistic command lines, `{}` where the password goes (the corpus uses them)
+    sources: tuple[str, ...]
+    user_separator: str = ""  # the value is `user<separator>password` (smbclient's `-U user%password`)
+    value_prefix: str = ""  # the password follows a marker inside the value (openssl's `-passin pass:...`)
+    stops: tuple[str, ...] = ()  # programs a wrapper runs: their options are theirs (`sshpass -p X ssh -p 22`)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class KeyWord:
     """A key name that announces a secret value (`password=`, `X-Api-Key:`, `?access_token=`).
 
@@ -145,6 +167,11 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
        (GL + "github-refresh-token", DS + "GitHubTokenDetector", GH + "github_refresh_token")),
     _t("github_fine_grained_pat", "GitHub", "vcs", "github_token", "github_pat_", "{alnum:20-255}_{alnum:40-255}",
        (GL + "github-fine-grained-pat", GH + "github_personal_access_token"), "22-character id, `_`, 59-character secret"),
+    # ---- Strata's own ------------------------------------------------------------------------
+    _t("strata_token", "Strata", "saas", "strata_token", "strata_", "{b64url:43}",
+       ("strata:domain/credential.py",),
+       "a named token of `strata token create`: 32 random bytes, URL-safe base64; an agent that pastes one "
+       "into a memory must not publish it to every reader of the repo"),
     _t("gitlab_pat", "GitLab", "vcs", "gitlab_token", "glpat-", "{b64url:20-300}(.{alnumlow:9})?",
        (GL + "gitlab-pat", GL + "gitlab-pat-routable", DS + "GitLabTokenDetector", GH + "gitlab_access_token"),
        "routable tokens end with `.` and a 2-character version plus 7-character CRC"),
@@ -631,6 +658,109 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
                   "{b64:64}", (DS + "PrivateKeyDetector",), "the `Private-Lines:` block of a .ppk file"),
 )
 
+def _cmd(name: str, provider: str, family: str, commands: str, options: str, form: str, examples: tuple[str, ...],
+         sources: tuple[str, ...] = (DOCS,), note: str = "", **more: object) -> CommandFormat:
+    """`commands` and `options` are separated by `|`; `form` is attached, separate or both."""
+    return CommandFormat(name, provider, family, "password", tuple(commands.split("|")), tuple(options.split("|")),
+                         form in ("attached", "both"), form in ("separate", "both"), examples, sources, note=note,
+                         **more)  # type: ignore[arg-type]
+
+
+_MYSQL = ("mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mysqlbinlog|mysqlslap|mysqlsh|"
+          "mariadb|mariadb-dump|mariadb-admin|mariadb-import|mariadb-check|mariadb-show|mariadb-binlog|mariadb-slap")
+_MONGO = "mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles"
+_LDAP = "ldapsearch|ldapadd|ldapmodify|ldapdelete|ldapmodrdn|ldapcompare|ldapwhoami|ldappasswd|ldapexop"
+_LOGIN = ("docker login|podman login|buildah login|skopeo login|nerdctl login|helm registry login|oras login|"
+          "regctl registry login")
+
+# Programs that take a password on their command line. `--password X` and `--password=X` of any program are
+# read by the flag and assignment rules; these are the short options, attached values and positional forms
+# those rules cannot know (`-p` is mysql's password but ssh's port).
+COMMAND_FORMATS: tuple[CommandFormat, ...] = (
+    _cmd("mysql_password_option", "MySQL / MariaDB", "database", _MYSQL, "-p", "attached",
+         ("mysql -h db.internal -u root -p'{}' shop", "mysqldump -uroot -p{} --single-transaction shop",
+          'mariadb -u app -p"{}" -e "select 1"'),
+         note="no space: `-p word` asks for the password and takes `word` as the database"),
+    _cmd("sqlserver_password_option", "Microsoft SQL Server", "database", "sqlcmd|bcp|osql", "-P", "both",
+         ("sqlcmd -S sql.internal -U sa -P {} -Q \"select 1\"", "bcp dbo.orders out orders.dat -S sql.internal -U loader -P'{}' -c")),
+    _cmd("mongodb_password_option", "MongoDB", "database", _MONGO, "-p", "separate",
+         ("mongosh --host db.internal -u admin -p {} --authenticationDatabase admin",
+          "mongodump -u backup -p '{}' --db shop --out /backups")),
+    _cmd("redis_password_option", "Redis", "database", "redis-cli|keydb-cli|valkey-cli", "-a|--pass", "separate",
+         ("redis-cli -h cache.internal -p 6379 -a {} ping", "valkey-cli --pass '{}' -n 2 flushdb"),
+         note="`-p` is the port there"),
+    _cmd("cassandra_password_option", "Apache Cassandra", "database", "cqlsh", "-p", "separate",
+         ("cqlsh cassandra.internal 9042 -u cassandra -p {}",)),
+    _cmd("influxdb_password_option", "InfluxDB", "database", "influx", "-password", "separate",
+         ("influx -host metrics.internal -username admin -password {} -execute 'SHOW DATABASES'",)),
+    _cmd("oracle_connect_password", "Oracle", "database", "sqlplus|expdp|impdp|exp|imp|rman|sqlldr|dgmgrl", "",
+         "separate", ("sqlplus -s app/{}@//db.internal:1521/ORCL @migrate.sql",
+                      "expdp system/{}@orcl directory=DUMP_DIR dumpfile=full.dmp full=y"),
+         user_separator="/", note="the connect string `user/password@database`"),
+    _cmd("sshpass_password_option", "sshpass", "generic", "sshpass", "-p", "both",
+         ("sshpass -p '{}' ssh deploy@10.0.0.5 uptime", "sshpass -p{} scp -P 2222 build.tar.gz deploy@10.0.0.5:/srv"),
+         stops=("ssh", "scp", "sftp", "rsync", "git")),
+    _cmd("putty_password_option", "PuTTY", "generic", "plink|pscp|psftp", "-pw", "separate",
+         ("plink -ssh deploy@10.0.0.5 -pw {} uptime", "pscp -pw '{}' build.zip deploy@10.0.0.5:/srv")),
+    _cmd("registry_login_password", "Docker / Podman / Helm", "package_registry", _LOGIN, "-p", "separate",
+         ("docker login -u ci-bot -p {} registry.example.com",
+          "helm registry login registry.example.com --username ci -p '{}'"),
+         note="`-p` of `docker run` is a port mapping: only the login subcommands count"),
+    _cmd("ldap_bind_password", "OpenLDAP", "generic", _LDAP, "-w", "both",
+         ("ldapsearch -x -H ldaps://ldap.internal -D cn=admin,dc=example,dc=com -w {} -b dc=example,dc=com",
+          "ldapmodify -x -D cn=admin,dc=example,dc=com -w '{}' -f users.ldif")),
+    _cmd("openssl_pass_argument", "OpenSSL", "generic", "openssl", "-passin|-passout|-pass|-password", "separate",
+         ("openssl pkcs12 -export -in cert.pem -inkey key.pem -out bundle.p12 -passout pass:{}",
+          "openssl rsa -in server.key -passin 'pass:{}' -out plain.key"),
+         value_prefix="pass:", note="`env:VAR` and `file:path` name where the password is, not the password"),
+    _cmd("java_keystore_password", "Java keytool", "generic", "keytool|jarsigner",
+         "-storepass|-keypass|-srcstorepass|-deststorepass|-srckeypass|-destkeypass|-new", "separate",
+         ("keytool -importcert -alias ca -file ca.pem -keystore truststore.jks -storepass {} -noprompt",
+          "jarsigner -keystore release.jks -storepass '{}' app.apk release")),
+    _cmd("gpg_passphrase_option", "GnuPG", "generic", "gpg|gpg2", "--passphrase", "separate",
+         ("gpg --batch --pinentry-mode loopback --passphrase '{}' -d secrets.tar.gpg",)),
+    _cmd("zip_password_option", "Info-ZIP", "generic", "zip|unzip|zipcloak", "-P", "separate",
+         ("zip -r -P {} backup.zip ./exports", "unzip -P '{}' backup.zip -d restore")),
+    _cmd("archiver_password_option", "7-Zip / RAR", "generic", "7z|7za|7zz|7zr|rar|unrar", "-p", "attached",
+         ("7z x backup.7z -p{} -o./restore", "rar a -hp -p'{}' backup.rar exports")),
+    _cmd("ipmi_password_option", "IPMI", "generic", "ipmitool", "-P", "separate",
+         ("ipmitool -I lanplus -H 10.0.0.20 -U admin -P {} chassis power status",)),
+    _cmd("mqtt_password_option", "Eclipse Mosquitto", "messaging", "mosquitto_pub|mosquitto_sub|mosquitto_rr", "-P",
+         "separate", ("mosquitto_pub -h mqtt.internal -u sensor -P {} -t home/temp -m 21",)),
+    _cmd("smb_user_password", "Samba", "generic", "smbclient|rpcclient|smbcacls|smbget", "-U|--user", "separate",
+         ("smbclient //files.internal/share -U admin%{} -c ls",), user_separator="%",
+         note="`-U user%password`"),
+    _cmd("httpie_auth_password", "HTTPie", "generic", "http|https", "-a|--auth", "separate",
+         ("http -a deploy:{} GET https://ci.example.com/api/json",), user_separator=":",
+         note="`-a user:password`, as curl's `-u`"),
+    _cmd("freerdp_password_option", "FreeRDP", "generic", "xfreerdp|wlfreerdp|sdl-freerdp", "/p:", "attached",
+         ("xfreerdp /v:win.internal /u:admin /p:{} /cert:ignore",)),
+)
+
+# Vendors whose secrets have no shape of their own (a bare 32-hex auth token), named in prose: "the Twilio
+# auth token is <32 hex>". domain/sanitise.py looks for the vendor's name, then a word that names a secret,
+# then (across a few filler words) a value of the format's shape that looks generated.
+_PROSE = "prose_named"
+PROSE_FORMATS: tuple[ContextFormat, ...] = (
+    ContextFormat("twilio_auth_token_in_prose", "Twilio", "messaging", "token", _PROSE, "Twilio", "{hex:32}", (DOCS,),
+                  "the account's auth token: 32 hex characters (the `AC...` account SID beside it is an id)"),
+    ContextFormat("twilio_api_secret_in_prose", "Twilio", "messaging", "secret", _PROSE, "Twilio", "{alnum:32}",
+                  (DOCS,), "the secret of an `SK...` API key"),
+    ContextFormat("vonage_api_secret_in_prose", "Vonage", "messaging", "secret", _PROSE, "Vonage|Nexmo",
+                  "{alnum:16}", (DOCS,)),
+    ContextFormat("plivo_auth_token_in_prose", "Plivo", "messaging", "token", _PROSE, "Plivo", "{alnum:40}", (DOCS,)),
+    ContextFormat("messagebird_key_in_prose", "MessageBird", "messaging", "api_key", _PROSE, "MessageBird",
+                  "{alnum:25}", (GL + "messagebird-api-token",)),
+    ContextFormat("datadog_api_key_in_prose", "Datadog", "observability", "api_key", _PROSE, "Datadog", "{hex:32}",
+                  (GL + "datadog-access-token", GH + "datadog_api_key")),
+    ContextFormat("datadog_app_key_in_prose", "Datadog", "observability", "secret", _PROSE, "Datadog", "{hex:40}",
+                  (GH + "datadog_app_key",)),
+    ContextFormat("algolia_admin_key_in_prose", "Algolia", "saas", "secret", _PROSE, "Algolia", "{hex:32}",
+                  (GL + "algolia-api-key",)),
+    ContextFormat("mailjet_secret_in_prose", "Mailjet", "email", "secret", _PROSE, "Mailjet", "{hex:32}", (DOCS,)),
+    ContextFormat("pusher_secret_in_prose", "Pusher", "messaging", "secret", _PROSE, "Pusher", "{hex:20}", (DOCS,)),
+)
+
 # Key names that announce a secret. The redactor scans for the last words (`word`, a small regex) and then
 # checks the whole key against `pattern`, in this order (the first match decides); a key must END with the
 # word, so `password_field` and `token_count` are not keys. `(?<![a-z0-9]...)` keeps `compass`, `bypass`,
@@ -674,7 +804,8 @@ NOT_COVERED: tuple[Uncovered, ...] = (
     Uncovered("bare_hex_or_base64_secret", "any",
               "A bare 32/40/64-character hex or base64 string (Datadog keys, AWS secret keys, Twilio auth tokens, "
               "CircleCI tokens...) is indistinguishable from a hash, a git sha or an id: covered only under a key, "
-              "header or URL parameter that names it (CONTEXT_FORMATS)."),
+              "header or URL parameter that names it (CONTEXT_FORMATS), or after its vendor's name and a word "
+              "naming a secret in prose (PROSE_FORMATS)."),
     Uncovered("bare_uuid_secret", "Heroku, Snyk, Postmark, Codecov",
               "UUID-shaped keys look like every request id: covered only in context."),
     Uncovered("clickhouse_cloud_key", "ClickHouse",
@@ -700,6 +831,10 @@ NOT_COVERED: tuple[Uncovered, ...] = (
     Uncovered("artifactory_password_ap", "JFrog", "`AP` + 8 alphanumerics (detect-secrets) matches ordinary words "
               "and ids.", (DS + "ArtifactoryDetector",)),
     Uncovered("pkcs12_file", "any", "Binary .p12/.pfx files never reach a text memory.", (GL + "pkcs12-file",)),
+    Uncovered("positional_cli_passwords", "htpasswd, rabbitmqctl, net use, mysql_config_editor",
+              "`htpasswd -b file user password`, `rabbitmqctl add_user name password`: the password is the n-th "
+              "bare argument, which only a parser of each program's options could find; the option forms "
+              "(COMMAND_FORMATS) and `--password` of any program are covered."),
     Uncovered("netrc_and_pgpass", "any",
               "`machine h login u password p` and `host:port:db:user:password` lines have no `=` or `:` after the "
               "word; a bare `password x` is also prose."),
@@ -753,5 +888,5 @@ def parse_shape(shape: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def all_formats() -> tuple[TokenFormat | ContextFormat, ...]:
-    return TOKEN_FORMATS + CONTEXT_FORMATS
+def all_formats() -> tuple[TokenFormat | ContextFormat | CommandFormat, ...]:
+    return TOKEN_FORMATS + CONTEXT_FORMATS + PROSE_FORMATS + COMMAND_FORMATS

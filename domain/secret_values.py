@@ -150,3 +150,40 @@ def secret(value: str, tier: str, *, quoted: bool, loose: bool = False, compared
     if (compared or not quoted) and value.isalpha() and value.islower() and len(value) <= 8:
         return False
     return not (loose and (_WORDS.fullmatch(value) or len(value) < 8))
+
+
+_SECRET_STEMS = ("pass", "pwd", "secret", "token", "key", "cred")
+
+
+def argument(value: str, after: str = "") -> bool:
+    """Whether a password given on a command line (`-pX`, `-P 'X'`, `user/X@db`) is one. A command line holds
+    no expressions, so anything goes but a reference (`$MYSQL_PWD`), a template, a mask, a placeholder, or
+    a word that only names the thing (`-pPASSWORD`, `-p yourpassword`)."""
+    value = value.strip()
+    if not any(c.isalnum() for c in value) or "[REDACTED:" in value or placeholder(value, after):
+        return False
+    return not (natural(value) and any(stem in value.lower() for stem in _SECRET_STEMS))
+
+
+_FILLERS = frozenset("""is was are were be been of for the a an our my your their its it it's this that now here
+    value set to as at in on with reads read equals equal new old current live test prod production staging dev
+    main auth api account app master primary secondary rest we i you they use used using send sent pass passed
+    have had got get gets put still currently actually just = : - -> => → — –""".split())
+_EDGE = "`'\"*()[]{}<>,.;:!?"
+
+
+def named_value(text: str, start: int, end: int, fillers: tuple[str, ...] = ()) -> tuple[int, int] | None:
+    """The span of the value a sentence names after a word like "token" (`text[start:end]` is what follows
+    that word): the first word that is not filler ("is", "the", ":", "->", the vendor's name), with its
+    quotes and punctuation left out; None past a few filler words, or when the next word is not filler."""
+    skipped = 0
+    for word in re.finditer(r"\S+", text[start:end]):
+        core = word.group().strip(_EDGE)
+        if not core or core.lower() in _FILLERS or core.lower() in fillers:
+            skipped += 1
+            if skipped > 6:
+                return None
+            continue
+        offset = start + word.start() + len(word.group()) - len(word.group().lstrip(_EDGE))
+        return offset, offset + len(core)
+    return None

@@ -96,8 +96,9 @@ def chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
 
 @dataclass(frozen=True)
 class CleanWrite:
-    """A write's strings after secret redaction, and the id they give it (pure: may be computed in
-    another process, as the bulk import does)."""
+    """A write's strings after secret redaction (every free-text field that reaches the log: text,
+    rationale, evidence, anchors' paths and symbols, author), and the id they give it (pure: may be
+    computed in another process, as the bulk import does)."""
 
     text: str
     rationale: str
@@ -106,18 +107,22 @@ class CleanWrite:
     mid: UUID
     anchors: tuple[dict[str, Any], ...] = ()
     """The anchors as the log keeps them (domain.anchors.Anchor.as_event), paths and symbols redacted."""
+    author: str | None = None
 
     @classmethod
     def of(cls, cmd: NewMemory) -> CleanWrite:
         text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
-        redactions = text.redactions + rationale.redactions + sum(r.redactions for r in refs)
+        author = sanitise(cmd.author) if cmd.author is not None else None
+        redactions = (text.redactions + rationale.redactions + sum(r.redactions for r in refs)
+                      + (author.redactions if author else 0))
         mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
         anchors: tuple[dict[str, Any], ...] = ()
         if cmd.anchors:
             anchors, more = _clean_anchors(cmd.anchors)
             redactions += more
-        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid, anchors)
+        return cls(text.text, rationale.text, [r.text for r in refs], redactions, mid, anchors,
+                   author.text if author else None)
 
 
 def _clean_anchors(anchors: Iterable[Anchor]) -> tuple[tuple[dict[str, Any], ...], int]:

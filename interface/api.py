@@ -33,8 +33,8 @@ from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates, Similar
 from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.recall import ReadQuery, RecallEngine
-from strata_recall.workers.as_of import Moment
+from strata_recall.projections.recall import TEXT_CHARS, ReadQuery, RecallEngine
+from strata_recall.workers.as_of import Moment, PastModels
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
@@ -130,6 +130,15 @@ def parse(model: type[M], payload: Payload) -> M:
 
 
 @dataclass(frozen=True)
+class PastNeed:
+    """What a request `as_of` a past moment needs built: the moment's read model, and for a read its
+    vector index."""
+
+    moment: Moment
+    vectors: bool
+
+
+@dataclass(frozen=True)
 class Reader:
     """What reads need from the composition root, built lazily (writes never load the model)."""
 
@@ -145,6 +154,8 @@ class Reader:
     """Paged views of the store now (None) or at a past moment."""
     prepare: Callable[[Moment, bool], None]
     """Build the past model of a moment (and its vector index: True) ahead of the request."""
+    past: Callable[[], PastModels] | None = None
+    """The past models themselves: whether one is built, pinning one while a request uses it."""
 
 
 class CommandAPI:
@@ -192,13 +203,15 @@ class CommandAPI:
             self._wait_consistent(reader, request.consistency)
         moment = reader.moment(request.as_of) if request.as_of is not None else None
         engine = reader.engine() if moment is None else reader.recall_at(moment)
-        recall = engine.read(to_read_query(request, self.workspaces))
+        query = to_read_query(request, self.workspaces)
+        recall = engine.read(query) if request.memory_ids is None else engine.read_memories(query, request.memory_ids)
         log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
                  position=recall.position, read_id=recall.read_id, as_of=moment and moment.position)
         return ReadResponse(
             as_of=moment and moment.as_dict(),
             read_id=recall.read_id,
             results=[ReadResult(**r) for r in recall.results],
+            answer_relevance=recall.relevance,
             suppressed=recall.suppressed,
             guidance=recall.guidance,
             position=recall.position,
@@ -227,19 +240,28 @@ class CommandAPI:
         """The repos with memories, as far as `principal` may use them (the operator: every one)."""
         return self._inspector().repos(parse(ReposRequest, payload), principal.may_use)
 
-    def prepare_past(self, payload: Payload, model: type[BaseModel]) -> None:
-        """Build the past model a request's `as_of` needs before the request takes its turn: a serving
-        process does it off its operation lane, so a replay of the log never holds up other requests.
-        Does nothing without as_of, or when the request does not parse (the operation then says why)."""
+    def past_moment(self, payload: Payload, model: type[BaseModel]) -> PastNeed | None:
+        """The past moment a request's `as_of` names, and whether it needs the vector index there (a
+        read does); None without as_of, or when the request does not parse or names no moment of the
+        log (the operation then says why)."""
         if not isinstance(payload, BaseModel) and not self.names_as_of(payload):
-            return
+            return None
         try:
             as_of = getattr(parse(model, payload), "as_of", None)
-            if as_of is not None:
-                reader = self._reader()
-                reader.prepare(reader.moment(as_of), model is ReadRequest)
+            if as_of is None:
+                return None
+            return PastNeed(self._reader().moment(as_of), model is ReadRequest)
         except StrataError:
-            return
+            return None
+
+    def past_models(self) -> PastModels | None:
+        reader = self._reader()
+        return reader.past() if reader.past is not None else None
+
+    def prepare_past(self, need: PastNeed) -> None:
+        """Build the past model (and vector index) a request needs before it takes its turn: a serving
+        process does it off its operation lane, so a replay of the log never holds up other requests."""
+        self._reader().prepare(need.moment, need.vectors)
 
     @staticmethod
     def names_as_of(payload: str | bytes | dict[str, Any]) -> bool:
@@ -495,7 +517,7 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
     return ReadQuery(
         workspace=anchoring.read_workspace(request.workspace, workspaces or Workspaces.remote()),
         repo_id=request.repo_id,
-        query=request.query,
+        query=request.query if request.query is not None else "memory_ids: " + " ".join(request.memory_ids or ()),
         mode=request.mode,
         include_global=request.include_global,
         kinds=tuple(request.kinds) if request.kinds else None,
@@ -505,6 +527,8 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
         include_update_links=request.expand.include_update_links,
         token_budget=request.token_budget,
         current_problem_id=request.current_problem_id,
+        min_relevance=request.min_relevance,
+        text_chars=request.max_text_chars or TEXT_CHARS,
     )
 
 

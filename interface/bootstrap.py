@@ -4,6 +4,8 @@ The CLI, the servers and the tests all come through here. Nothing is opened unti
 from __future__ import annotations
 
 import gc
+import shutil
+import sqlite3
 import time
 
 from collections.abc import Sequence
@@ -12,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from eventsourcing.persistence import PersistenceError
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
@@ -67,7 +69,8 @@ class Strata:
         callers) may make Strata read files under its workspace roots; `remote` (HTTP, MCP over HTTP)
         never does (interface/workspace.py)."""
         reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
-                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past)
+                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past,
+                        past=self.past)
         workspaces = Workspaces.remote() if remote else Workspaces.for_local(self.settings.workspace_roots)
         return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
                           feedback_max_memories=self.settings.feedback_max_memories,
@@ -312,11 +315,27 @@ def open_log(settings: Settings) -> MemoryLog:
         raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
     if settings.event_store == "postgres":
         return _open_postgres_log(settings)
-    return MemoryLog(env=_log_env({
-        "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
-        "SQLITE_DBNAME": str(settings.event_db),
-        "SQLITE_LOCK_TIMEOUT": "10",
-    }))
+    try:
+        return MemoryLog(env=_log_env({
+            "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
+            "SQLITE_DBNAME": str(settings.event_db),
+            "SQLITE_LOCK_TIMEOUT": "10",
+        }))
+    except (sqlite3.OperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
+        # held too long (a file that is no database is not something to retry: that stays an internal error)
+        # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
+        full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""
+        raise EventStoreUnavailable(
+            "event_log_unavailable", "",
+            f"the event log ({settings.event_db}) cannot be opened right now ({' '.join(str(exc).split())[:300]}{full}); "
+            "nothing was recorded: retry once it is fixed (strata doctor checks the data directory and the log)") from None
+
+
+def _disk_full(folder: Path) -> bool:
+    try:
+        return shutil.disk_usage(folder).free == 0
+    except OSError:
+        return False
 
 
 def _log_env(values: dict[str, str]) -> dict[str, str]:

@@ -12,7 +12,7 @@
   is refused, and so is a request the browser marks `Sec-Fetch-Site: cross-site` without an allowed
   Origin. Refused with 403. This stops cross-site request forgery: any page the user visits can POST
   to 127.0.0.1, but it cannot choose its Origin.
-- **Content-Type** of a request with a body must be `application/json`. A form or `text/plain` POST is
+- **Content-Type** of a POST with a body must be `application/json`. A form or `text/plain` POST is
   the one kind a browser sends cross-site without asking first (no CORS preflight). Refused with 415.
 
 `BearerToken` answers who is asking. With a token in force (the server's STRATA_TOKEN, a named token
@@ -44,7 +44,10 @@ OPEN_PATHS = frozenset({"/healthz"})
 """Routes that never need the token (a load balancer's probe has none)."""
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "*"})
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+BODY_METHODS = frozenset({"POST"})
+"""Methods whose body must be JSON: the only one a route takes a body with. (A browser sends PUT or
+PATCH cross-site only after a CORS preflight, which nothing here answers; such a request, like a POST
+without a body, goes on to the router: 405 where the route takes no such method.)"""
 
 
 def refusal(status: int, code: str, path: str, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -94,6 +97,11 @@ def allowed_hosts(bound: str, configured: Iterable[str] = ()) -> frozenset[str] 
     return frozenset(names)
 
 
+def _has_body(headers: dict[str, str]) -> bool:
+    """Whether the request carries a body (one declared by length, or chunked): what a form could forge."""
+    return "transfer-encoding" in headers or headers.get("content-length", "").strip() not in ("", "0")
+
+
 class RequestGuard:
     """Host, Origin and Content-Type checks for every HTTP request (see the module docstring)."""
 
@@ -127,7 +135,7 @@ class RequestGuard:
                            "origins listed in the allowed_origins setting (STRATA_ALLOWED_ORIGINS) may call it")
         if origin is None and headers.get("sec-fetch-site") == "cross-site":
             return refusal(403, "origin_not_allowed", "origin", "cross-site requests from web pages are refused")
-        if scope["method"] in BODY_METHODS:
+        if scope["method"] in BODY_METHODS and _has_body(headers):
             media = headers.get("content-type", "").split(";")[0].strip().lower()
             if media != "application/json":
                 return refusal(415, "unsupported_media_type", "content-type",

@@ -50,8 +50,8 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from strata_recall.domain.errors import Conflict, StrataError
-from strata_recall.interface.api import CommandAPI
+from strata_recall.domain.errors import Conflict, StrataError, Unavailable
+from strata_recall.interface.api import CommandAPI, PastNeed
 from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.interface import access, stdio_wire, tool_schema
@@ -91,24 +91,40 @@ def internal_error(exc: BaseException) -> StrataError:
     return StrataError("internal_error", "", f"internal error ({type(exc).__name__}): {exc}")
 
 
+class _PastUse:
+    """The requests on their way to use one past moment: how many, and one build at a time."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.building = anyio.Lock()
+
+
 class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
     Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
     that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
-    neither holds the lane nor a thread; without `waiters` it waits inside its call. A request `as_of`
-    a past moment first has its read model of the past built on a second lane (workers/as_of.py: a
-    replay of the log, seconds at 100,000 memories), so that other requests are not held up meanwhile.
-    An operation stuck on the lane past `stall_seconds` is logged and reported (interface/stalls.py).
+    neither holds the lane nor a thread; without `waiters` it waits inside its call. An operation stuck
+    on the lane past `stall_seconds` is logged and reported (interface/stalls.py).
+
+    A request `as_of` a past moment first has its read model of the past built on a second lane
+    (workers/as_of.py: a replay of the log, seconds at 100,000 memories), so that other requests are not
+    held up meanwhile. At most `max_past` distinct moments are built, wait to be, or are served at once:
+    a request for yet another is refused at once (Unavailable `too_many_as_of`) rather than queued
+    behind replays, and requests for one moment share its build. The model of a moment in use is
+    pinned, so another build never pushes it out before its request runs.
 
     Whether its clients are local (stdio) or not (HTTP) is the API's (`Strata.api(remote=...)`):
     it decides whether a request may make Strata read files (interface/workspace.py)."""
 
-    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None, stall_seconds: float = 30.0) -> None:
+    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None, stall_seconds: float = 30.0,
+                 max_past: int = 2) -> None:
         self.api = api
         self.waiters = waiters
         self.stalls = StallWatch(stall_seconds)
+        self.max_past = max_past
         self._lane: anyio.CapacityLimiter | None = None
         self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
+        self._moments: dict[int, _PastUse] = {}  # past moments in use, by log position
 
     async def call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal = LOCAL) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error).
@@ -117,27 +133,53 @@ class Dispatcher:
         if self._lane is None or self._past is None:  # created inside the event loop that uses them
             self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
-            if access.needs_scopes(op, principal):  # the check reads the log: on the lane, with the call
-                return await anyio.to_thread.run_sync(self.stalls.run, op.name, self._admitted_call, op, payload, principal,
-                                                      limiter=self._lane)
-            request = self.api.admit(op, payload, principal)
+            if access.needs_scopes(op, principal):  # the check reads the log: on the lane
+                request = await anyio.to_thread.run_sync(self.api.admit, op, payload, principal, limiter=self._lane)
+            else:
+                request = self.api.admit(op, payload, principal)
             if self.waiters is not None and op.method in ("read", "index"):
                 consistency = getattr(request, "consistency", None)
                 if consistency is not None:
                     await self.waiters.wait(consistency)
+            need = None
             if op.read_only and getattr(request, "as_of", None) is not None:
-                # building a read model of the past replays the log: beside the lane, not in it
-                await anyio.to_thread.run_sync(self.api.prepare_past, request, op.request, limiter=self._past)
-            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
-                                                  limiter=self._lane)
+                need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
+            if need is None:
+                return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
+                                                      limiter=self._lane)
+            return await self._call_past(op, request, principal, need)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
 
-    def _admitted_call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal) -> BaseModel:
-        return op.call(self.api, self.api.admit(op, payload, principal), principal)
+    async def _call_past(self, op: Operation, request: BaseModel, principal: Principal, need: PastNeed) -> BaseModel:
+        position, models = need.moment.position, self.api.past_models()
+        use = self._moments.get(position)
+        if use is None:
+            if len(self._moments) >= self.max_past:
+                raise Unavailable("too_many_as_of", "as_of",
+                                  f"{len(self._moments)} other past moments are being built or read now (the most this "
+                                  "server handles at once: max_as_of_builds); building another means replaying the "
+                                  "log: retry in a few seconds, or ask for a moment already in use")
+            use = self._moments[position] = _PastUse()
+            if models is not None:
+                models.pin(position)
+        use.users += 1
+        try:
+            async with use.building:  # the first request builds; the others find it built
+                if models is None or not models.ready(position, need.vectors):
+                    # building a read model of the past replays the log: beside the lane, not in it
+                    await anyio.to_thread.run_sync(self.api.prepare_past, need, limiter=self._past)
+            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
+                                                  limiter=self._lane)
+        finally:
+            use.users -= 1
+            if use.users == 0:
+                del self._moments[position]
+                if models is not None:
+                    models.unpin(position)
 
 
 def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
@@ -145,7 +187,8 @@ def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: b
     the projections' positions through `positions` (connections of its own). `remote`: its clients
     are not on this machine (`strata serve`), so no request makes it read a file."""
     waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
-    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds)
+    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds,
+                      strata.settings.max_as_of_builds)
 
 
 class Background:

@@ -130,15 +130,15 @@ OPERATIONS: dict[str, Operation] = {
             summary="Recall the memories relevant to a problem.",
             description=(
                 "Recall what earlier sessions learned about a problem: call it when one starts, describing it "
-                "in your own words. Results are hypotheses, each with its truth (decays unless re-validated), "
-                "utility and retrieval_reason. Failed tactics are cautions, not bans; a change_chain means the "
-                "code moved since. Check claims against the code. Keep read_id for feedback. An empty result "
-                "is a fine answer."
+                "in your own words. Results are hypotheses, best first, with relevance (a probability), truth, "
+                "utility; long texts are cut (memory_ids reads them whole). Failed tactics are cautions; a "
+                "change_chain means the code moved. Check claims against the code. Keep read_id for feedback. "
+                "Empty is normal."
             ),
             example={"repo_id": "acme/api", "query": "integration tests hang on startup", "mode": "targeted"},
             read_only=True,
             permission="read",
-            advanced=("expand", "consistency", "workspace", "as_of"),
+            advanced=("expand", "consistency", "workspace", "as_of", "min_relevance", "max_text_chars"),
         ),
         Operation(
             name="write",

@@ -12,7 +12,8 @@ Endpoints (all generated from `interface.operations.OPERATIONS`):
 
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 403 what the token may
-not do, 404 not found, 409 conflict, 413 request too large, 500 internal, 503 event log unavailable.
+not do or another origin, 404 not found, 409 conflict, 413 request too large, 415 not JSON, 421 unknown Host,
+500 internal, 503 event log unavailable or too many requests waiting. The OpenAPI document lists each.
 
 When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
 server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
@@ -161,6 +162,9 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
     def error(description: str) -> dict[str, Any]:
         return {"description": f"{description}: the error shape.", "content": content(ErrorResponse, "serialization")}
 
+    # every route, /healthz included, answers these before it runs (interface/http_security.py)
+    guarded = {"403": error("A browser page from another origin (Origin, Sec-Fetch-Site) is refused"),
+               "421": error("The Host header names no host this server answers to (allowed_hosts)")}
     paths: dict[str, Any] = {}
     for op in OPERATIONS.values():
         body = content(op.request, "validation")
@@ -169,11 +173,14 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "200": {"description": op.summary, "content": content(op.response, "serialization")},
             "400": error("Invalid input (including malformed JSON); nothing was recorded"),
             "401": error("Missing or wrong bearer token"),
-            "404": error("A referenced memory or read does not exist here"),
+            **guarded,
+            "404": error("A referenced memory or read, or the past moment `as_of` names, does not exist here"),
             "409": error("The memory's state forbids it (e.g. forgotten), or a bound was reached"),
             "413": error("The request is too large"),
+            "415": error("The body is not `Content-Type: application/json`"),
             "500": error("Internal error"),
-            "503": error("The event log is unavailable"),
+            "503": error("The event log cannot be written or reached, or too many requests already wait (reads for a "
+                         "log position: too_many_waiting; past moments: too_many_as_of): retry shortly"),
         }
         paths[f"/v1/{op.name}"] = {
             "post": {
@@ -196,6 +203,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                 "200": {"description": "Serving; the projection workers run.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
                 "503": {"description": "The projection workers stopped, or the event log refuses writes.",
                         "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
+                **guarded,
             },
         }
     }

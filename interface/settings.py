@@ -80,6 +80,11 @@ class Settings(BaseModel):
         30.0, gt=0, le=86400,
         description="An operation that holds a serving process's lane longer than this is logged "
                     "(request_stalled) and marks /healthz degraded until it finishes.")
+    max_as_of_builds: int = Field(
+        2, ge=1, le=16,
+        description="Most distinct past moments (`as_of`) a serving process builds, waits to build or serves at once; "
+                    "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
+                    "under way shares its build.")
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

@@ -11,6 +11,12 @@ memory linked to it naming what the gold patch edited (`Fixed "<first line>" by 
 path/file.py: Class.method, function`). hit@k: one of the first k distinct past tasks returned (a
 problem or its solution stands for its task) edited a file the task's gold patch edits; only tasks
 with at least one earlier task of their repository that edited one of those files count.
+
+Negatives: beside each evaluable read, a foreign read: another repository's task statement (a fixed,
+spread-out choice) against this repository's store, where nothing is relevant. Each read records its
+answer's size (results, and tokens of the response's JSON) and, for the full engine with the bar off,
+every returned memory's relevance with whether it is relevant (its task edited one of the files),
+for the calibration table.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, configs_for, random_hit, returned  # noqa: E402
+from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
+                         random_hit, returned, rrf_rank)
 
 from strata_recall.interface.api import CommandAPI, parse, to_read_query  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -40,6 +47,7 @@ from strata_recall.interface.logs import configure_logging  # noqa: E402
 from strata_recall.interface.settings import load_settings  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import RecallConfig  # noqa: E402
+from strata_recall.projections.tokens import TokenCounter  # noqa: E402
 from strata_recall.schemas.read import ReadRequest  # noqa: E402
 
 KS = (1, 5, 10)
@@ -97,16 +105,34 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
              systems: tuple[str, ...] = SYSTEMS) -> list[dict]:
     """One row per evaluable task: repo, instance id and, per system, hit@k for every k."""
     rows = []
-    for repo, tasks in by_repo(data).items():
+    repos = by_repo(data)
+    everything = sorted((t for ts in repos.values() for t in ts), key=lambda t: t.instance_id)
+    for repo, tasks in repos.items():
         with tempfile.TemporaryDirectory() as tmp:
             strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
-            rows += _walk(strata, repo, tasks, configs, embedder, systems)
+            rows += _walk(strata, repo, tasks, configs, embedder, systems, everything)
             strata.close()
     return rows
 
 
+def foreign_task(everything: list[Task], repo: str, n: int) -> Task:
+    """The n-th foreign query of a run: a task of another repository, spread over all of them."""
+    others = [t for t in everything if t.repo != repo]
+    return others[(n * 7919) % len(others)]
+
+
+def _request(repo: str, text: str):
+    return to_read_query(parse(ReadRequest, {
+        "repo_id": repo, "query": text, "mode": "targeted", "include_global": False, "limit": LIMIT}))
+
+
+def _cost(answer, counter: TokenCounter) -> dict:
+    tokens, lean = answer_tokens(answer, counter)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
+
+
 def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
-          systems: tuple[str, ...]) -> list[dict]:
+          systems: tuple[str, ...], everything: list[Task]) -> list[dict]:
     """Read then write each task of one repository in turn, in its own store (as a store holding
     only that repository would: the keyword statistics are the repository's own)."""
     rows = []
@@ -114,23 +140,39 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
     engines = {name: strata.recall(config) for name, config in configs.items()}
     task_of: dict[str, Task] = {}
     bm25, dense = BM25(), Dense(embedder.dim)
+    counter = TokenCounter()
     for i, task in enumerate(tasks):
         past = tasks[:i]
         relevant = sum(1 for t in past if t.files & task.files)
         if relevant:
-            row = {"repo": repo, "instance_id": task.instance_id, "hits": {}}
-            request = to_read_query(parse(ReadRequest, {
-                "repo_id": repo, "query": task.problem, "mode": "targeted", "include_global": False, "limit": LIMIT}))
+            row = {"repo": repo, "instance_id": task.instance_id, "hits": {}, "cost": {}, "foreign": {},
+                   "calibration": []}
+            request = _request(repo, task.problem)
             for name, engine in engines.items():
                 answer = engine.read(request)
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
+                row["cost"][name] = _cost(answer, counter)
+                if name == "full-off":
+                    row["calibration"] += [(m["relevance"], bool(m["memory_id"] in task_of
+                                                                 and task_of[m["memory_id"]].files & task.files))
+                                           for m in flat(answer.results)]
+            foreign = _request(repo, foreign_task(everything, repo, len(rows)).problem)
+            for name in FOREIGN:
+                if name in engines:
+                    answer = engines[name].read(foreign)
+                    row["foreign"][name] = _cost(answer, counter)
+                    if name == "full-off":
+                        row["calibration"] += [(m["relevance"], False) for m in flat(answer.results)]
             if "random" in systems:
                 row["hits"]["random"] = [random_hit(len(past), relevant, k) for k in KS]
+            ranked_bm25 = bm25.rank(task.problem) if {"bm25", "rrf"} & set(systems) else []
+            ranked_dense = dense.rank(embedder.embed_query(task.problem)) if {"dense", "rrf"} & set(systems) else []
             if "bm25" in systems:
-                row["hits"]["bm25"] = hits(distinct_tasks(bm25.rank(task.problem), task_of), task.files)
+                row["hits"]["bm25"] = hits(distinct_tasks(ranked_bm25, task_of), task.files)
             if "dense" in systems:
-                ranked = dense.rank(embedder.embed_query(task.problem))
-                row["hits"]["dense"] = hits(distinct_tasks(ranked, task_of), task.files)
+                row["hits"]["dense"] = hits(distinct_tasks(ranked_dense, task_of), task.files)
+            if "rrf" in systems:
+                row["hits"]["rrf"] = hits(distinct_tasks(rrf_rank([ranked_bm25, ranked_dense]), task_of), task.files)
             rows.append(row)
         problem = api.write({"repo_id": repo, "memory": {
             "text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
@@ -141,9 +183,9 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
         for memory_id, text in ((problem, task.problem), (solution, task.solution)):
             if memory_id not in task_of:
                 task_of[memory_id] = task
-                if "bm25" in systems:
+                if {"bm25", "rrf"} & set(systems):
                     bm25.add(memory_id, text)
-                if "dense" in systems:
+                if {"dense", "rrf"} & set(systems):
                     dense.add_many([memory_id], embedder.embed([text]))
     return rows
 

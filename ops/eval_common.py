@@ -1,11 +1,13 @@
 """What the retrieval evaluations share: the baselines they run beside the engine on the same texts
-in the same run (Okapi BM25, plain dense cosine over the project's own embedding model, the exact
-expectation of a random order), and the order of memories in a read's answer. Plain Python and
-numpy, no project code, so they are the same whichever engine (ops/eval_recall.py --before) is
-measured."""
+in the same run (Okapi BM25, plain dense cosine over the project's own embedding model, their
+reciprocal-rank fusion, the exact expectation of a random order), the order of memories in a read's
+answer, and what an answer costs and how well its relevance is calibrated (the negatives: foreign
+reads). Plain Python and numpy, no project code but the engine's configuration, so they are the
+same whichever engine (ops/eval_recall.py --before) is measured."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tempfile
@@ -17,10 +19,17 @@ import numpy as np
 
 from strata_recall.projections.recall import RecallConfig
 
-SYSTEMS = ("random", "bm25", "dense", "keyword", "vector", "full")
-"""Baselines measured beside the engine (random: exact expectation), then the engine's own modes."""
-LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM",
-          "keyword": "engine keyword-only", "vector": "engine vector-only", "full": "full engine"}
+SYSTEMS = ("random", "bm25", "dense", "rrf", "keyword", "vector", "full-off", "full")
+"""Baselines measured beside the engine (random: exact expectation; rrf: RRF(BM25, dense), k 60), then
+the engine's own modes: its single signals and the full engine with the relevance bar off (the
+ranking compared with the baselines), then the full engine as agents get it (the default bar)."""
+LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM", "rrf": "RRF(BM25, dense)",
+          "keyword": "engine keyword-only", "vector": "engine vector-only", "full-off": "full engine, bar off",
+          "full": "full engine, default bar"}
+RIVALS = ("bm25", "dense", "rrf", "keyword", "vector")
+"""What the full engine with the bar off must match or beat at every k."""
+FOREIGN = ("full", "full-off")
+"""The systems that also answer foreign reads (queries from another repository or conversation)."""
 MODEL_DIR = Path(tempfile.gettempdir()) / "strata-eval-model"
 """Where the evaluations assemble the embedding model's folder (shared by every script)."""
 
@@ -96,6 +105,53 @@ class Dense:
         return [self.ids[i] for i in order.tolist()]
 
 
+def rrf_rank(rankings: list[list[str]], k: float = 60.0) -> list[str]:
+    """Reciprocal-rank fusion of rankings (each best first): sum of 1 / (k + rank), best first."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda d: -scores[d])
+
+
+def flat(results: list[dict]) -> list[dict]:
+    """Every memory of an answer, nested ones included, in the order shown."""
+    return [m for r in results for m in (r, *(r.get("solutions") or ()), *(r.get("failed_tactics") or ()))]
+
+
+def answer_tokens(recall, counter) -> tuple[int, int]:
+    """Tokens of an answer as the agent receives it, the read response's JSON (projections/tokens.py's
+    tokenizer); and of the same JSON without null and empty fields."""
+    from strata_recall.schemas.read import ReadResponse  # the measured engine's own contract
+
+    extra = {"answer_relevance": recall.relevance} if "answer_relevance" in ReadResponse.model_fields else {}
+    response = ReadResponse(read_id=recall.read_id, results=recall.results, suppressed=recall.suppressed, **extra,
+                            guidance=recall.guidance, position=recall.position)
+    lean = json.dumps(_lean(response.model_dump(mode="json")), separators=(",", ":"))
+    return counter.count(response.model_dump_json()), counter.count(lean)
+
+
+def _lean(value):
+    if isinstance(value, dict):
+        return {k: _lean(v) for k, v in value.items() if v not in (None, [], {}, "")}
+    if isinstance(value, list):
+        return [_lean(v) for v in value]
+    return value
+
+
+def calibration(pairs: list[tuple[float, bool]], bins: int = 10) -> dict:
+    """Predicted relevance against what was observed, in bins of the prediction ([0, 0.1), ...), and
+    the Brier score: `pairs` are (relevance shown, relevant) of every memory returned."""
+    table = []
+    for b in range(bins):
+        chosen = [(p, y) for p, y in pairs if min(int(p * bins), bins - 1) == b]
+        if chosen:
+            table.append((b / bins, len(chosen), sum(p for p, _ in chosen) / len(chosen),
+                          sum(1 for _, y in chosen if y) / len(chosen)))
+    brier = sum((p - float(y)) ** 2 for p, y in pairs) / len(pairs) if pairs else float("nan")
+    return {"bins": table, "brier": brier, "n": len(pairs)}
+
+
 def random_hit(n: int, relevant: int, k: int) -> float:
     """P(at least one of `relevant` items among the first k of a random order of n)."""
     if relevant <= 0:
@@ -111,7 +167,11 @@ def random_recall(n: int, k: int) -> float:
 
 
 def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> dict[str, RecallConfig]:
-    """The engine's systems among `systems`: keyword-only, vector-only and the full engine."""
+    """The engine's systems among `systems`: keyword-only, vector-only and the full engine with the
+    relevance bar off, and the full engine at its default bar (an engine without a bar, from before
+    it had one, is the same engine four times but for the modes)."""
     base = base or RecallConfig()
-    engine = {"keyword": replace(base, relevance="keyword"), "vector": replace(base, relevance="vector"), "full": base}
+    off = {"bar": 0.0} if hasattr(base, "bar") else {}
+    engine = {"keyword": replace(base, relevance="keyword", **off), "vector": replace(base, relevance="vector", **off),
+              "full-off": replace(base, **off), "full": base}
     return {name: config for name, config in engine.items() if name in systems}

@@ -10,8 +10,11 @@ link to the previous turn of its session, as a recorder of conversations would w
 `isolated`, each turn on its own as the paper indexes them (the footing of the published DRAGON
 figures). recall@k is the share of a question's evidence turns among the first k returned, averaged
 over questions (a question without evidence counts as 1). Baselines on the same texts in the same
-run: a random order (exact expectation), BM25 and dense MiniLM cosine. Accepts the dev split and the
-full ten-conversation file alike.
+run: a random order (exact expectation), BM25, dense MiniLM cosine and their reciprocal-rank fusion.
+Negatives: the next conversation's questions are also asked of each conversation's store (foreign
+reads: nothing there is relevant), and answers record their size (results, tokens of the response's
+JSON) and, for the full engine with the bar off, each returned turn's relevance with whether it is
+evidence, for the calibration table. Accepts the dev split and the full ten-conversation file alike.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, configs_for, random_recall, returned  # noqa: E402
+from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
+                         random_recall, returned, rrf_rank)
 
 from strata_recall.interface.api import CommandAPI  # noqa: E402
 from strata_recall.interface.bootstrap import build  # noqa: E402
@@ -41,6 +45,7 @@ from strata_recall.interface.settings import load_settings  # noqa: E402
 from strata_recall.domain.ids import memory_id  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import ReadQuery, RecallConfig  # noqa: E402
+from strata_recall.projections.tokens import TokenCounter  # noqa: E402
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -114,14 +119,18 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
     names = [s for s in systems if s not in configs] + list(configs)
     scores: dict[str, list[tuple[int, dict[int, float]]]] = {name: [] for name in names}
     latencies: dict[str, list[float]] = {name: [] for name in configs}
-    for sample in data:
+    cost: dict[str, list[dict]] = {name: [] for name in configs}
+    foreign_cost: dict[str, list[dict]] = {name: [] for name in FOREIGN if name in configs}
+    calibration: list[tuple[float, bool]] = []
+    counter = TokenCounter()
+    for index, sample in enumerate(data):
         with tempfile.TemporaryDirectory() as tmp:
             strata, repo, dia_of, memories = load_store(sample, Path(tmp), embedder, linked)
             bm25, dense = BM25(), Dense(embedder.dim)
-            if "bm25" in scores:
+            if {"bm25", "rrf"} & scores.keys():
                 for memory, text in memories:
                     bm25.add(memory, text)
-            if "dense" in scores:
+            if {"dense", "rrf"} & scores.keys():
                 dense.add_many([m for m, _ in memories], embedder.embed([t for _, t in memories]))
             n_turns = len({d for ds in dia_of.values() for d in ds})
             engines = {name: strata.recall(config) for name, config in configs.items()}
@@ -130,21 +139,43 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                 category = qa["category"]
                 for name, engine in engines.items():
                     started = time.perf_counter()
-                    answer = engine.read(ReadQuery(repo_id=repo, query=qa["question"], mode="targeted", limit=50,
-                                                   include_global=False))
+                    answer = engine.read(_question(repo, qa["question"]))
                     latencies[name].append(time.perf_counter() - started)
                     scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
+                    cost[name].append(_cost(answer, counter))
+                    if name == "full-off":
+                        calibration += [(m["relevance"], bool(set(dia_of.get(m["memory_id"], ())) & evidence))
+                                        for m in flat(answer.results)]
                 if "random" in scores:
                     exact = {k: random_recall(n_turns, k) for k in KS} if evidence else dict.fromkeys(KS, 1.0)
                     scores["random"].append((category, exact))
+                ranked_bm25 = bm25.rank(qa["question"]) if {"bm25", "rrf"} & scores.keys() else []
+                ranked_dense = dense.rank(embedder.embed_query(qa["question"])) if {"dense", "rrf"} & scores.keys() else []
                 if "bm25" in scores:
-                    ranked = as_dia_ids(bm25.rank(qa["question"]), dia_of, 50)
-                    scores["bm25"].append((category, recall_at(ranked, evidence)))
+                    scores["bm25"].append((category, recall_at(as_dia_ids(ranked_bm25, dia_of, 50), evidence)))
                 if "dense" in scores:
-                    ranked = as_dia_ids(dense.rank(embedder.embed_query(qa["question"])), dia_of, 50)
-                    scores["dense"].append((category, recall_at(ranked, evidence)))
+                    scores["dense"].append((category, recall_at(as_dia_ids(ranked_dense, dia_of, 50), evidence)))
+                if "rrf" in scores:
+                    fused = rrf_rank([ranked_bm25, ranked_dense])
+                    scores["rrf"].append((category, recall_at(as_dia_ids(fused, dia_of, 50), evidence)))
+            for qa in data[(index + 1) % len(data)]["qa"] if len(data) > 1 else ():  # another conversation's
+                for name in foreign_cost:
+                    answer = engines[name].read(_question(repo, qa["question"]))
+                    foreign_cost[name].append(_cost(answer, counter))
+                    if name == "full-off":
+                        calibration += [(m["relevance"], False) for m in flat(answer.results)]
             strata.close()
-    return {"scores": scores, "latencies": latencies}
+    return {"scores": scores, "latencies": latencies, "cost": cost, "foreign": foreign_cost,
+            "calibration": calibration}
+
+
+def _cost(answer, counter: TokenCounter) -> dict:
+    tokens, lean = answer_tokens(answer, counter)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
+
+
+def _question(repo: str, question: str) -> ReadQuery:
+    return ReadQuery(repo_id=repo, query=question, mode="targeted", limit=50, include_global=False)
 
 
 def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = None) -> tuple[int, list[float]]:

@@ -2,6 +2,7 @@
 threshold the data supports.
 
 Usage: python ops/eval_near_duplicates.py [--pairs tests/data/near_duplicates.jsonl] [--model-dir DIR]
+       [--baseline-ref REF]
 
 The pairs are realistic coding-agent memories of the same kind: paraphrases of one lesson
 (duplicate: true) and related-but-different lessons (duplicate: false: another version, port,
@@ -12,14 +13,19 @@ with the real model (all-MiniLM-L6-v2 int8, as the vector projection does). Prin
   guard of domain/duplicates.py (same numbers, code-like tokens of one among the other's);
 - the threshold the data supports: the lowest one from which no false merge happens at any higher
   threshold, plus a margin (MARGIN), next to the one in use (domain.duplicates.MERGE_COSINE);
-- every pair the rule in use gets wrong: merged but different, and duplicates it misses.
+- every pair the rule in use gets wrong: merged but different, and duplicates it misses;
+- with --baseline-ref, the lexical guard of that revision (its domain/duplicates.py) on the same pairs
+  and embeddings, at the threshold in use: precision and recall before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +67,19 @@ def score(pairs: list[Pair], embedder: object) -> list[Pair]:
     return pairs
 
 
+def baseline_guard(ref: str) -> Callable[[str, str], bool] | None:
+    """`same_specifics` as domain/duplicates.py defines it at `ref` (a pure module: re and typing only), or
+    None if git cannot show it."""
+    try:
+        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:domain/duplicates.py"], capture_output=True,
+                                text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType(f"duplicates_at_{ref}")
+    exec(compile(source, f"{ref}:domain/duplicates.py", "exec"), module.__dict__)  # noqa: S102 - our own history
+    return module.same_specifics  # type: ignore[no-any-return]
+
+
 def confusion(pairs: list[Pair], threshold: float, guarded: bool) -> tuple[int, int, int]:
     """(true merges, false merges, missed duplicates) at a threshold."""
     tp = fp = fn = 0
@@ -86,6 +105,7 @@ def supported_threshold(pairs: list[Pair], guarded: bool = True) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
+    parser.add_argument("--baseline-ref", default=None, help="also print that revision's rule on the same pairs")
     parser.add_argument("--model-dir", type=Path, default=None,
                         help="Where the model folder is assembled (default: strata-eval-model in the temp folder, as ops/eval_locomo.py).")
     args = parser.parse_args()
@@ -113,6 +133,12 @@ def main() -> None:
     print(f"supported threshold with a margin of {MARGIN}: {guarded + MARGIN:.2f}; in use: {MERGE_COSINE:.2f}")
     p, r = precision_recall(pairs, MERGE_COSINE, True)
     print(f"in use: precision {p:.3f}, recall {r:.3f}")
+    guard = baseline_guard(args.baseline_ref) if args.baseline_ref else None
+    if guard is not None:
+        before = [Pair(pp.kind, pp.a, pp.b, pp.duplicate, pp.why, pp.cosine, guard(pp.a, pp.b)) for pp in pairs]
+        p0, r0 = precision_recall(before, MERGE_COSINE, True)
+        print(f"  [{args.baseline_ref}] the same pairs at {MERGE_COSINE:.2f}: precision {p0:.3f}, recall {r0:.3f} "
+              f"({confusion(before, MERGE_COSINE, True)[1]} false merges)")
     wrong = [(pp, "merged, but different") for pp in pairs
              if not pp.duplicate and pp.cosine >= MERGE_COSINE and pp.guard]
     wrong += [(pp, "missed duplicate" + (" (guard)" if not pp.guard else "")) for pp in pairs

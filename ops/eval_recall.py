@@ -4,6 +4,13 @@ baselines in the same run; optionally the engine of another git revision measure
 
 Usage: python ops/eval_recall.py [--before main] [--json FILE]
 
+Beside recall, per corpus: the negatives (foreign reads: another repository's task statements against
+a repository's store, another conversation's questions against a conversation's store) and how
+often they are answered with nothing; results and tokens per read, in-corpus and foreign; recall at
+the default relevance bar against the bar off; and the calibration of `relevance` (predicted against
+observed in bins of the prediction, Brier score), over every memory the full engine returned with
+the bar off, in-corpus and foreign reads alike.
+
 A mechanism that helps one corpus and hurts another is not an improvement: every change to the
 engine is judged on this table. `--before REF` extracts REF's tree (git archive) into a temporary
 folder and runs these same evaluation scripts against its engine in a subprocess, so "before" and
@@ -26,14 +33,15 @@ sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding  # noqa: E402
-from eval_common import LABELS, MODEL_DIR, SYSTEMS  # noqa: E402
+from eval_common import FOREIGN, LABELS, MODEL_DIR, RIVALS, SYSTEMS, calibration  # noqa: E402
 import revision  # noqa: E402
 import eval_locomo  # noqa: E402
 
 from strata_recall.interface.logs import configure_logging  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
-ENGINE = ("keyword", "vector", "full")
+ENGINE = ("keyword", "vector", "full-off", "full")
+CORPORA = ("coding", "linked", "isolated")
 
 
 def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
@@ -53,6 +61,7 @@ def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
             "scores": {name: [(c, [r[k] for k in eval_locomo.KS]) for c, r in rows]
                        for name, rows in result["scores"].items()},
             "latencies": result["latencies"],
+            "cost": result["cost"], "foreign": result["foreign"], "calibration": result["calibration"],
         }
         out["seconds"][variant] = time.perf_counter() - started
     return out
@@ -110,9 +119,73 @@ def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
                 values = locomo_means(runs[prefix][variant], name, category)
                 n = sum(1 for c, _ in runs[prefix][variant]["scores"][name] if c == category)
                 print(f"    {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
+    for prefix, run in runs.items():
+        print_negatives(run, prefix)
     print("\nread p50 (ms) of the full engine: " + ", ".join(
         f"{prefix or 'this code '}{variant} {sorted(run[variant]['latencies']['full'])[len(run[variant]['latencies']['full']) // 2] * 1e3:.1f}"
         for prefix, run in runs.items() for variant in ("linked", "isolated") if run[variant]["latencies"].get("full")))
+
+
+def _costs(run: dict, corpus: str, name: str, foreign: bool) -> list[dict]:
+    if corpus == "coding":
+        key = "foreign" if foreign else "cost"
+        return [r[key][name] for r in run["coding"] if name in r.get(key, {})]
+    return run[corpus]["foreign" if foreign else "cost"].get(name, [])
+
+
+def _pairs(run: dict, corpus: str) -> list[tuple[float, bool]]:
+    if corpus == "coding":
+        return [tuple(p) for r in run["coding"] for p in r.get("calibration", ())]
+    return [tuple(p) for p in run[corpus].get("calibration", ())]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else float("nan")
+
+
+def _recall(run: dict, corpus: str, name: str) -> list[float]:
+    if corpus == "coding":
+        return eval_coding.summarise(run["coding"], name)[1]
+    return locomo_means(run[corpus], name)
+
+
+def print_negatives(run: dict, prefix: str = "") -> None:
+    """Foreign reads, the cost of an answer, recall at the bar, the fusion check and calibration."""
+    if not any(_costs(run, c, "full", True) for c in CORPORA):
+        return
+    print(f"\n{prefix}negatives and cost (full engine; coding: hit@1/5/10, LoCoMo: R@5/10/25/50):")
+    for corpus in CORPORA:
+        foreign = {name: _costs(run, corpus, name, True) for name in FOREIGN}
+        own = {name: _costs(run, corpus, name, False) for name in FOREIGN}
+        if not foreign["full"]:
+            continue
+        empty = sum(1 for c in foreign["full"] if c["results"] == 0) / len(foreign["full"])
+        print(f"  {corpus}: foreign reads answered with nothing {empty:.3f} ({len(foreign['full'])} reads; "
+              f"bar off {sum(1 for c in foreign['full-off'] if c['results'] == 0) / max(1, len(foreign['full-off'])):.3f})")
+        for name in FOREIGN:
+            print(f"    {LABELS[name]:<26} results per read median in-corpus {_median([c['results'] for c in own[name]]):>4}, "
+                  f"foreign {_median([c['results'] for c in foreign[name]]):>4}; tokens per read median in-corpus "
+                  f"{_median([c['tokens'] for c in own[name]]):>6} ({_median([c.get('lean', 0) for c in own[name]]):>6} "
+                  f"without null/empty fields), foreign {_median([c['tokens'] for c in foreign[name]]):>6}")
+        at_bar, off = _recall(run, corpus, "full"), _recall(run, corpus, "full-off")
+        print("    recall at the default bar " + " ".join(f"{v:.3f}" for v in at_bar) + "; bar off "
+              + " ".join(f"{v:.3f}" for v in off) + "; kept " + " ".join(
+                  f"{a / o:.3f}" if o else "-" for a, o in zip(at_bar, off, strict=True)))
+        rivals = {name: _recall(run, corpus, name) for name in RIVALS if run_has(run, corpus, name)}
+        short = [f"{LABELS[name]} @{j}" for name, values in rivals.items() for j, v in enumerate(values)
+                 if v > off[j] + 1e-9]
+        print("    full engine (bar off) >= every rival at every k: " + ("yes" if not short else "no: " + ", ".join(short)))
+        table = calibration(_pairs(run, corpus))
+        print(f"    calibration over {table['n']} returned memories (bar off), Brier {table['brier']:.4f}; "
+              "bin: n, predicted, observed")
+        print("      " + "  ".join(f"{lo:.1f}: {n} {p:.3f} {y:.3f}" for lo, n, p, y in table["bins"]))
+
+
+def run_has(run: dict, corpus: str, name: str) -> bool:
+    if corpus == "coding":
+        return bool(run["coding"]) and name in run["coding"][0]["hits"]
+    return name in run[corpus]["scores"]
 
 
 def main() -> None:

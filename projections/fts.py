@@ -1,17 +1,22 @@
-"""Keyword search: SQLite FTS5 with porter stemming over memory text, filterable by repo, scope,
-kind and status."""
+"""Keyword search: SQLite FTS5 with porter stemming over memory text and its code words
+(projections/code_words.py: identifiers whole and in parts), filterable by repo, scope, kind and
+status; and the evidence a search holds on an absolute scale (how much of what the query's words
+could score a memory scored), for the read's relevance estimate."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from strata_recall.domain.memory import Memory, status_after
 from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.code_words import code_terms, indexed_text
 from strata_recall.projections.store import Connection, sqlite3
 
 
@@ -28,6 +33,17 @@ def m002_scope_column(conn: Connection) -> None:
     """The scope becomes an indexed token, so a search intersects the repo's postings instead of
     ranking every matching memory of every repo (and isolation holds inside FTS5 itself).
     Recreates the text table; the projection starts again from position zero."""
+    conn.execute("DROP TABLE fts_text")
+    conn.execute("DELETE FROM fts_memories")
+    conn.execute(
+        "CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')"
+    )
+    conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
+
+
+def m003_code_words(conn: Connection) -> None:
+    """Memories are indexed with their code words (identifiers whole and in parts): the text table is
+    emptied and the projection rebuilds from position zero."""
     conn.execute("DROP TABLE fts_text")
     conn.execute("DELETE FROM fts_memories")
     conn.execute(
@@ -66,6 +82,46 @@ over the repositories of the coding evaluation (ops/eval_recall.py; 8 of 9 leave
 folds chose 12 among 12, 16, 24, 32 and every word); cuts from 12 to 32 words did about as well."""
 
 
+_STEMS: dict[str, tuple[str, ...]] = {}
+"""A word's FTS5 tokens (porter stems), as the scratch tables of every projection found them."""
+
+K1 = 1.2
+"""FTS5's bm25 constants (k1 1.2, b 0.75): a word's score in one memory tends to (k1 + 1) × its idf."""
+
+
+def idf(documents: int, holding: int) -> float:
+    """FTS5's inverse document frequency of a word held by `holding` of `documents` memories."""
+    return max(math.log((documents - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+@dataclass
+class KeywordSearch:
+    """A keyword search's hits (best first; bm25 as FTS5 gives it, lower is better) and the scale that
+    makes their scores absolute: `possible` is the most bm25 the searched words can give one memory
+    ((k1 + 1) × the sum of their idf), so -score / possible is the share of the query's keyword
+    evidence a memory holds; `known` is the share of the query's idf mass the store holds at all (a
+    word no memory holds counts at the highest idf: a question about what the store never heard of)."""
+
+    hits: list[tuple[str, float]]
+    possible: float
+    known: float
+
+    @classmethod
+    def of(cls, searched: list[str], stats: dict[str, int], documents: int) -> KeywordSearch:
+        if not stats or documents <= 0:
+            return cls([], 0.0, 0.0)
+        weights = {w: idf(documents, n) for w, n in stats.items()}
+        total = sum(weights.values())
+        held = sum(weight for w, weight in weights.items() if stats[w] > 0)
+        possible = (K1 + 1) * sum(weights[w] for w in searched if stats.get(w, 0) > 0)
+        return cls([], possible, held / total if total > 0 else 0.0)
+
+
+def _rarest(words: list[str], stats: dict[str, int], k: int) -> list[str]:
+    found = sorted((stats[w], i) for i, w in enumerate(words) if stats.get(w, 0) > 0)[:k]
+    return [words[i] for i in sorted(i for _, i in found)]
+
+
 def coverage(text: str) -> float:
     """The share of the query's words the keyword search uses (1 for anything question-sized)."""
     words = len(query_words(text))
@@ -73,9 +129,11 @@ def coverage(text: str) -> float:
 
 
 def query_words(text: str) -> list[str]:
-    """The distinct words of agent text, lower-cased, function words dropped unless nothing else is left."""
+    """The distinct words of agent text, lower-cased, function words dropped unless nothing else is left,
+    then its code words (identifiers whole and in parts, as memories are indexed)."""
     words = _distinct_words(text)
-    return [w for w in words if w not in STOPWORDS] or words
+    words = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(words + code_terms(text)))
 
 
 def quote_query(words: list[str]) -> str:
@@ -102,7 +160,7 @@ def _scope_match(words: str, repo_id: str, include_global: bool) -> str:
 
 class FTSProjection(Projection):
     name = "fts"
-    migrations = (m001_create_tables, m002_scope_column)
+    migrations = (m001_create_tables, m002_scope_column, m003_code_words)
     tables = ("fts_text", "fts_memories")
     digest_queries = (
         "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
@@ -168,7 +226,7 @@ class FTSProjection(Projection):
             key = keys.get(where)
             if key is None:
                 key = keys[where] = scope_key(row[2], row[1])
-            texts.append((rowid, row[5], key))
+            texts.append((rowid, indexed_text(row[5]), key))
         conn.executemany("INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)", texts)
 
     def _apply_each(self, conn: Connection, batch: Sequence[Positioned]) -> None:
@@ -181,7 +239,7 @@ class FTSProjection(Projection):
                 if cursor.rowcount:
                     conn.execute(
                         "INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)",
-                        (cursor.lastrowid, event.text, scope_key(event.scope, event.repo_id)),
+                        (cursor.lastrowid, indexed_text(event.text), scope_key(event.scope, event.repo_id)),
                     )
             elif isinstance(event, self.reads):
                 conn.execute("UPDATE fts_memories SET status = ? WHERE memory_id = ?",
@@ -198,11 +256,27 @@ class FTSProjection(Projection):
         limit: int = 50,
     ) -> list[tuple[str, float]]:
         """(memory_id, bm25 score — lower is better) for memories visible from `repo_id`."""
+        return self.search_with_evidence(query, repo_id, include_global=include_global, kinds=kinds,
+                                         statuses=statuses, limit=limit).hits
+
+    def search_with_evidence(
+        self,
+        query: str,
+        repo_id: str,
+        *,
+        include_global: bool = True,
+        kinds: Sequence[str] | None = None,
+        statuses: Sequence[str] = ("active",),
+        limit: int = 50,
+    ) -> KeywordSearch:
+        """The search's hits, and what they are worth on an absolute scale (KeywordSearch)."""
         words = query_words(query)
+        stats = self.term_stats(words)
         if len(words) > MAX_QUERY_WORDS:
-            words = self.rarest(words, MAX_QUERY_WORDS)
+            words = _rarest(words, stats, MAX_QUERY_WORDS)
+        found = KeywordSearch.of(words, stats, self.documents())
         if not words:
-            return []
+            return found
         match = _scope_match(quote_query(words), repo_id, include_global)
         # rank inside FTS5 first (the scope token already confines it to visible memories), then
         # join only the best rows: joining every match before sorting doubled the cost at 100k
@@ -217,27 +291,46 @@ class FTSProjection(Projection):
             params += list(kinds)
         sql += " ORDER BY hit.score LIMIT ?"
         params.append(limit)
-        return [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+        found.hits = [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+        return found
+
+    def documents(self) -> int:
+        """How many memories the table holds (rows are never deleted, so the last rowid), as bm25 counts."""
+        return self.conn.execute("SELECT coalesce(max(rowid), 0) FROM fts_memories").fetchone()[0]
+
+    def term_stats(self, words: list[str]) -> dict[str, int]:
+        """How many memories of the whole store hold each word (as bm25 counts them): each word is
+        tokenized as the table tokenizes text (porter stems; a word like foo_bar is two tokens and
+        counts as its rarest)."""
+        terms = self._terms(words)
+        wanted = sorted({t for ts in terms.values() for t in ts})
+        counts = dict(store.select_in(self.conn, "SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", wanted))
+        return {w: min((counts.get(t, 0) for t in ts), default=0) for w, ts in terms.items()}
 
     def rarest(self, words: list[str], k: int) -> list[str]:
         """The k words found in the fewest memories (of the whole store, as bm25 counts them), in
-        their order in `words`; words no memory holds are dropped (they cannot match). Each word is
-        tokenized as the table tokenizes text (porter stems, a word like foo_bar is two tokens and
-        counts as its rarest), in a scratch FTS5 table of this connection's own."""
+        their order in `words`; words no memory holds are dropped (they cannot match)."""
+        return _rarest(words, self.term_stats(words), k)
+
+    def _terms(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+        """Each word's FTS5 tokens, through a scratch FTS5 table of this connection's own (remembered:
+        a word always stems the same)."""
         if self._vocabulary is None:
             self._vocabulary = self._open_vocabulary()
-        scratch = self._vocabulary
-        with store.transaction(scratch):
-            scratch.execute("DELETE FROM words")
-            scratch.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(words))
-            tokens: dict[int, list[str]] = {}
-            for index, term in scratch.execute("SELECT doc, term FROM word_terms"):
-                tokens.setdefault(index, []).append(term)
-        terms = sorted({t for ts in tokens.values() for t in ts})
-        counts = dict(store.select_in(self.conn, "SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", terms))
-        frequency = {i: min(counts.get(t, 0) for t in ts) for i, ts in tokens.items()}
-        found = sorted((f, i) for i, f in frequency.items() if f > 0)[:k]
-        return [words[i] for i in sorted(i for _, i in found)]
+        missing = [w for w in words if w not in _STEMS]
+        if missing:
+            scratch = self._vocabulary
+            with store.transaction(scratch):
+                scratch.execute("DELETE FROM words")
+                scratch.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(missing))
+                tokens: dict[int, list[str]] = {}
+                for index, term in scratch.execute("SELECT doc, term FROM word_terms ORDER BY doc, offset"):
+                    tokens.setdefault(index, []).append(term)
+            if len(_STEMS) > 200_000:
+                _STEMS.clear()
+            for i, word in enumerate(missing):
+                _STEMS[word] = tuple(tokens.get(i, ()))
+        return {w: _STEMS[w] for w in words}
 
     def close(self) -> None:
         if self._vocabulary is not None:
@@ -252,6 +345,7 @@ class FTSProjection(Projection):
         scratch.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
         scratch.execute("CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'instance')")
         return scratch
+
     def matching(self, text: str, repo_id: str, *, include_global: bool = True, kinds: Sequence[str] = (),
                  statuses: Sequence[str] = (), limit: int = 1000) -> list[str]:
         """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first,

@@ -3,7 +3,8 @@ tactics nested in its cases included, so a utility update or feedback that cites
 only memories that read really returned), which memories each read's session has credited
 (so one session can move only a bounded number of memories) and how often each archetype matched.
 
-Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log.
+Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log. A
+query is free text an agent typed: it is redacted (domain/sanitise.py) before it reaches the file.
 
 A lifecycle hook that injects memories into an agent's context on its own (interface/hooks.py) is a
 read too: over HTTP the server's read records it; from a local store the hook records an injection
@@ -44,10 +45,14 @@ class ReadLedger:
 
     def record(self, read_id: str, repo_id: str, query: str, mode: str, archetype: str | None, position: int,
                memory_ids: list[str]) -> None:
+        # imported here: the lifecycle hooks open the ledger only to look reads up, and must start fast
+        from strata_recall.domain.sanitise import sanitise
+
         with store.transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO reads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (read_id, repo_id, query, mode, archetype, position, time.time(), orjson.dumps(memory_ids).decode()),
+                (read_id, repo_id, sanitise(query).text, mode, archetype, position, time.time(),
+                 orjson.dumps(memory_ids).decode()),
             )
 
     def record_injection(self, read_id: str, repo_id: str, query: str, moment: str, position: int,

@@ -8,7 +8,9 @@ one log position from the projections (never by rebuilding aggregates).
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
    keyword list in proportion to the share of a long query's words it searched (projections/fts.py
    keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (further ones
-   never changed an answer on any corpus, and cost a third of a read).
+   never changed an answer on any corpus, and cost a third of a read). Every candidate gets an
+   absolute relevance, P(relevant) (projections/relevance.py): the probability that the answer holds
+   a relevant memory, from the read as a whole, times the memory's given that, from its own evidence.
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
    solution or failed tactic its problem; `related` links give neighbours up to two links away a
    share of a seed's relevance; every result carries its change chain), then semantic hops from
@@ -18,16 +20,21 @@ one log position from the projections (never by rebuilding aggregates).
    run only when the search's hits leave room in the answer).
 4. Threshold: by mode (ambient stricter) and kind (preferences permissive, facts strict); low-truth,
    forgotten, archived and pending memories are suppressed and counted by reason. Each memory is
-   scored relevance × truth (decayed since last validation) × utility (per problem when known) × the
+   scored (the `score` shown, which orders the answer) relevance × truth (decayed since last
+   validation) × (0.5 + utility, per problem when known) × the
    archetype profile's weight for its kind (mode auto: a profile ranks kinds, it never hides one) ×,
    for a memory anchored to code that changed in the reader's workspace, a weight below one
    (projections/anchors.py; a read without a workspace, or a memory without anchors, is unaffected).
-5. Cases: a problem and the solutions and failed tactics linked to it form one case, ranked by the
-   evidence of the problem plus that of its best-matching solution or failed tactic; every other
-   memory (and a solution or failed tactic whose problem is not in the answer) stands alone.
-6. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
+5. Cases: a problem and the solutions and failed tactics linked to it form one case, ranked by its
+   best score; every other memory (and a solution or failed tactic whose problem is not in the
+   answer) stands alone.
+6. The bar: an answer whose relevance is below `min_relevance` is empty (its memories counted as
+   below_relevance); in one above it, a case whose most relevant memory is below TAIL × the bar is
+   held back (a case passes or fails whole).
+7. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
    diversity (a problem brings at most so many solutions and failed tactics that did not match
-   the query themselves), and a token budget that counts every text, nested ones included.
+   the query themselves), and a token budget that counts every text, nested ones included. Texts
+   are cut after about TEXT_CHARS characters (`read_memories` gives them whole).
 """
 
 from __future__ import annotations
@@ -52,10 +59,11 @@ from strata_recall.domain.visibility import can_see
 from strata_recall.projections.anchors import Workspace, anchor_fields, anchor_weight
 from strata_recall.projections.archetypes import ArchetypeClassifier
 from strata_recall.projections.embedder import Embedder
-from strata_recall.projections.fts import FTSProjection, coverage
+from strata_recall.projections.fts import FTSProjection, KeywordSearch, coverage
 from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
+from strata_recall.projections.relevance import DEFAULT_BAR, MODEL, TAIL, RelevanceModel, answer_features, memory_features
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
@@ -68,6 +76,9 @@ CAUTION = "tried before and failed on this problem; reconsider only if the conte
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
 """Kinds that come nested in their problem's case, and the result field that holds them."""
+TEXT_CHARS = 320
+"""A result's text is cut after about this many characters (at a word), with a marker saying how much
+more there is: `read` with `memory_ids` gives memories whole."""
 
 
 @cache
@@ -126,6 +137,8 @@ class RecallConfig:
     per_source_cap: int = 4  # most memories one hit may bring through its links or hops
     unfavoured_kind: float = 0.85  # score weight of kinds an archetype profile does not list (mode auto)
     relevance: str = "hybrid"  # "hybrid" | "vector" | "keyword" (the latter two for evaluation)
+    model: RelevanceModel = MODEL  # the absolute relevance (projections/relevance.py)
+    bar: float = DEFAULT_BAR  # a read's min_relevance unless it names one
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,18 @@ class ReadQuery:
     token_budget: int | None = None
     current_problem_id: str | None = None
     workspace: Workspace | None = None  # the agent's working tree: anchored memories whose code moved rank lower
+    min_relevance: float | None = None  # None: the engine's bar; 0: every result
+    text_chars: int | None = TEXT_CHARS  # a longer text is cut (None: whole texts)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The evidence of a read as a whole: P(its answer holds a relevant memory) and what it came from."""
+
+    relevance: float
+    best_cos: float
+    features: tuple[float, ...]
+    hybrid: bool = True
 
 
 @dataclass
@@ -155,7 +180,10 @@ class Candidate:
     link_reason: str | None = None  # a direct hit that is also explicitly linked: never thresholded away
     cos: float | None = None  # similarity to the query, computed once
     chain: str | None = None  # the chain of `related` memories it belongs to (a memory of it stands for it)
-    searched: float = 0.0  # its relevance from the search alone, before links and hops lifted it
+    kw: float = 0.0  # the share of the query's keyword evidence it holds (fts.KeywordSearch)
+    rank: int | None = None  # its place in the fused order of the search's hits
+    p: float = 0.0  # its absolute relevance: P(relevant), projections/relevance.py
+    evidence: tuple[float, ...] = ()  # what p was estimated from
 
 
 @dataclass
@@ -169,11 +197,6 @@ class Scored:
     utility: float
     factor: float  # what its score is its relevance times: truth, utility, the profile's weight
 
-    @property
-    def evidence(self) -> float:
-        """Its score on what the search found in it alone (0 for a memory only links or hops reached)."""
-        return self.cand.searched * self.factor
-
 
 @dataclass
 class Case:
@@ -183,16 +206,13 @@ class Case:
     head: Scored
     members: list[Scored] = field(default_factory=list)
     score: float = 0.0
+    relevance: float = 0.0  # the most relevant of its memories: the case passes the bar with it
 
     @classmethod
     def of(cls, head: Scored, members: list[Scored]) -> Case:
-        """The case's evidence adds up: what the search found in the problem itself plus what it found
-        in its best solution or failed tactic (a relevance inherited through the link is not
-        evidence of its own). Never less than its best member's score."""
-        if not members:
-            return cls(head, members, head.score)  # its evidence is never above its score
-        best = max(head.score, max(m.score for m in members))
-        return cls(head, members, max(best, head.evidence + max(m.evidence for m in members)))
+        """A case ranks by the best score shown in it and passes the bar with its most relevant memory."""
+        return cls(head, members, max([head.score] + [m.score for m in members]),
+                   max([head.cand.p] + [m.cand.p for m in members]))
 
 
 @dataclass
@@ -205,6 +225,22 @@ class Recall:
     guidance: str = GUIDANCE
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage (for ops/bench_read.py; not part of the contract)."""
+    relevance: float | None = None
+    """P(the answer holds a relevant memory): the read's evidence as a whole (None: memories asked by id)."""
+    answer_evidence: tuple[float, ...] = ()
+    evidence: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """The relevance model's features of each memory returned (for ops/fit_relevance.py; not part of
+    the contract)."""
+
+
+def compact(text: str, chars: int | None) -> str:
+    """The text, or its first `chars` characters (cut at a word where one ends near there) and a marker
+    saying how many more there are."""
+    if chars is None or len(text) <= chars + 40:  # cutting a few words saves less than the marker costs
+        return text
+    cut = text.rfind(" ", chars - 60, chars)
+    cut = cut if cut > 0 else chars
+    return f"{text[:cut].rstrip()} [… {len(text) - cut:,} more characters]"
 
 
 def returned_ids(results: list[dict[str, Any]]) -> list[str]:
@@ -294,6 +330,31 @@ class RecallEngine:
             self.reads += 1
             return recall
 
+    def read_memories(self, q: ReadQuery, memory_ids: Iterable[str]) -> Recall:
+        """Memories asked for by id, whole (in the order asked): the ones the reader may see and that
+        are recalled at all (a forgotten, archived or pending memory is counted, as by any read)."""
+        with self._lock:
+            position = self._current()
+            wanted = list(dict.fromkeys(memory_ids))
+            rows = self.state.rows(set(wanted))
+            now, results, suppressed = self.clock(), [], {}
+            whole = replace(q, text_chars=None)
+            for memory_id in wanted:
+                row = rows.get(memory_id)
+                reason = "not_found" if row is None or not self._visible(row, q) else SUPPRESSIBLE.get(row["status"])
+                if reason is not None:
+                    suppressed[reason] = suppressed.get(reason, 0) + 1
+                    continue
+                cand = Candidate(memory_id, 1.0, "requested", direct=False, p=1.0)
+                truth, utility = self._truth(row, now), self._utility(q, None, row)
+                factor = truth * (0.5 + utility) * anchor_weight(row, q.workspace)
+                results.append(self._result(Scored(factor, cand, row, truth, utility, factor), whole, rows))
+            read_id = uuid.uuid4().hex
+            if self.ledger is not None:
+                self.ledger.record(read_id, q.repo_id, q.query, q.mode, None, position, returned_ids(results))
+            self.reads += 1
+            return Recall(read_id, position, results, suppressed)
+
     def neighbours(self, vector: np.ndarray, partition: str, k: int) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
         """The k memories of one partition (a repo's, or GLOBAL) nearest to `vector`, with cosine, and
         their current rows: the write path's near-duplicate lookup, as consistent as a read."""
@@ -322,7 +383,7 @@ class RecallEngine:
             clock.lap("embed")
             q, archetype, favoured = self._profile(q, qv)
             clock.lap("archetype")
-            candidates = self._relevance(q, qv, keyword)
+            candidates, answer = self._relevance(q, qv, keyword)
         finally:
             wait([keyword])  # the keyword connection is this reader's again before anything else runs
         clock.lap("relevance")
@@ -332,20 +393,29 @@ class RecallEngine:
         self._associate(q, candidates, rows, seeds)
         clock.lap("association")
         top = max((c.relevance for c in candidates.values()), default=0.0)
-        for cand in candidates.values():  # relevance is reported in [0, 1]
+        for cand in candidates.values():  # the fused relevance over the answer's best, in [0, 1]
             cand.relevance = cand.relevance / top if top > 0 else 0.0
-            cand.searched = cand.searched / top if top > 0 else 0.0
+        self._estimate(q, qv, candidates.values(), answer)
         suppressed: dict[str, int] = {}
         cases = self._cases(self._score(q, qv, candidates, rows, now, favoured, suppressed))
-        hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed)
-        results = self._fit(q, itertools.chain(cases, hops), rows, suppressed)
+        bar = self.config.bar if q.min_relevance is None else q.min_relevance
+        if answer.relevance < bar:  # nothing is likely to be relevant: the answer is empty, and says so
+            held = sum(1 + len(case.members) for case in cases)
+            if held:
+                suppressed["below_relevance"] = held
+            results = []
+        else:
+            hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
+            results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, bar * TAIL)
         clock.lap("selection")
+        evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         read_id = uuid.uuid4().hex
         if self.ledger is not None:
             self.ledger.record(read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position,
                                returned_ids(results))
         clock.lap("ledger")
-        return Recall(read_id, position, results, suppressed, archetype, timings=clock.laps)
+        return Recall(read_id, position, results, suppressed, archetype, timings=clock.laps, evidence=evidence,
+                      relevance=round(answer.relevance, 4), answer_evidence=answer.features)
 
     # --- archetypes ---------------------------------------------------------------------------
 
@@ -369,15 +439,21 @@ class RecallEngine:
 
     # --- relevance ----------------------------------------------------------------------------
 
-    def keyword_search(self, q: ReadQuery) -> list[tuple[str, float]]:
-        """The keyword ranking over every status (the threshold counts what it holds back), best first."""
-        return [(m, -s) for m, s in self.fts.search(
-            q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES, limit=self.config.overfetch)]
+    def keyword_search(self, q: ReadQuery) -> KeywordSearch:
+        """The keyword ranking over every status (the threshold counts what it holds back), best first,
+        with bm25 negated (higher is better), and the scale that makes it absolute."""
+        found = self.fts.search_with_evidence(q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES,
+                                              limit=self.config.overfetch)
+        found.hits = [(m, -s) for m, s in found.hits]
+        return found
 
-    def _relevance(self, q: ReadQuery, qv: np.ndarray, searching: Future[list[tuple[str, float]]]) -> dict[str, Candidate]:
+    def _relevance(self, q: ReadQuery, qv: np.ndarray,
+                   searching: Future[KeywordSearch]) -> tuple[dict[str, Candidate], Answer]:
+        """The search's hits fused into one ranking, and the evidence of the read as a whole."""
         c = self.config
         vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
-        keyword = searching.result()
+        found = searching.result()
+        keyword = found.hits
         if c.relevance == "vector":
             keyword = []
         elif c.relevance == "keyword":
@@ -386,14 +462,36 @@ class RecallEngine:
         fused = fuse(c.fusion, [vector, keyword], [c.vector_weight, keyword_weight], c.rrf_k)
         if c.consider is not None and q.kinds is None and len(fused) > c.consider * q.limit:
             fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: c.consider * q.limit])
-        in_vector, in_keyword = {m for m, _ in vector}, {m for m, _ in keyword}
+        in_vector, in_keyword = {m for m, _ in vector}, dict(keyword)
         cosines = dict(vector)
+        scale = 1.0 / found.possible if found.possible > 0 else 0.0
         out = {}
-        for memory_id, score in fused.items():
+        for rank, (memory_id, score) in enumerate(sorted(fused.items(), key=lambda item: -item[1])):
             reason = "+".join(r for r, hit in (("vector", memory_id in in_vector), ("keyword", memory_id in in_keyword)) if hit)
             out[memory_id] = Candidate(memory_id, score, reason, direct=True, keyword=memory_id in in_keyword,
-                                       cos=cosines.get(memory_id), searched=score)
-        return out
+                                       cos=cosines.get(memory_id), kw=in_keyword.get(memory_id, 0.0) * scale, rank=rank)
+        best_cos = max((cos for _, cos in vector), default=0.0)
+        best_keyword = max(in_keyword.values(), default=0.0) * scale
+        agree = any(cand.reason == "vector+keyword" for cand in itertools.islice(out.values(), 3))
+        features = answer_features(best_cos, best_keyword, found.known, agree, len(q.query.split()))
+        hybrid = c.relevance == "hybrid"  # the single signals (evaluation) are ranked by their own scores
+        return out, Answer(c.model.answer(features) if hybrid else 1.0, best_cos, features, hybrid)
+
+    def _estimate(self, q: ReadQuery, qv: np.ndarray, candidates: Iterable[Candidate], answer: Answer) -> None:
+        """Each candidate's absolute relevance (projections/relevance.py): the answer's relevance times
+        the memory's given that, from its own evidence (a memory that links or hops reached counts as
+        ranked after every search hit, with its own similarity)."""
+        model = self.config.model.memory
+        candidates = list(candidates)
+        beyond = max((cand.rank for cand in candidates if cand.rank is not None), default=-1) + 1
+        for cand in candidates:
+            if cand.cos is None:
+                vector = self.index.vector(cand.memory_id, q.repo_id)
+                cand.cos = float(vector @ qv) if vector is not None else 0.0
+            rank = cand.rank if cand.rank is not None else beyond
+            cand.evidence = memory_features(cand.cos, answer.best_cos, cand.kw, cand.reason == "vector+keyword",
+                                            cand.relevance, rank)
+            cand.p = answer.relevance * model(cand.evidence) if answer.hybrid else cand.relevance
 
     # --- association --------------------------------------------------------------------------
 
@@ -486,7 +584,7 @@ class RecallEngine:
 
     def _hop_cases(self, q: ReadQuery, qv: np.ndarray, candidates: dict[str, Candidate],
                    rows: dict[str, dict[str, Any]], seeds: list[Candidate], now: datetime,
-                   favoured: frozenset[str] | None, suppressed: dict[str, int]) -> Iterator[Case]:
+                   favoured: frozenset[str] | None, suppressed: dict[str, int], answer: Answer) -> Iterator[Case]:
         """The cases semantic hops add, after every case of the search's (a generator: selection asks
         for them only when the search's cases did not fill the answer)."""
         if not q.semantic_hops:
@@ -499,6 +597,7 @@ class RecallEngine:
         if q.include_update_links:
             self._changes(candidates, rows, [candidates[m] for m in set(candidates) - before])
         fresh = {m: cand for m, cand in candidates.items() if m not in before}
+        self._estimate(q, qv, fresh.values(), answer)
         yield from self._cases(self._score(q, qv, fresh, rows, now, favoured, suppressed))
 
     def _hops(self, q: ReadQuery, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
@@ -567,7 +666,7 @@ class RecallEngine:
             weight = 1.0 if favoured is None or row["kind"] in favoured else self.config.unfavoured_kind
             weight *= anchor_weight(row, q.workspace)
             factor = truth * (0.5 + utility) * weight
-            scored.append(Scored(cand.relevance * factor, cand, row, truth, utility, factor))
+            scored.append(Scored(cand.p * factor, cand, row, truth, utility, factor))
         scored.sort(key=lambda s: -s.score)
         return scored
 
@@ -614,14 +713,16 @@ class RecallEngine:
             cached = row["_decayed"] = beliefs.decayed(row["truth"], days, self.config.half_life_days)
         return cached
 
-    def _utility(self, q: ReadQuery, qv: np.ndarray, row: dict[str, Any]) -> float:
+    def _utility(self, q: ReadQuery, qv: np.ndarray | None, row: dict[str, Any]) -> float:
         """Per problem when the request names it; else weighted by how similar the observed problems
-        are to this query; else the weak global prior."""
+        are to this query (when there is one); else the weak global prior."""
         by_problem: dict[str, float] = row["utility_by_problem"]
         if not by_problem:
             return row["utility"]
         if q.current_problem_id and q.current_problem_id in by_problem:
             return by_problem[q.current_problem_id]
+        if qv is None:
+            return row["utility"]
         weights = []
         for problem_id, utility in by_problem.items():
             vector = self.index.vector(problem_id, q.repo_id)
@@ -654,9 +755,9 @@ class RecallEngine:
         return cases
 
     def _fit(self, q: ReadQuery, cases: Iterable[Case], rows: dict[str, dict[str, Any]],
-             suppressed: dict[str, int]) -> list[dict[str, Any]]:
-        """Up to `limit` cases best first. Every memory, nested or not, must not nearly duplicate one
-        already kept, must fit the token budget, and counts against the cap of memories one source
+             suppressed: dict[str, int], floor: float = 0.0) -> list[dict[str, Any]]:
+        """Up to `limit` cases best first, each with a memory at least as relevant as `floor` (a case
+        passes or fails whole). Every memory, nested or not, must not nearly duplicate one already kept, must fit the token budget, and counts against the cap of memories one source
         (the hit whose link or hop brought it) may bring (diversity). A solution or failed tactic
         whose problem is already in the answer joins that case rather than taking a slot."""
         c = self.config
@@ -700,6 +801,9 @@ class RecallEngine:
         for case in _chain_share(cases, held, kept, c.chain_share):
             if len(kept) >= q.limit:
                 break
+            if case.relevance < floor:  # the long tail of an answer; a case's members follow its head
+                suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
+                continue
             kind = case.head.row["kind"]
             joins = next((problems[p] for p in case.head.row["problem_ids"] if p in problems), None) \
                 if kind in NESTED else None
@@ -737,10 +841,11 @@ class RecallEngine:
             "memory_id": cand.memory_id,
             "scope": row["scope"],
             "kind": row["kind"],
-            "text": row["text"],
+            "text": compact(row["text"], q.text_chars),
             "truth": round(s.truth, 4),
             "utility": round(s.utility, 4),
-            "relevance": round(cand.relevance, 4),
+            "relevance": round(cand.p, 4),
+            "score": round(s.score, 4),
             "problem_id": row["problem_ids"][0] if row["problem_ids"] else None,
             "evidence_refs": list(row["evidence_refs"]),
             "retrieval_reason": cand.reason,

@@ -32,6 +32,10 @@ MAX_LINKS = 32
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 NO_CONTROL_PATTERN = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
 """The same rule as _CONTROL, as the published JSON Schema says it (ECMA-262 syntax, which Python's re reads too)."""
+_SPACE = r"\t\n\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"  # what str.strip() removes, controls aside
+NOT_BLANK_PATTERN = (r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*"
+                     rf"[^\u0000-\u001F\u007F-\u009F{_SPACE}][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$")
+"""No control character, and at least one that is not a space: _CONTROL and _not_blank as the schema says them."""
 
 
 def _no_control_characters(value: str) -> str:
@@ -65,12 +69,13 @@ def _finite(value: float) -> float:
 
 def _text(min_length: int, max_length: int, *checks: object) -> object:
     """A string type whose length limits apply to characters (before the semantic checks run)."""
+    pattern = NOT_BLANK_PATTERN if _not_blank in checks else NO_CONTROL_PATTERN
     return Annotated[
         str,
         StringConstraints(min_length=min_length, max_length=max_length),
         AfterValidator(_no_control_characters),
         *(AfterValidator(c) for c in checks),
-        Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN}),
+        Field(json_schema_extra={"pattern": pattern}),
     ]
 
 
@@ -85,7 +90,16 @@ LogPosition = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
 """A log position (1 or more), as Integer; the bound comes first so that an optional one publishes it too."""
 
 
-AS_OF_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"
+# A calendar date exactly (years 0001-9999, the days of each month, February 29 in leap years only), then
+# optionally a time (hours 00-23, minutes and seconds 00-59, up to microseconds) and its zone: the dates
+# and times Python's datetime reads, and nothing else, so the published schema refuses `2026-02-30` too.
+_YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"
+_MONTH_DAY = ("(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+              "|02-(?:0[1-9]|1[0-9]|2[0-8]))")
+_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_TIME = "[T ](?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:[.][0-9]{1,6})?)?"
+_ZONE = "(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
+AS_OF_TIME_PATTERN = f"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)(?:{_TIME}{_ZONE}?)?$"
 
 
 def _as_of(value: object) -> object:
@@ -96,11 +110,13 @@ def _as_of(value: object) -> object:
         if value < 1:
             raise PydanticCustomError("out_of_range", "a log position is 1 or more")
         return value
+    if isinstance(value, datetime) and value.tzinfo is not None:  # one request built from another (JSON has none)
+        return value
     if type(value) is str:
-        if re.match(AS_OF_TIME_PATTERN, value):
+        if re.fullmatch(AS_OF_TIME_PATTERN, value):  # fullmatch: `$` as JSON Schema (ECMA-262) reads it
             try:
                 moment = datetime.fromisoformat(value)
-            except ValueError:
+            except ValueError:  # the pattern admits only what it reads: not reached
                 moment = None
             if moment is not None:
                 return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
@@ -131,8 +147,6 @@ class AsOfPoint(BaseModel):
 MemoryText = _text(1, MAX_TEXT_CHARS, _not_blank)
 QueryText = _text(1, MAX_QUERY_CHARS, _not_blank)
 Rationale = _text(0, MAX_RATIONALE_CHARS)
-AgentId = _text(1, MAX_REPO_ID_CHARS, _not_blank, _single_line)
-"""The id of an agent (a write's `author`): one line of text."""
 
 VALIDATION_NOTE = "Validated beyond the pattern: "
 """Starts a description that says what the validator checks and the schema cannot express (the MCP tool
@@ -168,7 +182,39 @@ RepoId = Annotated[
 ]
 """A repo id: one line, at most 200 characters, stored in NFC, without invisible characters, look-alike
 characters or mixed scripts (schemas/repo_ids.py)."""
-MemoryId = _text(1, 64, _single_line)
+
+_EDGE = "\\u0000-\\u0020\\u007F-\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000"
+IDENTIFIER_PATTERN = f"^[^{_EDGE}](?:[^\\u0000-\\u001F\\u007F-\\u009F]*[^{_EDGE}])?$"
+"""One line without surrounding whitespace: no control character (tab and newline included), and neither
+end a space of any kind (the characters Python's str.strip() removes), in ECMA-262 syntax."""
+
+
+def _identifier(value: str) -> str:
+    if not re.fullmatch(IDENTIFIER_PATTERN, value):
+        raise PydanticCustomError("invalid_identifier", "must be one line without surrounding whitespace")
+    return value
+
+
+MemoryId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64),
+    AfterValidator(_no_control_characters),
+    AfterValidator(_identifier),
+    Field(json_schema_extra={"pattern": IDENTIFIER_PATTERN}),
+]
+"""A memory's or a read's id: the schema's pattern and the validator are the same rule (an id with
+surrounding spaces is refused by both)."""
+
+AgentId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_REPO_ID_CHARS),
+    AfterValidator(_no_control_characters),
+    AfterValidator(_identifier),
+    Field(json_schema_extra={"pattern": IDENTIFIER_PATTERN}),
+]
+"""The id of an agent (a write's `author`): one line without surrounding whitespace (one rule for the
+schema and the validator)."""
+
 EvidenceRef = _text(1, MAX_REF_CHARS, _not_blank)
 Probability = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, model_validator
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
 from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
+from strata_recall.schemas.common import _integral  # as common.LogPosition: the bounds first, then Integer's rule
+
+TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral)]
+"""The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
+maximum; on the union they came out as pydantic's own `ge` and `le`, which JSON Schema ignores)."""
+
+DEFAULT_BAR = 0.2
+"""The default of min_relevance (the engine's bar, projections/relevance.py; schemas import only pydantic,
+so a test keeps the two equal)."""
+TEXT_CHARS = 320
+"""The default of max_text_chars (projections/recall.py TEXT_CHARS; a test keeps the two equal)."""
 
 
 class Expand(Request):
@@ -29,16 +40,26 @@ class ReadRequest(Request):
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
         description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by "
-                    "archetype, which ranks kinds but never hides one.",
+                    "archetype ranks kinds.",
     )
-    query: QueryText
+    query: QueryText | None = None
+    memory_ids: list[MemoryId] | None = Field(
+        None, max_length=20, description="Read these memories whole, not a query.")
+    min_relevance: float | None = Field(
+        None, ge=0.0, le=1.0,
+        description="Extension: results below this relevance are held back (suppressed.below_relevance); "
+                    f"default {DEFAULT_BAR}, 0 returns everything found.")
+    max_text_chars: Integer | None = Field(
+        None, ge=40, le=100_000,
+        description=f"Extension: texts are cut after about this many characters (default {TEXT_CHARS}), with a "
+                    "marker; memory_ids gives them whole.")
     include_global: bool = True
-    kinds: list[Kind] | None = Field(None, description="Only these kinds; default all.")
-    limit: Integer = Field(20, ge=1, le=100, description="Most results; a case (a problem, its solutions and failed tactics) is one.")
+    kinds: list[Kind] | None = None
+    limit: Integer = Field(20, ge=1, le=100, description="Most results; a problem with its solutions counts once.")
     expand: Expand = Field(default_factory=Expand)
-    token_budget: Integer | None = Field(None, ge=32, le=100_000, description="Extension: most tokens the results may take.")
+    token_budget: TokenBudget | None = Field(None, description="Extension: most tokens the results may take.")
     current_problem_id: MemoryId | None = Field(
-        None, description="Extension: the problem you work on (utility is per problem)."
+        None, description="Extension: the problem you work on (utility is per problem)"
     )
     consistency: Consistency | None = None
     workspace: ReadWorkspace | None = Field(
@@ -47,6 +68,12 @@ class ReadRequest(Request):
     as_of: AsOf | None = Field(
         None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
                           "time); such a read is not recorded, so feedback cannot cite it.")
+
+    @model_validator(mode="after")
+    def _query_or_ids(self) -> ReadRequest:
+        if self.query is None and not self.memory_ids:
+            raise ValueError("query is required (or memory_ids, to read memories whole)")
+        return self
 
 
 class ChangeLink(Response):
@@ -70,7 +97,12 @@ class CaseMember(Response):
                     "semantic_hop_<n>."
     )
     maturity: Literal["candidate", "established", "proven"]
-    relevance: float = Field(description="Extension: fused relevance to the query (or inherited through a link).")
+    relevance: float = Field(
+        description="Extension: the estimated probability that it is relevant to the query, comparable across reads "
+                    "(1.0 for a memory asked for by id).")
+    score: float = Field(
+        description="Extension: what results are ordered by: relevance x truth x utility (and the profile's and the "
+                    "anchors' weights).")
     change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
     anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
@@ -104,6 +136,9 @@ class ReadResponse(Response):
         description="Best first, at most `limit`: a problem comes as one case with its solutions and failed tactics "
                     "nested; every other memory (and a solution whose problem is not in the answer) stands alone."
     )
+    answer_relevance: float | None = Field(
+        None, description="Extension: the estimated probability that this answer holds a relevant memory; below "
+                          "min_relevance nothing is returned.")
     suppressed: dict[str, int] = Field(default_factory=dict, description="Extension: what was held back, by reason.")
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")

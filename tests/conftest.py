@@ -136,6 +136,21 @@ def serve(strata_env: dict[str, str]) -> Iterator[Callable[..., Served]]:
 
 
 @pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB filesystem (tmpfs) that writes can really fill; skipped where mounting one is not allowed."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """A git repository whose origin remote makes its repo id acme/api (tests/e2e/test_init.py, test_hooks.py)."""
     root = tmp_path / "api"

@@ -9,14 +9,19 @@ Adversarial: ~100 KB inputs built to make each rule backtrack, for the linear-ti
 
 from __future__ import annotations
 
+import json
 import random
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
+    COMMAND_FORMATS,
     CONTEXT_FORMATS,
+    PROSE_FORMATS,
     TOKEN_FORMATS,
+    CommandFormat,
     ContextFormat,
     Optional_,
     Segment,
@@ -231,6 +236,43 @@ def _putty_contexts(header: str, rng: random.Random) -> tuple[dict[str, str], st
     }, private[0]
 
 
+_NOUNS = {"token": "auth token", "secret": "API secret", "api_key": "API key"}
+
+
+def _prose_contexts(vendor: str, kind: str, value: str) -> dict[str, str]:
+    noun = _NOUNS[kind]
+    return {
+        "prose": f"The {vendor} {noun} is {value}; rotate it after the demo.",
+        "chat": f"{vendor.lower()} creds for staging -> {noun.split()[-1]} {value} (ask ops for the rest)",
+        "markdown": f"- **{vendor}** {noun}: `{value}`",
+        "commit": f"Rotated the {vendor} {noun} ({value}) that leaked into the build log.",
+        "ticket": f"{vendor} rejects our calls although the {noun.split()[-1]} we send is {value}, per the vault.",
+    }
+
+
+def _command_contexts(example: str, value: str) -> dict[str, str]:
+    line = example.replace("{}", value)
+    argv = shlex.split(line)
+    return {
+        "prose": f"Ran `{line}` on the staging box and it worked.",
+        "shell": f"{line} 2>&1 | tee run.log",
+        "config": f"      run: {line}",
+        "json": json.dumps({"command": line, "cwd": "/srv/app"}),
+        "trace": f"subprocess.CalledProcessError: Command '{argv!r}' returned non-zero exit status 1.",
+    }
+
+
+def command_cases(fmt: CommandFormat, rng: random.Random) -> list[Case]:
+    """Every context once, the format's example command lines in turn (quoted and bare values, attached
+    and separate, an argv list in the trace)."""
+    cases = []
+    for i, context in enumerate(("prose", "shell", "config", "json", "trace")):
+        value = fake("{alnum:10-16}", rng)
+        text = _command_contexts(fmt.examples[i % len(fmt.examples)], value)[context]
+        cases.append(Case(fmt.name, fmt.family, fmt.kind, context, text, value))
+    return cases
+
+
 def context_cases(fmt: ContextFormat, rng: random.Random) -> list[Case]:
     value = fake(fmt.value, rng)
     secret = value
@@ -252,6 +294,8 @@ def context_cases(fmt: ContextFormat, rng: random.Random) -> list[Case]:
         contexts, secret = _pem_contexts(fmt.key, value, rng)
     elif fmt.context == "putty":
         contexts, secret = _putty_contexts(fmt.key, rng)
+    elif fmt.context == "prose_named":
+        contexts = _prose_contexts(fmt.key.split("|")[0], fmt.kind, value)
     else:
         raise ValueError(f"no contexts for {fmt.context!r}")
     return [Case(fmt.name, fmt.family, fmt.kind, ctx, text, secret) for ctx, text in contexts.items()]
@@ -262,8 +306,10 @@ def recall_cases(seed: int = 20240611) -> list[Case]:
     cases: list[Case] = []
     for fmt in TOKEN_FORMATS:
         cases += token_cases(fmt, rng)
-    for context_fmt in CONTEXT_FORMATS:
+    for context_fmt in CONTEXT_FORMATS + PROSE_FORMATS:
         cases += context_cases(context_fmt, rng)
+    for command_fmt in COMMAND_FORMATS:
+        cases += command_cases(command_fmt, rng)
     return cases
 
 
@@ -329,5 +375,15 @@ def adversarial_inputs(n: int = 100_000) -> dict[str, str]:
         "xml_value": '<add key="' + "a" * n + 'password" value="',
         "putty_lines": "Private-Lines: 9\n" + "A" * n,
         "mixed_separators": "a=b:c/d+e.f~g$h-" * (n // 16),
+        # command lines and vendors named in prose
+        "command_repeat": "mysql -p" * (n // 8),
+        "command_open_quote": "mysql -p'" + "a" * n,
+        "command_long_arguments": "sshpass " + "-x " * (n // 3),
+        "command_argv_login": "['docker', 'login', " * (n // 20),
+        "command_slashes": "sqlplus " + "a/" * (n // 2),
+        "command_user_separators": "smbclient -U " + "a%" * (n // 2),
+        "vendor_repeat": "twilio token is " * (n // 16),
+        "vendor_fillers": "twilio secret " + "is " * (n // 3),
+        "vendor_nouns": "datadog " + "key " * (n // 4),
     }
     return cases

@@ -12,8 +12,10 @@ A past model is built by the replay path (workers.runner.pipelined, stopped at t
 throwaway projection files in a temporary folder: FTS, links, snapshot and archetypes. Its vector
 index is built in memory, and only when a read needs it, from the memories' texts: a vector depends
 on nothing but its text and the model, and comes from the embedding cache as in any rebuild.
-Models are cached, most recently used first, up to `keep`; building one costs a replay of the log up
-to the position (ops/bench_inspector.py measures it at 100,000 memories).
+Models are cached, most recently used first, up to `keep` (a model a request is using is pinned: it
+is never pushed out under it); building one costs a replay of the log up to the position
+(ops/bench_inspector.py measures it at 100,000 memories). A serving process bounds how many distinct
+moments it builds or serves at once (interface/mcp_server.py's Dispatcher, `max_as_of_builds`).
 
 Times become positions by the last event at or before the time; a read as of a time uses that time as
 its clock (truth decays until then), a read as of a position its event's time.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,7 +36,7 @@ from typing import Any
 import structlog
 
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.errors import InvalidInput
+from strata_recall.domain.errors import NotFound
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from strata_recall.projections.base import LogReader, Projection
 from strata_recall.projections.embedder import Embedder
@@ -62,19 +64,20 @@ class Moment:
 
 def moment_of(memory_log: MemoryLog, as_of: int | datetime, reader: LogReader | None = None) -> Moment:
     """The moment `as_of` names: a log position (its event's time is the clock), or a time (the last
-    event at or before it; the time itself is the clock). Refused beyond the head or before the log."""
+    event at or before it; the time itself is the clock). Beyond the head or before the log there is no
+    such moment (yet): NotFound, a matter of the log's state (the request's shape is fine)."""
     reader = reader or LogReader(memory_log)
     head = memory_log.position()
     if isinstance(as_of, int):
         if as_of < 1 or as_of > head:
-            raise InvalidInput("as_of_out_of_range", "as_of",
+            raise NotFound("as_of_out_of_range", "as_of",
                                f"as_of position {as_of} is outside the log, which holds positions 1 to {head}")
         position, event = _at_or_before(reader, as_of)
         return Moment(position, event.timestamp)
     when = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
     first = reader.read(1, 1)
     if not first or first[0][1].timestamp > when:
-        raise InvalidInput("as_of_before_log", "as_of",
+        raise NotFound("as_of_before_log", "as_of",
                            f"nothing was recorded at or before {when.isoformat()}: the log starts at "
                            f"{first[0][1].timestamp.isoformat() if first else 'no time yet (it is empty)'}")
     # the largest position whose event is not later than `when` (events are timestamped in log order,
@@ -102,7 +105,7 @@ def _at_or_before(reader: LogReader, position: int) -> tuple[int, Any]:
         if start == 1:
             break
         position = start - 1
-    raise InvalidInput("as_of_out_of_range", "as_of", "the log holds no event at or before that position")
+    raise NotFound("as_of_out_of_range", "as_of", "the log holds no event at or before that position")
 
 
 class PastModel:
@@ -137,6 +140,10 @@ class PastModel:
                 log.info("as_of_vectors", position=self.position, memories=len(rows), embedded=embedded)
             return self._index
 
+    @property
+    def has_vectors(self) -> bool:
+        return self._index is not None
+
     def classifier(self) -> ArchetypeClassifier:
         if self._classifier is None:
             self._classifier = ArchetypeClassifier(self.archetypes, self._embedder())
@@ -155,7 +162,9 @@ class PastModels:
     `at()` is for the thread that uses models (a serving process's operation lane, or the CLI): one
     user at a time. `prepare()` may build a model on another thread beforehand, so that a replay of the
     log never holds up that lane (interface/mcp_server.py's Dispatcher does this). A model it pushes out
-    is only retired there, and closed by the next at(): by then no operation uses it any more."""
+    is only retired there, and closed by the next at(): by then no operation uses it any more. A
+    position `pin()`ned (a request is on its way to use it) is never pushed out: the cache may then hold
+    more than `keep` models until `unpin()`."""
 
     def __init__(self, memory_log: MemoryLog, embedder: Callable[[], Embedder], cache_path: Path,
                  keep: int = 1, folder: Path | None = None) -> None:
@@ -163,6 +172,7 @@ class PastModels:
         self.keep, self.folder = max(1, keep), folder
         self.models: OrderedDict[int, PastModel] = OrderedDict()
         self.retired: list[PastModel] = []
+        self.pinned: Counter[int] = Counter()
         self.lock = threading.Lock()
         self._cache: EmbeddingCache | None = None
 
@@ -182,6 +192,24 @@ class PastModels:
         if vectors:
             model.vector_index()
 
+    def ready(self, position: int, vectors: bool = False) -> bool:
+        """Whether the model of `position` (and, with `vectors`, its vector index) is built."""
+        with self.lock:
+            model = self.models.get(position)
+            return model is not None and (not vectors or model.has_vectors)
+
+    def pin(self, position: int) -> None:
+        """Keep the model of `position` (once built) until as many unpin() calls."""
+        with self.lock:
+            self.pinned[position] += 1
+
+    def unpin(self, position: int) -> None:
+        with self.lock:
+            self.pinned[position] -= 1
+            if self.pinned[position] <= 0:
+                del self.pinned[position]
+            self._trim()
+
     def at(self, position: int) -> PastModel:
         with self.lock:
             retired, self.retired = self.retired, []
@@ -199,9 +227,15 @@ class PastModels:
                 self.retired.append(model)
                 return known
             self.models[position] = model
-            while len(self.models) > self.keep:
-                self.retired.append(self.models.popitem(last=False)[1])
+            self._trim()
             return model
+
+    def _trim(self) -> None:
+        """Retire the least recently used models beyond `keep`, pinned ones excepted (under the lock)."""
+        for position in [p for p in self.models if not self.pinned.get(p)]:
+            if len(self.models) <= self.keep:
+                break
+            self.retired.append(self.models.pop(position))
 
     def _build(self, position: int) -> PastModel:
         if self.folder is not None:

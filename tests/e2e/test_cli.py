@@ -110,7 +110,7 @@ def test_show_as_of_a_position_or_a_time(env: dict[str, str]) -> None:
     assert at_time["memory"] == then["memory"]
     now = ok_json(run(env, "show", mid))
     assert now["memory"]["reinforcements"] == 1 and "as_of" not in now
-    for wrong, code in (("0", 2), ("99", 2), ("yesterday", 2), ("1999-01-01", 2)):
+    for wrong, code in (("0", 2), ("99", 3), ("yesterday", 2), ("1999-01-01", 3)):  # 3: no such moment in the log
         refused = run(env, "--json", "show", mid, "--as-of", wrong)
         assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "as_of", wrong
         no_traceback(refused)

@@ -5,10 +5,9 @@ A real server process and an ordinary HTTP client."""
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -99,21 +98,6 @@ def test_a_broken_upload_is_the_clients_error_and_its_body_never_reaches_the_log
     broken = [line for line in served.stderr if "/v1/write" in line or "Invalid HTTP request" in line]
     assert len(broken) <= 3, broken  # uvicorn's warning for the malformed body, and one access line each
     assert all("status=400" in line or "Invalid HTTP request" in line for line in broken), broken
-
-
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MB filesystem (tmpfs) that writes can really fill; skipped where mounting one is not allowed."""
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here (needs root): {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 @pytest.mark.slow

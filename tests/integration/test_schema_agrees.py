@@ -147,6 +147,48 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("memory_index", {"repo_id": "acme/\u061capi"}),
         ("memories", {"repo_id": "acme/\u2028api"}),
         ("write", {**write(), "repo_id": "github.com/ivan/\u043f\u0440\u043e\u0435\u043a\u0442"}),
+        # found by schemathesis against /openapi.json (issue #20): dates the calendar does not have, ids with
+        # surrounding spaces, a bound the schema did not publish
+        ("read", read(as_of="2026-02-30")),
+        ("read", read(as_of="2023-02-29")),
+        ("read", read(as_of="2024-02-29")),
+        ("read", read(as_of="2000-02-29T12:00:00Z")),
+        ("read", read(as_of="1900-02-29")),
+        ("read", read(as_of="2026-04-31")),
+        ("read", read(as_of="2026-13-01")),
+        ("read", read(as_of="8433-10-82Z")),
+        ("read", read(as_of="0000-01-01")),
+        ("read", read(as_of="2026-01-01Z")),
+        ("read", read(as_of="2026-01-01T24:00")),
+        ("read", read(as_of="2026-01-01T23:60")),
+        ("read", read(as_of="2026-01-01T23:59:60")),
+        ("read", read(as_of="2026-01-01T23:59:59.1234567")),
+        ("read", read(as_of="2026-01-01 10:00+0200")),
+        ("read", read(as_of="2026-01-01T10:00+24:00")),
+        ("read", read(as_of="0001-01-01T00:00+05:00")),
+        ("read", read(as_of="9999-12-31T23:59-05:00")),
+        ("read", read(as_of=10**9)),  # beyond the head: a matter of the log's state (not found), not of shape
+        ("memories", {"repo_id": REPO, "as_of": "2026-02-30"}),
+        ("memory", {"repo_id": REPO, "memory_id": f" {fact}"}),
+        ("memory", {"repo_id": REPO, "memory_id": f"{fact} "}),
+        ("memory", {"repo_id": REPO, "memory_id": f"{fact}\u00a0"}),
+        ("memory", {"repo_id": REPO, "memory_id": f"\t{fact}"}),
+        ("memory", {"repo_id": REPO, "memory_id": "two words"}),
+        ("memory", {"repo_id": REPO, "memory_id": " "}),
+        ("forget", {"repo_id": REPO, "memory_id": f"{fact}\r\n{fact}"}),
+        ("update", {**update(updates={"truth": truth}), "memory_id": f" {fact} "}),
+        ("feedback", {"repo_id": REPO, "read_ids": [f" {read_id}"], "used": [], "mode": "dry_run"}),
+        ("feedback", {"repo_id": REPO, "read_ids": [read_id], "mode": "dry_run",
+                      "used": [{"memory_id": "\t", "target": 0.5}]}),
+        ("review_queue", {"repo_id": REPO, "as_of": "2099-01-01"}),  # was a 500: the queue re-validated the parsed time
+        ("update", update(updates={"truth": {**truth, "evidence_refs": ["\u00a0"]}})),  # blank: refused by both
+        ("update", update(updates={"truth": {**truth, "evidence_refs": ["\r"]}})),
+        ("update", update(updates={"truth": {**truth, "evidence_refs": ["\u3000ok"]}})),
+        ("read", read(query="\u2028 \t")),
+        ("write", write(text="\u00a0")),
+        ("read", read(token_budget=31)),
+        ("read", read(token_budget=32.0)),
+        ("read", read(token_budget=100_001)),
     ]
 
 

@@ -8,6 +8,7 @@ from strata_recall.domain.duplicates import (
     MERGE_COSINE,
     code_tokens,
     is_near_duplicate,
+    literal_values,
     merge_refusal,
     numbers,
     opposite_polarity,
@@ -27,6 +28,28 @@ def test_code_tokens_are_flags_paths_and_joined_identifiers() -> None:
     assert code_tokens("Set NODE_OPTIONS=--max-old-space-size=4096 in jest.config.js") == {
         "node_options", "--max-old-space-size", "jest.config.js"}
     assert code_tokens("Export KUBECONFIG=~/.kube/staging.yaml first.") == {"~/.kube/staging.yaml"}
+
+
+def test_literal_values_are_blobs_hex_units_versions_quoted_strings_and_identifiers() -> None:
+    assert literal_values("The golden body is SW52b2ljZTogMA== (base64), see commit 9c1e4f2") == {
+        "SW52b2ljZTogMA", "base64", "9c1e4f2"}  # names like base64 or sha256 count too: both texts keep them
+    assert literal_values("timeout 30s, limit 512Mi, toolchain go1.22.5, body CgVvcmRlchAA") == {
+        "30s", "512Mi", "go1.22.5", "CgVvcmRlchAA"}
+    assert literal_values("The CSV export uses ';' and the locale \"en-GB\"; call useLayoutEffect") == {
+        ";", "en-GB", "useLayoutEffect"}
+    assert literal_values("Don't run the e2e suite on GitHub; it's slow") == {"e2e"}  # apostrophes quote nothing
+
+
+def test_a_distinct_literal_value_blocks_a_merge() -> None:
+    # one embedding apart, two facts (issue #20: a merge swallowed lines differing only in a base64 value)
+    assert not same_specifics("The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJiZXRhIn0",
+                              "The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJhbHBoYSJ9")
+    assert not same_specifics("The release build is tagged at commit 9c1e4f2", "The release build is tagged at commit 4b7a0d3")
+    assert not same_specifics("The request timeout is 30s", "The request timeout is 45s")
+    assert not same_specifics("The CSV export uses ';' as the delimiter", "The CSV export uses '|' as the delimiter")
+    # the same value said another way still merges; an elaboration may add one
+    assert same_specifics("The request timeout for the billing client is 30s", "The billing client's request timeout is 30s")
+    assert same_specifics("Tag the release at commit 9c1e4f2", "Tag the release at commit 9c1e4f2 after the changelog")
 
 
 def test_the_guard_separates_what_cosine_cannot() -> None:

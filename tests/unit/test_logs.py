@@ -65,3 +65,16 @@ def test_library_records_are_scrubbed_too() -> None:
     out = stderr.getvalue()
     assert "Exception in ASGI application" in out and "uvicorn.error" in out
     assert SECRET not in out and TOKEN not in out and "╭" not in out
+
+
+def test_the_fields_redacted_at_rest_are_redacted_in_log_lines_too() -> None:
+    """The fields issue #20 found unredacted (an author, a read's query, a command line's password, a
+    Twilio token named in prose), as a log line might carry them."""
+    twilio = "9f2c4e1d" + "0b8a7f6e5d4c3b2a1f0e9d8c"
+    with captured() as stderr:
+        configure_logging("info", "json")
+        structlog.get_logger("strata.test").info(
+            "request", author=TOKEN, query=f"mysql -u root -p'{SECRET}' shop", note=f"the Twilio auth token is {twilio}")
+    out = stderr.getvalue()
+    assert TOKEN not in out and SECRET not in out and twilio not in out, out
+    assert "-p'[REDACTED:password]' shop" in out

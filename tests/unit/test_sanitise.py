@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from strata_recall.domain.sanitise import MARKER, Sanitised, sanitise
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
+    COMMAND_FORMATS,
     CONTEXT_FORMATS,
+    PROSE_FORMATS,
     FAMILIES,
     NOT_COVERED,
     TOKEN_FORMATS,
@@ -313,6 +315,72 @@ def test_inserted_secret_is_always_caught_between_separators(secret: str, prose:
     assert sanitise(result.text).redactions == 0
 
 
+# ---- command lines and vendors named in prose (issue #20) -----------------------------------------------
+
+PW = "Zq81" + "vX0pLm"  # assembled at run time, like every fake secret here
+HEX32 = "9f2c4e1d" + "0b8a7f6e5d4c3b2a1f0e9d8c"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"mysql -u root -p'{PW}' shop", "mysql -u root -p'[REDACTED:password]' shop"),
+        (f"mysql -uroot -p{PW} -h db.internal shop", "mysql -uroot -p[REDACTED:password] -h db.internal shop"),
+        (f'/usr/bin/mysqldump -u root -p"{PW}" shop > dump.sql', '/usr/bin/mysqldump -u root -p"[REDACTED:password]" shop > dump.sql'),
+        (f"sudo mariadb -u app -p{PW}", "sudo mariadb -u app -p[REDACTED:password]"),
+        (f"sqlcmd -S db -U sa -P {PW} -Q 'select 1'", "sqlcmd -S db -U sa -P [REDACTED:password] -Q 'select 1'"),
+        (f"redis-cli -h cache -p 6379 -a {PW} ping", "redis-cli -h cache -p 6379 -a [REDACTED:password] ping"),
+        (f"sshpass -p {PW} ssh -p 2222 deploy@host", "sshpass -p [REDACTED:password] ssh -p 2222 deploy@host"),
+        (f"docker login -u bot -p {PW} ghcr.io && docker run -p 80:80 app",
+         "docker login -u bot -p [REDACTED:password] ghcr.io && docker run -p 80:80 app"),
+        (f"sqlplus -s scott/{PW}@//db:1521/ORCL @run.sql", "sqlplus -s scott/[REDACTED:password]@//db:1521/ORCL @run.sql"),
+        (f"smbclient //files/share -U admin%{PW}", "smbclient //files/share -U admin%[REDACTED:password]"),
+        (f"openssl rsa -in k.pem -passin pass:{PW} -out p.pem", "openssl rsa -in k.pem -passin pass:[REDACTED:password] -out p.pem"),
+        (f"keytool -list -keystore t.jks -storepass {PW} -keypass {PW}",
+         "keytool -list -keystore t.jks -storepass [REDACTED:password] -keypass [REDACTED:password]"),
+        (f"Command '['mysql', '-uroot', '-p{PW}', 'shop']' returned non-zero exit status 1.",
+         "Command '['mysql', '-uroot', '-p[REDACTED:password]', 'shop']' returned non-zero exit status 1."),
+        (f"Command '['sshpass', '-p', '{PW}', 'ssh', 'host']' failed",
+         "Command '['sshpass', '-p', '[REDACTED:password]', 'ssh', 'host']' failed"),
+        (f'{{"run": "mysql -u root -p\\"{PW}\\" shop"}}', '{"run": "mysql -u root -p\\"[REDACTED:password]\\" shop"}'),
+    ],
+)
+def test_command_line_passwords_are_redacted(text: str, expected: str) -> None:
+    assert sanitise(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"The Twilio auth token is {HEX32}, rotate it", "The Twilio auth token is [REDACTED:token], rotate it"),
+        (f"our twilio api secret {HEX32}", "our twilio api secret [REDACTED:token]"),
+        (f"the auth token for Twilio is {HEX32}.", "the auth token for Twilio is [REDACTED:token]."),
+        (f"Twilio: account SID AC{HEX32}, auth token {HEX32[::-1]}",
+         f"Twilio: account SID AC{HEX32}, auth token [REDACTED:token]"),
+        (f"- **Datadog** API key: `{HEX32}`", "- **Datadog** API key: `[REDACTED:api_key]`"),
+    ],
+)
+def test_vendor_secrets_named_in_prose_are_redacted(text: str, expected: str) -> None:
+    assert sanitise(text).text == expected
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -u root -p shop",  # -p with a space prompts; `shop` is the database
+    f"Twilio webhook failed; the request id was {HEX32}",
+    f"the twilio token is rotated weekly; see commit {HEX32}",
+    f"ssh -p 2222 deploy@host 'mysql -u root -p' && echo {HEX32}",
+])
+def test_command_and_prose_rules_leave_look_alikes(text: str) -> None:
+    unchanged(text)
+
+
+def test_every_command_format_names_programs_options_and_examples() -> None:
+    for fmt in COMMAND_FORMATS:
+        assert fmt.commands and fmt.options and (fmt.attached or fmt.separate) and fmt.sources, fmt.name
+        assert all("{}" in example and example.split()[0] in {c.split()[0] for c in fmt.commands}
+                   for example in fmt.examples), fmt.name
+
+
 # ---- catastrophic backtracking guard ---------------------------------------------------------------
 
 
@@ -403,7 +471,7 @@ def test_markers_are_never_redacted_again(kind: str) -> None:
 def test_shapes_compile_to_unambiguous_patterns() -> None:
     """A variable-length segment must be followed by something its alphabet cannot hold: that is what keeps
     every token pattern linear (no two ways to split a run between adjacent segments)."""
-    shapes = [f.body for f in TOKEN_FORMATS] + [f.value for f in CONTEXT_FORMATS]
+    shapes = [f.body for f in TOKEN_FORMATS] + [f.value for f in CONTEXT_FORMATS + PROSE_FORMATS]
     for shape in shapes:
         parts = parse_shape(shape)
         flat = [q for p in parts for q in (p.parts if isinstance(p, Optional_) else (p,))]

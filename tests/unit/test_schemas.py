@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.memory import KINDS, SCOPES
@@ -113,3 +116,60 @@ def test_read_request_defaults_follow_the_contract() -> None:
         parse(ReadRequest, {"repo_id": "r", "query": "q", "limit": 101})
     with pytest.raises(InvalidInput):
         parse(ReadRequest, {"repo_id": "r", "query": "q", "expand": {"semantic_hops": 4}})
+
+
+# ---- as_of and ids: the published pattern and the validator are one rule (issue #20) -------------------
+
+def _read_as_of(value: str) -> bool:
+    try:
+        parse(ReadRequest, {"repo_id": "acme/api", "query": "q", "as_of": value})
+    except InvalidInput:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("year", [1, 4, 100, 400, 1900, 2000, 2023, 2024, 2100, 9999])
+def test_the_as_of_pattern_admits_exactly_the_calendars_dates(year: int) -> None:
+    from datetime import datetime
+
+    for month in range(0, 14):
+        for day in range(0, 33):
+            text = f"{year:04d}-{month:02d}-{day:02d}"
+            try:
+                datetime.fromisoformat(text)
+                real = True
+            except ValueError:
+                real = False
+            assert bool(re.fullmatch(common.AS_OF_TIME_PATTERN, text)) is real is _read_as_of(text), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.from_regex(common.AS_OF_TIME_PATTERN, fullmatch=True))
+def test_every_time_the_as_of_pattern_admits_is_accepted(text: str) -> None:
+    assert _read_as_of(text), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=8) | st.builds(lambda a, b, c: a + b + c, st.sampled_from(["", " ", "\t", "\u00a0", "\n"]),
+                                       st.text(min_size=1, max_size=6), st.sampled_from(["", " ", "\u3000", "\r\n"])))
+def test_a_memory_id_is_accepted_exactly_when_it_fits_the_published_pattern(text: str) -> None:
+    fits = 1 <= len(text) <= 64 and re.fullmatch(common.IDENTIFIER_PATTERN, text) is not None
+    try:
+        parse(UpdateRequest, {"repo_id": "acme/api", "memory_id": text, "mode": "dry_run",
+                              "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}})
+        accepted = True
+    except InvalidInput:
+        accepted = False
+    assert accepted is fits, repr(text)
+
+
+def test_the_published_text_patterns_say_what_the_validators_check() -> None:
+    """Each character alone: a text field's pattern admits it exactly when the validators do (no control
+    character; and, for the fields that may not be blank, something other than a space)."""
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        allowed = common._CONTROL.search(char) is None
+        assert bool(re.fullmatch(common.NO_CONTROL_PATTERN, char)) is allowed, hex(code)
+        assert bool(re.fullmatch(common.NOT_BLANK_PATTERN, char)) is (allowed and bool(char.strip())), hex(code)

@@ -1,0 +1,108 @@
+"""The keyword search reads code: identifiers are searchable whole and in parts (snake_case,
+CamelCase, dotted paths, file paths, error class names, flags), in memories and queries alike; a
+pasted stack trace keeps its code tokens; a store indexed before this rebuilds from the log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections import fts as fts_module
+from strata_recall.projections.code_words import code_terms
+from strata_recall.projections.embedder import HashEmbedder
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.workers.runner import Runner
+from tests.conftest import write_request
+
+MEMORIES = {
+    "csv": "pandas read_csv drops the index column unless index_col is given",
+    "type": "Calling len() on the generator raised TypeError in the exporter",
+    "path": "The estimator lives in sklearn/linear_model/_logistic.py next to its tests",
+    "flag": "pip install --no-deps keeps the pinned torch wheel",
+    "dotted": "Use os.path.join instead of string concatenation for cache paths",
+    "camel": "HttpConnectionPool leaks sockets when the retry limit is hit",
+    "plain": "The nightly job writes its report to the shared drive",
+    "writer": "CsvWriter buffers every row until close, so large exports run out of memory",
+    "decoy": "Log lines of the export service are rotated daily, one file per day",
+}
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[tuple[Strata, dict[str, str]]]:
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=64))
+    api = CommandAPI(app.log)
+    ids = {name: api.write(write_request("acme", text)).memory_id for name, text in MEMORIES.items()}
+    app.runner(["fts"]).catch_up()
+    yield app, ids
+    app.close()
+
+
+def first(app: Strata, query: str) -> str | None:
+    fts: FTSProjection = app.projection("fts")  # type: ignore[assignment]
+    hits = fts.search(query, "acme")
+    return hits[0][0] if hits else None
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("readcsv", "csv"), ("ReadCsv problem", "csv"), ("read_csv", "csv"),
+    ("type error", "type"), ("TypeError", "type"),
+    ("logisticpy", "path"), ("where is _logistic.py", "path"), ("linear_model", "path"),
+    ("nodeps", "flag"), ("--no-deps", "flag"),
+    ("ospathjoin", "dotted"), ("os.path.join", "dotted"),
+    ("connection pool leaks", "camel"), ("http_connection_pool", "camel"),
+])
+def test_identifiers_are_found_whole_and_in_parts(store: tuple[Strata, dict[str, str]], query: str, expected: str) -> None:
+    app, ids = store
+    assert first(app, query) == ids[expected]
+
+
+def test_a_pasted_stack_trace_keeps_its_code_tokens(store: tuple[Strata, dict[str, str]]) -> None:
+    app, ids = store
+    trace = (
+        "It crashed again last night. Traceback (most recent call last):\n"
+        '  File "/srv/app/export/main.py", line 88, in main_loop\n'
+        "    exporter.export(items, options, state, target, schedule, retries)\n"
+        '  File "/srv/app/export/csv_writer.py", line 12, in flush_all\n'
+        "    self.pending.append(serialise(item))\n"
+        "MemoryError\n"
+        "It happens every night with the default settings; the log file has nothing else."
+    )
+    assert first(app, trace) == ids["writer"]  # csv_writer and MemoryError, not the log file's words
+
+
+def test_code_words_for_queries_and_memories_agree() -> None:
+    assert code_terms("read_csv") == ["readcsv"]  # FTS5 itself splits it into read, csv
+    assert code_terms("ReadCsv") == ["read", "csv"]  # FTS5 itself keeps it whole: readcsv
+    assert {"value", "error"} <= set(code_terms("ValueError"))
+    assert "linearmodel" in code_terms("sklearn/linear_model/_logistic.py")
+    assert "csvwriter" in code_terms("export/csv_writer.py")
+    assert code_terms("plain words only, nothing else.") == []
+
+
+def test_a_store_indexed_before_code_words_rebuilds_from_the_log(
+        store: tuple[Strata, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The migration empties the text table and replays: the result equals a fresh replay."""
+    app, ids = store
+    path = tmp_path / "fts.sqlite"
+
+    class Before(FTSProjection):  # the projection as it was: two migrations, text without its code words
+        migrations = (fts_module.m001_create_tables, fts_module.m002_scope_column)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fts_module, "indexed_text", lambda text: text)
+        old = Before(path)
+        Runner(app.log, [old]).catch_up()
+        assert old.search("readcsv", "acme") == []  # indexed as before: the compound is not there
+        old.close()
+
+    reopened = FTSProjection(path)  # migration m003 runs and starts again from position zero
+    assert reopened.position == 0
+    Runner(app.log, [reopened]).catch_up()
+    assert [m for m, _ in reopened.search("readcsv", "acme")] == [ids["csv"]]
+    assert reopened.digest() == app.projection("fts").digest()
+    reopened.close()

@@ -1,0 +1,157 @@
+"""An absolute relevance on real SQLite files and the real embedding model: a question memory cannot
+help with gets nothing (counted as below_relevance), relevance is comparable across reads and orders
+the answer, the bar can be lowered or raised per request, a case passes or fails whole, long texts
+are cut with a marker, and `memory_ids` reads memories whole (and can be cited by feedback)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from strata_recall.domain.errors import InvalidInput
+from strata_recall.interface.api import CommandAPI
+from strata_recall.interface.bootstrap import Strata, build
+from strata_recall.interface.settings import load_settings
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.recall import TEXT_CHARS
+from strata_recall.projections.relevance import DEFAULT_BAR, TAIL
+from strata_recall.schemas import read as read_schema
+from tests.conftest import write_request
+
+# a repository's memory about web services and their deployment: nothing about training models
+MEMORIES = [
+    ("Integration tests hang when Postgres is not running", "problem"),
+    ("The API returns 502 behind nginx when the upstream keepalive is too short", "problem"),
+    ("Celery workers silently drop tasks after a Redis failover", "problem"),
+    ("The staging deploy fails because the Helm chart pins an old image tag", "problem"),
+    ("Database migrations must run before the web pods start", "fact"),
+    ("The test database listens on port 5433", "fact"),
+    ("Prefer pytest fixtures over setUp methods", "preference"),
+    ("Uploads larger than 10 MB are rejected by the ingress body size limit", "fact"),
+    ("Sentry alerts for the billing service go to the payments channel", "fact"),
+    ("The login page is rendered server side with Jinja templates", "fact"),
+    ("Rate limiting uses a sliding window in Redis keyed by API token", "fact"),
+    ("The nightly export job writes CSV files to the shared bucket", "fact"),
+]
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> MiniLMEmbedder:
+    return MiniLMEmbedder(model_dir=tmp_path_factory.mktemp("model") / "minilm")
+
+
+@pytest.fixture
+def real(data_dir: Path, minilm: MiniLMEmbedder) -> Iterator[Strata]:
+    app = build(load_settings(environ={}, data_dir=data_dir), embedder=minilm)
+    yield app
+    app.close()
+
+
+def seed(app: Strata) -> dict[str, str]:
+    api = CommandAPI(app.log)
+    ids = {text: api.write(write_request("acme", text, kind)).memory_id for text, kind in MEMORIES}
+    problem = ids[MEMORIES[0][0]]
+    ids["solution"] = api.write(write_request("acme", "Run make db-up before pytest", "solution",
+                                              links={"problem_id": problem})).memory_id
+    app.catch_up()
+    return ids
+
+
+def read(app: Strata, **request: object) -> dict:
+    app.catch_up()
+    return app.api().read(request).model_dump()
+
+
+def flat(response: dict) -> list[dict]:
+    return [m for r in response["results"] for m in (r, *r["solutions"], *r["failed_tactics"])]
+
+
+def test_a_question_memory_cannot_help_with_gets_nothing(real: Strata) -> None:
+    """The issue's case: no memory mentions NaN or fp16; the read used to return every memory."""
+    seed(real)
+    response = read(real, repo_id="acme", query="loss becomes NaN with fp16")
+    assert response["results"] == []
+    assert response["answer_relevance"] < DEFAULT_BAR
+    assert response["suppressed"]["below_relevance"] >= 1  # held back, and said so
+    everything = read(real, repo_id="acme", query="loss becomes NaN with fp16", min_relevance=0)
+    assert everything["results"]  # the bar off: what the search found comes back
+    assert all(m["relevance"] < DEFAULT_BAR for m in flat(everything))
+
+
+def test_relevance_is_comparable_across_reads_and_orders_the_answer(real: Strata) -> None:
+    ids = seed(real)
+    strong = read(real, repo_id="acme", query="integration tests hang because postgres is down")
+    weak = read(real, repo_id="acme", query="loss becomes NaN with fp16", min_relevance=0)
+    assert strong["results"][0]["memory_id"] == ids[MEMORIES[0][0]]
+    assert strong["answer_relevance"] > DEFAULT_BAR > weak["answer_relevance"]
+    assert max(m["relevance"] for m in flat(strong)) > 2 * max(m["relevance"] for m in flat(weak))
+    for response in (strong, weak):
+        scores = [r["score"] for r in response["results"]]
+        assert scores == sorted(scores, reverse=True)  # ordered by the score the agent sees
+        for m in flat(response):
+            assert 0.0 <= m["relevance"] <= 1.0 and m["score"] <= m["relevance"] * 1.5 + 1e-4
+
+
+def test_a_request_lowers_or_raises_the_bar(real: Strata) -> None:
+    seed(real)
+    query = "why do uploads of large files fail"
+    default = read(real, repo_id="acme", query=query)
+    assert default["results"]
+    raised = read(real, repo_id="acme", query=query, min_relevance=1.0)
+    assert raised["results"] == [] and raised["suppressed"]["below_relevance"] >= len(flat(default))
+    lowered = read(real, repo_id="acme", query=query, min_relevance=0)
+    assert len(flat(lowered)) >= len(flat(default))
+    assert "below_relevance" not in lowered["suppressed"]
+
+
+def test_in_an_answer_above_the_bar_the_long_tail_is_held_back(real: Strata) -> None:
+    seed(real)
+    response = read(real, repo_id="acme", query="why do uploads of large files fail")
+    floor = DEFAULT_BAR * TAIL
+    for result in response["results"]:  # a case passes with its most relevant memory
+        assert max(m["relevance"] for m in (result, *result["solutions"], *result["failed_tactics"])) >= floor
+
+
+def test_a_case_passes_or_fails_whole(real: Strata) -> None:
+    ids = seed(real)
+    response = read(real, repo_id="acme", query="integration tests hang because postgres is down")
+    case = next(r for r in response["results"] if r["memory_id"] == ids[MEMORIES[0][0]])
+    assert [s["memory_id"] for s in case["solutions"]] == [ids["solution"]]  # it follows its problem
+    nothing = read(real, repo_id="acme", query="loss becomes NaN with fp16")
+    assert ids["solution"] not in [m["memory_id"] for m in flat(nothing)]
+
+
+def test_long_texts_are_cut_and_memory_ids_reads_them_whole(real: Strata) -> None:
+    api = CommandAPI(real.log)
+    long = ("The release pipeline publishes wheels for every platform. " * 40).strip()
+    long_id = api.write(write_request("acme", long)).memory_id
+    other = api.write(write_request("elsewhere", "The release pipeline of another repository")).memory_id
+    gone = api.write(write_request("acme", "A release note nobody wants")).memory_id
+    api.forget({"repo_id": "acme", "memory_id": gone})
+    answer = read(real, repo_id="acme", query="how does the release pipeline publish wheels")
+    shown = next(r for r in answer["results"] if r["memory_id"] == long_id)
+    assert len(shown["text"]) < TEXT_CHARS + 60 and shown["text"].endswith("more characters]")
+    assert long.startswith(shown["text"].split(" [")[0])
+    whole = read(real, repo_id="acme", memory_ids=[long_id, other, gone])
+    assert [r["memory_id"] for r in whole["results"]] == [long_id]
+    assert whole["results"][0]["text"] == long and whole["results"][0]["retrieval_reason"] == "requested"
+    assert whole["suppressed"] == {"not_found": 1, "forgotten": 1}  # another repo's memory is not revealed
+    credited = real.api().feedback({"repo_id": "acme", "read_ids": [whole["read_id"]],
+                             "used": [{"memory_id": long_id, "target": 1.0, "rationale": "it was the answer"}]})
+    assert [c.memory_id for c in credited.credited] == [long_id]
+
+
+def test_a_read_needs_a_query_or_memory_ids(real: Strata) -> None:
+    with pytest.raises(InvalidInput) as error:
+        real.api().read({"repo_id": "acme"})
+    assert "query is required" in str(error.value.problems[0].message)
+    with pytest.raises(InvalidInput) as error:
+        real.api().read({"repo_id": "acme", "query": "x", "min_relevance": 1.5})
+    assert error.value.problems[0].code == "out_of_range" and error.value.problems[0].path == "min_relevance"
+
+
+def test_the_contract_documents_the_engines_defaults() -> None:
+    assert read_schema.DEFAULT_BAR == DEFAULT_BAR
+    assert read_schema.TEXT_CHARS == TEXT_CHARS
