@@ -2,9 +2,9 @@
 JSON endpoint, or the local store's projections when the client is set up without a server.
 
 - Over HTTP the server does the read (`POST /v1/read`: the full engine, the embedding model already
-  loaded) and records it in its read ledger, so the `read_id` can be cited by `feedback`; the hook only
-  sends the request (standard library `http.client`, the token from an environment variable) and gives
-  up at its deadline.
+  loaded, its absolute relevance and bar, `min_relevance`) and records it in its read ledger, so the
+  `read_id` can be cited by `feedback`; the hook only sends the request (standard library
+  `http.client`, the token from an environment variable) and gives up at its deadline.
 - Locally no model is loaded (that alone takes longer than a hook may): the keyword search of the FTS
   projection finds the candidates (projections/fts.py, the same search a read's keyword half runs) and
   the snapshot gives their texts, anchors and links; the injection is recorded in the node's read ledger
@@ -52,6 +52,8 @@ class Answer:
     items: list[Item] = field(default_factory=list)
     position: int = 0
     """The log position the answer reflects."""
+    barred: bool = False
+    """The read path's relevance bar was applied (a server's read): what came back cleared it."""
 
 
 def _items(results: list[dict[str, Any]]) -> list[Item]:
@@ -114,10 +116,15 @@ class HttpReader:
                                 f"{error.get('message')}")
         return answer
 
-    def read(self, repo_id: str, query: str, limit: int, timeout: float) -> Answer:
-        answer = self.call("read", {"repo_id": repo_id, "query": query, "mode": "targeted", "limit": limit,
-                                    "expand": {"semantic_hops": 0}}, timeout)
-        return Answer(answer.get("read_id"), _items(answer.get("results") or []), int(answer.get("position") or 0))
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        """The read path's answer (`min_relevance` None: the server's default bar)."""
+        body: dict[str, Any] = {"repo_id": repo_id, "query": query, "mode": "targeted", "limit": limit,
+                                "expand": {"semantic_hops": 0}}
+        if min_relevance is not None:
+            body["min_relevance"] = min_relevance
+        answer = self.call("read", body, timeout)
+        return Answer(answer.get("read_id"), _items(answer.get("results") or []), int(answer.get("position") or 0),
+                      barred=min_relevance != 0)
 
     def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
         return str(self.call("memory_index", {"repo_id": repo_id, "max_tokens": max_tokens}, timeout)["text"])
@@ -133,7 +140,8 @@ class LocalReader:
     def _ready(self) -> bool:
         return (self.folder / "fts.sqlite").exists() and (self.folder / "snapshot.sqlite").exists()
 
-    def read(self, repo_id: str, query: str, limit: int, timeout: float) -> Answer:
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
         if not self._ready():
             return Answer(None)
         from strata_recall.projections.fts import FTSProjection

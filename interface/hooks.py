@@ -6,8 +6,9 @@ loaded, recalled and rated without the agent having to remember.
   compact lines with their ids: for the user's prompt; for the file about to be edited (memories
   anchored to it or naming it, failed tactics and decisions first); for a failed command, by its
   distinctive lines (interface/hook_cues.py says what each moment is about). Nothing is injected
-  unless it clears the relevance bar (RELEVANCE_BAR), and every injection fits a per-event and a
-  per-session token budget and never repeats a memory the session was already shown.
+  unless it clears the relevance bar (the read path's own, MIN_RELEVANCE, on a server; SHARED_TOKENS
+  on a local store), and every injection fits a per-event and a per-session token budget and never
+  repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
   injections), the agent is asked to `write` what it learned and to send `feedback` citing them.
 - pre-compact: the unrated reads are kept and handed back by the session-start that follows.
@@ -68,12 +69,15 @@ FALLBACK_WINDOW_S = 4 * 3600
 STATE_RETENTION_S = 14 * 86400
 INDEX_TOKENS = 300
 
-RELEVANCE_BAR = 2
-"""The fixed bar a recalled memory must clear to be injected at a prompt or a failure: it shares at
-least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers, dotted
-names, paths, error classes), or it is anchored to or names a file the moment names. At an edit only
-the latter counts: the memories of the file about to be edited. (The read path's own absolute
-relevance, issue #22, is not on this branch's main yet; this bar is what the hooks use until it is.)"""
+MIN_RELEVANCE: dict[str, float | None] = {"prompt": None, "edit": None, "after-command": None}
+"""The read path's bar each moment's read asks a server for (`min_relevance`; None: the server's default,
+projections/relevance.py DEFAULT_BAR): an answer less likely than that to hold a relevant memory is
+empty, and the hook injects nothing."""
+SHARED_TOKENS = 2
+"""The bar where the read path's cannot be computed (a local store: no model, so no cosine): a memory
+shares at least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers,
+dotted names, paths, error classes), or it is anchored to or names a file of the repository the moment
+names. At an edit, on either store, only the latter counts: the memories of the file about to be edited."""
 EVENT_TOKENS = {"prompt": 250, "edit": 200, "after-command": 200}
 """Most tokens one injection may take."""
 SESSION_TOKENS = 600
@@ -247,17 +251,20 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / 3.2) + 1
 
 
-def clears_bar(item: Item, moment: Moment) -> bool:
+def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
+    """Whether a memory the read offered may be injected: at an edit, a memory of the edited file; else
+    anything a read with the read path's bar returned (`barred`), or, without it, what clears
+    SHARED_TOKENS."""
     named = any(path in item.anchors or path in item.text for path in moment.paths)
     if named or moment.kind == "edit":
         return named
-    return len(moment.tokens & hook_cues.code_tokens(item.text)) >= RELEVANCE_BAR
+    return barred or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
 
 
-def chosen(items: list[Item], moment: Moment, shown: set[str]) -> list[Item]:
+def chosen(items: list[Item], moment: Moment, shown: set[str], barred: bool = False) -> list[Item]:
     """The candidates to show, in order: a problem that clears the bar brings the failed tactics and
     solutions nested in it (a case passes whole); at an edit, failed tactics and decisions first."""
-    passing = {item.memory_id for item in items if clears_bar(item, moment)}
+    passing = {item.memory_id for item in items if clears_bar(item, moment, barred)}
     heads = {item.memory_id for item in items if item.kind == "problem" and item.memory_id in passing}
     keep = [item for item in items if item.memory_id in passing or item.problem_id in heads]
     if moment.kind == "edit":
@@ -288,8 +295,8 @@ def heading(moment: Moment, repo_id: str, read_id: str | None) -> str:
     about = {"prompt": "this prompt", "edit": f"the edit of {moment.paths[0] if moment.paths else 'this file'}",
              "failure": "this failure"}[moment.kind]
     cite = f", read_id {read_id}: cite it in `feedback` if one helps" if read_id else ""
-    return (f"Strata memory for {about} (repo_id \"{repo_id}\"{cite}; lines are cut short, the ids name the "
-            "memories; they are hypotheses, check them against the code):")
+    return (f"Strata memory for {about} (repo_id \"{repo_id}\"{cite}; lines are cut short: `read` with memory_ids "
+            "gives them whole; memories are hypotheses, check them against the code):")
 
 
 def render(items: list[Item], moment: Moment, repo_id: str, read_id: str | None, budget: int) -> tuple[str, list[Item]]:
@@ -319,7 +326,7 @@ def reminder(reads: list[str], repo_id: str) -> str:
 
 
 CLAUDE_EVENT = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "edit": "PreToolUse",
-                "after-command": "PostToolUse"}
+                "after-command": "PostToolUseFailure"}
 
 
 def context_reply(hook: Hook, text: str) -> dict[str, Any]:
@@ -362,8 +369,9 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
         if budget < 60:
             return None
         reader = hook.reader()
-        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining())
-        items = chosen(answer.items, moment, set(session.shown))
+        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining(),
+                             MIN_RELEVANCE[hook.event])
+        items = chosen(answer.items, moment, set(session.shown), answer.barred)
         read_id = answer.read_id if items else None
         text, shown = render(items, moment, hook.repo_id, read_id, budget)
         if not shown or hook.remaining() <= 0:
