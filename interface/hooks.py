@@ -6,7 +6,7 @@ loaded, recalled and rated without the agent having to remember.
   compact lines with their ids: for the user's prompt; for the file about to be edited (memories
   anchored to it or naming it, failed tactics and decisions first); for a failed command, by its
   distinctive lines (interface/hook_cues.py says what each moment is about). Nothing is injected
-  unless it clears the relevance bar (the read path's own, MIN_RELEVANCE, on a server; SHARED_TOKENS
+  unless it clears the relevance bar (the read path's own, RELEVANCE_BAR, on a server; SHARED_TOKENS
   on a local store), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
@@ -69,23 +69,24 @@ FALLBACK_WINDOW_S = 4 * 3600
 STATE_RETENTION_S = 14 * 86400
 INDEX_TOKENS = 300
 
-MIN_RELEVANCE: dict[str, float | None] = {"prompt": None, "edit": None, "after-command": None}
-"""The read path's bar each moment's read asks a server for (`min_relevance`; None: the server's default,
-projections/relevance.py DEFAULT_BAR): an answer less likely than that to hold a relevant memory is
-empty, and the hook injects nothing."""
+RELEVANCE_BAR = 0.2
+"""The read path's relevance bar (projections/relevance.py DEFAULT_BAR, the default `min_relevance`),
+which every injection from a server clears: the read asks for it, so an answer less likely than that
+to hold a relevant memory is empty; and at a prompt or a failure each memory shown is itself at least
+that likely to be relevant (`relevance`, a probability), so a likely answer's long tail stays out."""
 SHARED_TOKENS = 2
 """The bar where the read path's cannot be computed (a local store: no model, so no cosine): a memory
 shares at least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers,
 dotted names, paths, error classes), or it is anchored to or names a file of the repository the moment
 names. At an edit, on either store, only the latter counts: the memories of the file about to be edited."""
-EVENT_TOKENS = {"prompt": 250, "edit": 200, "after-command": 200}
+EVENT_TOKENS = {"prompt": 300, "edit": 200, "after-command": 200}
 """Most tokens one injection may take."""
 SESSION_TOKENS = 600
 """Most tokens the injections of one session may take in all (the session-start index aside)."""
 CANDIDATES = {"prompt": 5, "edit": 20, "after-command": 5}
 """Results asked for per moment (cases: a problem with its solutions is one). An edit asks for more:
 the bar keeps only the memories of the edited file, which a path-like query need not rank first."""
-MOST_SHOWN = 4
+MOST_SHOWN = 5
 """Most memories one injection shows."""
 TEXT_CHARS = 200
 """A memory's text is shown up to about this many characters (its id reads it whole)."""
@@ -252,21 +253,23 @@ def estimate_tokens(text: str) -> int:
 
 
 def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
-    """Whether a memory the read offered may be injected: at an edit, a memory of the edited file; else
-    anything a read with the read path's bar returned (`barred`), or, without it, what clears
-    SHARED_TOKENS."""
+    """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
+    answer that cleared the read path's bar, when `barred`); else one at least RELEVANCE_BAR likely to be
+    relevant (`barred`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
+    file the moment names."""
     named = any(path in item.anchors or path in item.text for path in moment.paths)
-    if named or moment.kind == "edit":
+    if moment.kind == "edit":
         return named
-    return barred or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
+    if barred:
+        return (item.relevance or 0.0) >= RELEVANCE_BAR
+    return named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
 
 
 def chosen(items: list[Item], moment: Moment, shown: set[str], barred: bool = False) -> list[Item]:
-    """The candidates to show, in order: a problem that clears the bar brings the failed tactics and
-    solutions nested in it (a case passes whole); at an edit, failed tactics and decisions first."""
-    passing = {item.memory_id for item in items if clears_bar(item, moment, barred)}
-    heads = {item.memory_id for item in items if item.kind == "problem" and item.memory_id in passing}
-    keep = [item for item in items if item.memory_id in passing or item.problem_id in heads]
+    """The candidates to show, in the read's order (a problem, then the failed tactics and solutions nested
+    in it): those that clear the bar and were not shown before; at an edit, failed tactics and decisions
+    first."""
+    keep = [item for item in items if clears_bar(item, moment, barred)]
     if moment.kind == "edit":
         keep.sort(key=lambda item: FIRST.get(item.kind, 2))  # stable: the read's order within a kind
     out, seen = [], set(shown)
@@ -369,8 +372,7 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
         if budget < 60:
             return None
         reader = hook.reader()
-        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining(),
-                             MIN_RELEVANCE[hook.event])
+        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining(), RELEVANCE_BAR)
         items = chosen(answer.items, moment, set(session.shown), answer.barred)
         read_id = answer.read_id if items else None
         text, shown = render(items, moment, hook.repo_id, read_id, budget)

@@ -79,17 +79,31 @@ def item(memory_id: str, kind: str, text: str, anchors: tuple[str, ...] = (), pr
     return Item(memory_id, kind, text, anchors, problem_id)
 
 
-def test_the_bar_a_case_and_the_order_at_an_edit() -> None:
+def test_the_bar_and_the_order_at_an_edit() -> None:
     edit = hook_cues.Moment("edit", "src/db/pool.py acquire", ("src/db/pool.py",), frozenset({"src/db/pool.py"}))
     candidates = [item("p1", "problem", "Checkout hangs"), item("s1", "solution", "Add a timeout", ("src/db/pool.py",), "p1"),
                   item("f1", "failed_tactic", "Raising the timeout in src/db/pool.py did not help", (), "p1"),
                   item("x1", "fact", "src/db/models.py is generated")]
-    assert [i.memory_id for i in hooks.chosen(candidates, edit, set())] == ["f1", "s1"]  # failed tactics first
+    for barred in (False, True):  # at an edit: the memories of that file, whatever the store
+        assert [i.memory_id for i in hooks.chosen(candidates, edit, set(), barred)] == ["f1", "s1"]  # failed tactics first
     assert [i.memory_id for i in hooks.chosen(candidates, edit, {"f1"})] == ["s1"]  # never twice
+
+
+def test_the_bar_at_a_prompt_is_the_read_paths_relevance_or_shared_code_tokens() -> None:
     prompt = hook_cues.Moment("prompt", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
-    case = [item("p2", "problem", "PoolTimeoutError from db_pool.acquire"), item("s2", "solution", "Run make db-up", (), "p2"),
-            item("y1", "fact", "The acquire step is slow")]  # one shared token is not enough
-    assert [i.memory_id for i in hooks.chosen(case, prompt, set())] == ["p2", "s2"]  # the solution comes with its problem
+    case = [Item("p2", "problem", "PoolTimeoutError from db_pool.acquire", relevance=0.6),
+            Item("s2", "solution", "Run make db-up", problem_id="p2", relevance=0.25),
+            Item("y1", "fact", "The acquire step is slow", relevance=0.05)]
+    # from a server: what is at least as likely to be relevant as the read path's bar
+    assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=True)] == ["p2", "s2"]
+    # from a local store (no relevance): two distinctive code tokens; one is not enough
+    assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=False)] == ["p2"]
+
+
+def test_the_hooks_bar_is_the_read_paths_default() -> None:
+    from strata_recall.schemas.read import DEFAULT_BAR
+
+    assert hooks.RELEVANCE_BAR == DEFAULT_BAR
 
 
 def test_an_injection_fits_its_budget() -> None:
