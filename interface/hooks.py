@@ -79,7 +79,7 @@ SHARED_TOKENS = 2
 shares at least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers,
 dotted names, paths, error classes), or it is anchored to or names a file of the repository the moment
 names. At an edit, on either store, only the latter counts: the memories of the file about to be edited."""
-EVENT_TOKENS = {"prompt": 300, "edit": 200, "after-command": 200}
+EVENT_TOKENS = {"prompt": 400, "edit": 200, "after-command": 200}
 """Most tokens one injection may take."""
 SESSION_TOKENS = 600
 """Most tokens the injections of one session may take in all (the session-start index aside)."""
@@ -88,7 +88,7 @@ CANDIDATES = {"prompt": 5, "edit": 20, "after-command": 5}
 the bar keeps only the memories of the edited file, which a path-like query need not rank first."""
 MOST_SHOWN = 5
 """Most memories one injection shows."""
-TEXT_CHARS = 200
+TEXT_CHARS = 160
 """A memory's text is shown up to about this many characters (its id reads it whole)."""
 FIRST = {"failed_tactic": 0, "fact": 1, "preference": 1, "change": 1, "solution": 2, "problem": 3}
 """At an edit: failed tactics first, then decisions (facts, preferences, changes), then what worked."""
@@ -246,10 +246,11 @@ def _cited_in(line: str) -> set[str]:
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens a text takes, estimated without a tokenizer (a hook cannot afford to load one): ids and
-    code cut into more tokens than prose, so a token per 3.2 characters errs on the high side
+    """Tokens a text takes, estimated without a tokenizer (a hook cannot afford to load one). Ids and code
+    cut into many more tokens than prose (a memory id alone is 29 of the embedding model's tokenizer):
+    on injections that tokenizer counted 2.4 to 2.7 characters a token, so 2.5 it is
     (ops/eval_session.py counts with the real tokenizer)."""
-    return int(len(text) / 3.2) + 1
+    return int(len(text) / 2.5) + 1
 
 
 def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
@@ -295,11 +296,10 @@ def line_of(item: Item) -> str:
 
 
 def heading(moment: Moment, repo_id: str, read_id: str | None) -> str:
-    about = {"prompt": "this prompt", "edit": f"the edit of {moment.paths[0] if moment.paths else 'this file'}",
+    about = {"prompt": "this prompt", "edit": f"editing {moment.paths[0] if moment.paths else 'this file'}",
              "failure": "this failure"}[moment.kind]
-    cite = f", read_id {read_id}: cite it in `feedback` if one helps" if read_id else ""
-    return (f"Strata memory for {about} (repo_id \"{repo_id}\"{cite}; lines are cut short: `read` with memory_ids "
-            "gives them whole; memories are hypotheses, check them against the code):")
+    cite = f" (read_id {read_id}: cite it in feedback if one helps)" if read_id else ""
+    return f"Strata memories for {about}{cite}; cut short (`read` memory_ids for all), check them against the code:"
 
 
 def render(items: list[Item], moment: Moment, repo_id: str, read_id: str | None, budget: int) -> tuple[str, list[Item]]:
