@@ -57,11 +57,10 @@ from typing import IO, Any
 
 from strata_recall.interface import hook_cues
 from strata_recall.interface.hook_cues import Moment
-from strata_recall.interface.hook_recall import TOKEN_ENV, Answer, HookReadError, HttpReader, Item, LocalReader
+from strata_recall.interface.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
 from strata_recall.interface.repo_identity import repo_id_for, repo_root
 
 EVENTS = ("session-start", "prompt", "edit", "after-command", "stop", "pre-compact")
-RECALL_EVENTS = ("prompt", "edit", "after-command")
 DEADLINE_S = {"session-start": 3.0, "stop": 3.0, "pre-compact": 3.0}
 """How long a hook may take before it gives up; recall events take RECALL_DEADLINE_S."""
 RECALL_DEADLINE_S = 2.0
