@@ -42,6 +42,8 @@ from strata_recall.schemas.browse import (
     MemoriesResponse,
     MemoryRequest,
     MemoryResponse,
+    OverviewRequest,
+    OverviewResponse,
     ReposRequest,
     ReposResponse,
     ReviewQueueRequest,
@@ -223,6 +225,9 @@ class CommandAPI:
             raise not_yet_consistent(consistency)
 
     # --- the inspector: read-only views of a repo's memory, now or as of a past moment ------------
+
+    def overview(self, payload: Payload, principal: Principal = LOCAL) -> OverviewResponse:
+        return self._inspector().overview(parse(OverviewRequest, payload))
 
     def memories(self, payload: Payload, principal: Principal = LOCAL) -> MemoriesResponse:
         return self._inspector().memories(parse(MemoriesRequest, payload))

@@ -403,21 +403,37 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 
 
 @app.command()
-def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to.")) -> None:
-    """Run a short scripted session: write a problem, its solution, a failed tactic, a fact and a change;
-    read them back as a new session would; update utility; show the result. It uses a temporary store,
-    deleted afterwards, unless --data-dir, STRATA_DATA_DIR or the config file names one.
+def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to."),
+         into_store: bool = typer.Option(False, "--into-store", help="Write into the configured data directory (your "
+                                         "store), so the inspector has something to show."),
+         force: bool = typer.Option(False, "--force", help="With --into-store: write even where the store holds "
+                                    "other repos' memories.")) -> None:
+    """Run a short scripted session: write two problems with their solutions and failed tactics, a fact
+    and a change, a preference; read them back as a new session would; rate a solution, lower a quick
+    fix's truth, forget a memory, leave a proposal for review. It uses a temporary store, deleted
+    afterwards, unless --data-dir, STRATA_DATA_DIR or the config file names one, or --into-store writes
+    into the configured store (refused where it holds other repos' memories, unless --force).
 
-    Example: strata demo   |   strata --data-dir /tmp/strata demo
+    Example: strata demo   |   strata demo --into-store && strata serve
     """
-    from strata_recall.interface.demo import names_a_data_dir, run_demo, temporary_store
+    from strata_recall.interface.demo import into_store_epilogue, names_a_data_dir, refuse_mixing, run_demo, temporary_store
 
     opts: Options = ctx.obj
-    with temporary_store(None if names_a_data_dir(opts.config, opts.data_dir) else sys.stdout) as scratch:
+    if force and not into_store:
+        raise _fail(opts, InvalidInput("force_without_into_store", "--force", "--force goes with --into-store"))
+    named = into_store or names_a_data_dir(opts.config, opts.data_dir)
+    with temporary_store(None if named else sys.stdout) as scratch:
         if scratch is not None:
             ctx.obj = Options(scratch, opts.config, opts.json_output)
         with _session(ctx) as strata:
-            run_demo(_api(strata), strata.log, repo, sys.stdout, catch_up=strata.catch_up)
+            api = _api(strata)
+            if into_store:
+                if not force:
+                    refuse_mixing(api, repo, strata.settings.data_dir)
+                sys.stdout.write(f"Writing the demo into the store in {strata.settings.data_dir}\n\n")
+            run_demo(api, strata.log, repo, sys.stdout, catch_up=strata.catch_up)
+            if into_store:
+                sys.stdout.write(into_store_epilogue(strata.settings.data_dir, repo) + "\n")
 
 
 RUNNER_RESTART_S = 2.0

@@ -1,5 +1,6 @@
 """Read-your-writes for serving processes: calls that wait for the projections to reach a log position
-(`consistency.after_position`), without holding a thread each.
+(`consistency.after_position`, or by default in an MCP session its last write: `ReadYourWrites`),
+without holding a thread each.
 
 A waiting read used to block a worker thread of the event loop's shared pool for up to its timeout;
 enough of them (45 waiting 30 s) took every thread, and /healthz and ordinary reads stalled behind
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,7 @@ import anyio
 from strata_recall.domain.errors import Unavailable
 from strata_recall.interface.api import not_yet_consistent
 from strata_recall.projections import store
-from strata_recall.schemas.read import Consistency
+from strata_recall.schemas.read import Behind, Consistency
 
 
 class TrackedPositions:
@@ -91,6 +94,19 @@ class PositionWaiters:
         finally:
             self.waiting -= 1
 
+    async def reach(self, wanted: int, timeout: float) -> bool:
+        """Whether the projections reached `wanted` within `timeout` (never refused: past `limit`
+        waiters a call waits only the short `grace`)."""
+        if await self._position(fresh=True) >= wanted:
+            return True
+        if self.waiting >= self.limit:
+            return await self._until(wanted, min(timeout, self.grace))
+        self.waiting += 1
+        try:
+            return await self._until(wanted, timeout)
+        finally:
+            self.waiting -= 1
+
     async def _until(self, wanted: int, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
             while await self._position() < wanted:
@@ -107,3 +123,55 @@ class PositionWaiters:
                     self._value = await anyio.to_thread.run_sync(self.reached, limiter=self._reader)
                     self._read_at = time.monotonic()
         return self._value
+
+
+@dataclass(frozen=True)
+class Session:
+    """Whose writes a read must see. An MCP session: `key` names it (stdio: the process; streamable
+    HTTP: its `mcp-session-id`). A client without a session (MCP over HTTP on the per-request 2026
+    protocol) has no key: its reads then wait for every write acknowledged before they arrived."""
+
+    key: str | None
+
+
+PROCESS = Session("process")
+"""The one session of a stdio server: the client that launched the process."""
+
+
+class ReadYourWrites:
+    """Each session's last appended log position (write, update, feedback, forget: anything recorded),
+    and the bounded wait of its reads for the projections to reach it. A wait is a coroutine
+    (`PositionWaiters`): it holds neither the operation lane nor a thread. Past `seconds` the read is
+    answered anyway, saying how far behind it is (`Behind`). The newest `keep` sessions are
+    remembered; a forgotten one wrote long ago, and its writes reached the projections long since."""
+
+    def __init__(self, waiters: PositionWaiters, head: Callable[[], int], seconds: float, keep: int = 10_000) -> None:
+        self.waiters = waiters
+        self.head = head
+        self.seconds = seconds
+        self.keep = keep
+        self._last: OrderedDict[str, int] = OrderedDict()
+        self._head_reader: anyio.CapacityLimiter | None = None
+
+    def wrote(self, session: Session, position: int | None) -> None:
+        if session.key is None or position is None:
+            return
+        if position > self._last.get(session.key, 0):
+            self._last[session.key] = position
+        self._last.move_to_end(session.key)
+        while len(self._last) > self.keep:
+            self._last.popitem(last=False)
+
+    async def wait(self, session: Session) -> Behind | None:
+        """Wait (bounded) until the projections saw the session's last write; None once they have (or
+        it wrote nothing), else how far behind the answer will be."""
+        started = time.monotonic()
+        if session.key is not None:
+            wanted = self._last.get(session.key)
+        else:
+            if self._head_reader is None:  # created inside the event loop that uses it
+                self._head_reader = anyio.CapacityLimiter(1)
+            wanted = await anyio.to_thread.run_sync(self.head, limiter=self._head_reader)
+        if not wanted or await self.waiters.reach(wanted, self.seconds):
+            return None
+        return Behind(after_position=wanted, waited_ms=round((time.monotonic() - started) * 1000))

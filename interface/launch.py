@@ -1,5 +1,6 @@
 """The `strata` console entry point. For `strata mcp` it claims the stdio wire before anything heavy is
-imported, so the client's `initialize` is answered at once (interface/stdio_wire.py), and `strata hook`
+imported, so the client's `initialize` and its first listings are answered at once and a SIGTERM ends the
+process at once at any moment (interface/stdio_wire.py), and `strata hook`
 runs the lifecycle hook without the CLI's imports (interface/hooks.py); every other command is the CLI
 (interface/cli.py) as usual."""
 
@@ -48,7 +49,7 @@ def main() -> None:
     if serves_mcp_stdio(args):
         from strata_recall.interface import stdio_wire
 
-        stdio_wire.claim(answer_initialize=True)
+        stdio_wire.claim(answer_early=True)
     from strata_recall.interface.cli import main as cli_main
 
     cli_main()

@@ -32,7 +32,6 @@ out interleaved transactions on the shared ledger connection.
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
@@ -55,8 +54,9 @@ from strata_recall.interface.api import CommandAPI, PastNeed
 from strata_recall.interface.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.interface import access, stdio_wire, tool_schema
-from strata_recall.interface.consistency import PositionWaiters, TrackedPositions
+from strata_recall.interface.consistency import PROCESS, PositionWaiters, ReadYourWrites, Session, TrackedPositions
 from strata_recall.interface.http_security import principal_in
+from strata_recall.interface.lean import lean
 from strata_recall.interface.logs import route_stdlib_logging
 from strata_recall.interface.stalls import StallWatch
 from strata_recall.interface.inspector.resources import add_inspector_resources
@@ -77,6 +77,9 @@ from strata_recall.projections.store import ProjectionBusy
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 
 log = structlog.get_logger("strata.mcp")
+
+MCP_SESSION_ID = "mcp-session-id"
+"""The header naming a streamable-HTTP session (the MCP specification's Mcp-Session-Id)."""
 
 # --- shared by both transports ----------------------------------------------------------------------
 
@@ -103,8 +106,10 @@ class Dispatcher:
     """Runs operations of one CommandAPI on a worker thread, one at a time (see the module docstring).
     Callers wait for the lane asynchronously, so a queued request holds no thread. A read or index
     that asks to see a log position waits for it before its turn, as a coroutine (`waiters`), so it
-    neither holds the lane nor a thread; without `waiters` it waits inside its call. An operation stuck
-    on the lane past `stall_seconds` is logged and reported (interface/stalls.py).
+    neither holds the lane nor a thread; without `waiters` it waits inside its call. In an MCP
+    session (`session`), a read or index that asks for no position waits the same way, bounded, for
+    the session's last write (`writes`: interface/consistency.py ReadYourWrites) and says when it ran
+    out. An operation stuck on the lane past `stall_seconds` is logged and reported (interface/stalls.py).
 
     A request `as_of` a past moment first has its read model of the past built on a second lane
     (workers/as_of.py: a replay of the log, seconds at 100,000 memories), so that other requests are not
@@ -117,42 +122,72 @@ class Dispatcher:
     it decides whether a request may make Strata read files (interface/workspace.py)."""
 
     def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None, stall_seconds: float = 30.0,
-                 max_past: int = 2) -> None:
+                 writes: ReadYourWrites | None = None, max_past: int = 2) -> None:
         self.api = api
         self.waiters = waiters
-        self.stalls = StallWatch(stall_seconds)
+        self.writes = writes
         self.max_past = max_past
+        self._moments: dict[int, _PastUse] = {}  # past moments in use, by log position
+        self.stalls = StallWatch(stall_seconds)
+        self.closing = False
+        """Set when the process stops: operations not yet on the lane are refused (`stopping`)."""
+        self.on_lane = 0
+        """Operations running on the lane now (0 or 1)."""
         self._lane: anyio.CapacityLimiter | None = None
         self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
-        self._moments: dict[int, _PastUse] = {}  # past moments in use, by log position
 
-    async def call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal = LOCAL) -> BaseModel:
+    async def call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal = LOCAL,
+                   session: Session | None = None) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error).
         `principal` is who asks (domain/access.py): admitted first (CommandAPI.admit), before anything
-        waits or is built on its behalf."""
+        waits or is built on its behalf. `session`: the MCP session it comes from (None: HTTP JSON,
+        which waits only for an explicit consistency.after_position)."""
         if self._lane is None or self._past is None:  # created inside the event loop that uses them
             self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
             if access.needs_scopes(op, principal):  # the check reads the log: on the lane
-                request = await anyio.to_thread.run_sync(self.api.admit, op, payload, principal, limiter=self._lane)
+                request = await self._on_lane(op.name, self.api.admit, op, payload, principal)
             else:
                 request = self.api.admit(op, payload, principal)
-            if self.waiters is not None and op.method in ("read", "index"):
-                consistency = getattr(request, "consistency", None)
-                if consistency is not None:
-                    await self.waiters.wait(consistency)
-            need = None
-            if op.read_only and getattr(request, "as_of", None) is not None:
-                need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
-            if need is None:
-                return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
-                                                      limiter=self._lane)
-            return await self._call_past(op, request, principal, need)
+            response = await self._call(op, request, principal, session)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
+        if session is not None and self.writes is not None and not op.read_only:
+            self.writes.wrote(session, getattr(response, "position", None))
+        return response
+
+    async def _call(self, op: Operation, request: BaseModel, principal: Principal, session: Session | None) -> BaseModel:
+        behind = None
+        if self.waiters is not None and op.method in ("read", "index"):
+            consistency = getattr(request, "consistency", None)
+            if consistency is not None:
+                await self.waiters.wait(consistency)
+            elif session is not None and self.writes is not None and getattr(request, "as_of", None) is None:
+                behind = await self.writes.wait(session)
+        need = None
+        if op.read_only and getattr(request, "as_of", None) is not None:
+            need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
+        if need is None:
+            response = await self._on_lane(op.name, op.call, self.api, request, principal)
+        else:
+            response = await self._call_past(op, request, principal, need)
+        return response if behind is None else response.model_copy(update={"consistency": behind})
+
+    async def _on_lane(self, name: str, fn: Any, *args: Any) -> BaseModel:
+        return await anyio.to_thread.run_sync(self._run, name, fn, *args, limiter=self._lane)
+
+    def _run(self, name: str, fn: Any, *args: Any) -> BaseModel:
+        """On the lane's thread: nothing new starts once the process stops (`closing`)."""
+        if self.closing:
+            raise Unavailable("stopping", "", "the server is stopping; nothing was done")
+        self.on_lane += 1
+        try:
+            return self.stalls.run(name, fn, *args)
+        finally:
+            self.on_lane -= 1
 
     async def _call_past(self, op: Operation, request: BaseModel, principal: Principal, need: PastNeed) -> BaseModel:
         position, models = need.moment.position, self.api.past_models()
@@ -172,8 +207,7 @@ class Dispatcher:
                 if models is None or not models.ready(position, need.vectors):
                     # building a read model of the past replays the log: beside the lane, not in it
                     await anyio.to_thread.run_sync(self.api.prepare_past, need, limiter=self._past)
-            return await anyio.to_thread.run_sync(self.stalls.run, op.name, op.call, self.api, request, principal,
-                                                  limiter=self._lane)
+            return await self._on_lane(op.name, op.call, self.api, request, principal)
         finally:
             use.users -= 1
             if use.users == 0:
@@ -184,10 +218,12 @@ class Dispatcher:
 
 def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
     """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
-    the projections' positions through `positions` (connections of its own). `remote`: its clients
-    are not on this machine (`strata serve`), so no request makes it read a file."""
+    the projections' positions through `positions` (connections of its own); read-your-writes for
+    MCP sessions, bounded by `read_your_writes_seconds`. `remote`: its clients are not on this
+    machine (`strata serve`), so no request makes it read a file."""
     waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
-    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds,
+    writes = ReadYourWrites(waiters, strata.log.position, strata.settings.read_your_writes_seconds)
+    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds, writes,
                       strata.settings.max_as_of_builds)
 
 
@@ -329,6 +365,17 @@ def principal_of(context: Any) -> Principal:
     return LOCAL if request is None else principal_in(request.scope)
 
 
+def session_of(context: Any) -> Session:
+    """The MCP session a request belongs to, whose writes its reads must see: over stdio (and an
+    in-process client) the process; over streamable HTTP its `mcp-session-id`, or none on the
+    per-request 2026 protocol (interface/consistency.py Session)."""
+    try:
+        request = context.request_context.request
+    except (AttributeError, ValueError):  # no request context at all
+        request = None
+    return PROCESS if request is None else Session(request.headers.get(MCP_SESSION_ID))
+
+
 class OperationTool(Tool):
     """A tool whose schemas are the operation's contracts and whose arguments go to the command API
     unchanged: validation (and its codes, paths and messages) is the API's, as in the CLI and HTTP."""
@@ -366,12 +413,12 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         started = time.perf_counter()
         payload = orjson.dumps(_pre_parse(input_schema, arguments))  # JSON text: the same parse as CLI and HTTP
         try:
-            response = await dispatcher.call(op, payload, principal_of(context))
+            response = await dispatcher.call(op, payload, principal_of(context), session_of(context))
         except StrataError as exc:
             log.info("tool", op=op.name, ok=False, code=exc.code, ms=round((time.perf_counter() - started) * 1000, 2))
             text = error_response(exc).model_dump_json()
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        data = response.model_dump(mode="json")
+        data = lean(response.model_dump(mode="json"))  # the agent's context: no null, [] or {} (interface/lean.py)
         log.info("tool", op=op.name, ok=True, ms=round((time.perf_counter() - started) * 1000, 2))
         return CallToolResult(content=[TextContent(type="text", text=orjson.dumps(data).decode())],
                               structured_content=data)
@@ -418,7 +465,8 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
 
     async def index_text(repo_id: str, context: Any) -> str:
         try:
-            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}), principal_of(context))
+            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}), principal_of(context),
+                                             session_of(context))
         except StrataError as exc:
             raise ResourceError(error_response(exc).model_dump_json()) from None
         return str(getattr(response, "text"))
@@ -480,22 +528,25 @@ class _WireLines:
 
 
 class _WireOut:
-    """The protocol's output for `stdio_server`: whole lines onto the wire. The SDK's answer to an
-    `initialize` the wire already answered (stdio_wire's fast start) is compared and dropped."""
+    """The protocol's output for `stdio_server`: whole lines onto the wire. The SDK's answer to a
+    request the wire already answered (stdio_wire's fast start) is compared and dropped."""
 
     def __init__(self, wire: Wire) -> None:
         self.wire = wire
 
     async def write(self, text: str) -> None:
-        early = self.wire.early
-        if early is not None and '"result"' in text:
-            message = orjson.loads(text)
-            if message.get("id") == early[0] and "result" in message:
-                self.wire.early = None  # drop it, once
-                if message["result"] != early[1]:
-                    log.error("initialize_answer_differs", early=early[1], sdk=message["result"])
-                return
-        self.wire.write_line(text.rstrip("\n"))
+        message = orjson.loads(text)
+        answers = message.get("id") if "result" in message or "error" in message else None
+        early = self.wire.early.pop(answers, None) if answers is not None else None
+        if early is not None:
+            method, result = early
+            if message.get("result") != result:
+                log.error("early_answer_differs", method=method, early=result, sdk=message.get("result", message.get("error")),
+                          fix="python ops/gen_stdio_answers.py" if method != "initialize" else "interface/stdio_wire.py")
+            if not self.wire.early:
+                log.info("early_answers_checked", answered_early=self.wire.answered_early)
+            return
+        self.wire.write_line(text.rstrip("\n"), answers=answers)
 
     async def flush(self) -> None:
         return None
@@ -503,47 +554,46 @@ class _WireOut:
 
 async def _serve_stdio(server: MCPServer, wire: Wire) -> None:
     lowlevel = server._lowlevel_server  # MCPServer runs stdio only on the process's own streams
-    async with anyio.create_task_group() as tg:
-        if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
-            tg.start_soon(_cancel_on_signal, tg.cancel_scope, wire)
-        async with stdio_server(stdin=_WireLines(wire), stdout=_WireOut(wire)) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-        tg.cancel_scope.cancel()  # stdin closed: stop waiting for signals
-
-
-async def _cancel_on_signal(scope: anyio.CancelScope, wire: Wire) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        if wire.stop_requested.is_set():  # SIGTERM during start-up, before this receiver existed
-            log.info("signal", signal="SIGTERM", during="start-up")
-            scope.cancel()
-            return
-        async for sig in signals:
-            log.info("signal", signal=signal.Signals(sig).name)
-            scope.cancel()
-            return
+    async with stdio_server(stdin=_WireLines(wire), stdout=_WireOut(wire)) as (read_stream, write_stream):  # type: ignore[arg-type]
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def run_stdio(strata: Strata) -> None:
-    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives, while a background runner keeps
-    the projections current and the scheduler compacts the snapshot. Logs go to stderr only.
+    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT arrives (the wire then ends the process
+    within stdio_wire.STOP_GRACE_S, once the operation in hand is answered), while a background runner
+    keeps the projections current and the scheduler compacts the snapshot. Logs go to stderr only.
 
-    Fast start: the wire may have answered `initialize` already (interface/stdio_wire.py); the embedding
-    model loads on a background thread once serving has begun, and the first read waits for it only if
-    it is still loading (a write never needs it)."""
+    Fast start: the wire may have answered `initialize` and the listings already
+    (interface/stdio_wire.py); the embedding model loads on a background thread once serving has
+    begun, and the first read waits for it only if it is still loading (a write never needs it)."""
     route_stdlib_logging(strata.settings.log_level, strata.settings.log_format)
     background = Background(strata)
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
         background.prepare(load_model=False)  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
-        server = build_mcp_server(strata, serving_dispatcher(strata, positions, remote=False))
+        dispatcher = serving_dispatcher(strata, positions, remote=False)
+        server = build_mcp_server(strata, dispatcher)
         wire = stdio_wire.claim()
+        wire.on_stop(lambda deadline: _quiesce(dispatcher, wire, deadline),
+                     lambda reason: log.info("mcp_stdio_stopped", reason=reason, answered_early=wire.answered_early))
         wire.start_protocol()
         background.start()
         log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir),
-                 initialize_answered_early=wire.early is not None)
+                 initialize_answered_early="initialize" in wire.answered_early, answered_early=wire.answered_early)
         anyio.run(_serve_stdio, server, wire)
-        log.info("mcp_stdio_stopped")
+        wire.stop("stdin_closed")  # the wire's thread ends the process
+        threading.Event().wait()
     finally:
         background.stop()
         background.close()
         positions.close()
+
+
+def _quiesce(dispatcher: Dispatcher, wire: Wire, deadline: float) -> None:
+    """What a stopping stdio server waits for, until `deadline`: nothing new starts on the lane, the
+    operation on it finishes, and every request the SDK holds is answered (a refusal, `stopping`, for
+    calls that had not started)."""
+    dispatcher.closing = True
+    while dispatcher.on_lane and time.monotonic() < deadline:
+        time.sleep(0.005)
+    wire.wait_answered(deadline)

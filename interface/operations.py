@@ -2,8 +2,8 @@
 its OpenAPI description, the CLI's help) is generated from this table, so they cannot drift apart.
 
 Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
-context); the inspector's (`inspector=True`: browse, one memory, the timeline, the review queue, the
-repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
+context); the inspector's (`agent_tool=False`: a repo's overview, browse, one memory, the timeline, the
+review queue, the repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
 MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
@@ -32,6 +32,8 @@ from strata_recall.schemas.browse import (
     MemoriesResponse,
     MemoryRequest,
     MemoryResponse,
+    OverviewRequest,
+    OverviewResponse,
     ReposRequest,
     ReposResponse,
     ReviewQueueRequest,
@@ -251,6 +253,23 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             permission="read",
             advanced=("consistency", "max_tokens"),
+        ),
+        Operation(
+            name="overview",
+            method="overview",
+            request=OverviewRequest,
+            response=OverviewResponse,
+            summary="Inspector: a repo's memory at a glance: counts, activity, what needs review or is in doubt.",
+            description=(
+                "What a repo sees at a glance: how many memories of each kind, status and maturity, how many were "
+                "written each day (UTC) over the last `days`, the oldest waiting for review and the least believed "
+                "active ones; as_of shows the store as it stood then."
+            ),
+            example={"repo_id": "acme/api", "days": 30},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/overview/{+repo_id}{?days,as_of}",
         ),
         Operation(
             name="memories",

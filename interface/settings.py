@@ -67,6 +67,10 @@ class Settings(BaseModel):
     max_waiting_reads: int = Field(
         32, ge=1, le=10_000,
         description="Most reads a serving process lets wait for consistency.after_position at once.")
+    read_your_writes_seconds: float = Field(
+        5.0, ge=0, le=300,
+        description="In an MCP session, how long a read or memory_index waits for the projections to reach the "
+                    "session's last write before it answers anyway, saying it is behind (consistency.behind).")
     as_of_models: int = Field(
         1, ge=1, le=16,
         description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "

@@ -5,8 +5,9 @@ Usage: python ops/bench_inspector.py [--size 100000] [--requests 100] [--keep DI
 
 The store is ops/workload.py's (as ops/bench_read.py builds it; --keep DIR reuses one, with its
 embedding cache). Timed through the command API in-process (what `POST /v1/<op>` runs, without HTTP):
-- current: read (query embedding included), memories (a repo's first page; filtered by kind and status;
-  a text search; a deep page), review_queue, memory (one memory's page), timeline;
+- current: read (query embedding included), overview (a repo's counts, 30 days of activity, its review
+  and doubt lists), memories (a repo's first page; filtered by kind and status; a text search; a deep
+  page), review_queue, memory (one memory's page), timeline;
 - as_of (a position 90% into the log): the first request builds the past model (a replay of the log up
   to it, then the vector index on the first read), timed alone; then the same reads and views again
   from the built model. Ratios are against the current figures of this run.
@@ -77,6 +78,7 @@ def main() -> None:
     def views(as_of: int | None) -> dict[str, list[Callable[[], Any]]]:
         extra = {} if as_of is None else {"as_of": as_of}
         return {
+            "overview: counts, 30 days, review, doubt": [lambda r=r: api.overview({"repo_id": r, **extra}) for r in repos],
             "memories: a repo's first page": [lambda r=r: api.memories({"repo_id": r, **extra}) for r in repos],
             "memories: kind + status filter": [lambda r=r: api.memories({"repo_id": r, "kinds": ["fact", "solution"],
                                                                           "statuses": ["active"], **extra}) for r in repos],

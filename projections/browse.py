@@ -1,6 +1,7 @@
 """Browsing what a store holds, for people (the inspector): a repo's memories in pages, filtered in SQL
 over the snapshot and searched with the FTS index; summaries of linked memories; the repos and their
-counts. One class answers over the present projections (the snapshot compacted to the head first) or
+counts; a repo's overview (counts by kind, status and maturity, memories written per day, those in
+doubt). One class answers over the present projections (the snapshot compacted to the head first) or
 over a past model's (workers/as_of.py), so the page shows the past exactly as it shows the present.
 
 Every query is confined to what one repo may see (domain/visibility.py) and paged: a text search keeps
@@ -9,6 +10,7 @@ its MAX_MATCHES best matches, a list sorts in SQL and returns one page.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -58,22 +60,55 @@ class Browser:
                 if order in ("truth", "utility"):
                     hits.sort(key=lambda r: r[order], reverse=True)
             return len(hits), hits[offset : offset + limit]
-        # each part of what the viewer sees is read in index order and the parts merged (UNION ALL):
-        # a page costs its own rows, not a sort of everything the repo sees
         where, bound = "", []
         for column, values in filters:
             if values:
                 where += f" AND {column} IN ({','.join('?' * len(values))})"
                 bound += list(values)
-        parts = [(f"{condition}{where}", [repo_id, *bound] if binds else bound)
-                 for condition, binds in sql_parts(include_global)]
+        return self._page(_parts(repo_id, include_global, where, bound), ORDERS[order or "newest"], limit, offset)
+
+    # --- the overview: counts, activity and what needs a person, each part read from the browse index --
+
+    def counts(self, repo_id: str, *, include_global: bool = True) -> dict[tuple[str, str, str, str], int]:
+        """How many memories `repo_id` sees, by (scope, kind, status, maturity)."""
+        out: Counter[tuple[str, str, str, str]] = Counter()
+        for condition, params in _parts(repo_id, include_global):
+            for scope, kind, status, maturity, n in self.snapshot.conn.execute(
+                    f"SELECT scope, kind, status, maturity, count(*) FROM snapshot WHERE {condition}"
+                    " GROUP BY scope, kind, status, maturity", params):
+                out[(scope, kind, status, maturity)] += n
+        return dict(out)
+
+    def written_per_day(self, repo_id: str, since: str, *, include_global: bool = True) -> dict[tuple[str, str], int]:
+        """How many of the memories `repo_id` sees were written each day (UTC) from `since` (YYYY-MM-DD)
+        on, by (day, kind)."""
+        out: Counter[tuple[str, str]] = Counter()
+        for condition, params in _parts(repo_id, include_global, " AND created >= ?", [since]):
+            for day, kind, n in self.snapshot.conn.execute(
+                    f"SELECT substr(created, 1, 10), kind, count(*) FROM snapshot WHERE {condition}"
+                    " GROUP BY substr(created, 1, 10), kind", params):
+                out[(day, kind)] += n
+        return dict(out)
+
+    def doubtful(self, repo_id: str, below: float, limit: int, *,
+                 include_global: bool = True) -> tuple[int, list[dict[str, Any]]]:
+        """(how many, the least believed `limit`) of the active memories `repo_id` sees with a truth
+        below `below`."""
+        return self._page(_parts(repo_id, include_global, " AND status = 'active' AND truth < ?", [below]),
+                          "truth ASC, created DESC, memory_id DESC", limit)
+
+    def _page(self, parts: list[tuple[str, list[Any]]], order: str, limit: int,
+              offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+        """(how many rows the parts hold, one page of their summaries in `order`): each part is read in
+        index order and the parts merged (UNION ALL), so a page costs its own rows, not a sort of
+        everything the repo sees."""
         params = [p for _, part in parts for p in part]
         conn = self.snapshot.conn
         total = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts),
                              params).fetchone()[0]
         page = [row[0] for row in conn.execute(
             " UNION ALL ".join(f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts)
-            + f" ORDER BY {ORDERS[order or 'newest']} LIMIT ? OFFSET ?", [*params, limit, offset])]
+            + f" ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset])]
         rows = self.rows(page)
         return total, [rows[m] for m in page]
 
@@ -119,6 +154,13 @@ class Browser:
         row["truth_decayed"] = round(beliefs.decayed(row["truth"], days, self.half_life_days), 4)
         row["truth"], row["utility"] = round(row["truth"], 4), round(row["utility"], 4)
         return row
+
+
+def _parts(repo_id: str, include_global: bool, where: str = "", bound: Sequence[Any] = ()) -> list[tuple[str, list[Any]]]:
+    """What `repo_id` sees as disjoint SQL conditions (visibility.sql_parts), each narrowed by `where`
+    (binding `bound`), with its parameters."""
+    return [(f"{condition}{where}", [repo_id, *bound] if binds else list(bound))
+            for condition, binds in sql_parts(include_global)]
 
 
 def _sees(viewer: str, row: dict[str, Any]) -> bool:

@@ -1,6 +1,7 @@
-"""The inspector's read-only operations: browse a repo's memories, one memory with its history, the
-event timeline, the review queue and the repos; and `review`, a person's decision on a pending memory.
-Every view is a repo's view (what that repo may see) and may be asked `as_of` a past moment."""
+"""The inspector's read-only operations: a repo's overview, browse its memories, one memory with its
+history, the event timeline, the review queue and the repos; and `review`, a person's decision on a
+pending memory. Every view is a repo's view (what that repo may see) and may be asked `as_of` a past
+moment."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from pydantic import Field
 from strata_recall.schemas.anchors import AnchorOut
 from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, LogPosition, Kind, MemoryId, QueryText, Rationale, RepoId, Request, Response, Scope
 
-Status = Literal["active", "pending", "rejected", "forgotten"]
+Status = Literal["active", "pending", "rejected", "forgotten", "archived"]
+"""`archived`: no longer recalled (strata reflect), kept in the log and restorable."""
 Maturity = Literal["candidate", "established", "proven"]
 Order = Literal["newest", "oldest", "truth", "utility"]
 PAGE = Field(50, ge=1, le=200, description="Most items in one page.")
 OFFSET = Field(0, ge=0, le=1_000_000, description="How many items to skip (the page's start).")
 AS_OF = Field(None, description="Show the store as it stood then (a log position or an ISO 8601 time).")
+IN_DOUBT = 0.5
+"""An active memory believed less than this is listed as in doubt by the overview."""
 
 
 class MemoriesRequest(Request):
@@ -26,7 +30,7 @@ class MemoriesRequest(Request):
     query: QueryText | None = Field(None, description="Only memories holding every word (the last ones as prefixes); "
                                                       "best matches first unless `order` is given.")
     kinds: list[Kind] = Field(default_factory=list, max_length=6, description="Only these kinds; default all.")
-    statuses: list[Status] = Field(default_factory=list, max_length=4, description="Only these statuses; default all.")
+    statuses: list[Status] = Field(default_factory=list, max_length=5, description="Only these statuses; default all.")
     maturities: list[Maturity] = Field(default_factory=list, max_length=3, description="Only these maturities; default all.")
     order: Order | None = Field(None, description="newest (the default without a query), oldest, truth, utility.")
     offset: Integer = OFFSET
@@ -118,6 +122,11 @@ class MemoryState(Response):
     modified: str
 
 
+class Move(Response):
+    before: float
+    after: float
+
+
 class HistoryEvent(Response):
     position: int | None = Field(None, description="The event's log position.")
     type: str
@@ -127,6 +136,10 @@ class HistoryEvent(Response):
     fields: dict[str, Any]
     withheld: str | None = Field(None, description="Set when the event was recorded from another repo: its content is "
                                                    "withheld, only its effect on the shared values is shown.")
+    truth: Move | None = Field(None, description="How the event moved the memory's truth (the belief, before decay); "
+                                                 "null when it did not.")
+    utility: Move | None = Field(None, description="How it moved the memory's utility: for the problem the event names "
+                                                   "where shown, else the global prior; null when it did not.")
 
 
 class Case(Response):
@@ -186,6 +199,46 @@ class ReposResponse(Response):
     ok: Literal[True] = True
     repos: list[RepoCount] = Field(description="Every repo with memories of its own (names and counts only).")
     global_memories: int
+    position: int
+    as_of: AsOfPoint | None = None
+
+
+class OverviewRequest(Request):
+    op: Literal["overview"] | None = None
+    repo_id: RepoId
+    include_global: bool = True
+    days: Integer = Field(30, ge=1, le=366, description="How many days of activity, up to today (or the as_of moment).")
+    as_of: AsOf | None = AS_OF
+
+
+class KindCount(Response):
+    kind: Kind
+    status: Status
+    maturity: Maturity
+    count: int
+
+
+class DayCount(Response):
+    day: str = Field(description="A day (YYYY-MM-DD, UTC).")
+    kind: Kind
+    written: int = Field(description="How many of the memories the repo sees were written that day.")
+
+
+class OverviewResponse(Response):
+    ok: Literal[True] = True
+    repo_id: str
+    total: int = Field(description="How many memories the repo sees.")
+    global_memories: int = Field(description="How many of them are global.")
+    counts: list[KindCount] = Field(description="How many memories of each kind, status and maturity (absent: none).")
+    since: str = Field(description="The first day of `activity` (YYYY-MM-DD, UTC).")
+    until: str = Field(description="Its last day: today, or the as_of moment's.")
+    activity: list[DayCount] = Field(description="Memories written per day and kind from `since` to `until` (days "
+                                                 "without any are absent).")
+    pending: int = Field(description="How many wait for review.")
+    review: list[MemorySummary] = Field(description="The oldest of them (at most 5).")
+    in_doubt: int = Field(description=f"How many active memories have a truth below {IN_DOUBT} (a change or evidence "
+                                      "lowered it).")
+    doubtful: list[MemorySummary] = Field(description="The least believed of them (at most 5).")
     position: int
     as_of: AsOfPoint | None = None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StringConstraints,
-                      WithJsonSchema)
+                      WithJsonSchema, model_validator)
 from pydantic_core import PydanticCustomError
 
 from strata_recall.schemas import repo_ids
@@ -231,4 +232,38 @@ class Request(BaseModel):
 
 
 class Response(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """An answer. The HTTP JSON endpoint and the CLI send every field (the published schemas list them all
+    as required); the agent-facing answers (MCP tool results) leave out the fields that say nothing, null,
+    [] and {} (interface/lean.py). Such a lean answer reads back as the full one: a field it lacks takes
+    its empty value."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_is_empty(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            missing = {name: empty() for name, empty in _empties(cls).items() if name not in data}
+            if missing:
+                return {**data, **missing}
+        return data
+
+
+_EMPTIES: dict[type, dict[str, Any]] = {}
+
+
+def _empties(model: type[BaseModel]) -> dict[str, Any]:
+    """Each field of `model` that may be empty, with a maker of its empty value (None, [] or {})."""
+    if model not in _EMPTIES:
+        found: dict[str, Any] = {}
+        for name, field in model.model_fields.items():
+            annotation = field.annotation
+            origin = typing.get_origin(annotation) or annotation
+            if type(None) in typing.get_args(annotation):
+                found[name] = lambda: None
+            elif origin is list:
+                found[name] = list
+            elif origin is dict:
+                found[name] = dict
+        _EMPTIES[model] = found
+    return _EMPTIES[model]

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from strata_recall.schemas.common import Integer, RepoId, Request, Response
-from strata_recall.schemas.read import Consistency
+from strata_recall.schemas.read import BEHIND_DESCRIPTION, Behind, Consistency
 
 
 class IndexRequest(Request):
@@ -38,3 +38,4 @@ class IndexResponse(Response):
     text: str = Field(description="The same, as a compact Markdown table for an agent's context.")
     tokens: int = Field(description="Tokens `text` takes (the embedding model's tokenizer).")
     position: int = Field(description="The log position this index reflects.")
+    consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)

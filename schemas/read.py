@@ -123,6 +123,18 @@ class ReadResult(CaseMember):
         default_factory=list, description="Extension: a problem's failed tactics, best first: cautions, not bans.")
 
 
+class Behind(Response):
+    """An answer that does not yet reflect its session's last write (read-your-writes ran out of time)."""
+
+    behind: Literal[True] = True
+    after_position: int = Field(description="The log position of the session's last write.")
+    waited_ms: int = Field(description="How long the answer waited for the projections to reach it.")
+
+
+BEHIND_DESCRIPTION = ("Extension: only when the answer does not yet reflect this MCP session's last write: reads and "
+                      "memory_index in a session wait for it (read_your_writes_seconds), and say so when that ran out.")
+
+
 class ArchetypeUsed(Response):
     name: str
     similarity: float
@@ -144,3 +156,4 @@ class ReadResponse(Response):
     position: int = Field(description="Extension: the log position this answer reflects.")
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
     as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")
+    consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)

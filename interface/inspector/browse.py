@@ -1,12 +1,14 @@
-"""The inspector's views of a repo's memory: pages of memories, one memory with its history, case and
-change chain, the event timeline, the review queue, the repos. Each view shows exactly what the repo
+"""The inspector's views of a repo's memory: its overview, pages of memories, one memory with its
+history (with how each event moved truth and utility), case and change chain, the event timeline, the
+review queue, the repos. Each view shows exactly what the repo
 may see (domain/visibility.py, rendered by interface/views.py) and may be asked as of a past moment:
 it then answers from a past model (workers/as_of.py) with that moment's clock."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from strata_recall.domain import beliefs, visibility
@@ -15,16 +17,22 @@ from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from eventsourcing.utils import get_topic
+from strata_recall.interface.inspector.moves import MOVING, attach, moves
 from strata_recall.interface.views import history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader
 from strata_recall.projections.browse import Browser
 from strata_recall.schemas.browse import (
+    IN_DOUBT,
     Case,
+    DayCount,
+    KindCount,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
     MemoryResponse,
     MemorySummary,
+    OverviewRequest,
+    OverviewResponse,
     ReposRequest,
     ReposResponse,
     ReviewQueueRequest,
@@ -39,6 +47,8 @@ TIMELINE_SCAN = 20_000
 """Most log events one timeline page looks through for events the repo may see (a page may come back
 short: its next_before goes on from where the scan stopped)."""
 TIMELINE_TEXT = 300
+OVERVIEW_LISTED = 5
+"""How many memories the overview lists of those waiting for review and of those in doubt."""
 _MEMORY_TOPICS = [get_topic(kind) for kind in MEMORY_EVENTS]
 
 
@@ -62,6 +72,30 @@ class Inspector:
         return MemoriesResponse(repo_id=request.repo_id, total=total, offset=request.offset,
                                 items=summaries(browser, request.repo_id, rows), position=browser.position,
                                 as_of=moment and moment.as_dict())
+
+    def overview(self, request: OverviewRequest) -> OverviewResponse:
+        """What the repo sees at a glance: counts by kind, status and maturity, memories written per day,
+        what waits for review and what is in doubt."""
+        moment, browser = self._at(request.as_of)
+        repo, include_global = request.repo_id, request.include_global
+        counts: Counter[tuple[str, str, str]] = Counter()
+        shared = 0
+        for (scope, kind, status, maturity), n in browser.counts(repo, include_global=include_global).items():
+            counts[(kind, status, maturity)] += n
+            shared += n if scope == "global" else 0
+        until = browser.now.date()
+        since = until - timedelta(days=request.days - 1)
+        per_day = browser.written_per_day(repo, since.isoformat(), include_global=include_global)
+        pending, waiting = browser.memories(repo, include_global=include_global, statuses=["pending"], order="oldest",
+                                            limit=OVERVIEW_LISTED)
+        in_doubt, doubtful = browser.doubtful(repo, IN_DOUBT, OVERVIEW_LISTED, include_global=include_global)
+        return OverviewResponse(
+            repo_id=repo, total=sum(counts.values()), global_memories=shared,
+            counts=[KindCount(kind=k, status=s, maturity=m, count=n) for (k, s, m), n in sorted(counts.items())],
+            since=since.isoformat(), until=until.isoformat(),
+            activity=[DayCount(day=d, kind=k, written=n) for (d, k), n in sorted(per_day.items())],
+            pending=pending, review=summaries(browser, repo, waiting), in_doubt=in_doubt,
+            doubtful=summaries(browser, repo, doubtful), position=browser.position, as_of=moment and moment.as_dict())
 
     def review_queue(self, request: ReviewQueueRequest) -> MemoriesResponse:
         """The memories waiting for a person's review, oldest first."""
@@ -88,7 +122,8 @@ class Inspector:
         days = (browser.now - memory.last_validated).total_seconds() / 86400
         state["truth_decayed"] = round(beliefs.decayed(memory.truth_value, days, browser.half_life_days), 4)
         positions = self.log.positions(memory.id)
-        events = [{**record, "position": positions.get(record["version"])}
+        moved = moves(self.log.history(memory.id))
+        events = [attach({**record, "position": positions.get(record["version"])}, moved.get(record["version"]))
                   for record in history(self.log, memory, viewer, visible_ids) if record["version"] <= memory.version]
         related = lambda ids: summaries(browser, viewer, browser.visible(viewer, ids))  # noqa: E731
         return MemoryResponse(
@@ -152,6 +187,8 @@ class Inspector:
         history (visibility.history), read once per memory."""
         full: dict[str, dict[int, bool]] = {}
         visible_ids = visible_in_log(self.log, viewer)
+        moving = {e.originator_id for _, e, _ in found if type(e).__name__ in MOVING}
+        moved = {str(mid): moves(self.log.history(mid)) for mid in moving}  # only memories whose values moved
         out = []
         for position, event, row in found:
             key = str(event.originator_id)
@@ -161,8 +198,8 @@ class Inspector:
                 full[key] = {e.originator_version: shown_in_full for e, shown_in_full in judged}
             in_full = full.get(key, {}).get(event.originator_version, True)
             text = row["text"] if len(row["text"]) <= TIMELINE_TEXT else row["text"][: TIMELINE_TEXT - 1] + "…"
-            out.append(TimelineEvent(**shown(event, in_full, viewer, position), kind=row["kind"], scope=row["scope"],
-                                     text=text))
+            record = attach(shown(event, in_full, viewer, position), moved.get(key, {}).get(event.originator_version))
+            out.append(TimelineEvent(**record, kind=row["kind"], scope=row["scope"], text=text))
         return out
 
 

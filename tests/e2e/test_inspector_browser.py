@@ -1,13 +1,18 @@
 """The inspector in a real browser: Debian's headless Chromium driven by selenium through Debian's
 chromedriver, against a real `strata serve` process. Browse, search, a memory's history and change
 chain, approve and reject from the review queue (through the confirmation dialogs), the as-of switch,
-the read box, a memory text that tries to be HTML, and a server with a bearer token. Screenshots go to
+the read box, a memory text that tries to be HTML, and a server with a bearer token; on the demo's
+store (`strata demo --into-store`) the overview, history as sentences, the case and change chain
+graphs, and the page at 1400 and 420 px (no horizontal scroll, no word broken mid-word); an empty
+store's page; the favicon; the dark theme; no console error (a CSP violation or a 404 is one). Screenshots go to
 artifacts/inspector/ (git-ignored)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -17,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Served
+from tests.conftest import STRATA_COMMAND, Served
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "inspector"
@@ -25,6 +30,7 @@ REPO = "acme/api"
 TOKEN = "inspector-token-0123456789abcdef"
 XSS = "<img src=x onerror=\"document.title='pwned'\"> the deploy script prints <b>bold</b> warnings"
 WAIT_S = 30
+DEMO = "strata-demo"
 
 
 @pytest.fixture
@@ -46,8 +52,10 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,1000", f"--user-data-dir={tmp_path / 'profile'}"):
+                 "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(WAIT_S)
     try:
@@ -81,6 +89,11 @@ def texts(driver: Any, css: str) -> list[str]:
     from selenium.webdriver.common.by import By
 
     return wait(driver, lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, css)] or [""])
+
+
+def event_types(driver: Any, css: str = "#history li.ev") -> list[str]:
+    """The event types of a history or timeline, in order (each line carries its event's type)."""
+    return [e.get_attribute("data-type") for e in driver.find_elements("css selector", css)]
 
 
 def dialog(driver: Any, answer: str | None = None) -> str:
@@ -135,37 +148,39 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         ids = seed(http)
         driver = browser
         driver.get(f"{served.url}/#/memories?repo={REPO}")
-        find(driver, "#memory-list tbody tr")
-        listed = " ".join(texts(driver, "#memory-list td.text"))
+        find(driver, "#memory-list .item")
+        listed = " ".join(texts(driver, "#memory-list .item-text"))
         assert "Integration tests hang" in listed and "port 5434" in listed
-        assert XSS in listed and driver.title == "Strata inspector"  # the text is shown as text, never run
+        assert XSS in listed and driver.title == f"{REPO} · Strata inspector"  # the text is shown as text, never run
         shot(driver, "01-memories")
 
         search = find(driver, "#search")
         search.send_keys("postgres\n")
-        wait(driver, lambda d: "q=postgres" in d.current_url and len(texts(d, "#memory-list td.text")) == 1)
-        assert "Postgres is not running" in texts(driver, "#memory-list td.text")[0]
+        wait(driver, lambda d: "q=postgres" in d.current_url and len(texts(d, "#memory-list .item-text")) == 1)
+        assert "Postgres is not running" in texts(driver, "#memory-list .item-text")[0]
         shot(driver, "02-search")
 
         driver.get(f"{served.url}/#/memory/{ids['fact']['memory_id']}?repo={REPO}")
-        find(driver, "#history tbody tr")
-        wait(driver, lambda d: "ChangeRecorded" in " ".join(texts(d, "#history td")))
-        events = texts(driver, "#history tbody tr td:nth-child(3)")
+        wait(driver, lambda d: "ChangeRecorded" in event_types(d))
+        events = event_types(driver)
         assert events[0] == "MemoryWritten" and "MemoryReviewed" in events and "TruthAdjusted" in events
-        assert "port 5434" in find(driver, "#change-chain").text
+        history = find(driver, "#history").text
+        assert "Approved" in history and "Truth lowered from 0.85 to" in history and "by the change" in history
+        find(driver, f"#change-chain a.node[data-memory='{ids['change']['memory_id']}']")
         shot(driver, "03-memory-history")
         driver.get(f"{served.url}/#/memory/{ids['solution']['memory_id']}?repo={REPO}")
-        case = find(driver, "#case").text
-        assert "Postgres is not running" in case and "Raising the pytest timeout" in case
+        wait(driver, lambda d: len(d.find_elements("css selector", "#case-graph a.node")) == 3)
+        for key in ("problem", "failed"):
+            find(driver, f"#case-graph a.node[data-memory='{ids[key]['memory_id']}']")
 
         driver.get(f"{served.url}/#/review?repo={REPO}")
-        find(driver, "#review-list tbody tr")
-        assert len(texts(driver, "#review-list tbody tr")) == 2
+        find(driver, "#review-list .item")
+        assert len(texts(driver, "#review-list .item")) == 2
         shot(driver, "04-review-queue")
-        find(driver, f"tr[data-memory='{ids['keep']['memory_id']}'] button.approve").click()
+        find(driver, f".item[data-memory='{ids['keep']['memory_id']}'] button.approve").click()
         assert "Approve this memory" in dialog(driver)
         wait(driver, lambda d: "Approved" in d.find_element("id", "notice").text)
-        find(driver, f"tr[data-memory='{ids['drop']['memory_id']}'] button.reject").click()
+        find(driver, f".item[data-memory='{ids['drop']['memory_id']}'] button.reject").click()
         assert "Reject this memory" in dialog(driver, "we have no VPN")
         find(driver, "#review-empty")
         shot(driver, "05-review-decided")
@@ -177,38 +192,39 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         driver.get(f"{served.url}/#/read?repo={REPO}")
         query = find(driver, "#read-query")
         query.send_keys("integration tests hang on startup\n")
-        find(driver, "#read-results tbody tr")
-        reasons = texts(driver, "#read-results td.reason")
+        find(driver, "#read-results .item")
+        reasons = texts(driver, "#read-results .reason")
         assert reasons and all(r for r in reasons)
         assert "Postgres is not running" in find(driver, "#read-results").text
-        assert "make db-up" in " ".join(texts(driver, "#read-results tr.member td.text"))  # a case shows its solution
+        assert "make db-up" in " ".join(texts(driver, "#read-results .item.member .item-text"))  # a case shows its solution
         shot(driver, "06-read")
 
         # the whole page switches to a past moment: before the change was written
         driver.get(f"{served.url}/#/memories?repo={REPO}")
-        find(driver, "#memory-list tbody tr")
-        now = len(texts(driver, "#memory-list tbody tr"))
+        find(driver, "#memory-list .item")
+        now = len(texts(driver, "#memory-list .item"))
         field = find(driver, "#as-of")
         field.send_keys(str(ids["before_change"]))
         find(driver, "#as-of-apply").click()
         wait(driver, lambda d: d.find_element("id", "past").is_displayed()
              and f"position {ids['before_change']}" in d.find_element("id", "past").text)
-        wait(driver, lambda d: len(texts(d, "#memory-list tbody tr")) == 6)
-        assert len(texts(driver, "#memory-list tbody tr")) < now
-        assert "port 5434" not in " ".join(texts(driver, "#memory-list td.text"))
+        wait(driver, lambda d: len(texts(d, "#memory-list .item")) == 6)
+        assert len(texts(driver, "#memory-list .item")) < now
+        assert "port 5434" not in " ".join(texts(driver, "#memory-list .item-text"))
         shot(driver, "07-as-of-list")
-        driver.find_element("css selector", f"tr[data-memory='{ids['fact']['memory_id']}'] a").click()
-        find(driver, "#history tbody tr")
-        assert "ChangeRecorded" not in " ".join(texts(driver, "#history td"))
+        find(driver, f"#memory-list .item[data-memory='{ids['fact']['memory_id']}'] a.item-text").click()
+        find(driver, f"#memory-page[data-memory='{ids['fact']['memory_id']}'] #history li.ev")
+        assert "ChangeRecorded" not in event_types(driver)
         assert not driver.find_elements("css selector", "#change-chain")
         assert not find(driver, "#forget").is_enabled()  # the past is read-only
         shot(driver, "08-as-of-memory")
         find(driver, "#as-of-now").click()
-        wait(driver, lambda d: "ChangeRecorded" in " ".join(texts(d, "#history td")))
+        wait(driver, lambda d: "ChangeRecorded" in event_types(d))
 
         driver.get(f"{served.url}/#/timeline?repo={REPO}")
-        find(driver, "#timeline-table tbody tr")
-        assert "MemoryReviewed" in " ".join(texts(driver, "#timeline-table td"))
+        find(driver, "#timeline-list li.ev")
+        assert "MemoryReviewed" in event_types(driver, "#timeline-list li.ev")
+        assert "Approved" in find(driver, "#timeline-list").text
         shot(driver, "09-timeline")
 
         # forget, from the memory's page, through its confirmation
@@ -217,7 +233,8 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         find(driver, "#forget").click()
         assert "Forget this memory" in dialog(driver, "asked by the user")
         wait(driver, lambda d: "forgotten" in d.find_element("id", "memory-page").text)
-        assert driver.title == "Strata inspector"
+        assert driver.title == f"{REPO} · Strata inspector"
+        assert not console_errors(driver)
     assert served.stop() == 0
 
 
@@ -240,7 +257,7 @@ def test_a_server_with_a_token(serve: Callable[..., Served], browser: Any) -> No
     wait(driver, lambda d: token.is_displayed())
     shot(driver, "10-token-asked")
     token.send_keys(TOKEN + "\n")
-    find(driver, "#memory-list tbody tr")
+    find(driver, "#memory-list .item")
     assert "Only a token holder" in find(driver, "#memory-list").text
     assert TOKEN not in driver.current_url
     assert driver.execute_script("return sessionStorage.getItem('strata.token')") == TOKEN
@@ -278,7 +295,7 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
     field = find(driver, "#token")
     wait(driver, lambda d: field.is_displayed())
     field.send_keys(viewer + "\n")
-    find(driver, "#memory-list tbody tr")
+    find(driver, "#memory-list .item")
     assert "Postgres 15" in find(driver, "#memory-list").text
     options = [o.text for o in driver.find_elements("css selector", "#repo option")]
     assert options == [REPO] and "Nightshade" not in driver.page_source and "other/secret" not in driver.page_source
@@ -288,11 +305,11 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
     driver.get(f"{served.url}/#/review?repo={REPO}")
     find(driver, "#review-not-allowed")
     assert not driver.find_elements("css selector", "#review-list button.approve")
-    assert len(texts(driver, "#review-list tbody tr")) == 1  # it may see the queue, not decide it
+    assert len(texts(driver, "#review-list .item")) == 1  # it may see the queue, not decide it
     shot(driver, "13-read-only-review")
-    memory_id = find(driver, "#review-list tbody tr").get_attribute("data-memory")
+    memory_id = find(driver, "#review-list .item").get_attribute("data-memory")
     driver.get(f"{served.url}/#/memory/{memory_id}?repo={REPO}")
-    find(driver, "#history tbody tr")
+    find(driver, "#history li.ev")
     assert not find(driver, "#forget").is_enabled()
 
     revoked = subprocess.run([STRATA_COMMAND, "--json", "token", "revoke", "viewer"], env=strata_env,
@@ -310,4 +327,145 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
     wait(driver, lambda d: d.find_element("id", "token-form").is_displayed())
     assert driver.execute_script("return sessionStorage.getItem('strata.token')") is None
     shot(driver, "14-revoked-token-asked-again")
+    assert served.stop() == 0
+
+
+# --- the page as a product: the demo's store at 1400 and 420 px, an empty store ------------------------
+
+NO_SIDEWAYS_SCROLL = "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+BROKEN_WORDS = """
+    // ordinary words (letters only) drawn over more than one line: a word broken mid-word
+    const broken = [];
+    for (const root of document.querySelectorAll("header, main")) {
+      const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+        if (t.parentElement.closest("code, pre, .id, svg, .sr-only, option")) continue;
+        for (const m of t.data.matchAll(/[A-Za-z]{4,}/g)) {
+          const range = document.createRange();
+          range.setStart(t, m.index);
+          range.setEnd(t, m.index + m[0].length);
+          const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+          if (lines.size > 1) broken.push(m[0]);
+        }
+      }
+    }
+    return broken;
+"""
+
+
+def console_errors(driver: Any) -> list[str]:
+    """What the page logged as an error: a failed request (a 404), a script error, a CSP violation."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def fits(driver: Any) -> None:
+    """No horizontal scroll and no ordinary word broken over two lines."""
+    assert driver.execute_script(NO_SIDEWAYS_SCROLL), driver.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert driver.execute_script(BROKEN_WORDS) == []
+
+
+def memory_ids(http: httpx.Client) -> Callable[[str], str]:
+    """The id of the demo's memory whose text starts so."""
+    listed = http.post("/v1/memories", json={"repo_id": DEMO, "limit": 200}).json()["items"]
+    return lambda start: next(m["memory_id"] for m in listed if m["text"].startswith(start))
+
+
+@pytest.mark.slow
+def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Served], browser: Any,
+                                                       strata_env: dict[str, str]) -> None:
+    demo = subprocess.run([STRATA_COMMAND, "--text", "demo", "--into-store"], env=strata_env, capture_output=True,
+                          text=True, timeout=600)
+    assert demo.returncode == 0, demo.stderr
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        ids = memory_ids(http)
+        icon = http.get("/favicon.svg")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml" and b"<svg" in icon.content
+        assert http.get("/favicon.ico").status_code == 200  # what a browser asks for without a page
+    quick_fix, fact, problem = ids("Set PGCONNECT_TIMEOUT"), ids("The test database listens"), ids("Integration tests")
+    driver = browser
+    driver.set_window_size(1400, 1150)
+
+    driver.get(f"{served.url}/")  # the only repo's overview
+    find(driver, "#overview #holdings li")
+    assert f"repo={DEMO}" in driver.current_url and driver.find_element("css selector", "link[rel=icon]")
+    kinds = [li.get_attribute("data-kind") for li in driver.find_elements("css selector", "#holdings li")]
+    assert kinds == ["problem", "solution", "failed_tactic", "fact", "preference", "change"]
+    tiles = find(driver, ".tiles").text
+    assert "wait for review" in tiles and "in doubt" in tiles
+    bars = driver.find_elements("css selector", "#activity-chart g.day rect[class^='fill-']")
+    assert bars and "written" in driver.execute_script(
+        "return [...document.querySelectorAll('#activity-chart g.day title')].map(t => t.textContent).join(' ')")
+    assert len(driver.find_elements("css selector", "#overview-review li")) == 1
+    find(driver, f"#overview-doubt li[data-memory='{quick_fix}']")
+    wait(driver, lambda d: "Written by claude-code" in d.find_element("id", "recent").text)
+    fits(driver)
+    shot(driver, "20-overview-1400")
+
+    driver.get(f"{served.url}/#/memory/{quick_fix}?repo={DEMO}")
+    find(driver, f"#memory-page[data-memory='{quick_fix}'] #history li.ev")
+    history = find(driver, "#history").text
+    assert "Written by claude-code as a solution of Integration tests hang" in history
+    assert "Truth lowered from 0.60 to 0.34" in history and "(evidence: cmd:pytest -m integration" in history
+    assert [" ".join(m.text.split()) for m in driver.find_elements("css selector", "#history .move.down")] == [
+        "truth 0.60 ▼ 0.34"]
+    wait(driver, lambda d: len(d.find_elements("css selector", "#case-graph a.node")) == 4)
+    assert len(driver.find_elements("css selector", "#case-graph path.edge-solves")) == 2
+    assert len(driver.find_elements("css selector", "#case-graph path.edge-failed")) == 1
+    assert find(driver, "#case-graph a.node.focus").get_attribute("data-memory") == quick_fix
+    listing, page = find(driver, "#memory-list").rect, find(driver, "#memory-page").rect
+    assert listing["x"] + listing["width"] <= page["x"] and page["y"] < listing["y"] + listing["height"]  # side by side
+    fits(driver)
+    shot(driver, "21-memory-1400")
+    find(driver, f"#case-graph a.node[data-memory='{problem}']").click()  # the graph is a way around
+    find(driver, f"#memory-page[data-memory='{problem}']")
+
+    driver.get(f"{served.url}/#/memory/{fact}?repo={DEMO}")
+    wait(driver, lambda d: len(d.find_elements("css selector", "#chain-graph a.node")) == 2)
+    assert driver.find_elements("css selector", "#chain-graph path.edge-change")
+    assert "by the change docker-compose.yml now maps" in find(driver, "#history").text
+    shot(driver, "22-change-chain-1400")
+
+    driver.set_window_size(420, 1400)
+    for name, route in (("overview", f"#/overview?repo={DEMO}"), ("memories", f"#/memories?repo={DEMO}"),
+                        ("memory", f"#/memory/{quick_fix}?repo={DEMO}"), ("timeline", f"#/timeline?repo={DEMO}"),
+                        ("read", f"#/read?repo={DEMO}&q=integration%20tests%20hang"), ("review", f"#/review?repo={DEMO}")):
+        driver.get(f"{served.url}/{route}")
+        find(driver, f"main[data-view='{name}'] > *")
+        if name == "memory":
+            wait(driver, lambda d: len(d.find_elements("css selector", "#case-graph a.node")) == 4)
+            assert not driver.find_elements("css selector", "#memory-list")  # narrow: the memory alone
+        fits(driver)
+        shot(driver, f"23-{name}-420")
+
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    driver.set_window_size(1400, 1150)
+    driver.get(f"{served.url}/#/overview?repo={DEMO}")
+    find(driver, "main[data-view='overview'] #holdings li")
+    assert driver.execute_script("return getComputedStyle(document.body).backgroundColor") == "rgb(15, 20, 32)"
+    shot(driver, "25-overview-dark-1400")
+    assert not console_errors(driver)
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_an_empty_store_tells_how_to_connect_an_agent(serve: Callable[..., Served], browser: Any) -> None:
+    served = serve()
+    driver = browser
+    for width in (1400, 420):
+        driver.set_window_size(width, 1000)
+        driver.get(f"{served.url}/")
+        empty = find(driver, "#empty-state")
+        assert "Nothing is remembered yet" in empty.text
+        assert "strata init claude-code --hooks" in empty.text and "strata demo --into-store" in empty.text
+        assert f"strata init claude-code --http {served.url}/mcp" in empty.text
+        fits(driver)
+        shot(driver, f"24-empty-{width}")
+    readme = find(driver, "#readme-link").get_attribute("href")
+    with httpx.Client(timeout=60) as http:
+        page = http.get(readme.split("#")[0])
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
+    assert "strata init claude-code" in page.text
+    assert not console_errors(driver)
     assert served.stop() == 0

@@ -1,13 +1,21 @@
 """The inspector's operations through the command API on a real store: pages, filters, text search,
-orders, the review queue and review, the timeline's pages, the repos, and refusals."""
+orders, the review queue and review, the timeline's pages, the repos, a repo's overview, how each event
+moved truth and utility, archived memories, and refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
+import re
+from datetime import UTC, datetime
+
+from strata_recall.domain.access import Principal
+from strata_recall.domain.commands import Action
+from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.interface.api import CommandAPI
 from strata_recall.interface.bootstrap import Strata
+from strata_recall.interface.inspector.page import ASSETS, PAGE_PATHS, STATIC, page_routes
+from strata_recall.interface.operations import OPERATIONS
 from tests.conftest import write_request
 
 REPO = "acme/api"
@@ -86,3 +94,121 @@ def test_timeline_pages_back_through_the_repos_events(strata: Strata, api: Comma
     as_of = api.timeline({"repo_id": REPO, "as_of": mine[2].position})
     assert [e.position for e in as_of.events] == [m.position for m in reversed(mine[:3])]
     assert as_of.as_of is not None and as_of.as_of.position == mine[2].position
+
+
+def truth(target: float, rationale: str = "checked") -> dict:
+    return {"truth": {"target": target, "confidence": 0.9, "rationale": rationale, "evidence_refs": ["test:run"]}}
+
+
+def test_overview_counts_what_the_repo_sees(strata: Strata) -> None:
+    reviewed = CommandAPI(strata.log, review_writes=True, reader=strata.api().reader)
+    api = strata.api()
+    problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
+    api.write(write_request(REPO, "Run make db-up first", "solution", links={"problem_id": problem}))
+    api.write(write_request(REPO, "Raising the timeout did not help", "failed_tactic", links={"problem_id": problem}))
+    fact = api.write(write_request(REPO, "The test database listens on port 5433")).memory_id
+    api.write(write_request(REPO, "Prefer small commits", "preference", scope="global"))
+    proposal = reviewed.write(write_request(REPO, "CI caches the virtualenv")).memory_id
+    own_global = reviewed.write(write_request(REPO, "Pin the timezone in tests", scope="global")).memory_id
+    reviewed.write(write_request("other/app", "Their global proposal", scope="global"))  # not ours to see yet
+    api.write(write_request("other/app", "Their own fact"))
+    api.update({"repo_id": REPO, "memory_id": fact, "mode": "commit", "updates": truth(0.0, "it listens on 5432")})
+    api.forget({"repo_id": REPO, "memory_id": problem, "reason": "fixed for good"})
+    before_doubt = strata.log.position() - 2
+    strata.catch_up()
+
+    view = api.overview({"repo_id": REPO})
+    by = {(c.kind, c.status): c.count for c in view.counts}
+    assert view.total == 7 and sum(by.values()) == 7 and view.global_memories == 2
+    assert by == {("problem", "forgotten"): 1, ("solution", "active"): 1, ("failed_tactic", "active"): 1,
+                  ("fact", "active"): 1, ("preference", "active"): 1, ("fact", "pending"): 2}
+    assert "Their" not in " ".join(m.text for m in view.review + view.doubtful)
+    today = datetime.now(UTC).date().isoformat()
+    assert view.until == today and {d.day for d in view.activity} == {today}
+    assert sum(d.written for d in view.activity) == 7 and {d.kind for d in view.activity} >= {"problem", "fact"}
+    assert view.pending == 2 and [m.memory_id for m in view.review] == [proposal, own_global]
+    assert view.in_doubt == 1 and [m.memory_id for m in view.doubtful] == [fact] and view.doubtful[0].truth < 0.5
+
+    assert api.overview({"repo_id": REPO, "include_global": False}).total == 5
+    assert api.overview({"repo_id": "other/app"}).total == 3  # its fact, its proposal, the approved global one
+    past = api.overview({"repo_id": REPO, "as_of": before_doubt})
+    assert past.as_of is not None and past.in_doubt == 0 and past.total == 7
+    assert {(c.kind, c.status) for c in past.counts} >= {("problem", "active")}
+    with pytest.raises(InvalidInput):
+        api.overview({"repo_id": REPO, "days": 0})
+
+
+def test_overview_is_checked_like_every_inspector_operation(strata: Strata) -> None:
+    """A token sees the overview of the repos it may use only, and needs the read permission."""
+    api = strata.api()
+    reader = Principal("viewer", frozenset({"read"}), ("acme/*",), False)
+    writer = Principal("bot", frozenset({"write"}), ("acme/*",), False)
+    overview = OPERATIONS["overview"]
+    assert overview.permission == "read" and not overview.agent_tool and overview.read_only
+    api.admit(overview, {"repo_id": REPO}, reader)
+    with pytest.raises(Forbidden) as refused:
+        api.admit(overview, {"repo_id": "other/app"}, reader)
+    assert refused.value.code == "forbidden_repo"
+    with pytest.raises(Forbidden) as refused:
+        api.admit(overview, {"repo_id": REPO}, writer)
+    assert refused.value.code == "forbidden_operation"
+
+
+def test_history_says_how_each_event_moved_truth_and_utility(strata: Strata, api: CommandAPI) -> None:
+    api = strata.api()
+    problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
+    solution = api.write(write_request(REPO, "Run make db-up first", "solution", links={"problem_id": problem},
+                                       confidence=0.8)).memory_id
+    fact = api.write(write_request(REPO, "The test database listens on port 5433", confidence=0.8)).memory_id
+    api.write(write_request(REPO, "The test database moved to port 5432", "change", links={"change_targets": [fact]}))
+    api.update({"repo_id": REPO, "memory_id": solution, "mode": "commit", "updates": {"utility": {
+        "target": 1.0, "confidence": 0.9, "rationale": "tests ran", "context_problem_id": problem}}})
+    strata.catch_up()
+
+    history = api.memory({"repo_id": REPO, "memory_id": fact}).history
+    assert [e.type for e in history] == ["MemoryWritten", "ChangeRecorded", "TruthAdjusted"]
+    assert history[0].truth is None and history[1].truth is None
+    lowered = history[2].truth
+    assert lowered is not None and lowered.before == 0.8 and lowered.after < 0.6
+    assert lowered.after == api.memory({"repo_id": REPO, "memory_id": fact}).memory.truth
+    rated = api.memory({"repo_id": REPO, "memory_id": solution}).history[-1]
+    assert rated.type == "UtilityObserved" and rated.truth is None
+    assert rated.utility is not None and rated.utility.before == 0.5 and rated.utility.after > 0.7  # for the problem
+    timeline = {e.type: e for e in api.timeline({"repo_id": REPO}).events}
+    assert timeline["TruthAdjusted"].truth == lowered and timeline["UtilityObserved"].utility == rated.utility
+
+
+def test_archived_memories_are_listed_counted_and_filtered(strata: Strata, api: CommandAPI) -> None:
+    api = strata.api()
+    kept = api.write(write_request(REPO, "The staging cluster has 3 nodes")).memory_id
+    gone = api.write(write_request(REPO, "The frontend build uses webpack 4")).memory_id
+    strata.log.consolidate([Action("archive", gone, "superseded")], REPO)
+    strata.catch_up()
+    listed = api.memories({"repo_id": REPO})
+    assert {(m.memory_id, m.status) for m in listed.items} == {(kept, "active"), (gone, "archived")}
+    assert [m.memory_id for m in api.memories({"repo_id": REPO, "statuses": ["archived"]}).items] == [gone]
+    assert api.memory({"repo_id": REPO, "memory_id": gone}).memory.status == "archived"
+    assert {(c.status, c.count) for c in api.overview({"repo_id": REPO}).counts} == {("active", 1), ("archived", 1)}
+
+
+def test_the_page_serves_every_module_it_imports_its_icon_and_the_readme() -> None:
+    """Each file the page loads is served (with the CSP), none of them needs a token, and the favicon a
+    browser asks for on its own is there too."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    served = {name for name, _ in ASSETS.values()}
+    page = (STATIC / "index.html").read_text()
+    loaded = set(re.findall(r'(?:src|href)="/(?:inspector/)?([\w.]+)"', page))
+    imported = {m for f in STATIC.glob("*.js") for m in re.findall(r'from "\./([\w.]+)"', f.read_text())}
+    assert {"app.js", "app.css", "favicon.svg"} <= loaded and {"dom.js", "charts.js", "sentences.js"} <= imported
+    assert loaded | imported <= served and served == {p.name for p in STATIC.iterdir()}
+    client = TestClient(Starlette(routes=page_routes()))
+    for path in PAGE_PATHS:
+        answer = client.get(path)
+        assert answer.status_code == 200, path
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+    assert client.get("/inspector/app.js").headers["content-type"].startswith("text/javascript")
+    assert "strata init" in client.get("/inspector/readme").text
