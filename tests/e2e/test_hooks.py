@@ -407,3 +407,113 @@ def test_the_real_claude_code_runs_the_hooks_against_the_server(serve: Callable[
             contexts[attachment["hookEvent"]] = "\n".join(attachment["content"])
     assert "Memory of team/backend: 1 memories" in contexts.get("SessionStart", ""), (contexts, ran.stderr)
     assert written["memory_id"] in contexts.get("UserPromptSubmit", ""), contexts
+
+
+# --- the per-session budget; the server's bar at every moment; the hooks exactly as init writes them ---------
+
+TOPICS = {
+    "billing": ("billing.invoice_total", "billing.tax_rate_for"),
+    "search": ("search.rank_documents", "search.stem_query"),
+    "mailer": ("mailer.send_digest", "mailer.render_template"),
+}
+
+
+def seed_topics(env: dict[str, str], tmp_path: Path) -> None:
+    """Five facts per topic, each naming the topic's two functions (so each clears the local bar for a
+    prompt naming them) and long enough that a line of one takes most of its 160 characters."""
+    lines = []
+    for topic, (first, second) in TOPICS.items():
+        for n in range(5):
+            text = (f"{first} and {second} note {n}: the {topic} code path rounds, caches and retries in its own "
+                    f"way, so read the module docstring before changing either; variant {n} of the {topic} rule "
+                    f"is kept for the nightly job")
+            lines.append(json.dumps({"repo_id": REPO, "memory": {"text": text, "kind": "fact", "scope": "repo",
+                                                                 "confidence": 0.9}}))
+    batch = tmp_path / "topics.jsonl"
+    batch.write_text("\n".join(lines) + "\n")
+    cli(env, "import", str(batch))
+    cli(env, "index", "--repo", REPO)
+
+
+def topic_prompt(topic: str) -> str:
+    first, second = TOPICS[topic]
+    return f"Why does {first} disagree with {second} after the last deploy?"
+
+
+@pytest.mark.slow
+def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """Three prompts, each with five memories that clear the bar: the first injection fits the prompt's
+    budget (400 tokens), the second only what the session has left of its 600, the third nothing; a new
+    session gets the third topic's memories (it was the budget, not the bar)."""
+    seed_topics(strata_env, tmp_path)
+    contexts = [context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-1", prompt=topic_prompt(t))))
+                for t in TOPICS]
+    shown = [len(re.findall(r"^- fact ", c, re.M)) for c in contexts]
+    assert 0 < shown[0] < 5 and 0 < shown[1] < shown[0] and shown[2] == 0, contexts
+    assert len(contexts[0]) / 2.5 <= 400 and sum(len(c) for c in contexts) / 2.5 <= 600
+    fresh = context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-2", prompt=topic_prompt("mailer"))))
+    assert "mailer.send_digest" in fresh
+
+
+@pytest.mark.slow
+def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(serve: Callable[..., Served], strata_env: dict[str, str],
+                                                                 repo: Path, tmp_path: Path) -> None:
+    """`strata init claude-code --hooks --http URL --repo-id team/backend`, then the hook commands exactly as
+    written in .claude/settings.json, run by a shell as Claude Code runs them (the token only in the
+    environment): the prompt, the edit of the anchored file and a failed test run each get the server's
+    memories of team/backend; a prompt about something else, an edit of another file and a failure
+    nobody recorded get nothing."""
+    token = "init-hooks-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    (repo / "src" / "db").mkdir(parents=True)
+    (repo / "src" / "db" / "pool.py").write_text("def acquire(timeout=None):\n    return None\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "index.md").write_text("# Docs\n")
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        problem = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
+            "text": PROBLEM, "kind": "problem", "scope": "repo", "confidence": 0.9}}).json()
+        failed = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
+            "text": FAILED, "kind": "failed_tactic", "scope": "repo", "confidence": 0.9,
+            "links": {"problem_id": problem["memory_id"]}}}).json()
+        solution = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
+            "text": SOLUTION, "kind": "solution", "scope": "repo", "confidence": 0.9,
+            "links": {"problem_id": problem["memory_id"]}},
+            "anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}]}).json()
+        http.post("/v1/memory_index", json={"repo_id": "team/backend", "consistency": {
+            "after_position": solution["position"], "timeout_ms": 30000}}).raise_for_status()
+    env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
+    env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")  # the client's own: the hooks must not read it
+    init = subprocess.run([STRATA_COMMAND, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp",
+                           "--repo-id", "team/backend"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0, init.stdout + init.stderr
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    assert token not in (repo / ".claude" / "settings.json").read_text() + (repo / ".mcp.json").read_text()
+    commands = {event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
+                for event, groups in settings["hooks"].items()}
+    client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
+
+    def run(event: str, session: str, **fields: Any) -> str:
+        done = subprocess.run(["sh", "-c", commands[event]], input=json.dumps(claude(event, repo, session, **fields)),
+                              env=client, cwd=repo, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
+        return "" if not done.stdout.strip() else json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    assert "Memory of team/backend: 3 memories" in run("SessionStart", "s1", source="startup")
+    prompt = run("UserPromptSubmit", "s1", prompt="tests/test_orders.py hangs in db_pool.acquire with PoolTimeoutError, why?")
+    assert problem["memory_id"] in prompt or solution["memory_id"] in prompt, prompt
+    edit = run("PreToolUse", "s2", tool_name="Edit", tool_input={"file_path": str(repo / "src" / "db" / "pool.py"),
+                                                                  "old_string": "def acquire(timeout=None):", "new_string": "x"})
+    assert solution["memory_id"] in edit and "src/db/pool.py" in edit, edit
+    log = PYTEST_LOG.format(venv=repo / ".venv")
+    failure = run("PostToolUseFailure", "s3", tool_name="Bash", tool_input={"command": "pytest -x"},
+                  error=f"Exit code 1\n{log}", is_interrupt=False)
+    assert problem["memory_id"] in failure or solution["memory_id"] in failure or failed["memory_id"] in failure, failure
+
+    other = "s4"
+    assert run("UserPromptSubmit", other, prompt="How do I center a div with flexbox on the landing page?") == ""
+    assert run("PreToolUse", other, tool_name="Write", tool_input={"file_path": str(repo / "docs" / "index.md"),
+                                                                    "content": "# Docs\n"}) == ""
+    assert run("PostToolUseFailure", other, tool_name="Bash", tool_input={"command": "pytest tests/test_i18n.py"},
+               is_interrupt=False, error="Exit code 1\nE   KeyError: 'currency_symbol'\nFAILED "
+               "tests/test_i18n.py::test_locale_names_render_in_french - KeyError: 'currency_symbol'") == ""
+    assert not (tmp_path / "client-data" / "projections").exists()  # the server was read, not this machine
