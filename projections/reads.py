@@ -5,6 +5,11 @@ only memories that read really returned), which memories each read's session has
 
 Node-local on purpose: reads are queries, not facts about the world, so they stay out of the log. A
 query is free text an agent typed: it is redacted (domain/sanitise.py) before it reaches the file.
+
+A lifecycle hook that injects memories into an agent's context on its own (interface/agents/hooks.py) is a
+read too: over HTTP the server's read records it; from a local store the hook records an injection
+itself, with exactly the memories it showed and the moment as its mode (`hook:prompt`, `hook:edit`,
+`hook:failure`), so feedback may cite it and the stop hook names it until it is rated.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from typing import Any
 import orjson
 
 from strata_recall.projections import store
+
+HOOK_MODE_PREFIX = "hook:"
+"""The mode of a read a lifecycle hook recorded (an injection), followed by its moment."""
 
 
 class ReadLedger:
@@ -46,6 +54,11 @@ class ReadLedger:
                 (read_id, repo_id, sanitise(query).text, mode, archetype, position, time.time(),
                  orjson.dumps(memory_ids).decode()),
             )
+
+    def record_injection(self, read_id: str, repo_id: str, query: str, moment: str, position: int,
+                         memory_ids: list[str]) -> None:
+        """A hook's injection of `memory_ids` at a moment of a session (prompt, edit, failure)."""
+        self.record(read_id, repo_id, query, f"{HOOK_MODE_PREFIX}{moment}", None, position, memory_ids)
 
     def returned(self, read_id: str, repo_id: str) -> list[str] | None:
         """The memory ids a read of `repo_id` returned, nested ones included; None if no such read (or

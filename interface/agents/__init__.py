@@ -1,3 +1,4 @@
-"""Agent clients: `strata init` (clients.py, writing each client's configuration safely through
-config_files.py), the lifecycle hooks (hooks.py) and which repository a folder belongs to
-(repo_identity.py)."""
+"""Agent clients: `strata init` (clients.py, which edits each client's configuration through
+config_edits.py and writes it safely through config_files.py), the lifecycle hooks (hooks.py: what a
+moment names, hook_cues.py; how a hook reads a server or a local store, hook_recall.py) and which
+repository a folder belongs to (repo_identity.py)."""

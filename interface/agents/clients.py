@@ -1,99 +1,143 @@
-"""`strata init CLIENT`: connect an agent client to Strata in one command.
+"""`strata init CLIENT`: connect an agent client to Strata in one command; `strata init CLIENT --remove`
+undoes it.
 
-For each client this writes (or merges into) the client's own MCP configuration, appends the session
-protocol to the instructions file the client reads, and with `--hooks` installs the lifecycle hooks
-(interface/agents/hooks.py) where the client has them. Every file is planned first and written only when all
-plans succeeded; a malformed file is refused with its path and the parser's complaint, and nothing is
-written. Reruns are idempotent: our MCP entry is replaced, our instructions live between markers and
-are replaced, our hooks are recognised by their command and replaced; everything else in those files is
-kept as it was (checked by parsing the result and comparing it with the original minus our part).
-A repository may be hostile: files are read and written only inside it (or inside the client's own
-configuration folder), through a symbolic link only to a file there, with their permission bits kept,
-through an exclusively created temporary file (interface/agents/config_files.py).
+What goes where. The repository's files go to git, so they hold only what is true on every teammate's
+machine: the `strata` command by name, the repo id, a server's URL, and its token as a reference to an
+environment variable (STRATA_TOKEN, or `--token-env`) in each client's own syntax. What is true only
+of this machine — an installation that is not the `strata` on PATH (a checkout's venv, `--command`), a
+data directory (`--data-dir`) — goes to the client's user or local scope where it has one:
+
+- Claude Code: the MCP server's local scope (`~/.claude.json`, per project, private to the user, and
+  winning over `.mcp.json`'s entry of the same name), written by the client's own `claude mcp add-json
+  --scope local` (Claude Code rewrites that file all the time; its command takes its lock); and
+  `.claude/settings.local.json` (`env`: STRATA_COMMAND and STRATA_DATA_DIR, which the hooks read),
+  kept out of git through `.git/info/exclude`;
+- Codex: its MCP servers live in the user's `~/.codex/config.toml` ($CODEX_HOME) anyway;
+- Cursor and VS Code have no per-project local scope: the result says what to set up instead.
+
+Every file is planned first and written only when all plans succeeded; a malformed file is refused with
+its path and the parser's complaint, and nothing is written (interface/agents/config_edits.py edits the
+formats; interface/agents/config_files.py reads and writes without following a link out of the repository or
+the client's folder). Reruns are idempotent.
 
 The formats followed, per the clients' documentation:
-- Claude Code (code.claude.com/docs/en/mcp, /hooks, /memory): project-scope `.mcp.json`
-  `{"mcpServers": {NAME: {"type": "stdio", "command", "args", "env"} | {"type": "http", "url"}}}`;
-  `CLAUDE.md`; hooks in `.claude/settings.json` under `hooks.EVENT = [{"matcher", "hooks": [{"type":
-  "command", "command", "timeout"}]}]` for SessionStart, Stop and PreCompact.
+- Claude Code (code.claude.com/docs/en/mcp, /hooks, /settings, /memory): project-scope `.mcp.json`
+  `{"mcpServers": {NAME: {"type": "stdio", "command", "args"} | {"type": "http", "url", "headers"}}}`
+  (`${VAR}` expanded in command, args, env, url, headers; a project's servers wait for the user's
+  approval); `CLAUDE.md`; hooks in `.claude/settings.json` under `hooks.EVENT = [{"matcher", "hooks":
+  [{"type": "command", "command", "timeout"}]}]` (run by a shell, so `${STRATA_COMMAND:-strata}` picks
+  this machine's command from `.claude/settings.local.json`'s `env`): SessionStart, UserPromptSubmit,
+  PreToolUse (Edit|Write|MultiEdit|NotebookEdit), PostToolUseFailure (Bash: a command that exits
+  non-zero is a failed tool call; not PostToolUse, which would start a process after every command that
+  worked), Stop, PreCompact.
 - Codex CLI (developers.openai.com/codex/mcp, /config-reference, AGENTS.md): `~/.codex/config.toml`
-  (or `$CODEX_HOME/config.toml`) `[mcp_servers.NAME]` with `command`, `args`, `[mcp_servers.NAME.env]`,
-  or `url` for streamable HTTP; `AGENTS.md` at the repository root.
+  `[mcp_servers.NAME]` with `command`, `args`, or `url` and `bearer_token_env_var` for streamable HTTP;
+  `AGENTS.md` at the repository root.
 - Cursor (cursor.com/docs/context/mcp, /context/rules, /agent/hooks): `.cursor/mcp.json`
-  `{"mcpServers": {NAME: {"command", "args", "env"} | {"url"}}}`; a project rule
-  `.cursor/rules/strata.mdc` with front matter (`description`, `alwaysApply: true`); hooks in
-  `.cursor/hooks.json` `{"version": 1, "hooks": {"sessionStart": [{"command"}], "stop": [{"command",
-  "loop_limit"}]}}`.
+  `{"mcpServers": {NAME: {"command", "args"} | {"url", "headers"}}}` (`${env:VAR}` interpolated); a
+  project rule `.cursor/rules/strata.mdc` with front matter (`description`, `alwaysApply: true`); hooks
+  in `.cursor/hooks.json` `{"version": 1, "hooks": {"sessionStart": [{"command"}], "stop": [{"command",
+  "loop_limit"}]}}` (its prompt hook cannot add context, and its after-edit and after-shell hooks are
+  fire-and-forget: proactive recall there is the session-start index only).
 - VS Code with GitHub Copilot (code.visualstudio.com/docs/copilot/customization/mcp-servers, and
-  /custom-instructions): `.vscode/mcp.json` `{"servers": {NAME: {"type": "stdio", "command", "args",
-  "env"} | {"type": "http", "url"}}}` (the file may be JSONC: one with comments or trailing commas is
-  refused, since rewriting it would drop them); `.github/copilot-instructions.md`.
+  /custom-instructions): `.vscode/mcp.json` `{"servers": {NAME: {"type": "stdio", "command", "args"} |
+  {"type": "http", "url", "headers"}}}` (`${env:VAR}`; the file may be JSONC: one with comments or
+  trailing commas is refused, since rewriting it would drop them); `.github/copilot-instructions.md`.
 """
 
 from __future__ import annotations
 
-import difflib
+import ipaddress
 import json
 import os
-import re
 import shlex
 import shutil
+import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface.agents import config_files
+from strata_recall.interface.agents import config_edits, config_files
+from strata_recall.interface.agents.config_edits import BEGIN, END, LINE_BEGIN, LINE_END, Plan
 from strata_recall.interface.agents.config_files import Located
+from strata_recall.interface.agents.hook_recall import TOKEN_ENV, base_url
 from strata_recall.interface.app.operations import SESSION_PROTOCOL
 from strata_recall.interface.mcp.stdio_wire import SERVER_NAME
 
-BEGIN = "<!-- strata:begin (written by `strata init`; a rerun replaces this block) -->"
-END = "<!-- strata:end -->"
-TOML_BEGIN = "# strata:begin (written by `strata init`; a rerun replaces this table)"
-TOML_END = "# strata:end"
+__all__ = ["BEGIN", "END", "CLIENTS", "init"]
+
 HOOK_TIMEOUT_S = 10
 CLIENTS = ("claude-code", "codex", "cursor", "vscode")
-
-
-@dataclass
-class Plan:
-    """One file's planned change."""
-
-    file: Located
-    before: str | None
-    after: str
-
-    @property
-    def path(self) -> Path:
-        return self.file.path
-
-    @property
-    def action(self) -> str:
-        return "created" if self.before is None else ("unchanged" if self.before == self.after else "updated")
-
-    def diff(self) -> str:
-        lines = difflib.unified_diff((self.before or "").splitlines(keepends=True), self.after.splitlines(keepends=True),
-                                     fromfile=str(self.path) if self.before is not None else "/dev/null",
-                                     tofile=str(self.path))
-        return "".join(lines)
+PROGRAM = "strata"
+SHELL_PROGRAM = "${STRATA_COMMAND:-strata}"
+"""How Claude Code's hooks name the command: `strata`, unless this machine's settings.local.json says
+otherwise (a shell expands it, splitting it at spaces: a command with arguments works, a path with
+spaces does not)."""
+LOCAL_ENV = ("STRATA_COMMAND", "STRATA_DATA_DIR")
+CLAUDE_HOOKS = (  # (event, matcher, strata hook EVENT)
+    ("SessionStart", "startup|resume|clear|compact", "session-start"),
+    ("UserPromptSubmit", None, "prompt"),
+    ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit", "edit"),
+    ("PostToolUseFailure", "Bash", "after-command"),
+    ("Stop", None, "stop"),
+    ("PreCompact", "manual|auto", "pre-compact"),
+)
+CURSOR_HOOKS = (("sessionStart", "session-start", {}), ("stop", "stop", {"loop_limit": 1}))
 
 
 @dataclass(frozen=True)
 class Target:
-    """What to connect: the repository, its repo id, how to start Strata, and where it listens."""
+    """What to connect: the repository, its repo id, how this machine starts Strata, where it listens."""
 
     root: Path
     repo_id: str
-    command: list[str]
-    """The `strata` command (with root options such as --data-dir) a client starts."""
+    command: tuple[str, ...]
+    """How this machine starts this installation (its absolute path, or `--command`)."""
+    portable: bool = True
+    """`strata` by name starts exactly `command` here (so the repository's files need nothing else)."""
+    data_dir: Path | None = None
     http_url: str | None = None
+    token_env: str | None = None
+    """The environment variable the server's token is taken from; None: the server needs none."""
 
-    def hook_command(self, event: str) -> str:
-        return shlex.join([*self.command, "hook", event])
+    @property
+    def machine_specific(self) -> bool:
+        return not self.portable or self.data_dir is not None
+
+    def local_command(self) -> list[str]:
+        return [*self.command, *(["--data-dir", str(self.data_dir)] if self.data_dir is not None else [])]
+
+    def hook_command(self, event: str, program: str = PROGRAM) -> str:
+        args = ["hook", event, "--repo-id", self.repo_id]
+        if self.http_url:
+            args += ["--http", base_url(self.http_url)]
+        if self.token_env and self.token_env != TOKEN_ENV:
+            args += ["--token-env", self.token_env]
+        return f"{program} {shlex.join(args)}"
+
+
+@dataclass
+class LocalStep:
+    """A change in a client's local scope made through the client's own command (or to be made by hand)."""
+
+    client: str
+    argv: list[str]
+    why: str
+    status: str = "to run"  # done | to run | failed
+
+    def as_dict(self) -> dict[str, str]:
+        return {"client": self.client, "command": shlex.join(self.argv), "why": self.why, "status": self.status}
+
+
+@dataclass
+class Setup:
+    plans: list[Plan]
+    steps: list[LocalStep] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def strata_command() -> str:
@@ -104,188 +148,34 @@ def strata_command() -> str:
     return shutil.which("strata") or "strata"
 
 
-# --- reading and writing the formats ----------------------------------------------------------------
-
-
-def _load_json(path: Path, text: str | None, jsonc_hint: bool = False) -> dict[str, Any]:
-    if text is None or not text.strip():
-        return {}
+def _same_file(a: str, b: str | None) -> bool:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = (" (comments and trailing commas are allowed there, but strata init would have to drop them: "
-                "remove them or add the entry by hand)") if jsonc_hint else ""
-        raise InvalidInput("malformed_config", str(path),
-                           f"{path} is not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-                           "nothing was written") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("malformed_config", str(path), f"{path} must hold a JSON object; nothing was written")
-    return data
-
-
-def _indent_of(text: str | None) -> int:
-    match = re.search(r"^( +)\S", text or "", re.M)
-    return len(match.group(1)) if match else 2
-
-
-def _dump_json(data: dict[str, Any], like: str | None) -> str:
-    return json.dumps(data, indent=_indent_of(like), ensure_ascii=False) + "\n"
-
-
-def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
-    value = data.setdefault(key, {})
-    if not isinstance(value, dict):
-        raise InvalidInput("malformed_config", f"{path}:{key}", f"{key} in {path} must be an object; nothing was written")
-    return value
-
-
-def merge_json_server(file: Located, key: str, entry: dict[str, Any], jsonc: bool = False) -> Plan:
-    """Set `data[key][SERVER_NAME] = entry` in a JSON config, keeping everything else."""
-    before = config_files.read(file)
-    data = _load_json(file.path, before, jsonc_hint=jsonc)
-    _object_at(data, key, file.path)[SERVER_NAME] = entry
-    return Plan(file, before, _dump_json(data, before))
-
-
-def merge_toml_server(file: Located, table: dict[str, Any]) -> Plan:
-    """Our `[mcp_servers.strata]` table in a TOML config (Codex), between marker comments. TOML has no
-    writer in the standard library, so the text is edited: our marked block (or a plain
-    `[mcp_servers.strata]` table with its sub-tables) is replaced, and the result is parsed and compared
-    with the original to prove nothing else moved."""
-    path = file.path
-    before = config_files.read(file)
-    text = before or ""
-    try:
-        original = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput("malformed_config", str(path), f"{path} is not valid TOML: {exc}; nothing was written") from None
-    block = _toml_block(table)
-    if TOML_BEGIN in text:
-        start = text.index(TOML_BEGIN)
-        end = text.find(TOML_END, start)
-        if end < 0:
-            raise InvalidInput("malformed_config", str(path),
-                               f"{path} has '{TOML_BEGIN}' without '{TOML_END}'; fix the markers by hand")
-        end += len(TOML_END)
-        text = text[:start] + block.rstrip("\n") + text[end:]
-    else:
-        lines = text.splitlines(keepends=True)
-        ours = re.compile(rf"^\[mcp_servers\.{re.escape(SERVER_NAME)}(\.[^\]]+)?\]\s*$")
-        first = next((i for i, line in enumerate(lines) if ours.match(line)), None)
-        if first is not None:  # a hand-written table: replace it and its sub-tables that follow it
-            end = first + 1
-            while end < len(lines) and not (lines[end].lstrip().startswith("[") and not ours.match(lines[end])):
-                end += 1
-            text = "".join(lines[:first]) + block + ("\n" if end < len(lines) else "") + "".join(lines[end:])
-        elif SERVER_NAME in original.get("mcp_servers", {}):
-            raise InvalidInput("unsupported_config", str(path),
-                               f"{path} defines mcp_servers.{SERVER_NAME} in a form strata init cannot rewrite "
-                               "(inline table or dotted keys); remove it, or edit it by hand")
-        else:
-            text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
-    try:
-        result = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # pragma: no cover - the block is generated valid
-        raise InvalidInput("malformed_config", str(path), f"strata init would break {path}: {exc}") from None
-    expected = {**original, "mcp_servers": {**original.get("mcp_servers", {}), SERVER_NAME: table}}
-    if result != expected:
-        raise InvalidInput("unsupported_config", str(path),
-                           f"{path} has a layout strata init cannot merge into safely; add [mcp_servers.{SERVER_NAME}] "
-                           "by hand")
-    return Plan(file, before, text if text.endswith("\n") else text + "\n")
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(type(value))
-
-
-def _toml_block(table: dict[str, Any]) -> str:
-    lines = [TOML_BEGIN, f"[mcp_servers.{SERVER_NAME}]"]
-    nested = {k: v for k, v in table.items() if isinstance(v, dict)}
-    lines += [f"{k} = {_toml_value(v)}" for k, v in table.items() if not isinstance(v, dict)]
-    for name, sub in nested.items():
-        lines.append(f"[mcp_servers.{SERVER_NAME}.{name}]")
-        lines += [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in sub.items()]
-    lines.append(TOML_END)
-    return "\n".join(lines) + "\n"
-
-
-def merge_marked(file: Located, body: str, new_file_head: str = "") -> Plan:
-    """Our block between markers in a Markdown file: replaced on rerun, appended otherwise."""
-    path = file.path
-    before = config_files.read(file)
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}\n"
-    text = before or ""
-    if BEGIN in text or END in text:
-        start, end = text.find(BEGIN), text.find(END)
-        if start < 0 or end < start:
-            raise InvalidInput("malformed_config", str(path),
-                               f"{path} has unbalanced strata markers ({BEGIN!r} ... {END!r}); fix them by hand")
-        after = text[:start] + block + text[end + len(END):].lstrip("\n")
-    elif text.strip():
-        after = text.rstrip("\n") + "\n\n" + block
-    else:
-        after = new_file_head + block
-    return Plan(file, before, after)
-
-
-def merge_claude_hooks(file: Located, target: Target) -> Plan:
-    """SessionStart, Stop and PreCompact command hooks in Claude Code's settings; other hooks and
-    settings are kept, and our groups (recognised by their command) are replaced."""
-    path = file.path
-    before = config_files.read(file)
-    data = _load_json(path, before)
-    hooks = _object_at(data, "hooks", path)
-    for event, name, matcher in (("SessionStart", "session-start", "startup|resume|clear|compact"),
-                                 ("Stop", "stop", None), ("PreCompact", "pre-compact", "manual|auto")):
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise InvalidInput("malformed_config", f"{path}:hooks.{event}",
-                               f"hooks.{event} in {path} must be a list; nothing was written")
-        kept = [g for g in groups if not _is_ours(g, target)]
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": target.hook_command(name),
-                                            "timeout": HOOK_TIMEOUT_S}]}
-        if matcher:
-            group = {"matcher": matcher, **group}
-        hooks[event] = [*kept, group]
-    return Plan(file, before, _dump_json(data, before))
-
-
-def merge_cursor_hooks(file: Located, target: Target) -> Plan:
-    path = file.path
-    before = config_files.read(file)
-    data = _load_json(path, before)
-    data.setdefault("version", 1)
-    hooks = _object_at(data, "hooks", path)
-    for event, name, extra in (("sessionStart", "session-start", {}), ("stop", "stop", {"loop_limit": 1})):
-        entries = hooks.setdefault(event, [])
-        if not isinstance(entries, list):
-            raise InvalidInput("malformed_config", f"{path}:hooks.{event}",
-                               f"hooks.{event} in {path} must be a list; nothing was written")
-        hooks[event] = [e for e in entries if not _is_ours(e, target)] + [{"command": target.hook_command(name), **extra}]
-    return Plan(file, before, _dump_json(data, before))
-
-
-def _is_ours(entry: Any, target: Target) -> bool:
-    """A hook entry (or a Claude Code matcher group) that runs `strata ... hook`."""
-    if not isinstance(entry, dict):
+        return b is not None and os.path.samefile(a, b)
+    except OSError:
         return False
-    commands = [entry.get("command")] + [h.get("command") for h in entry.get("hooks", []) if isinstance(h, dict)]
-    return any(isinstance(c, str) and " hook " in c and _program(c) == Path(target.command[0]).name for c in commands)
 
 
-def _program(command: str) -> str:
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
+        return True
     try:
-        return Path(shlex.split(command)[0]).name
-    except (ValueError, IndexError):
-        return ""
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
-# --- the clients --------------------------------------------------------------------------------------
+def token_env_for(http_url: str | None, token_env: str | None) -> str | None:
+    """Which variable a client takes the token from: `--token-env`, else STRATA_TOKEN when the server
+    must have a token (it listens beyond loopback) or this shell has one; else none."""
+    if not http_url:
+        return None
+    if token_env:
+        return token_env
+    host = urlsplit(http_url).hostname or ""
+    return TOKEN_ENV if not _is_loopback(host) or os.environ.get(TOKEN_ENV) else None
+
+
+# --- the parts each client gets -------------------------------------------------------------------------
 
 
 def instructions(target: Target) -> str:
@@ -293,114 +183,296 @@ def instructions(target: Target) -> str:
             f"every Strata tool (memory_index, read, write, update, feedback, forget).\n\n{SESSION_PROTOCOL}")
 
 
-def _stdio_entry(target: Target, typed: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": "stdio"} if typed else {}
-    entry.update({"command": target.command[0], "args": [*target.command[1:], "mcp"]})
-    return entry
+def mcp_entry(target: Target, typed: bool, env_syntax: str) -> dict[str, Any]:
+    """The repository's MCP entry: `strata mcp` by name, or the server's URL with the token's variable."""
+    if target.http_url:
+        entry: dict[str, Any] = {"type": "http", "url": target.http_url} if typed else {"url": target.http_url}
+        if target.token_env:
+            entry["headers"] = {"Authorization": "Bearer " + env_syntax.format(target.token_env)}
+        return entry
+    return {**({"type": "stdio"} if typed else {}), "command": PROGRAM, "args": ["mcp"]}
 
 
-def _http_entry(target: Target, typed: bool) -> dict[str, Any]:
-    return {"type": "http", "url": target.http_url} if typed else {"url": target.http_url}
+def _is_ours(entry: Any, target: Target) -> bool:
+    """A hook entry (or a Claude Code matcher group) that runs `strata ... hook` (this version's, or an
+    earlier one's with an absolute path)."""
+    if not isinstance(entry, dict):
+        return False
+    commands = [entry.get("command")] + [h.get("command") for h in entry.get("hooks", []) if isinstance(h, dict)]
+    return any(isinstance(c, str) and " hook " in c and _program(c) in {PROGRAM, SHELL_PROGRAM, Path(target.command[0]).name}
+               for c in commands)
 
 
-def _entry(target: Target, typed: bool) -> dict[str, Any]:
-    return _http_entry(target, typed) if target.http_url else _stdio_entry(target, typed)
+def _program(command: str) -> str:
+    first = command.split(" ", 1)[0]
+    if first == SHELL_PROGRAM:
+        return first
+    try:
+        return Path(shlex.split(command)[0]).name
+    except (ValueError, IndexError):
+        return ""
 
 
-def codex_home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").absolute()
+def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[str, Any]], None]:
+    """Our groups in Claude Code's `hooks`: taken out of every event (whichever events an earlier version
+    used), then, to install, one group per event of CLAUDE_HOOKS."""
+
+    def change(data: dict[str, Any]) -> None:
+        hooks = config_edits.object_at(data, "hooks", path, create=install)
+        touched = set()
+        for event in list(hooks):
+            groups = config_edits.list_at(hooks, event, path, "hooks")
+            kept = [g for g in groups if not _is_ours(g, target)]
+            if len(kept) != len(groups):
+                hooks[event], touched = kept, touched | {event}
+        if install:
+            for event, matcher, name in CLAUDE_HOOKS:
+                group: dict[str, Any] = {"hooks": [{"type": "command", "command": target.hook_command(name, SHELL_PROGRAM),
+                                                    "timeout": HOOK_TIMEOUT_S}]}
+                config_edits.list_at(hooks, event, path, "hooks").append({"matcher": matcher, **group} if matcher else group)
+        for event in touched:
+            config_edits.prune(hooks, event)
+        config_edits.prune(data, "hooks")
+
+    return change
+
+
+def cursor_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        if install:
+            data.setdefault("version", 1)
+        hooks = config_edits.object_at(data, "hooks", path, create=install)
+        for event, name, extra in CURSOR_HOOKS:
+            entries = config_edits.list_at(hooks, event, path, "hooks") if install or event in hooks else []
+            kept = [e for e in entries if not _is_ours(e, target)]
+            if install:
+                kept.append({"command": target.hook_command(name), **extra})
+            if event in hooks:
+                hooks[event] = kept
+                config_edits.prune(hooks, event)
+        config_edits.prune(data, "hooks")
+
+    return change
 
 
 def _in_repo(target: Target, relative: str) -> Located:
     return config_files.locate(target.root, relative)
 
 
-def _claude_code(target: Target, hooks: bool) -> list[Plan]:
-    plans = [merge_json_server(_in_repo(target, ".mcp.json"), "mcpServers", _entry(target, typed=True)),
-             merge_marked(_in_repo(target, "CLAUDE.md"), instructions(target))]
-    if hooks:
-        plans.append(merge_claude_hooks(_in_repo(target, ".claude/settings.json"), target))
-    return plans
+def git_exclude(target: Target, files: list[str]) -> Plan | None:
+    """Our lines in the repository's `.git/info/exclude` (local files git must not pick up), or None
+    outside a git repository."""
+    from strata_recall.interface.agents.repo_identity import git_common_dir
+
+    git_dir = git_common_dir(target.root)
+    if git_dir is None:
+        return None
+    body = "\n".join(f"/{f}" for f in files) if files else None
+    return config_edits.edit_marked(config_files.locate(git_dir, "info/exclude"), body, begin=LINE_BEGIN, end=LINE_END)
 
 
-def _codex(target: Target, hooks: bool) -> list[Plan]:
+def codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").absolute()
+
+
+# --- the clients ------------------------------------------------------------------------------------------
+
+
+def _claude_code(target: Target, hooks: bool, remove: bool) -> Setup:
+    mcp = _in_repo(target, ".mcp.json")
+    plans = [config_edits.edit_json(mcp, config_edits.set_server("mcpServers", None if remove else
+                                                                 mcp_entry(target, True, "${{{}}}"), mcp.path)),
+             config_edits.edit_marked(_in_repo(target, "CLAUDE.md"), None if remove else instructions(target))]
+    if hooks or remove:  # without --hooks, hooks a earlier run installed are left as they are
+        settings = _in_repo(target, ".claude/settings.json")
+        local = _in_repo(target, ".claude/settings.local.json")
+        env = {} if remove or target.portable else {"STRATA_COMMAND": shlex.join(target.command)}
+        if target.data_dir is not None and not remove:
+            env["STRATA_DATA_DIR"] = str(target.data_dir)
+        plans += [config_edits.edit_json(settings, claude_hooks(target, not remove, settings.path)),
+                  config_edits.edit_json(local, config_edits.set_env(env, LOCAL_ENV, local.path))]
+        exclude = git_exclude(target, [".claude/settings.local.json"] if env else [])
+        if exclude is not None:
+            plans.append(exclude)
+    return Setup(plans, _claude_local_server(target, remove))
+
+
+def _claude_local_server(target: Target, remove: bool) -> list[LocalStep]:
+    """The MCP server's local scope, for a stdio entry this machine starts differently from `strata mcp`:
+    added (or taken out when no longer needed) through Claude Code's own command."""
+    needed = not remove and not target.http_url and target.machine_specific
+    present = _claude_local_entry(target.root)
+    if needed:
+        entry = {"type": "stdio", "command": target.command[0], "args": [*target.local_command()[1:], "mcp"]}
+        if present == entry:
+            return []
+        return [LocalStep("claude-code", ["claude", "mcp", "add-json", "--scope", "local", SERVER_NAME,
+                                          json.dumps(entry)],
+                          "this machine starts Strata as " + shlex.join([*target.local_command(), "mcp"]) +
+                          ", not as `strata mcp`: Claude Code's local scope (private to you, for this project) "
+                          "overrides the entry of .mcp.json")]
+    if present is not None and _looks_like_ours(present):
+        return [LocalStep("claude-code", ["claude", "mcp", "remove", "--scope", "local", SERVER_NAME],
+                          "the local-scope entry strata init added is no longer needed")]
+    return []
+
+
+def _claude_local_entry(root: Path) -> dict[str, Any] | None:
+    """This project's local-scope `strata` server in ~/.claude.json, read only (None: there is none)."""
+    path = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home()) / ".claude.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entry = data["projects"][str(root)]["mcpServers"][SERVER_NAME]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _looks_like_ours(entry: dict[str, Any]) -> bool:
+    return Path(str(entry.get("command", ""))).name in (PROGRAM, "uvx", "pipx") and "mcp" in (entry.get("args") or [])
+
+
+def _codex(target: Target, hooks: bool, remove: bool) -> Setup:
     """Codex reads its MCP servers from the user's configuration (it may hold keys: a new one is 600)."""
-    return [merge_toml_server(config_files.locate(codex_home(), "config.toml", private=True), _entry(target, typed=False)),
-            merge_marked(_in_repo(target, "AGENTS.md"), instructions(target))]
+    if target.http_url:
+        table: dict[str, Any] = {"url": target.http_url}
+        if target.token_env:
+            table["bearer_token_env_var"] = target.token_env
+    else:
+        table = {"command": target.command[0], "args": [*target.local_command()[1:], "mcp"]}
+    config = config_files.locate(codex_home(), "config.toml", private=True)
+    return Setup([config_edits.edit_toml_server(config, None if remove else table),
+                  config_edits.edit_marked(_in_repo(target, "AGENTS.md"), None if remove else instructions(target))])
 
 
 CURSOR_RULE_HEAD = "---\ndescription: How to use Strata memory in this repository\nalwaysApply: true\n---\n\n"
 
 
-def _cursor(target: Target, hooks: bool) -> list[Plan]:
-    plans = [merge_json_server(_in_repo(target, ".cursor/mcp.json"), "mcpServers", _entry(target, typed=False)),
-             merge_marked(_in_repo(target, ".cursor/rules/strata.mdc"), instructions(target), CURSOR_RULE_HEAD)]
-    if hooks:
-        plans.append(merge_cursor_hooks(_in_repo(target, ".cursor/hooks.json"), target))
-    return plans
+def _elsewhere_note(client: str, target: Target, remove: bool) -> list[str]:
+    if remove or not target.machine_specific or (target.http_url and target.portable):
+        return []
+    wants = []
+    if not target.portable:
+        wants.append(f"`strata` on PATH is not {target.command[0]}: install Strata where {client} finds it as "
+                     "`strata` (e.g. `pipx install`), or set STRATA_COMMAND for the hooks")
+    if target.data_dir is not None:
+        wants.append(f"set STRATA_DATA_DIR={target.data_dir} in the environment {client} starts from")
+    return [f"{client} has no per-project local settings, so its files name `strata` only: " + "; ".join(wants)]
 
 
-def _vscode(target: Target, hooks: bool) -> list[Plan]:
-    return [merge_json_server(_in_repo(target, ".vscode/mcp.json"), "servers", _entry(target, typed=True), jsonc=True),
-            merge_marked(_in_repo(target, ".github/copilot-instructions.md"), instructions(target))]
+def _cursor(target: Target, hooks: bool, remove: bool) -> Setup:
+    mcp = _in_repo(target, ".cursor/mcp.json")
+    plans = [config_edits.edit_json(mcp, config_edits.set_server("mcpServers", None if remove else
+                                                                 mcp_entry(target, False, "${{env:{}}}"), mcp.path)),
+             config_edits.edit_marked(_in_repo(target, ".cursor/rules/strata.mdc"), None if remove else instructions(target),
+                                      CURSOR_RULE_HEAD)]
+    hooks_file = _in_repo(target, ".cursor/hooks.json")
+    if hooks or remove:
+        plans.append(config_edits.edit_json(hooks_file, cursor_hooks(target, hooks and not remove, hooks_file.path),
+                                            empty=lambda d: not (set(d) - {"version"})))
+    return Setup(plans, notes=_elsewhere_note("Cursor", target, remove))
 
 
-WRITERS: dict[str, Callable[[Target, bool], list[Plan]]] = {
+def _vscode(target: Target, hooks: bool, remove: bool) -> Setup:
+    mcp = _in_repo(target, ".vscode/mcp.json")
+    return Setup([config_edits.edit_json(mcp, config_edits.set_server("servers", None if remove else
+                                                                      mcp_entry(target, True, "${{env:{}}}"), mcp.path),
+                                         jsonc=True),
+                  config_edits.edit_marked(_in_repo(target, ".github/copilot-instructions.md"),
+                                           None if remove else instructions(target))],
+                 notes=_elsewhere_note("VS Code", target, remove))
+
+
+WRITERS: dict[str, Callable[[Target, bool, bool], Setup]] = {
     "claude-code": _claude_code, "codex": _codex, "cursor": _cursor, "vscode": _vscode,
 }
 HOOKS = ("claude-code", "cursor")
-"""Clients whose lifecycle hooks `--hooks` installs (Codex's are behind a feature flag and VS Code's in
+"""Clients whose lifecycle hooks `--hooks` installs (Codex's are reviewed per hook and VS Code's in
 preview: not installed yet)."""
+APPROVAL = {
+    "claude-code": "Claude Code asks once to approve a project's .mcp.json servers (and shows project hooks in "
+                   "/hooks): start `claude` in the repository and accept `strata`",
+    "codex": "Codex starts the servers of ~/.codex/config.toml without asking; its tools ask per call by its "
+             "approval policy",
+    "cursor": "Cursor lists the project's .cursor/mcp.json server under Settings > MCP: enable `strata` there",
+    "vscode": "VS Code asks to trust the workspace's .vscode/mcp.json server when it first starts it: choose Trust "
+              "(or start it from the MCP view)",
+}
 
 
-def plan(client: str, target: Target, hooks: bool = False) -> list[Plan]:
+def plan(client: str, target: Target, hooks: bool = False, remove: bool = False) -> Setup:
     if client not in WRITERS:
         raise InvalidInput("unknown_client", "client", f"no client {client!r}; one of {', '.join(CLIENTS)}")
-    if hooks and client not in HOOKS:
+    if hooks and client not in HOOKS and not remove:
         raise InvalidInput("hooks_unsupported", "hooks",
                            f"--hooks is supported for {' and '.join(HOOKS)}; {client} gets its MCP entry and instructions")
-    plans = WRITERS[client](target, hooks)
+    setup = WRITERS[client](target, hooks, remove)
     seen: dict[Path, Path] = {}
-    for p in plans:  # two of our files linked to one would overwrite each other's change
+    for p in setup.plans:  # two of our files linked to one would overwrite each other's change
         if p.file.real in seen:
             raise InvalidInput("same_file", str(p.path), f"{p.path} and {seen[p.file.real]} are the same file "
                                f"({p.file.real}); strata init writes them separately: make them two files")
         seen[p.file.real] = p.path
-    return plans
+    return setup
 
 
-def apply(plans: list[Plan]) -> None:
-    """Write every changed file (interface/agents/config_files.py: inside its folder, through a link only to a
-    file there, its mode kept, atomically)."""
-    for p in plans:
-        if p.action != "unchanged":
-            config_files.write(p.file, p.after)
+def run_steps(steps: list[LocalStep], root: Path) -> None:
+    """Run the client's own commands for its local scope where the client is installed; a step that cannot
+    run stays "to run" (the result shows the command)."""
+    for step in steps:
+        program = shutil.which(step.argv[0])
+        if program is None:
+            continue
+        try:
+            done = subprocess.run([program, *step.argv[1:]], cwd=root, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            step.status = "failed"
+            continue
+        step.status = "done" if done.returncode == 0 else "failed"
 
 
 def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str | None = None, hooks: bool = False,
-         dry_run: bool = False, command: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
+         dry_run: bool = False, command: str | None = None, data_dir: Path | None = None, remove: bool = False,
+         token_env: str | None = None) -> dict[str, Any]:
     from strata_recall.interface.agents.repo_identity import identify, previous_default, repo_root
 
     root = repo_root(root)
-    base = shlex.split(command) if command else [strata_command()]
-    if data_dir is not None:
-        base += ["--data-dir", str(data_dir)]
+    installed = shlex.split(command) if command else [strata_command()]
+    portable = command is None and _same_file(installed[0], shutil.which(PROGRAM))
     identity = identify(root)
     chosen = checked_repo_id(repo_id) if repo_id is not None else identity.repo_id
-    target = Target(root=root, repo_id=chosen, command=base, http_url=http_url)
-    plans = plan(client, target, hooks)
+    target = Target(root=root, repo_id=chosen, command=tuple(installed), portable=portable,
+                    data_dir=data_dir.expanduser().absolute() if data_dir is not None else None,
+                    http_url=http_url, token_env=token_env_for(http_url, token_env))
+    setup = plan(client, target, hooks, remove)
     if not dry_run:
-        apply(plans)
+        config_edits.apply(setup.plans)
+        run_steps(setup.steps, root)
+    else:
+        for step in setup.steps:
+            step.status = "dry run"
+    # files untouched and holding nothing of ours (an absent local settings file, git's exclude list) are not listed
+    changed = [p for p in setup.plans if p.action != "unchanged" or (p.before is not None and PROGRAM in p.before)]
     result: dict[str, Any] = {"ok": True, "client": client, "repo_id": target.repo_id,
                               "repo_id_source": "--repo-id" if repo_id is not None else identity.source,
-                              "dry_run": dry_run, "files": [_file_entry(p) for p in plans],
-                              "diff": "".join(p.diff() for p in plans)}
+                              "dry_run": dry_run, "removed": remove, "files": [_file_entry(p) for p in changed],
+                              "diff": "".join(p.diff() for p in setup.plans)}
+    if setup.steps:
+        result["local"] = [s.as_dict() for s in setup.steps]
+    notes = list(setup.notes)
+    if any(s.status == "to run" for s in setup.steps):
+        notes.append(f"{client} is not installed here (or not on PATH): run the command under `local` once it is")
+    if not remove:
+        notes.append(APPROVAL[client])
     older = previous_default(root)
-    if repo_id is None and older != chosen:
+    if repo_id is None and older != chosen and not remove:
         result["previous_default"] = older
-        result["note"] = (f"repo_id {chosen} comes from the {identity.source}. Earlier versions chose {older} here: "
-                          f"if this repository's memories are filed under it, keep it with `strata init {client} "
-                          f"--repo-id {shlex.quote(older)}`")
+        notes.insert(0, f"repo_id {chosen} comes from the {identity.source}. Earlier versions chose {older} here: "
+                        f"if this repository's memories are filed under it, keep it with `strata init {client} "
+                        f"--repo-id {shlex.quote(older)}`")
+    result["notes"] = notes
+    if repo_id is None and older != chosen and not remove:
+        result["note"] = notes[0]
     return result
 
 

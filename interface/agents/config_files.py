@@ -16,6 +16,8 @@ such as the user's global client settings. Every file is therefore first `locate
   keys), is flushed to disk and then atomically replaces the target (`os.replace`), and the folder is
   synced: a reader sees the old file or the new one, never half of one.
 
+`remove` takes out a file init created and `--remove` emptied, with the same checks.
+
 Refusals are InvalidInput errors (code, the path, a sentence) raised while planning, so `--dry-run`
 reports them too and nothing is written when any file is refused.
 """
@@ -178,3 +180,29 @@ def _sync_folder(folder: Path) -> None:
         pass  # some file systems cannot sync a folder; the file itself was synced
     finally:
         os.close(fd)
+
+
+def remove(file: Located) -> None:
+    """Remove a file `strata init --remove` left with nothing of the user's, and the folders under
+    `file.folder` that leaves empty. Located again first; a link is never removed (the plan empties the
+    file it points at instead)."""
+    file = locate(file.folder, file.relative, file.private)
+    if file.mode is None:
+        return
+    if file.is_link:  # pragma: no cover - plans never remove a link
+        raise _refuse("link_outside_folder", file.path, f"{file.path} is a link; strata init does not remove it")
+    try:
+        os.unlink(file.real)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _refuse("unwritable_config", file.path, f"cannot remove {file.path}: {exc.strerror}") from None
+    _sync_folder(file.real.parent)
+    base = Path(os.path.realpath(file.folder))
+    parent = file.real.parent
+    while parent != base and base in parent.parents:
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            break
+        parent = parent.parent

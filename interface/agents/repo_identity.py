@@ -69,6 +69,12 @@ def _git_dir(root: Path) -> Path | None:
     return None
 
 
+def git_common_dir(root: Path) -> Path | None:
+    """The repository's git folder holding its config and `info/` (a worktree's is its main repository's),
+    or None outside a git repository."""
+    return _git_dir(root)
+
+
 def origin_url(root: Path) -> str | None:
     git_dir = _git_dir(root)
     if git_dir is None or not (git_dir / "config").is_file():

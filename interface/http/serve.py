@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.http.security import (
+    WILDCARDS,
     BearerToken,
     NoSniff,
     RequestGuard,
@@ -470,6 +471,53 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def banner(sock: socket.socket, data_dir: Any, hosts: frozenset[str] | None, token: bool) -> str:
+    """What `serve` says on start: where it listens and the address a client should be given. Bound to a
+    wildcard (0.0.0.0, ::) that is not an address to connect to: the machine's name, and its routable
+    address when the Host check would answer to it; a teammate who reaches the machine by a name or
+    address the check does not know gets 421, so the banner says how to allow it."""
+    url = url_of(sock)
+    address, port = sock.getsockname()[:2]
+    where = "every interface: MCP at /mcp, JSON at /v1/<operation>" if address in WILDCARDS else \
+        f"MCP at {url}/mcp, JSON at {url}/v1/<operation>"
+    lines = [f"strata: serving on {url} ({where}); SIGINT/SIGTERM to stop", f"strata: data directory {data_dir}"]
+    connect = f"{url}/mcp"
+    if address in WILDCARDS:
+        name = socket.gethostname()
+        reachable = [a for a in dict.fromkeys([name, *routable_addresses()]) if hosts is None or a.lower() in hosts]
+        connect = f"http://{_shown(reachable[0] if reachable else name)}:{port}/mcp"
+        others = [a for a in routable_addresses() if hosts is not None and a not in hosts]
+        lines.append(f"strata: clients on other machines use {connect}"
+                     + (f" (or {', '.join(f'http://{_shown(a)}:{port}/mcp' for a in reachable[1:])})" if len(reachable) > 1 else ""))
+        lines.append("strata: a client that reaches this machine by another name or address is refused (421) until that "
+                     "name is in STRATA_ALLOWED_HOSTS (comma-separated)"
+                     + (f", e.g. STRATA_ALLOWED_HOSTS={','.join(others)}" if others else ""))
+    token_note = " (the token from STRATA_TOKEN)" if token else ""
+    lines.append(f"strata: connect an agent from its repository: strata init claude-code --http {connect} --hooks"
+                 f"{token_note} (or codex, cursor, vscode)")
+    return "\n".join(lines) + "\n"
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def routable_addresses() -> list[str]:
+    """This machine's addresses other machines can reach: the source address of its default routes (a UDP
+    socket is only bound, nothing is sent), without loopback ones."""
+    found = []
+    for family, probe in ((socket.AF_INET, ("192.0.2.1", 9)), (socket.AF_INET6, ("2001:db8::1", 9))):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as udp:
+                udp.connect(probe)
+                address = udp.getsockname()[0].split("%")[0]
+        except OSError:
+            continue
+        if not is_loopback(address) and address not in WILDCARDS:
+            found.append(address)
+    return found
+
+
 def url_of(sock: socket.socket) -> str:
     address, port = sock.getsockname()[:2]
     shown = f"[{address}]" if ":" in address else address
@@ -533,11 +581,8 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         url = url_of(sock)
         log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None,
                  named_tokens=credentials.any_active)
-        sys.stderr.write(f"strata: serving on {url} (MCP at {url}/mcp, JSON at {url}/v1/<operation>); "
-                         "SIGINT/SIGTERM to stop\n"
-                         f"strata: data directory {strata.settings.data_dir}\n"
-                         f"strata: connect an agent from its repository: strata init claude-code --http {url}/mcp "
-                         "(or codex, cursor, vscode)\n")
+        sys.stderr.write(banner(sock, strata.settings.data_dir, allowed_hosts(host, strata.settings.allowed_hosts),
+                                token=strata.settings.token is not None or credentials.any_active))
         sys.stderr.flush()
         try:
             server.run(sockets=[sock])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import tomllib
@@ -17,6 +18,7 @@ import pytest
 
 from strata_recall.interface.agents.clients import BEGIN, END
 from tests.conftest import STRATA_COMMAND
+from tests.e2e import real_clients
 
 # Sample files in the clients' documented formats, with settings that are not ours.
 CLAUDE_MCP = {"mcpServers": {"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
@@ -64,11 +66,27 @@ def repo(git_repo: Path) -> Path:
     return git_repo
 
 
+def path_without_strata() -> str:
+    """The PATH of the tests minus any folder holding a `strata`: this installation is then not the `strata`
+    on PATH (a checkout's venv), so init keeps its path out of the repository's files."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not (Path(d) / "strata").exists())
+
+
 @pytest.fixture
 def env(strata_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """No STRATA_DATA_DIR: init writes one into the configuration only when told (tested below)."""
-    clean = {k: v for k, v in strata_env.items() if k != "STRATA_DATA_DIR"}
-    return {**clean, "CODEX_HOME": str(tmp_path / "codex-home")}
+    """No STRATA_DATA_DIR (init passes one on only when told) nor STRATA_TOKEN; this installation not on PATH."""
+    clean = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
+    return {**clean, "CODEX_HOME": str(tmp_path / "codex-home"), "PATH": path_without_strata()}
+
+
+@pytest.fixture
+def on_path(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """This installation is the `strata` on PATH (as after `pipx install`)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "strata").symlink_to(STRATA_COMMAND)
+    return {**env, "PATH": f"{folder}{os.pathsep}{env['PATH']}"}
 
 
 def init(env: dict[str, str], repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -90,23 +108,70 @@ def snapshot(*paths: Path) -> dict[Path, str | None]:
     return {p: p.read_text() if p.exists() else None for p in paths}
 
 
+CLAUDE_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUseFailure", "Stop", "PreCompact"}
+STRATA_MCP = {"type": "stdio", "command": "strata", "args": ["mcp"]}
+"""The repository's entry: the command by name, true on every teammate's machine."""
+
+
+def hook_command(hooks: dict, event: str) -> str:
+    return next(h["command"] for g in hooks[event] for h in g["hooks"] if " hook " in h["command"])
+
+
 def test_claude_code_fresh_then_rerun(env: dict[str, str], repo: Path) -> None:
     first = ok(init(env, repo, "claude-code", "--hooks"))
     assert first["repo_id"] == "github.com/acme/api" and first["repo_id_source"] == "origin remote"
     assert first["previous_default"] == "acme/api" and "--repo-id acme/api" in first["note"]
-    assert actions(first) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created"}
-    server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]
-    assert server == {"type": "stdio", "command": STRATA_COMMAND, "args": ["mcp"]}
+    assert actions(first) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created",
+                              "settings.local.json": "created", "exclude": "updated"}
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
     claude_md = (repo / "CLAUDE.md").read_text()
     assert claude_md.count(BEGIN) == 1 and "`github.com/acme/api`" in claude_md and "feedback" in claude_md
     hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "Stop", "PreCompact"}
-    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{STRATA_COMMAND} hook stop"
+    assert set(hooks) == CLAUDE_EVENTS
+    assert hook_command(hooks, "Stop") == "${STRATA_COMMAND:-strata} hook stop --repo-id github.com/acme/api"
+    assert hooks["PreToolUse"][0]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert hook_command(hooks, "UserPromptSubmit").startswith("${STRATA_COMMAND:-strata} hook prompt ")
+    # this machine's installation, which is not the `strata` on PATH, is named in its local settings only
+    local = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    assert local == {"env": {"STRATA_COMMAND": STRATA_COMMAND}}
+    assert "/.claude/settings.local.json" in (repo / ".git" / "info" / "exclude").read_text()
+    assert first["local"][0]["command"].startswith("claude mcp add-json --scope local strata ")
+    assert first["local"][0]["status"] == "to run"  # no `claude` on this PATH
 
-    files = snapshot(repo / ".mcp.json", repo / "CLAUDE.md", repo / ".claude" / "settings.json")
+    files = snapshot(repo / ".mcp.json", repo / "CLAUDE.md", repo / ".claude" / "settings.json",
+                     repo / ".claude" / "settings.local.json", repo / ".git" / "info" / "exclude")
     again = ok(init(env, repo, "claude-code", "--hooks"))
     assert set(actions(again).values()) == {"unchanged"}
     assert snapshot(*files) == files
+
+
+def test_an_installation_on_path_needs_nothing_local(on_path: dict[str, str], repo: Path) -> None:
+    result = ok(init(on_path, repo, "claude-code", "--hooks"))
+    assert actions(result) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created"}
+    assert "local" not in result and not (repo / ".claude" / "settings.local.json").exists()
+    assert "strata" not in (repo / ".git" / "info" / "exclude").read_text()
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
+
+
+def test_the_repository_files_are_the_same_on_every_machine(env: dict[str, str], on_path: dict[str, str],
+                                                           tmp_path: Path) -> None:
+    """Two teammates: one with Strata on PATH, one running it from a checkout with a data directory of
+    their own. What goes to git is identical; the second one's paths are in their local settings."""
+    shared = (".mcp.json", "CLAUDE.md", ".claude/settings.json")
+    trees = {}
+    for name, environ, extra in (("alice", on_path, []), ("bob", env, ["--data-dir", str(tmp_path / "bob-data")])):
+        clone = tmp_path / name / "api"
+        subprocess.run(["git", "init", "-q", str(clone)], check=True)
+        subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
+        result = subprocess.run([STRATA_COMMAND, "--json", *extra, "init", "claude-code", "--hooks"], cwd=clone,
+                                env=environ, capture_output=True, text=True, timeout=60)
+        ok(result)
+        trees[name] = {f: (clone / f).read_bytes() for f in shared}
+        for f in shared:
+            assert str(tmp_path) not in (clone / f).read_text() and STRATA_COMMAND not in (clone / f).read_text()
+    assert trees["alice"] == trees["bob"]
+    bob = json.loads((tmp_path / "bob" / "api" / ".claude" / "settings.local.json").read_text())
+    assert bob == {"env": {"STRATA_COMMAND": STRATA_COMMAND, "STRATA_DATA_DIR": str(tmp_path / "bob-data")}}
 
 
 def test_claude_code_keeps_unrelated_settings(env: dict[str, str], repo: Path) -> None:
@@ -115,24 +180,59 @@ def test_claude_code_keeps_unrelated_settings(env: dict[str, str], repo: Path) -
     (repo / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
     (repo / "CLAUDE.md").write_text("# API\n\nRun `make test` before pushing.\n")
     result = ok(init(env, repo, "claude-code", "--hooks", "--http", "http://127.0.0.1:7411/mcp"))
-    assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated", "settings.json": "updated"}
+    assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated", "settings.json": "updated",
+                               "settings.local.json": "created", "exclude": "updated"}
 
     mcp = json.loads((repo / ".mcp.json").read_text())
-    assert mcp["mcpServers"]["strata"] == {"type": "http", "url": "http://127.0.0.1:7411/mcp"}
+    assert mcp["mcpServers"]["strata"] == {"type": "http", "url": "http://127.0.0.1:7411/mcp"}  # loopback, no token
     assert {k: v for k, v in mcp["mcpServers"].items() if k != "strata"} == CLAUDE_MCP["mcpServers"]
     assert (repo / ".mcp.json").read_text().startswith('{\n    "mcpServers"')  # the file's own indent is kept
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     assert settings["permissions"] == CLAUDE_SETTINGS["permissions"]
     assert settings["hooks"]["PostToolUse"] == CLAUDE_SETTINGS["hooks"]["PostToolUse"]
     assert settings["hooks"]["Stop"][0] == CLAUDE_SETTINGS["hooks"]["Stop"][0] and len(settings["hooks"]["Stop"]) == 2
+    assert hook_command(settings["hooks"], "UserPromptSubmit").endswith(" --http http://127.0.0.1:7411")
     assert (repo / "CLAUDE.md").read_text().startswith("# API\n\nRun `make test` before pushing.\n\n" + BEGIN)
+    assert "local" not in result  # a server's URL is the same everywhere
 
     # a rerun with other options replaces our parts and nothing else
     ok(init(env, repo, "claude-code", "--hooks"))
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     assert len(settings["hooks"]["Stop"]) == 2 and len(settings["hooks"]["SessionStart"]) == 1
+    assert "--http" not in hook_command(settings["hooks"], "Stop")
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]["type"] == "stdio"
     assert (repo / "CLAUDE.md").read_text().count(BEGIN) == 1
+
+
+def test_a_server_token_is_referenced_in_each_clients_syntax(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """A server beyond loopback always has a token: each client takes it from STRATA_TOKEN in its own
+    syntax, and no token is ever written into a file."""
+    url = "http://10.1.2.3:7411/mcp"
+    token_env = {**env, "STRATA_TOKEN": "s3cr3t-team-token"}
+    ok(init(token_env, repo, "claude-code", "--hooks", "--http", url, "--repo-id", "team/backend"))
+    ok(init(token_env, repo, "cursor", "--hooks", "--http", url, "--repo-id", "team/backend"))
+    ok(init(token_env, repo, "vscode", "--http", url, "--repo-id", "team/backend"))
+    ok(init(token_env, repo, "codex", "--http", url, "--repo-id", "team/backend"))
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == {
+        "type": "http", "url": url, "headers": {"Authorization": "Bearer ${STRATA_TOKEN}"}}
+    assert json.loads((repo / ".cursor" / "mcp.json").read_text())["mcpServers"]["strata"] == {
+        "url": url, "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"}}
+    assert json.loads((repo / ".vscode" / "mcp.json").read_text())["servers"]["strata"] == {
+        "type": "http", "url": url, "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"}}
+    codex = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())["mcp_servers"]["strata"]
+    assert codex == {"url": url, "bearer_token_env_var": "STRATA_TOKEN"}
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    assert hook_command(hooks, "Stop") == "${STRATA_COMMAND:-strata} hook stop --repo-id team/backend --http http://10.1.2.3:7411"
+    cursor_hooks = json.loads((repo / ".cursor" / "hooks.json").read_text())["hooks"]
+    assert cursor_hooks["stop"][0]["command"] == "strata hook stop --repo-id team/backend --http http://10.1.2.3:7411"
+    everything = "".join(p.read_text() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
+    assert "s3cr3t" not in everything and "s3cr3t" not in (tmp_path / "codex-home" / "config.toml").read_text()
+
+    ok(init(env, repo, "claude-code", "--hooks", "--http", url, "--token-env", "ACME_STRATA_TOKEN"))
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]["headers"] == {
+        "Authorization": "Bearer ${ACME_STRATA_TOKEN}"}
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    assert hook_command(hooks, "Stop").endswith("--http http://10.1.2.3:7411 --token-env ACME_STRATA_TOKEN")
 
 
 def test_codex_merges_toml_and_agents_md(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
@@ -142,6 +242,7 @@ def test_codex_merges_toml_and_agents_md(env: dict[str, str], repo: Path, tmp_pa
     result = ok(init(env, repo, "codex"))
     assert actions(result) == {"config.toml": "updated", "AGENTS.md": "created"}
     parsed = tomllib.loads(config.read_text())
+    # Codex keeps its servers in the user's own configuration: this machine's command is right there
     assert parsed["mcp_servers"]["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]}
     original = tomllib.loads(CODEX_TOML)
     assert {k: v for k, v in parsed.items() if k != "mcp_servers"} == {k: v for k, v in original.items() if k != "mcp_servers"}
@@ -174,13 +275,15 @@ def test_cursor_mcp_rule_and_hooks(env: dict[str, str], repo: Path) -> None:
     result = ok(init(env, repo, "cursor", "--hooks"))
     assert actions(result) == {"mcp.json": "updated", "strata.mdc": "created", "hooks.json": "updated"}
     mcp = json.loads((repo / ".cursor" / "mcp.json").read_text())["mcpServers"]
-    assert mcp["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]} and mcp["linear"] == CURSOR_MCP["mcpServers"]["linear"]
+    assert mcp["strata"] == {"command": "strata", "args": ["mcp"]} and mcp["linear"] == CURSOR_MCP["mcpServers"]["linear"]
     rule = (repo / ".cursor" / "rules" / "strata.mdc").read_text()
     assert rule.startswith("---\ndescription: ") and "alwaysApply: true\n---\n" in rule and BEGIN in rule
     hooks = json.loads((repo / ".cursor" / "hooks.json").read_text())
     assert hooks["version"] == 1 and hooks["hooks"]["afterFileEdit"] == CURSOR_HOOKS["hooks"]["afterFileEdit"]
-    assert [h["command"] for h in hooks["hooks"]["stop"]] == ["./hooks/audit.sh", f"{STRATA_COMMAND} hook stop"]
-    assert hooks["hooks"]["sessionStart"] == [{"command": f"{STRATA_COMMAND} hook session-start"}]
+    assert [h["command"] for h in hooks["hooks"]["stop"]] == ["./hooks/audit.sh", "strata hook stop --repo-id github.com/acme/api"]
+    assert hooks["hooks"]["sessionStart"] == [{"command": "strata hook session-start --repo-id github.com/acme/api"}]
+    # Cursor has no per-project local settings: what this machine needs is said, not written
+    assert any("Cursor has no per-project local settings" in n and STRATA_COMMAND in n for n in result["notes"])
     files = snapshot(repo / ".cursor" / "mcp.json", repo / ".cursor" / "hooks.json", repo / ".cursor" / "rules" / "strata.mdc")
     assert set(actions(ok(init(env, repo, "cursor", "--hooks"))).values()) == {"unchanged"}
     assert snapshot(*files) == files
@@ -193,7 +296,7 @@ def test_vscode_servers_key_and_jsonc_refused(env: dict[str, str], repo: Path) -
     result = ok(init(env, repo, "vscode"))
     assert actions(result) == {"mcp.json": "updated", "copilot-instructions.md": "created"}
     data = json.loads(mcp.read_text())
-    assert data["servers"]["strata"] == {"type": "stdio", "command": STRATA_COMMAND, "args": ["mcp"]}
+    assert data["servers"]["strata"] == STRATA_MCP
     assert data["inputs"] == VSCODE_MCP["inputs"] and data["servers"]["remote"] == VSCODE_MCP["servers"]["remote"]
 
     mcp.write_text(VSCODE_JSONC)
@@ -216,12 +319,15 @@ def test_malformed_files_are_refused_and_nothing_is_written(env: dict[str, str],
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
     before = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
-    result = init(env, repo, client, "--hooks")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    error = json.loads(result.stdout)["error"]
-    assert error["code"] == "malformed_config" and path.split("/")[-1] in error["path"]
-    assert target.read_text() == text
-    assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == before  # no other file
+    exclude = (repo / ".git" / "info" / "exclude").read_text()
+    for remove in ((), ("--remove",)):
+        result = init(env, repo, client, "--hooks", *remove)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        error = json.loads(result.stdout)["error"]
+        assert error["code"] == "malformed_config" and path.split("/")[-1] in error["path"]
+        assert target.read_text() == text
+        assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == before  # no other file
+        assert (repo / ".git" / "info" / "exclude").read_text() == exclude
 
 
 def test_malformed_codex_toml_is_refused(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
@@ -239,19 +345,23 @@ def test_dry_run_shows_the_diff_and_writes_nothing(env: dict[str, str], repo: Pa
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "+++ " + str(repo / ".mcp.json") in result.stdout and "+" + BEGIN in result.stdout and END in result.stdout
+    assert "dry run: claude mcp add-json --scope local strata" in result.stdout
     assert (repo / "CLAUDE.md").read_text() == "# API\n" and not (repo / ".mcp.json").exists()
-    assert not (repo / ".claude").exists()
+    assert not (repo / ".claude").exists() and "strata" not in (repo / ".git" / "info" / "exclude").read_text()
 
 
-def test_data_dir_and_repo_id_reach_the_config_and_hooks(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+def test_data_dir_and_repo_id_reach_the_local_settings_and_hooks(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     data = tmp_path / "shared-data"
     result = subprocess.run([STRATA_COMMAND, "--json", "--data-dir", str(data), "init", "claude-code", "--hooks",
                              "--repo-id", "acme/api-v2"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
     assert ok(result)["repo_id"] == "acme/api-v2"
-    server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]
-    assert server["args"] == ["--data-dir", str(data), "mcp"]
-    stop = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert stop == f"{STRATA_COMMAND} --data-dir {data} hook stop"
+    assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    assert hook_command(hooks, "Stop") == "${STRATA_COMMAND:-strata} hook stop --repo-id acme/api-v2"
+    assert json.loads((repo / ".claude" / "settings.local.json").read_text())["env"]["STRATA_DATA_DIR"] == str(data)
+    step = json.loads(result.stdout)["local"][0]
+    assert json.loads(shlex.split(step["command"])[-1]) == {"type": "stdio", "command": STRATA_COMMAND,
+                                                           "args": ["--data-dir", str(data), "mcp"]}
     assert "`acme/api-v2`" in (repo / "CLAUDE.md").read_text()
 
 
@@ -261,6 +371,98 @@ def test_unknown_client_and_unsupported_hooks(env: dict[str, str], repo: Path) -
     no_hooks = init(env, repo, "vscode", "--hooks")
     assert no_hooks.returncode == 2 and json.loads(no_hooks.stdout)["error"]["code"] == "hooks_unsupported"
     assert not (repo / ".vscode").exists()
+
+
+# --- undoing it ----------------------------------------------------------------------------------------------
+
+
+def everything(repo: Path, codex_home: Path) -> dict[str, bytes]:
+    files = {str(p.relative_to(repo)): p.read_bytes() for p in repo.rglob("*") if p.is_file()
+             and (".git" not in p.relative_to(repo).parts or p.name == "exclude")}
+    files.update({f"codex:{p.name}": p.read_bytes() for p in codex_home.glob("*") if p.is_file()})
+    return files
+
+
+def folders(repo: Path) -> set[str]:
+    return {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_dir() and ".git" not in p.relative_to(repo).parts}
+
+
+@pytest.mark.parametrize("client, options", [
+    ("claude-code", ["--hooks"]), ("claude-code", ["--hooks", "--http", "http://10.1.2.3:7411/mcp"]),
+    ("codex", []), ("codex", ["--http", "http://127.0.0.1:7411/mcp"]), ("cursor", ["--hooks"]), ("vscode", []),
+])
+@pytest.mark.parametrize("start", ["fresh", "with the user's own settings"])
+def test_remove_undoes_exactly_what_init_wrote(env: dict[str, str], repo: Path, tmp_path: Path, client: str,
+                                              options: list[str], start: str) -> None:
+    codex_home = tmp_path / "codex-home"
+    if start != "fresh":
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(CODEX_TOML)
+        (repo / ".mcp.json").write_text(json.dumps(CLAUDE_MCP, indent=2) + "\n")
+        (repo / ".claude").mkdir()
+        (repo / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2) + "\n")
+        (repo / ".claude" / "settings.local.json").write_text(json.dumps({"env": {"DEBUG": "1"}}, indent=2) + "\n")
+        (repo / ".cursor" / "rules").mkdir(parents=True)
+        (repo / ".cursor" / "rules" / "style.mdc").write_text("---\nalwaysApply: true\n---\n\nUse black.\n")
+        (repo / ".cursor" / "mcp.json").write_text(json.dumps(CURSOR_MCP, indent=2) + "\n")
+        (repo / ".cursor" / "hooks.json").write_text(json.dumps(CURSOR_HOOKS, indent=2) + "\n")
+        (repo / ".vscode").mkdir()
+        (repo / ".vscode" / "mcp.json").write_text(json.dumps(VSCODE_MCP, indent=2) + "\n")
+        for name in ("CLAUDE.md", "AGENTS.md"):
+            (repo / name).write_text("# API\n\nRun `make test` before pushing.\n")
+    before, dirs = everything(repo, codex_home), folders(repo)
+    ok(init(env, repo, client, *options, "--repo-id", "team/backend"))
+    assert everything(repo, codex_home) != before
+    removed = ok(init(env, repo, client, *options, "--remove", "--repo-id", "team/backend"))
+    assert removed["removed"] is True
+    assert everything(repo, codex_home) == before  # byte for byte, and the files init created are gone
+    assert folders(repo) == dirs
+    assert set(actions(ok(init(env, repo, client, "--remove"))).values()) <= {"unchanged"}  # twice is harmless
+
+
+# --- the real clients read what init wrote ------------------------------------------------------------------
+
+
+def test_claude_code_uses_the_local_scope_for_this_machines_command(env: dict[str, str], repo: Path) -> None:
+    claude = real_clients.client_bin("claude")
+    environ = {**env, "PATH": f"{claude.parent}{os.pathsep}{env['PATH']}"}
+    result = ok(init(environ, repo, "claude-code", "--hooks"))
+    assert result["local"][0]["status"] == "done"
+    got = real_clients.run(claude, "mcp", "get", "strata", env=environ, cwd=repo)
+    assert "Local config" in got.stdout and STRATA_COMMAND in got.stdout, got.stdout + got.stderr
+    listed = real_clients.run(claude, "mcp", "list", env=environ, cwd=repo)
+    assert "strata" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    # --remove takes the local entry out again through the client's own command
+    removed = ok(init(environ, repo, "claude-code", "--hooks", "--remove"))
+    assert removed["local"][0]["command"] == "claude mcp remove --scope local strata" and removed["local"][0]["status"] == "done"
+    assert not (repo / ".mcp.json").exists()
+    assert "strata" not in real_clients.run(claude, "mcp", "list", env=environ, cwd=repo).stdout
+
+
+def test_claude_code_connects_to_the_repositorys_entry(on_path: dict[str, str], repo: Path) -> None:
+    claude = real_clients.client_bin("claude")
+    environ = {**on_path, "PATH": f"{claude.parent}{os.pathsep}{on_path['PATH']}"}
+    (repo / ".claude").mkdir()  # the user approves the project's servers (what Claude Code asks at first start)
+    (repo / ".claude" / "settings.local.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    result = ok(init(environ, repo, "claude-code"))
+    assert "local" not in result
+    listed = real_clients.run(claude, "mcp", "list", env=environ, cwd=repo)
+    assert "strata: strata mcp" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    got = real_clients.run(claude, "mcp", "get", "strata", env=environ, cwd=repo)
+    assert "Project config" in got.stdout, got.stdout
+
+
+def test_codex_reads_the_token_variable(env: dict[str, str], repo: Path) -> None:
+    codex = real_clients.client_bin("codex")
+    ok(init(env, repo, "codex", "--http", "http://10.1.2.3:7411/mcp"))
+    got = real_clients.run(codex, "mcp", "get", "strata", "--json", env=env, cwd=repo)
+    transport = json.loads(got.stdout[got.stdout.index("{"):])["transport"]
+    assert transport == {**transport, "type": "streamable_http", "url": "http://10.1.2.3:7411/mcp",
+                         "bearer_token_env_var": "STRATA_TOKEN"}
+    ok(init(env, repo, "codex"))
+    listed = real_clients.run(codex, "mcp", "list", "--json", env=env, cwd=repo)
+    server = json.loads(listed.stdout[listed.stdout.index("["):])[0]
+    assert server["name"] == "strata" and server["transport"]["command"] == STRATA_COMMAND
 
 
 # --- hostile repositories: links, modes, special files ---------------------------------------------------

@@ -1,0 +1,206 @@
+"""Where a lifecycle hook reads memories from (interface/agents/hooks.py): a running `strata serve` over its HTTP
+JSON endpoint, or the local store's projections when the client is set up without a server.
+
+- Over HTTP the server does the read (`POST /v1/read`: the full engine, the embedding model already
+  loaded, its absolute relevance and bar, `min_relevance`) and records it in its read ledger, so the
+  `read_id` can be cited by `feedback`; the hook only sends the request (standard library
+  `http.client`, the token from an environment variable) and gives up at its deadline.
+- Locally no model is loaded (that alone takes longer than a hook may): the keyword search of the FTS
+  projection finds the candidates (projections/fts.py, the same search a read's keyword half runs) and
+  the snapshot gives their texts, anchors and links; the injection is recorded in the node's read ledger
+  (projections/reads.py) under a read id of its own, exactly with the memories shown.
+
+Either way the hook decides what is shown (its relevance bar, the budgets, what the session already
+saw); this module only fetches candidates as `Item`s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+TOKEN_ENV = "STRATA_TOKEN"
+"""The environment variable a hook takes the server's bearer token from (the clients' MCP entries name
+the same one)."""
+
+
+class HookReadError(Exception):
+    """The store could not be read (unreachable server, refused token, ...): the hook injects nothing."""
+
+
+@dataclass
+class Item:
+    """A memory a read offered, flattened out of its case (a problem's solutions and failed tactics
+    follow it with `problem_id` set)."""
+
+    memory_id: str
+    kind: str
+    text: str
+    anchors: tuple[str, ...] = ()
+    problem_id: str | None = None
+    relevance: float | None = None
+
+
+@dataclass
+class Answer:
+    read_id: str | None
+    items: list[Item] = field(default_factory=list)
+    position: int = 0
+    """The log position the answer reflects."""
+    barred: bool = False
+    """The read path's relevance bar was applied (a server's read): what came back cleared it."""
+
+
+def _items(results: list[dict[str, Any]]) -> list[Item]:
+    out = []
+    for result in results:
+        out.append(_item(result))
+        for key in ("failed_tactics", "solutions"):
+            out += [_item(member, result["memory_id"]) for member in result.get(key) or ()]
+    return out
+
+
+def _item(result: dict[str, Any], problem_id: str | None = None) -> Item:
+    anchors = tuple(a["path"] for a in result.get("anchors") or () if isinstance(a, dict) and a.get("path"))
+    return Item(result["memory_id"], result["kind"], result["text"], anchors,
+                problem_id or result.get("problem_id"), result.get("relevance"))
+
+
+def base_url(url: str) -> str:
+    """The server's base address from what a client was given: `http://host:7411/mcp` or the base."""
+    url = url.strip().rstrip("/")
+    return url[: -len("/mcp")] if url.endswith("/mcp") else url
+
+
+class HttpReader:
+    """A running `strata serve`, read through its JSON endpoint."""
+
+    def __init__(self, url: str, token_env: str = TOKEN_ENV) -> None:
+        self.base = base_url(url)
+        parts = urlsplit(self.base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise HookReadError(f"--http needs an http(s) URL, not {url!r}")
+        self.parts = parts
+        self.token = (os.environ.get(token_env) or "").strip()
+
+    def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        import http.client  # here: a hook on a local store never needs it
+
+        if timeout <= 0.05:
+            raise HookReadError("no time left to ask the server")
+        connection_type = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
+        connection = connection_type(self.parts.hostname, self.parts.port, timeout=timeout)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(body), headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise HookReadError(f"{self.base} did not answer: {exc}") from None
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            raise HookReadError(f"{self.base}/v1/{op} answered {response.status} without JSON") from None
+        if response.status != 200 or not isinstance(answer, dict):
+            error = answer.get("error", {}) if isinstance(answer, dict) else {}
+            raise HookReadError(f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: "
+                                f"{error.get('message')}")
+        return answer
+
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        """The read path's answer (`min_relevance` None: the server's default bar)."""
+        body: dict[str, Any] = {"repo_id": repo_id, "query": query, "mode": "targeted", "limit": limit,
+                                "expand": {"semantic_hops": 0}}
+        if min_relevance is not None:
+            body["min_relevance"] = min_relevance
+        answer = self.call("read", body, timeout)
+        return Answer(answer.get("read_id"), _items(answer.get("results") or []), int(answer.get("position") or 0),
+                      barred=min_relevance != 0)
+
+    def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
+        return str(self.call("memory_index", {"repo_id": repo_id, "max_tokens": max_tokens}, timeout)["text"])
+
+
+class LocalReader:
+    """The projections of a local data directory, kept current by whichever `strata mcp` or `strata serve`
+    runs on it; read as they stand (no catching up, no model)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.folder = data_dir / "projections"
+
+    def _ready(self) -> bool:
+        return (self.folder / "fts.sqlite").exists() and (self.folder / "snapshot.sqlite").exists()
+
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
+        if not self._ready():
+            return Answer(None)
+        from strata_recall.projections.fts import FTSProjection
+
+        fts = FTSProjection(self.folder / "fts.sqlite")
+        try:
+            hits = fts.search(query, repo_id, statuses=("active",), limit=limit)
+            position = fts.position
+        finally:
+            fts.close()
+        rows = self._rows([memory_id for memory_id, _ in hits], repo_id)
+        items = [rows[m] for m, _ in hits if m in rows]  # newer than the last compaction: not shown
+        return Answer(uuid.uuid4().hex if items else None, items, position)
+
+    def _rows(self, memory_ids: list[str], repo_id: str) -> dict[str, Item]:
+        if not memory_ids:
+            return {}
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{self.folder / 'snapshot.sqlite'}?mode=ro", uri=True, timeout=2)
+        try:
+            marks = ",".join("?" * len(memory_ids))
+            found = conn.execute(
+                f"SELECT memory_id, kind, text, anchors, problem_ids, scope, repo_id, status FROM snapshot"
+                f" WHERE memory_id IN ({marks})", memory_ids).fetchall()
+        finally:
+            conn.close()
+        out = {}
+        for memory_id, kind, text, anchors, problem_ids, scope, owner, status in found:
+            if status != "active" or (scope == "repo" and owner != repo_id):
+                continue
+            paths = tuple(a["path"] for a in json.loads(anchors or "[]") if isinstance(a, dict) and a.get("path"))
+            problems = json.loads(problem_ids or "[]")
+            out[memory_id] = Item(memory_id, kind, text, paths, problems[0] if problems else None)
+        return out
+
+    def record(self, answer: Answer, repo_id: str, query: str, event: str, memory_ids: list[str]) -> None:
+        """The injection in the node's read ledger, with exactly the memories shown: feedback citing
+        `read_id` may credit them, and the stop hook names the read until it is rated."""
+        from strata_recall.projections.reads import ReadLedger
+
+        ledger = ReadLedger(self.folder / "reads.sqlite")
+        try:
+            ledger.record_injection(str(answer.read_id), repo_id, query, event, answer.position, memory_ids)
+        finally:
+            ledger.close()
+
+    def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
+        if not self._ready():
+            return f"Memory of {repo_id}: nothing recorded yet."
+        from strata_recall.projections.fts import FTSProjection
+        from strata_recall.projections.memory_index import MemoryIndex
+        from strata_recall.projections.snapshot import SnapshotProjection
+        from strata_recall.projections.tokens import TokenCounter
+
+        fts, snapshot = FTSProjection(self.folder / "fts.sqlite"), SnapshotProjection(self.folder / "snapshot.sqlite")
+        try:  # texts newer than the last snapshot compaction are left out rather than read from the log
+            return str(MemoryIndex(fts, snapshot, lambda ids: {}, TokenCounter()).build(repo_id, max_tokens=max_tokens)["text"])
+        finally:
+            fts.close()
+            snapshot.close()
+

@@ -1,0 +1,174 @@
+"""What the hooks make of a moment (interface/agents/hook_cues.py) and what they show of it (interface/agents/hooks.py):
+the distinctive lines of a failure, the file and names of an edit, the bar, the budget, and the data
+directory resolved as the settings module does without importing it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strata_recall.interface.agents import hook_cues, hooks
+from strata_recall.interface.agents.hook_recall import Item, base_url
+from strata_recall.interface.app.settings import load_settings
+
+TRACEBACK = """Running the test suite:
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/_pytest/runner.py", line 341, in from_call
+    result = func()
+  File "{root}/sympy/core/basic.py", line 1048, in subs
+    rv = rv._subs(old, new, **kwargs)
+  File "{root}/sympy/core/cache.py", line 72, in wrapper
+    retval = cfunc(*args, **kwargs)
+  File "/usr/lib/python3.11/functools.py", line 999, in __call__
+    return self.func(*args)
+TypeError: unhashable type: 'MutableDenseMatrix'
+"""
+
+
+def test_a_failure_is_its_error_its_tests_and_its_deepest_project_frame(tmp_path: Path) -> None:
+    moment = hook_cues.failure_moment({"error": "Exit code 1\n" + TRACEBACK.format(root=tmp_path)}, tmp_path)
+    assert moment is not None and moment.kind == "failure"
+    lines = moment.query.splitlines()
+    assert lines[0] == "TypeError: unhashable type: 'MutableDenseMatrix'"
+    assert lines[-1] == "sympy/core/cache.py in wrapper"  # the deepest frame in the project, not a library's
+    assert moment.paths == ("sympy/core/cache.py", "sympy/core/basic.py")
+    assert "site-packages" not in moment.query and "Running the test suite" not in moment.query
+
+
+def test_failing_tests_are_named() -> None:
+    log = ("F..\nFAILED tests/test_orders.py::test_checkout - KeyError: 'sku'\n"
+           "FAIL: test_total (shop.tests.test_cart.CartTest)\n----\nKeyError: 'sku'\n")
+    moment = hook_cues.failure_moment({"tool_response": {"stdout": log, "stderr": "", "exit_code": 1}}, Path("/nowhere"))
+    assert moment is not None
+    assert "tests/test_orders.py::test_checkout" in moment.query and "shop.tests.test_cart.CartTest.test_total" in moment.query
+
+
+@pytest.mark.parametrize("payload", [
+    {"tool_response": {"stdout": "12 passed in 0.4s", "stderr": "", "interrupted": False}},
+    {"error": "Interrupted", "is_interrupt": True},
+    {"tool_response": {"stdout": "", "stderr": ""}},
+])
+def test_a_command_that_did_not_fail_is_no_moment(payload: dict) -> None:
+    assert hook_cues.failure_moment(payload, Path("/nowhere")) is None
+
+
+def test_an_edit_is_the_file_and_the_names_it_replaces_not_the_new_code(tmp_path: Path) -> None:
+    payload = {"tool_name": "Edit", "tool_input": {
+        "file_path": str(tmp_path / "src" / "db" / "pool.py"),
+        "old_string": "class Pool:\n    def acquire(self, timeout=None):\n        return self._conn_queue.get()",
+        "new_string": "def totally_new_helper(): pass"}}
+    moment = hook_cues.edit_moment(payload, tmp_path)
+    assert moment is not None and moment.paths == ("src/db/pool.py",)
+    assert moment.query.startswith("src/db/pool.py Pool acquire") and "_conn_queue" in moment.query
+    assert "totally_new_helper" not in moment.query
+    assert hook_cues.edit_moment({"tool_name": "Edit", "tool_input": {"file_path": "/etc/passwd"}}, tmp_path) is None
+    patch = {"tool_name": "apply_patch", "tool_input": {"input": "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x\n+y\n"}}
+    codex = hook_cues.edit_moment(patch, tmp_path)
+    assert codex is not None and codex.paths == ("src/app.py",)
+
+
+def test_code_tokens_are_identifiers_not_words() -> None:
+    tokens = hook_cues.code_tokens("The LogisticRegression in sklearn/linear_model/_logistic.py raises a ValueError "
+                                   "when n_jobs=-1; self and None say nothing")
+    assert {"logisticregression", "sklearn/linear_model/_logistic.py", "linear_model", "valueerror", "n_jobs"} <= tokens
+    assert not {"the", "raises", "when", "self", "none"} & tokens
+
+
+def item(memory_id: str, kind: str, text: str, anchors: tuple[str, ...] = (), problem_id: str | None = None) -> Item:
+    return Item(memory_id, kind, text, anchors, problem_id)
+
+
+def test_the_bar_and_the_order_at_an_edit() -> None:
+    edit = hook_cues.Moment("edit", "src/db/pool.py acquire", ("src/db/pool.py",), frozenset({"src/db/pool.py"}))
+    candidates = [item("p1", "problem", "Checkout hangs"), item("s1", "solution", "Add a timeout", ("src/db/pool.py",), "p1"),
+                  item("f1", "failed_tactic", "Raising the timeout in src/db/pool.py did not help", (), "p1"),
+                  item("x1", "fact", "src/db/models.py is generated")]
+    for barred in (False, True):  # at an edit: the memories of that file, whatever the store
+        assert [i.memory_id for i in hooks.chosen(candidates, edit, set(), barred)] == ["f1", "s1"]  # failed tactics first
+    assert [i.memory_id for i in hooks.chosen(candidates, edit, {"f1"})] == ["s1"]  # never twice
+
+
+def test_the_bar_at_a_prompt_is_the_read_paths_relevance_or_shared_code_tokens() -> None:
+    prompt = hook_cues.Moment("prompt", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
+    case = [Item("p2", "problem", "PoolTimeoutError from db_pool.acquire", relevance=0.6),
+            Item("s2", "solution", "Run make db-up", problem_id="p2", relevance=0.25),
+            Item("y1", "fact", "The acquire step is slow", relevance=0.05)]
+    # from a server: what is at least as likely to be relevant as the read path's bar
+    assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=True)] == ["p2", "s2"]
+    # from a local store (no relevance): two distinctive code tokens; one is not enough
+    assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=False)] == ["p2"]
+
+
+def test_the_hooks_bar_is_the_read_paths_default() -> None:
+    from strata_recall.schemas.read import DEFAULT_BAR
+
+    assert hooks.RELEVANCE_BAR == DEFAULT_BAR
+
+
+def test_an_injection_fits_its_budget() -> None:
+    moment = hook_cues.Moment("prompt", "q", (), frozenset())
+    many = [item(f"{n:08d}-0000-5000-8000-000000000000", "fact", "word " * 200) for n in range(6)]
+    text, shown = hooks.render(many, moment, "acme/api", "0" * 32, budget=200)
+    assert 0 < len(shown) < len(many) and hooks.estimate_tokens(text) <= 200
+    assert all(len(line) < hooks.TEXT_CHARS + 80 for line in text.splitlines()[1:])
+    assert hooks.render(many, moment, "acme/api", None, budget=20) == ("", [])
+
+
+def test_a_server_url_is_its_base() -> None:
+    assert base_url("http://strata.internal:7411/mcp") == base_url("http://strata.internal:7411/") == "http://strata.internal:7411"
+
+
+@pytest.mark.parametrize("case", ["default", "env", "config", "explicit"])
+def test_the_hooks_find_the_data_dir_the_settings_find(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "share")}
+    for name, value in environ.items():  # the settings module reads these from the process's environment
+        monkeypatch.setenv(name, value)
+    explicit = None
+    if case == "env":
+        environ["STRATA_DATA_DIR"] = str(tmp_path / "from-env")
+    elif case == "config":
+        (tmp_path / "cfg" / "strata").mkdir(parents=True)
+        (tmp_path / "cfg" / "strata" / "config.toml").write_text(f'[strata]\ndata_dir = "{tmp_path / "from-config"}"\n')
+    elif case == "explicit":
+        explicit = tmp_path / "given"
+    expected = load_settings(environ=environ, data_dir=explicit).data_dir
+    assert hooks.data_dir_of(explicit, None, environ) == expected
+
+
+def test_a_text_names_the_repositorys_files_by_path_module_or_a_foreign_traceback(tmp_path: Path) -> None:
+    for path in ("sympy/core/basic.py", "sympy/printing/__init__.py", "setup.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).touch()
+    assert hook_cues.repo_file("sympy/core/basic.py", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("/home/someone/src/sympy/sympy/core/basic.py", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("sympy.core.basic.Basic.subs", tmp_path) == "sympy/core/basic.py"
+    assert hook_cues.repo_file("sympy.printing", tmp_path) == "sympy/printing/__init__.py"
+    assert hook_cues.repo_file("numpy.core.numeric", tmp_path) is None  # not this repository's package
+    assert hook_cues.repo_file("other/basic.py", tmp_path) is None
+    prompt = hook_cues.prompt_moment({"prompt": "Basic.subs fails, see sympy.core.basic and the frame\n"
+                                                "  File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 9"}, tmp_path)
+    assert prompt is not None and prompt.paths == ("sympy/core/basic.py",)
+
+
+def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Path) -> None:
+    """Claude Code's transcript (JSON lines): the read ids of the Strata tool results, less those a feedback
+    call cited, are what the stop hook names for a session whose store is a server."""
+    import json
+
+    rated, unrated = "a" * 32, "b" * 32
+    lines = [
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__read", "input": {"query": "x"}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
+            {"type": "text", "text": json.dumps({"ok": True, "read_id": rated, "results": []})}]}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
+            {"type": "text", "text": json.dumps({"ok": True, "read_id": unrated, "results": []})}]}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__feedback",
+                                                       "input": {"repo_id": "acme/api", "read_ids": [rated]}}]}},
+    ]
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    seen, cited = hooks.transcript_reads(str(transcript))
+    assert seen == [unrated] and cited == {rated}
+    assert hooks.transcript_reads(str(tmp_path / "missing.jsonl")) == ([], set())
