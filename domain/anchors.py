@@ -159,11 +159,11 @@ def observe(anchor: Anchor, source: str | None) -> tuple[str, str | None]:
         now = fingerprint(text)
         return (UNCHANGED if now == anchor.fingerprint else CHANGED), now
     if anchor.lines:
-        text = anchored_text(source, anchor.path, lines=anchor.lines)
-        now = fingerprint(text) if text is not None else None
-        if now == anchor.fingerprint or (anchor.fingerprinted_by == BY_STRATA and _moved(anchor, source)):
+        span = anchored_text(source, anchor.path, lines=anchor.lines)
+        seen = fingerprint(span) if span is not None else None
+        if seen == anchor.fingerprint or (anchor.fingerprinted_by == BY_STRATA and _moved(anchor, source)):
             return UNCHANGED, anchor.fingerprint
-        return CHANGED, now
+        return CHANGED, seen
     now = fingerprint(source)
     return (UNCHANGED if now == anchor.fingerprint else CHANGED), now
 

@@ -88,7 +88,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
     def find(self, mid: UUID) -> Memory | None:
         try:
-            return self.repository.get(mid)
+            memory: Memory = self.repository.get(mid)
+            return memory
         except AggregateNotFoundError:
             return None
 
@@ -143,10 +144,12 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         if type(recorder).__module__ == "eventsourcing.postgres":
             from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
 
+            pg: Any = recorder  # a PostgresApplicationRecorder (not imported: psycopg is an extra)
+
             statement = SQL("SELECT originator_version, notification_id FROM {schema}.{table} WHERE originator_id = %s"
-                            ).format(schema=Identifier(recorder.datastore.schema),
-                                     table=Identifier(recorder.events_table_name))
-            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                            ).format(schema=Identifier(pg.datastore.schema),
+                                     table=Identifier(pg.events_table_name))
+            with pg.datastore.get_connection() as conn, conn.cursor() as cursor:
                 cursor.execute(statement, [mid])
                 return {row["originator_version"]: row["notification_id"] for row in cursor.fetchall()}
         return {}
@@ -287,11 +290,11 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             except AggregateNotFoundError:
                 created = Archetype(id=archetype_id(name), name=name, description=description, examples=examples,
                                     profile=profile)
-                return "created", self._record(created.collect_events())
+                return "created", self._append(created.collect_events())
             if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
                 return "unchanged", None
             current.change(description=description, examples=examples, profile=profile)
-            return "changed", self._record(current.collect_events())
+            return "changed", self._append(current.collect_events())
 
         return _retrying(attempt)
 
@@ -334,7 +337,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
     def _positioned(self, run: Callable[[Session], P]) -> P:
         """Run a command and note the log position that acknowledges it on its outcome."""
         outcome, position = self._run(run)
-        outcome.position = position  # type: ignore[attr-defined]
+        outcome.position = position
         return outcome
 
     # --- the write rules --------------------------------------------------------------------------
@@ -605,14 +608,14 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         def attempt() -> tuple[T, int | None]:
             session = Session(self)
             result = command(session)
-            return result, self._record(session.events())
+            return result, self._append(session.events())
 
         return _retrying(attempt)
 
     write_failure: str | None = None
     """Why the last attempt to append to the log failed, until an append succeeds (for health checks)."""
 
-    def _record(self, events: list[Any]) -> int | None:
+    def _append(self, events: Sequence[Any]) -> int | None:
         if not events:
             return None
         try:

@@ -127,7 +127,7 @@ def utility_for(ledger: Ledger, context: str | None) -> float:
 def decayed(truth: float, days_since_validation: float, half_life_days: float) -> float:
     if half_life_days <= 0 or days_since_validation <= 0:
         return truth
-    return truth * 0.5 ** (days_since_validation / half_life_days)
+    return float(truth * 0.5 ** (days_since_validation / half_life_days))
 
 
 def maturity(validations: int, truth: float) -> str:

@@ -15,7 +15,7 @@ import hashlib
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID, uuid5
 
 from eventsourcing.application import AggregateNotFoundError
@@ -82,12 +82,17 @@ class Issued:
     position: int | None
 
 
+T = TypeVar("T")
+
+
 class CredentialCommands:
     """Issuing and revoking tokens (a mixin of MemoryLog: the same log, one transaction each)."""
 
     repository: Any
-    _record: Callable[[list[Any]], int | None]
-    _retry: Callable[[Callable[[], Any]], Any]
+
+    if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
+        def _append(self, events: Sequence[Any]) -> int | None: ...
+        def _retry(self, attempt: Callable[[], T]) -> T: ...
 
     def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:  # noqa: A002
         """A new token NAME for `repos` (patterns) and `ops`; refused if the name was ever issued."""
@@ -104,7 +109,7 @@ class CredentialCommands:
                                "not reused, so a name recorded on an event always means one token): choose another")
             issued = Credential(id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops,
                                 globals=globals)
-            return Issued(name, secret, self._record(issued.collect_events()))
+            return Issued(name, secret, self._append(issued.collect_events()))
 
         return self._retry(attempt)
 
@@ -119,7 +124,7 @@ class CredentialCommands:
             if credential.revoked:
                 return False, None
             credential.revoke(reason=sanitise(reason).text)
-            return True, self._record(credential.collect_events())
+            return True, self._append(credential.collect_events())
 
         return self._retry(attempt)
 

@@ -20,14 +20,19 @@ from strata_recall.domain.memory import Memory
 from strata_recall.domain.unit_of_work import Session, sanitise
 
 if TYPE_CHECKING:
-    from eventsourcing.application import EventStore
+    from uuid import UUID as _UUID
+
+    from eventsourcing.persistence import EventStore
+
 
 
 class HygieneCommands:
     """Mixed into MemoryLog, whose transactions (_positioned) and event store it uses."""
 
-    events: EventStore
-    _positioned: Callable[..., Any]
+    events: EventStore[_UUID]
+
+    if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
+        def _positioned(self, run: Callable[[Session], CommandOutcome]) -> CommandOutcome: ...
 
     def unmerge(self, raw_id: str, duplicate_id: str, reason: str = "", repo_id: str | None = None) -> CommandOutcome:
         """Undo a merge: the reinforcement the duplicate brought is taken back, and the duplicate

@@ -62,7 +62,7 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     # `repo_id` on the events a request from a repo records about an existing memory (version 2): the
@@ -84,11 +84,11 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["repo_id"] = None
 
         @staticmethod
-        def upcast_v2_v3(state: dict) -> None:
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     class UtilityObserved(Aggregate.Event):
@@ -106,11 +106,11 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["repo_id"] = None
 
         @staticmethod
-        def upcast_v2_v3(state: dict) -> None:
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     class ChangeRecorded(Aggregate.Event):
@@ -135,11 +135,11 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["repo_id"] = None
 
         @staticmethod
-        def upcast_v2_v3(state: dict) -> None:
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     class MemoryReviewed(Aggregate.Event):
@@ -154,7 +154,7 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     # The events below keep the memory clean and true (reflect, near-duplicates, anchors). Their
@@ -198,7 +198,7 @@ class Memory(Aggregate):
         actor: str | None
 
         @staticmethod
-        def upcast_v1_v2(state: dict) -> None:
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
     class DuplicateUnmerged(Aggregate.Event):
@@ -284,6 +284,7 @@ class Memory(Aggregate):
     def from_written(cls, event: Memory.MemoryWritten) -> Memory:
         """The new aggregate, with its MemoryWritten event still pending (not yet saved)."""
         memory = event.mutate(None)
+        assert isinstance(memory, Memory)  # a MemoryWritten creates its aggregate
         memory.pending_events.append(event)
         return memory
 
@@ -458,7 +459,7 @@ def status_after(event: Any) -> str | None:
     rule = STATUS_AFTER.get(type(event))
     if rule is None:
         return None
-    return rule(event) if callable(rule) else rule
+    return str(rule(event)) if callable(rule) else rule
 
 
 @cache

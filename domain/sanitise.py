@@ -27,6 +27,7 @@ from functools import lru_cache
 from strata_recall.domain import secret_values as values
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
+    Part,
     AUTH_SCHEMES,
     COMMAND_FORMATS,
     KEY_WORDS,
@@ -75,7 +76,7 @@ def _segment(seg: Segment, last: bool) -> str:
     return _class(chars) + (f"{{{seg.low}}}" if seg.low == seg.high else f"{{{seg.low},{seg.high}}}")
 
 
-def _parts_regex(parts: tuple, last_index: int | None) -> str:
+def _parts_regex(parts: tuple[Part, ...], last_index: int | None) -> str:
     out = []
     for i, part in enumerate(parts):
         if isinstance(part, Segment):
@@ -87,7 +88,7 @@ def _parts_regex(parts: tuple, last_index: int | None) -> str:
     return "".join(out)
 
 
-def _edge_alphabet(parts: tuple, first: bool) -> str:
+def _edge_alphabet(parts: tuple[Part, ...], first: bool) -> str:
     """Characters the token may start (or end) with, to check that it is not part of a longer run."""
     ordered = parts if first else tuple(reversed(parts))
     chars = ""

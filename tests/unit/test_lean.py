@@ -45,7 +45,7 @@ def test_values_that_say_something_are_kept() -> None:
 def member(**extra: Any) -> dict[str, Any]:
     return {"memory_id": "m1", "scope": "repo", "kind": "solution", "text": "Run make db-up", "truth": 0.8,
             "utility": 0.5, "problem_id": None, "evidence_refs": [], "retrieval_reason": "vector", "maturity": "candidate",
-            "relevance": 0.7, "score": 0.56, **extra}
+            "relevance": 0.7, "score": 0.28, **extra}
 
 
 ANSWERS = [
