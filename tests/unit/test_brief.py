@@ -111,3 +111,17 @@ def test_every_answer_in_brief_is_what_its_schema_says_and_what_its_whole_view_s
         assert all("kind" not in m and "problem_id" not in m for m in r.get("solutions", []))  # the case says them
     # what a token budget counts is what the agent receives
     assert TokenCounter().count_json(compact) == TokenCounter().count(orjson.dumps(compact).decode())
+
+
+def test_openapi_describes_what_http_sends_and_the_default_size() -> None:
+    """/v1/read sends the whole answer (ReadResponse), sized by the same default rule the request
+    schema states; the answer in brief is an MCP tool's, published as read-response-compact."""
+    from strata_recall.interface.serve import openapi_document
+    from strata_recall.schemas.read import DEFAULT_TOKEN_BUDGET
+
+    document = openapi_document(token_required=False)
+    read = document["paths"]["/v1/read"]["post"]
+    assert read["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ReadResponse"}
+    request = document["components"]["schemas"]["ReadRequest"]["properties"]
+    assert str(DEFAULT_TOKEN_BUDGET) in request["token_budget"]["description"] and request["limit"]["default"] == 20
+    assert set(document["components"]["schemas"]["ReadResponse"]["required"]) >= {"read_id", "results", "position"}
