@@ -116,7 +116,7 @@ LISTINGS = {'prompts/list': {'prompts': [{'arguments': [{'name': 'repo_id', 'req
                                                                    'enum': ['ambient', 'targeted', 'auto']},
                                                           'query': {'type': 'string'},
                                                           'repo_id': {'type': 'string'},
-                                                          'token_budget': {'description': 'most answer tokens; 1400 '
+                                                          'token_budget': {'description': 'most answer tokens; 1500 '
                                                                                           'without limit.',
                                                                            'maximum': 100000,
                                                                            'minimum': 32,
