@@ -6,7 +6,8 @@ Usage: python ops/eval_coding.py [--data FILE] [--systems random,bm25,dense,keyw
 Each repository is its own store (as the held-out split, one repository, will be). Its tasks are
 walked in instance-number order:
 task i is first read with its problem statement (first 2,000 characters) as a targeted query (no
-global memories, limit 20), then written as a `problem` memory (the same text) and a `solution`
+global memories, limit 20; the systems read at default settings send only the repo and the query, as
+an agent does: eval_common.DEFAULT), then written as a `problem` memory (the same text) and a `solution`
 memory linked to it naming what the gold patch edited (`Fixed "<first line>" by editing
 path/file.py: Class.method, function`). hit@k: one of the first k distinct past tasks returned (a
 problem or its solution stands for its task) edited a file the task's gold patch edits; only tasks
@@ -14,7 +15,7 @@ with at least one earlier task of their repository that edited one of those file
 
 Negatives: beside each evaluable read, a foreign read: another repository's task statement (a fixed,
 spread-out choice) against this repository's store, where nothing is relevant. Each read records its
-answer's size (results, and tokens of the response's JSON) and, for the full engine with the bar off,
+answer's size (results, and tokens as an agent receives it, the MCP tool result, and of the full JSON) and, for the full engine with the bar off,
 every returned memory's relevance with whether it is relevant (its task edited one of the files),
 for the calibration table.
 """
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
+from eval_common import (DEFAULT, FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
                          random_hit, returned, rrf_rank)
 
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query  # noqa: E402
@@ -121,14 +122,21 @@ def foreign_task(everything: list[Task], repo: str, n: int) -> Task:
     return others[(n * 7919) % len(others)]
 
 
-def _request(repo: str, text: str):
-    return to_read_query(parse(ReadRequest, {
-        "repo_id": repo, "query": text, "mode": "targeted", "include_global": False, "limit": LIMIT}))
+def _arguments(repo: str, text: str, system: str = "full") -> dict:
+    """A read's arguments: the protocol's (targeted, this repository's memories, limit 20), or for the
+    systems read at default settings (eval_common.DEFAULT) what an agent sends: the repo and the query."""
+    if system in DEFAULT:
+        return {"repo_id": repo, "query": text}
+    return {"repo_id": repo, "query": text, "mode": "targeted", "include_global": False, "limit": LIMIT}
 
 
-def _cost(answer, counter: TokenCounter) -> dict:
-    tokens, lean = answer_tokens(answer, counter)
-    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
+def _request(repo: str, text: str, system: str = "full"):
+    return to_read_query(parse(ReadRequest, _arguments(repo, text, system)))
+
+
+def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
+    tokens, full = answer_tokens(answer, counter, arguments)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "full": full}
 
 
 def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
@@ -147,20 +155,20 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
         if relevant:
             row = {"repo": repo, "instance_id": task.instance_id, "hits": {}, "cost": {}, "foreign": {},
                    "calibration": []}
-            request = _request(repo, task.problem)
             for name, engine in engines.items():
-                answer = engine.read(request)
+                arguments = _arguments(repo, task.problem, name)
+                answer = engine.read(_request(repo, task.problem, name))
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
-                row["cost"][name] = _cost(answer, counter)
+                row["cost"][name] = _cost(answer, counter, arguments)
                 if name == "full-off":
                     row["calibration"] += [(m["relevance"], bool(m["memory_id"] in task_of
                                                                  and task_of[m["memory_id"]].files & task.files))
                                            for m in flat(answer.results)]
-            foreign = _request(repo, foreign_task(everything, repo, len(rows)).problem)
+            foreign = foreign_task(everything, repo, len(rows)).problem
             for name in FOREIGN:
                 if name in engines:
-                    answer = engines[name].read(foreign)
-                    row["foreign"][name] = _cost(answer, counter)
+                    answer = engines[name].read(_request(repo, foreign, name))
+                    row["foreign"][name] = _cost(answer, counter, _arguments(repo, foreign, name))
                     if name == "full-off":
                         row["calibration"] += [(m["relevance"], False) for m in flat(answer.results)]
             if "random" in systems:

@@ -16,20 +16,26 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from strata_recall.projections.recall import RecallConfig
 
-SYSTEMS = ("random", "bm25", "dense", "rrf", "keyword", "vector", "full-off", "full")
+SYSTEMS = ("random", "bm25", "dense", "rrf", "keyword", "vector", "full-off", "full", "default")
 """Baselines measured beside the engine (random: exact expectation; rrf: RRF(BM25, dense), k 60), then
 the engine's own modes: its single signals and the full engine with the relevance bar off (the
-ranking compared with the baselines), then the full engine as agents get it (the default bar)."""
+ranking compared with the baselines), the full engine at the default bar (both at the protocol's own
+limit), then the full engine as agents get it: a read at default settings, sized by the default
+answer size (DEFAULT)."""
 LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM", "rrf": "RRF(BM25, dense)",
           "keyword": "engine keyword-only", "vector": "engine vector-only", "full-off": "full engine, bar off",
-          "full": "full engine, default bar"}
+          "full": "full engine, default bar", "default": "full engine, default settings"}
 RIVALS = ("bm25", "dense", "rrf", "keyword", "vector")
 """What the full engine with the bar off must match or beat at every k."""
-FOREIGN = ("full", "full-off")
+FOREIGN = ("full-off", "default")
 """The systems that also answer foreign reads (queries from another repository or conversation)."""
+DEFAULT = ("default",)
+"""The systems read as an agent reads: the request names only the repo and the query (no limit, no
+token budget), so the default answer size applies; the others pass the protocol's limit."""
 MODEL_DIR = Path(tempfile.gettempdir()) / "strata-eval-model"
 """Where the evaluations assemble the embedding model's folder (shared by every script)."""
 
@@ -119,24 +125,32 @@ def flat(results: list[dict]) -> list[dict]:
     return [m for r in results for m in (r, *(r.get("solutions") or ()), *(r.get("failed_tactics") or ()))]
 
 
-def answer_tokens(recall, counter) -> tuple[int, int]:
-    """Tokens of an answer as the agent receives it, the read response's JSON (projections/tokens.py's
-    tokenizer); and of the same JSON without null and empty fields."""
+def answer_tokens(recall, counter, arguments: dict) -> tuple[int, int]:
+    """Tokens of an answer as an agent receives it: the MCP tool result's text (and structured content:
+    the same JSON), rendered by the measured engine's own MCP server for a read with these
+    `arguments`; and of the full answer (HTTP JSON). Counted with projections/tokens.py's tokenizer."""
     from strata_recall.schemas.read import ReadResponse  # the measured engine's own contract
 
     extra = {"answer_relevance": recall.relevance} if "answer_relevance" in ReadResponse.model_fields else {}
     response = ReadResponse(read_id=recall.read_id, results=recall.results, suppressed=recall.suppressed, **extra,
                             guidance=recall.guidance, position=recall.position)
-    lean = json.dumps(_lean(response.model_dump(mode="json")), separators=(",", ":"))
-    return counter.count(response.model_dump_json()), counter.count(lean)
+    return counter.count(agent_text(response, arguments)), counter.count(response.model_dump_json())
 
 
-def _lean(value):
-    if isinstance(value, dict):
-        return {k: _lean(v) for k, v in value.items() if v not in (None, [], {}, "")}
-    if isinstance(value, list):
-        return [_lean(v) for v in value]
-    return value
+def agent_text(response, arguments: dict) -> str:
+    """The text content of the MCP tool result for `response` (the measured code's rendering; code from
+    before tool results were lean sends the full JSON)."""
+    from strata_recall.interface.mcp import server as mcp_server
+    from strata_recall.interface.app.operations import OPERATIONS
+
+    render = getattr(mcp_server, "tool_answer", None)
+    if render is not None:
+        return orjson.dumps(render(OPERATIONS["read"], arguments, response)).decode()
+    try:
+        from strata_recall.interface.app.lean import lean
+    except ImportError:
+        return response.model_dump_json()
+    return orjson.dumps(lean(response.model_dump(mode="json"))).decode()
 
 
 def calibration(pairs: list[tuple[float, bool]], bins: int = 10) -> dict:
@@ -173,5 +187,5 @@ def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> d
     base = base or RecallConfig()
     off = {"bar": 0.0} if hasattr(base, "bar") else {}
     engine = {"keyword": replace(base, relevance="keyword", **off), "vector": replace(base, relevance="vector", **off),
-              "full-off": replace(base, **off), "full": base}
+              "full-off": replace(base, **off), "full": base, "default": base}
     return {name: config for name, config in engine.items() if name in systems}

@@ -5,7 +5,8 @@ Usage: python ops/eval_locomo.py [--data FILE] [--systems random,bm25,dense,keyw
 
 Each conversation gets its own store and repo scope; each turn is written as a memory (kind fact,
 text "[<session date>] <speaker>: <turn>" plus the shared photo's caption when there is one) and each
-question is a targeted read with limit 50. Turns are written two ways: `linked`, with a `related`
+question is a targeted read with limit 50 (the systems read at default settings, eval_common.DEFAULT,
+send only the repo and the question, as an agent does). Turns are written two ways: `linked`, with a `related`
 link to the previous turn of its session, as a recorder of conversations would write it, and
 `isolated`, each turn on its own as the paper indexes them (the footing of the published DRAGON
 figures). recall@k is the share of a question's evidence turns among the first k returned, averaged
@@ -35,16 +36,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import (FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
+from eval_common import (DEFAULT, FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
                          random_recall, returned, rrf_rank)
 
-from strata_recall.interface.app.api import CommandAPI  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI, parse, to_read_query  # noqa: E402
 from strata_recall.interface.app.bootstrap import build  # noqa: E402
 from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.interface.app.settings import load_settings  # noqa: E402
 from strata_recall.domain.ids import memory_id  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 from strata_recall.projections.recall import ReadQuery, RecallConfig  # noqa: E402
+from strata_recall.schemas.read import ReadRequest  # noqa: E402
 from strata_recall.projections.tokens import TokenCounter  # noqa: E402
 
 KS = (5, 10, 25, 50)
@@ -56,6 +58,7 @@ REFERENCES = {
     "RRF of BM25 + MiniLM (dev split)": (0.501, 0.592, 0.723, 0.811),
 }
 EVIDENCE = re.compile(r"D\d+:\d+")
+LIMIT = 50
 
 
 def turns(conversation: dict) -> list[tuple[str, str, str | None]]:
@@ -139,10 +142,10 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                 category = qa["category"]
                 for name, engine in engines.items():
                     started = time.perf_counter()
-                    answer = engine.read(_question(repo, qa["question"]))
+                    answer = engine.read(_question(repo, qa["question"], name))
                     latencies[name].append(time.perf_counter() - started)
                     scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
-                    cost[name].append(_cost(answer, counter))
+                    cost[name].append(_cost(answer, counter, _arguments(repo, qa["question"], name)))
                     if name == "full-off":
                         calibration += [(m["relevance"], bool(set(dia_of.get(m["memory_id"], ())) & evidence))
                                         for m in flat(answer.results)]
@@ -160,8 +163,8 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                     scores["rrf"].append((category, recall_at(as_dia_ids(fused, dia_of, 50), evidence)))
             for qa in data[(index + 1) % len(data)]["qa"] if len(data) > 1 else ():  # another conversation's
                 for name in foreign_cost:
-                    answer = engines[name].read(_question(repo, qa["question"]))
-                    foreign_cost[name].append(_cost(answer, counter))
+                    answer = engines[name].read(_question(repo, qa["question"], name))
+                    foreign_cost[name].append(_cost(answer, counter, _arguments(repo, qa["question"], name)))
                     if name == "full-off":
                         calibration += [(m["relevance"], False) for m in flat(answer.results)]
             strata.close()
@@ -169,13 +172,21 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
             "calibration": calibration}
 
 
-def _cost(answer, counter: TokenCounter) -> dict:
-    tokens, lean = answer_tokens(answer, counter)
-    return {"results": len(flat(answer.results)), "tokens": tokens, "lean": lean}
+def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
+    tokens, full = answer_tokens(answer, counter, arguments)
+    return {"results": len(flat(answer.results)), "tokens": tokens, "full": full}
 
 
-def _question(repo: str, question: str) -> ReadQuery:
-    return ReadQuery(repo_id=repo, query=question, mode="targeted", limit=50, include_global=False)
+def _arguments(repo: str, question: str, system: str = "full") -> dict:
+    """A question's read: the protocol's (targeted, limit 50), or at default settings (eval_common.DEFAULT)
+    what an agent sends, the repo and the question."""
+    if system in DEFAULT:
+        return {"repo_id": repo, "query": question}
+    return {"repo_id": repo, "query": question, "mode": "targeted", "limit": LIMIT, "include_global": False}
+
+
+def _question(repo: str, question: str, system: str = "full") -> ReadQuery:
+    return to_read_query(parse(ReadRequest, _arguments(repo, question, system)))
 
 
 def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = None) -> tuple[int, list[float]]:

@@ -6,7 +6,9 @@ Usage: python ops/eval_recall.py [--before main] [--json FILE]
 
 Beside recall, per corpus: the negatives (foreign reads: another repository's task statements against
 a repository's store, another conversation's questions against a conversation's store) and how
-often they are answered with nothing; results and tokens per read, in-corpus and foreign; recall at
+often they are answered with nothing; memories and tokens per read as the agent receives the answer
+(the MCP tool result), in-corpus and foreign, at default settings (a read naming only the repo and
+the query: the default answer size) and at the protocols' limits; recall at default settings and at
 the default relevance bar against the bar off; and the calibration of `relevance` (predicted against
 observed in bins of the prediction, Brier score), over every memory the full engine returned with
 the bar off, in-corpus and foreign reads alike.
@@ -40,7 +42,7 @@ import eval_locomo  # noqa: E402
 from strata_recall.interface.app.logs import configure_logging  # noqa: E402
 from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
 
-ENGINE = ("keyword", "vector", "full-off", "full")
+ENGINE = ("keyword", "vector", "full-off", "full", "default")
 CORPORA = ("coding", "linked", "isolated")
 
 
@@ -112,7 +114,7 @@ def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
     print("\nLoCoMo by category, recall@5/10/25/50:")
     for variant in ("linked", "isolated"):
         for prefix, name in rows:
-            if name not in ENGINE[-1:]:
+            if name != "full":
                 continue
             print(f"  {variant}, {prefix + labels.get(name, name)}")
             for category, label in eval_locomo.CATEGORIES.items():
@@ -150,31 +152,47 @@ def _recall(run: dict, corpus: str, name: str) -> list[float]:
     return locomo_means(run[corpus], name)
 
 
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))] if ordered else float("nan")
+
+
 def print_negatives(run: dict, prefix: str = "") -> None:
-    """Foreign reads, the cost of an answer, recall at the bar, the fusion check and calibration."""
-    if not any(_costs(run, c, "full", True) for c in CORPORA):
+    """Foreign reads, the cost of an answer, recall at default settings and at the bar, the fusion check
+    and calibration."""
+    if not any(_costs(run, c, "default", True) for c in CORPORA):
         return
-    print(f"\n{prefix}negatives and cost (full engine; coding: hit@1/5/10, LoCoMo: R@5/10/25/50):")
+    print(f"\n{prefix}negatives and cost (coding: hit@1/5/10, LoCoMo: R@5/10/25/50; tokens of an answer as the agent "
+          "receives it, the MCP tool result, by projections/tokens.py; in brackets the full JSON of HTTP):")
     for corpus in CORPORA:
-        foreign = {name: _costs(run, corpus, name, True) for name in FOREIGN}
-        own = {name: _costs(run, corpus, name, False) for name in FOREIGN}
-        if not foreign["full"]:
+        foreign = _costs(run, corpus, "default", True)
+        if not foreign:
             continue
-        empty = sum(1 for c in foreign["full"] if c["results"] == 0) / len(foreign["full"])
-        print(f"  {corpus}: foreign reads answered with nothing {empty:.3f} ({len(foreign['full'])} reads; "
-              f"bar off {sum(1 for c in foreign['full-off'] if c['results'] == 0) / max(1, len(foreign['full-off'])):.3f})")
-        for name in FOREIGN:
-            print(f"    {LABELS[name]:<26} results per read median in-corpus {_median([c['results'] for c in own[name]]):>4}, "
-                  f"foreign {_median([c['results'] for c in foreign[name]]):>4}; tokens per read median in-corpus "
-                  f"{_median([c['tokens'] for c in own[name]]):>6} ({_median([c.get('lean', 0) for c in own[name]]):>6} "
-                  f"without null/empty fields), foreign {_median([c['tokens'] for c in foreign[name]]):>6}")
-        at_bar, off = _recall(run, corpus, "full"), _recall(run, corpus, "full-off")
-        print("    recall at the default bar " + " ".join(f"{v:.3f}" for v in at_bar) + "; bar off "
-              + " ".join(f"{v:.3f}" for v in off) + "; kept " + " ".join(
-                  f"{a / o:.3f}" if o else "-" for a, o in zip(at_bar, off, strict=True)))
+        off = _costs(run, corpus, "full-off", True)
+        empty = sum(1 for c in foreign if c["results"] == 0) / len(foreign)
+        print(f"  {corpus}: foreign reads answered with nothing {empty:.3f} ({len(foreign)} reads; bar off "
+              f"{sum(1 for c in off if c['results'] == 0) / max(1, len(off)):.3f})")
+        for name in ("default", "full", "full-off"):
+            own, alien = _costs(run, corpus, name, False), _costs(run, corpus, name, True)
+            if not own:
+                continue
+            line = (f"    {LABELS[name]:<30} memories per read median {_median([c['results'] for c in own]):>3}; tokens "
+                    f"in-corpus median {_median([c['tokens'] for c in own]):>6,} p90 {_p90([c['tokens'] for c in own]):>6,} "
+                    f"({_median([c.get('full', 0) for c in own]):,})")
+            if alien:
+                line += (f", foreign median {_median([c['tokens'] for c in alien]):>6,} "
+                         f"p90 {_p90([c['tokens'] for c in alien]):>6,}")
+            print(line)
+        at_default, at_bar, bar_off = (_recall(run, corpus, name) for name in ("default", "full", "full-off"))
+        print("    recall at default settings " + " ".join(f"{v:.3f}" for v in at_default)
+              + "; at the default bar, the protocol's limit " + " ".join(f"{v:.3f}" for v in at_bar)
+              + "; bar off " + " ".join(f"{v:.3f}" for v in bar_off))
+        print("    kept of bar off: default settings " + " ".join(
+            f"{a / o:.3f}" if o else "-" for a, o in zip(at_default, bar_off, strict=True)) + "; default bar " + " ".join(
+            f"{a / o:.3f}" if o else "-" for a, o in zip(at_bar, bar_off, strict=True)))
         rivals = {name: _recall(run, corpus, name) for name in RIVALS if run_has(run, corpus, name)}
         short = [f"{LABELS[name]} @{j}" for name, values in rivals.items() for j, v in enumerate(values)
-                 if v > off[j] + 1e-9]
+                 if v > bar_off[j] + 1e-9]
         print("    full engine (bar off) >= every rival at every k: " + ("yes" if not short else "no: " + ", ".join(short)))
         table = calibration(_pairs(run, corpus))
         print(f"    calibration over {table['n']} returned memories (bar off), Brier {table['brier']:.4f}; "

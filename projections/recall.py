@@ -33,8 +33,9 @@ one log position from the projections (never by rebuilding aggregates).
    held back (a case passes or fails whole).
 7. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
    diversity (a problem brings at most so many solutions and failed tactics that did not match
-   the query themselves), and a token budget that counts every text, nested ones included. Texts
-   are cut after about TEXT_CHARS characters (`read_memories` gives them whole).
+   the query themselves), and a token budget that counts the answer as an agent receives it: its
+   other fields, and every memory, nested ones included, in compact form (projections/brief.py).
+   Texts are cut after about TEXT_CHARS characters (`read_memories` gives them whole).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ import numpy as np
 from strata_recall.domain import beliefs
 from strata_recall.domain.memory import STATUSES
 from strata_recall.domain.visibility import can_see
+from strata_recall.projections import brief
 from strata_recall.projections.anchors import Workspace, anchor_fields, anchor_weight
 from strata_recall.projections.archetypes import ArchetypeClassifier
 from strata_recall.projections.embedder import Embedder
@@ -76,6 +78,11 @@ CAUTION = "tried before and failed on this problem; reconsider only if the conte
 SUPPRESSIBLE = {"forgotten": "forgotten", "pending": "pending_review", "rejected": "rejected", "archived": "archived"}
 NESTED = {"solution": "solutions", "failed_tactic": "failed_tactics"}
 """Kinds that come nested in their problem's case, and the result field that holds them."""
+FIT_REASONS = ("below_relevance", "over_token_budget", "duplicate", "diversity")
+"""What selection may yet hold back: a token budget reserves room for their counts."""
+MIN_RESULT_TOKENS = 48
+"""Fewer tokens than any memory takes in compact form (its id alone takes ~28): a token budget with
+less left is full."""
 TEXT_CHARS = 320
 """A result's text is cut after about this many characters (at a word), with a marker saying how much
 more there is: `read` with `memory_ids` gives memories whole."""
@@ -399,6 +406,7 @@ class RecallEngine:
         suppressed: dict[str, int] = {}
         cases = self._cases(self._score(q, qv, candidates, rows, now, favoured, suppressed))
         bar = self.config.bar if q.min_relevance is None else q.min_relevance
+        read_id = uuid.uuid4().hex
         if answer.relevance < bar:  # nothing is likely to be relevant: the answer is empty, and says so
             held = sum(1 + len(case.members) for case in cases)
             if held:
@@ -406,10 +414,11 @@ class RecallEngine:
             results = []
         else:
             hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
-            results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, bar * TAIL)
+            held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
+            envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
+            results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, bar * TAIL, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
-        read_id = uuid.uuid4().hex
         if self.ledger is not None:
             self.ledger.record(read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position,
                                returned_ids(results))
@@ -755,20 +764,25 @@ class RecallEngine:
         return cases
 
     def _fit(self, q: ReadQuery, cases: Iterable[Case], rows: dict[str, dict[str, Any]],
-             suppressed: dict[str, int], floor: float = 0.0) -> list[dict[str, Any]]:
+             suppressed: dict[str, int], floor: float = 0.0, envelope: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Up to `limit` cases best first, each with a memory at least as relevant as `floor` (a case
-        passes or fails whole). Every memory, nested or not, must not nearly duplicate one already kept, must fit the token budget, and counts against the cap of memories one source
-        (the hit whose link or hop brought it) may bring (diversity). A solution or failed tactic
-        whose problem is already in the answer joins that case rather than taking a slot."""
+        passes or fails whole). Every memory, nested or not, must not nearly duplicate one already
+        kept, must fit the token budget (the answer as an agent receives it: `envelope`, the answer's
+        other fields, and each memory's compact form, projections/brief.py), and counts against the
+        cap of memories one source (the hit whose link or hop brought it) may bring (diversity). A
+        solution or failed tactic whose problem is already in the answer joins that case rather than
+        taking a slot."""
         c = self.config
         kept: list[dict[str, Any]] = []
         problems: dict[str, dict[str, Any]] = {}  # the problems kept, by id
         kept_vectors = np.empty((4 * q.limit, self.index.dim), dtype=np.float32)
         n_vectors = 0  # of the kept memories, in order
         per_source: dict[str, int] = {}
-        spent = 0
+        budget = q.token_budget
+        spent = self.tokens.count_json(envelope) if budget is not None and envelope is not None else 0
 
-        def admit(s: Scored) -> dict[str, Any] | None:
+        def admit(s: Scored, into: dict[str, Any] | None = None) -> dict[str, Any] | None:
+            """The result of `s` if it is admitted (as a member of the case `into`, when given)."""
             nonlocal kept_vectors, n_vectors, spent
             reason, result = None, None
             source = s.cand.source
@@ -779,9 +793,9 @@ class RecallEngine:
                 reason = "duplicate"
             else:
                 result = self._result(s, q, rows)
-                if q.token_budget is not None:  # counting tokens costs more than the rest of a result
-                    cost = self._cost(result)
-                    if spent + cost > q.token_budget:
+                if budget is not None:  # counting tokens costs more than the rest of a result
+                    cost = self._cost(result, into)
+                    if spent + cost > budget:
                         reason = "over_token_budget"
                     else:
                         spent += cost
@@ -801,13 +815,16 @@ class RecallEngine:
         for case in _chain_share(cases, held, kept, c.chain_share):
             if len(kept) >= q.limit:
                 break
+            if budget is not None and budget - spent < MIN_RESULT_TOKENS:  # no memory takes so few tokens
+                suppressed["over_token_budget"] = suppressed.get("over_token_budget", 0) + 1 + len(case.members)
+                break
             if case.relevance < floor:  # the long tail of an answer; a case's members follow its head
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue
             kind = case.head.row["kind"]
             joins = next((problems[p] for p in case.head.row["problem_ids"] if p in problems), None) \
                 if kind in NESTED else None
-            head = admit(case.head)
+            head = admit(case.head, joins)
             if head is None:
                 continue
             if joins is not None:
@@ -820,14 +837,18 @@ class RecallEngine:
                 for key in NESTED.values():
                     head[key] = []
                 for member in case.members:
-                    if (result := admit(member)) is not None:
+                    if (result := admit(member, head)) is not None:
                         head[NESTED[member.row["kind"]]].append(result)
             kept.append(head)
         return kept
 
-    def _cost(self, result: dict[str, Any]) -> int:
-        """Tokens a result takes of the budget: its text, its change chain's texts, and 8 for the rest."""
-        return self.tokens.count(result["text"]) + sum(self.tokens.count(x["text"]) for x in result["change_chain"]) + 8
+    def _cost(self, result: dict[str, Any], into: dict[str, Any] | None) -> int:
+        """Tokens a memory adds to the answer as an agent receives it: its compact form and the comma
+        before it, and when it is the first of its kind in a case (`into`), the list it opens."""
+        cost = self.tokens.count_json(brief.member(result, nested=into is not None)) + 1
+        if into is not None and not into[NESTED[result["kind"]]]:
+            cost += self.tokens.count(f'"{NESTED[result["kind"]]}"') + 3  # :[]
+        return cost
 
     def _result(self, s: Scored, q: ReadQuery, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
         row, cand = s.row, s.cand

@@ -1,19 +1,41 @@
 """Counting tokens for the read path's budget with a real tokenizer that runs offline: the
-WordPiece tokenizer vendored with the embedding model (projections/model_files/tokenizer.json)."""
+WordPiece tokenizer vendored with the embedding model (projections/model_files/tokenizer.json).
+
+A read's answer is counted as the agent receives it, every memory of it, on every read with the
+default size: that must cost next to nothing beside a read (~10 ms). The tokenizer's own call costs
+50-300 µs a text, so ASCII text (what memories mostly are) is counted the way the tokenizer counts
+it, in Python: lowercase, split at whitespace and at each punctuation character (one token each:
+BertNormalizer, BertPreTokenizer), and each word's WordPiece count (remembered per word; a store's
+words repeat). Anything else (non-ASCII, control characters, the tokenizer's special tokens) goes to
+the tokenizer itself. A test
+holds the two equal (tests/unit/test_tokens.py). JSON is counted from its parts: every character
+of JSON's syntax is punctuation to this tokenizer, so a JSON text's count is the sum of its keys',
+values' and syntax's counts.
+"""
 
 from __future__ import annotations
 
+import re
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 
+import orjson
 from tokenizers import Tokenizer
 
 _VENDORED = Path(__file__).resolve().parent / "model_files" / "tokenizer.json"
+_ASCII_PIECES = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+"""Lowercased printable ASCII: a word (letters and digits) or one punctuation character (Rust's
+is_ascii_punctuation, which BertPreTokenizer isolates); spaces separate and count nothing."""
+_PLAIN = re.compile(r"[\x20-\x7e\t\n\r]*")
+"""ASCII the Python path counts exactly (other control characters go to the tokenizer)."""
+_MOST_WORDS = 200_000
 
 
 class TokenCounter:
     def __init__(self, path: Path = _VENDORED) -> None:
         self.path = path
+        self._words: dict[str, int] = {}
 
     @cached_property
     def _tokenizer(self) -> Tokenizer:
@@ -25,8 +47,44 @@ class TokenCounter:
     def count(self, text: str) -> int:
         return _cached_count(self, text)
 
+    def count_json(self, value: Any) -> int:
+        """Tokens of `value`'s compact JSON text (as orjson writes it: no spaces), without writing it
+        whole: strings and numbers are counted once each (and remembered), the syntax arithmetically."""
+        if isinstance(value, dict):  # braces, a colon a field, a comma between fields
+            return 1 + 2 * len(value) + (not value) + sum(self.count(_json(k)) + self.count_json(v)
+                                                          for k, v in value.items())
+        if isinstance(value, list):
+            return 1 + len(value) + (not value) + sum(self.count_json(v) for v in value)
+        if value is None or isinstance(value, bool):
+            return 1  # null, true, false
+        return self.count(_json(value))
+
+    @cached_property
+    def _special(self) -> re.Pattern[str]:
+        """The tokenizer's added tokens ([CLS], [MASK], ...): matched whole before anything else."""
+        added = [token.content for token in self._tokenizer.get_added_tokens_decoder().values()]
+        return re.compile("|".join(map(re.escape, added)))
+
     def _count(self, text: str) -> int:
+        if _PLAIN.fullmatch(text) and not ("[" in text and self._special.search(text)):
+            words = self._words
+            if len(words) > _MOST_WORDS:  # ids are words too: a store's are not all kept
+                words.clear()
+            total = 0
+            for piece in _ASCII_PIECES.findall(text.lower()):
+                n = words.get(piece)
+                if n is None:
+                    n = words[piece] = 1 if len(piece) == 1 else self._encode(piece)
+                total += n
+            return total
+        return self._encode(text)
+
+    def _encode(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 @lru_cache(maxsize=65536)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
 from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
@@ -13,12 +13,20 @@ from strata_recall.schemas.common import _integral  # as common.LogPosition: the
 TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral)]
 """The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
 maximum; on the union they came out as pydantic's own `ge` and `le`, which JSON Schema ignores)."""
+Limit = Annotated[int, Field(ge=1, le=100), BeforeValidator(_integral)]
 
 DEFAULT_BAR = 0.2
 """The default of min_relevance (the engine's bar, projections/relevance.py; schemas import only pydantic,
 so a test keeps the two equal)."""
 TEXT_CHARS = 320
 """The default of max_text_chars (projections/recall.py TEXT_CHARS; a test keeps the two equal)."""
+DEFAULT_LIMIT = 20
+"""The most results of a read that names no limit (the contract's default: ../shared/ARCHITECTURE.md)."""
+DEFAULT_TOKEN_BUDGET = 1500
+"""The token budget of a read that names neither a limit nor a budget: the default answer size, the
+whole answer as an agent receives it (its compact form, projections/brief.py). It is the goal itself
+(issue #22: at most 1,500 tokens a read), not a figure fitted to a corpus: a smaller budget only loses
+recall (at 1,400 coding kept 0.945 of its bar-off hit@5; at 1,500 0.986: docs/READING.md)."""
 
 
 class Expand(Request):
@@ -55,9 +63,10 @@ class ReadRequest(Request):
                     "marker; memory_ids gives them whole.")
     include_global: bool = True
     kinds: list[Kind] | None = None
-    limit: Integer = Field(20, ge=1, le=100, description="Most results; a problem with its solutions counts once.")
+    limit: Limit = Field(DEFAULT_LIMIT, description="Most results; a problem with its solutions counts once.")
     expand: Expand = Field(default_factory=Expand)
-    token_budget: TokenBudget | None = Field(None, description="Extension: most tokens the results may take.")
+    token_budget: TokenBudget | None = Field(
+        None, description=f"Extension: most answer tokens; {DEFAULT_TOKEN_BUDGET} without limit.")
     current_problem_id: MemoryId | None = Field(
         None, description="Extension: the problem you work on (utility is per problem)"
     )
@@ -157,3 +166,58 @@ class ReadResponse(Response):
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
     as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")
     consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)
+
+
+# --- the compact answer (projections/brief.py): what an agent receives for a read by query over MCP ---
+
+
+class Compact(BaseModel):
+    """A compact answer leaves out every field that says nothing: absent fields are not sent (and
+    are not required by the published schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompactMember(Compact):
+    """A memory in brief: a solution or failed tactic nested in its case has no kind (its list says it)
+    and no problem_id (the case's head is its problem)."""
+
+    memory_id: str
+    kind: Kind | None = Field(None, description="Absent on a memory nested in a case.")
+    scope: Literal["global"] | None = Field(None, description="Only for a global memory.")
+    text: str = Field(description="Cut after about max_text_chars, with a marker; memory_ids reads it whole.")
+    relevance: float = Field(description="P(relevant), two decimals.")
+    truth: float | None = Field(None, description="Only below 0.7: doubted, or not confirmed for a while.")
+    utility: float | None = Field(None, description="Only when ratings moved it off the 0.5 prior.")
+    problem_id: str | None = Field(None, description="A solution or failed tactic standing alone: its problem.")
+    note: str | None = Field(None, description="The caution on a failed tactic.")
+    changed_by: list[str] = Field(default_factory=list, description="The change memories affecting it, oldest "
+                                                                     "first (their texts: memory_ids).")
+    anchor_changed: list[str] = Field(default_factory=list)
+    anchor_missing: list[str] = Field(default_factory=list)
+
+
+class CompactResult(CompactMember):
+    solutions: list[CompactMember] = Field(default_factory=list)
+    failed_tactics: list[CompactMember] = Field(default_factory=list)
+
+
+class CompactArchetype(Compact):
+    name: str
+    similarity: float
+
+
+class CompactReadResponse(Compact):
+    """A read by query as an MCP tool answers it: each memory in brief, best first (ordered by the full
+    answer's score: relevance x truth x utility). The full shape (ReadResponse) is what HTTP JSON and the
+    CLI send, and what a read with memory_ids answers everywhere."""
+
+    ok: Literal[True] = True
+    read_id: str
+    results: list[CompactResult] = Field(default_factory=list, description="Absent when empty: nothing relevant.")
+    answer_relevance: float | None = None
+    suppressed: dict[str, int] = Field(default_factory=dict)
+    guidance: str
+    archetype: CompactArchetype | None = None
+    as_of: AsOfPoint | None = None
+    consistency: Behind | None = None

@@ -29,13 +29,14 @@ from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
-from strata_recall.schemas.read import ReadRequest, ReadResponse
+from strata_recall.schemas.read import CompactReadResponse, ReadRequest, ReadResponse
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "read-request": ReadRequest,
     "read-response": ReadResponse,
+    "read-response-compact": CompactReadResponse,
     "write-request": WriteRequest,
     "write-response": WriteResponse,
     "update-request": UpdateRequest,

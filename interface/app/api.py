@@ -55,7 +55,8 @@ from strata_recall.schemas.browse import (
 from strata_recall.schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
-from strata_recall.schemas.read import ArchetypeUsed, Consistency, ReadRequest, ReadResponse, ReadResult
+from strata_recall.schemas.read import (DEFAULT_TOKEN_BUDGET, ArchetypeUsed, Consistency, ReadRequest, ReadResponse,
+                                        ReadResult)
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
 from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
@@ -530,7 +531,8 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
         semantic_hops=request.expand.semantic_hops,
         include_problem_links=request.expand.include_problem_links,
         include_update_links=request.expand.include_update_links,
-        token_budget=request.token_budget,
+        token_budget=request.token_budget if request.token_budget is not None or "limit" in request.model_fields_set
+        else DEFAULT_TOKEN_BUDGET,  # a read that sizes its answer neither way gets the default size
         current_problem_id=request.current_problem_id,
         min_relevance=request.min_relevance,
         text_chars=request.max_text_chars or TEXT_CHARS,

@@ -20,12 +20,14 @@ index are `memory_index`) or hold no data (the session protocol: any token may r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from strata_recall.domain.access import LOCAL, Principal
+from strata_recall.projections import brief
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.browse import (
     MemoriesRequest,
@@ -85,6 +87,12 @@ of you are the truth: when they disagree with a memory, trust them and say so wi
 """
 
 
+def read_in_brief(arguments: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """A read by query answers an agent in brief (projections/brief.py, schemas/read.py
+    CompactReadResponse); a read of memory_ids answers whole."""
+    return answer if arguments.get("memory_ids") is not None else brief.answer(answer)
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str
@@ -115,6 +123,10 @@ class Operation:
     resource: str | None = None
     """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
     are request fields (numbers and lists given as text: `kinds=fact,change`)."""
+    agent_answer: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+    """What the MCP tool answers, from the request's arguments and the response as JSON, when it is not
+    the response itself (a read by query answers in brief); the tool then leaves out what says nothing
+    (interface/app/lean.py)."""
 
     def call(self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL) -> BaseModel:
         """The operation on `api` as `principal` (the caller checked access first: interface/app/access.py)."""
@@ -141,6 +153,7 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             permission="read",
             advanced=("expand", "consistency", "workspace", "as_of", "min_relevance", "max_text_chars"),
+            agent_answer=read_in_brief,
         ),
         Operation(
             name="write",

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import orjson
 import structlog
+from pydantic import BaseModel
 from mcp.server.mcpserver import Context, MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
@@ -112,14 +113,15 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
 
     async def call(arguments: dict[str, Any], context: Any) -> CallToolResult:
         started = time.perf_counter()
-        payload = orjson.dumps(_pre_parse(input_schema, arguments))  # JSON text: the same parse as CLI and HTTP
+        arguments = _pre_parse(input_schema, arguments)
+        payload = orjson.dumps(arguments)  # JSON text: the same parse as CLI and HTTP
         try:
             response = await dispatcher.call(op, payload, principal_of(context), session_of(context))
         except StrataError as exc:
             log.info("tool", op=op.name, ok=False, code=exc.code, ms=round((time.perf_counter() - started) * 1000, 2))
             text = error_response(exc).model_dump_json()
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        data = lean(response.model_dump(mode="json"))  # the agent's context: no null, [] or {} (interface/app/lean.py)
+        data = tool_answer(op, arguments, response)
         log.info("tool", op=op.name, ok=True, ms=round((time.perf_counter() - started) * 1000, 2))
         return CallToolResult(content=[TextContent(type="text", text=orjson.dumps(data).decode())],
                               structured_content=data)
@@ -133,6 +135,16 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         is_async=True,
         annotations=tool_annotations(op),
     )
+
+
+def tool_answer(op: Operation, arguments: dict[str, Any], response: BaseModel) -> dict[str, Any]:
+    """What a tool call answers (as its structured content, and as its text the same JSON): the
+    operation's agent answer where it has one (a read by query: in brief, projections/brief.py), and
+    never a null, [] or {} field (interface/app/lean.py). Clients put it in the agent's context."""
+    data = response.model_dump(mode="json")
+    if op.agent_answer is not None:
+        data = op.agent_answer(arguments, data)
+    return lean(data)
 
 
 def tool_annotations(op: Operation) -> ToolAnnotations:

@@ -118,8 +118,8 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                                    'enum': ['ambient', 'targeted', 'auto']},
                                                           'query': {'type': 'string'},
                                                           'repo_id': {'type': 'string'},
-                                                          'token_budget': {'description': 'most tokens the results may '
-                                                                                          'take.',
+                                                          'token_budget': {'description': 'most answer tokens; 1500 '
+                                                                                          'without limit.',
                                                                            'maximum': 100000,
                                                                            'minimum': 32,
                                                                            'type': 'integer'}},

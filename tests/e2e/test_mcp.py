@@ -18,20 +18,22 @@ from strata_recall.interface.app.operations import AGENT_TOOLS, INSPECTOR, OPERA
 from strata_recall.interface.mcp import tool_schema
 from strata_recall.interface.mcp.server import INDEX_URI, PROMPT_NAME, PROTOCOL_URI
 from strata_recall.schemas.errors import ErrorResponse
+from strata_recall.schemas.read import CompactReadResponse
 from tests.conftest import STRATA_COMMAND, Served
 
 REPO = "acme/api"
 
 
-def structured(result: CallToolResult, op: str) -> dict[str, Any]:
+def structured(result: CallToolResult, op: str, whole: bool = False) -> dict[str, Any]:
     """A successful result: lean (no null, [] or {} anywhere: every byte is in the agent's context), its
-    structured content validates against the operation's response model (a field left out is empty) and
-    the text content carries the same JSON."""
+    structured content validates against what the tool answers (a field left out is empty): a read by
+    query in brief (CompactReadResponse), a read of memory_ids (`whole`) and the other tools their
+    operation's response model; the text content carries the same JSON."""
     assert not result.is_error, result.content
     data = result.structured_content
     assert data is not None and data["ok"] is True
     assert not empty_fields(data), empty_fields(data)
-    OPERATIONS[op].response.model_validate(data)
+    (CompactReadResponse if op == "read" and not whole else OPERATIONS[op].response).model_validate(data)
     assert json.loads(result.content[0].text) == data
     return data
 
@@ -91,7 +93,9 @@ async def session(client: Client) -> None:
                                           "consistency": {"after_position": solution["position"]}}), "read")
     case = next(r for r in read["results"] if r["memory_id"] == problem["memory_id"])
     assert solution["memory_id"] in {s["memory_id"] for s in case["solutions"]}  # nested in its problem's case
-    assert read["position"] >= solution["position"] and read["guidance"]
+    assert read["guidance"] and "score" not in case and "kind" not in case["solutions"][0]  # in brief
+    whole = structured(await call("read", {"repo_id": REPO, "memory_ids": [problem["memory_id"]]}), "read", whole=True)
+    assert whole["position"] >= solution["position"] and whole["results"][0]["score"] > 0  # the whole view
 
     feedback = structured(await call("feedback", {
         "repo_id": REPO, "read_ids": [read["read_id"]], "context_problem_id": problem["memory_id"],

@@ -118,7 +118,7 @@ def test_a_read_that_cannot_wait_longer_says_it_is_behind(strata_env: dict[str, 
             assert time.monotonic() - started >= 0.5  # it waited
             behind = read["consistency"]
             assert behind["behind"] is True and behind["after_position"] == written["position"]
-            assert behind["waited_ms"] >= 500 and read["position"] < written["position"]
+            assert behind["waited_ms"] >= 500
             index = structured(await client.call_tool("memory_index", {"repo_id": REPO}), "memory_index")
             assert index["consistency"]["after_position"] == written["position"]
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.memory import KINDS, SCOPES
-from strata_recall.interface.app.api import parse
+from strata_recall.interface.app.api import parse, to_read_query
 from strata_recall.schemas import common
-from strata_recall.schemas.read import ReadRequest
+from strata_recall.schemas.read import DEFAULT_LIMIT, DEFAULT_TOKEN_BUDGET, ReadRequest
 from strata_recall.schemas.registry import CONTRACTS, JSON_DIR, render
 from strata_recall.schemas.update import UpdateRequest
 from strata_recall.schemas.write import WriteRequest
@@ -109,7 +109,13 @@ def test_update_mode_must_be_dry_run_or_commit() -> None:
 def test_read_request_defaults_follow_the_contract() -> None:
     request = parse(ReadRequest, {"repo_id": "r", "query": "why does the build fail"})
     assert request.include_global is True
-    assert request.limit == 20
+    query = to_read_query(request)
+    assert query.limit == DEFAULT_LIMIT == 20  # ../shared/ARCHITECTURE.md
+    assert query.token_budget == DEFAULT_TOKEN_BUDGET  # the default answer size (docs/READING.md)
+    sized = to_read_query(parse(ReadRequest, {"repo_id": "r", "query": "q", "limit": 20}))
+    assert (sized.limit, sized.token_budget) == (20, None)  # a read that names a limit is sized by it
+    budgeted = to_read_query(parse(ReadRequest, {"repo_id": "r", "query": "q", "token_budget": 500}))
+    assert (budgeted.limit, budgeted.token_budget) == (20, 500)
     assert request.expand.semantic_hops == 2
     assert request.expand.include_problem_links and request.expand.include_update_links
     with pytest.raises(InvalidInput):
