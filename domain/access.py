@@ -54,8 +54,12 @@ class Principal:
         return self.operator or self.globals
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "operations": sorted(self.ops, key=PERMISSIONS.index),
-                "repos": ["**"] if self.operator else list(self.repos), "global_memories": self.may_touch_globals}
+        return {
+            "name": self.name,
+            "operations": sorted(self.ops, key=PERMISSIONS.index),
+            "repos": ["**"] if self.operator else list(self.repos),
+            "global_memories": self.may_touch_globals,
+        }
 
 
 LOCAL = Principal(None, frozenset({"operator"}), ("**",), True)
@@ -73,16 +77,19 @@ def matches(pattern: str, repo_id: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _compiled(pattern: str) -> re.Pattern[str]:
-    out = [{"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part) or re.escape(part)
-           for part in re.split(r"(\*\*|\*|\?)", pattern)]
+    out = [
+        {"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part) or re.escape(part)
+        for part in re.split(r"(\*\*|\*|\?)", pattern)
+    ]
     return re.compile("".join(out), re.DOTALL)
 
 
 def check_name(name: str) -> str | None:
     """Why `name` cannot name a token (None: it can)."""
     if not NAME.fullmatch(name):
-        return ("a token name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit "
-                f"(got {name!r})")
+        return (
+            f"a token name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (got {name!r})"
+        )
     if name == DEFAULT_NAME:
         return f"{DEFAULT_NAME!r} names the server's STRATA_TOKEN in the log; choose another name"
     return None

@@ -89,23 +89,39 @@ class Anchor:
 
     def as_event(self) -> dict[str, Any]:
         """The JSON the log keeps (every key present, so events compare and fold byte for byte)."""
-        return {"path": self.path, "symbol": self.symbol, "lines": list(self.lines) if self.lines else None,
-                "fingerprint": self.fingerprint, "commit": self.commit, "file_fingerprint": self.file_fingerprint,
-                "fingerprinted_by": self.fingerprinted_by}
+        return {
+            "path": self.path,
+            "symbol": self.symbol,
+            "lines": list(self.lines) if self.lines else None,
+            "fingerprint": self.fingerprint,
+            "commit": self.commit,
+            "file_fingerprint": self.file_fingerprint,
+            "fingerprinted_by": self.fingerprinted_by,
+        }
 
     @classmethod
     def of(cls, stored: dict[str, Any]) -> Anchor:
         lines = stored.get("lines")
-        return cls(path=stored["path"], fingerprint=stored["fingerprint"], symbol=stored.get("symbol"),
-                   lines=(int(lines[0]), int(lines[1])) if lines else None, commit=stored.get("commit"),
-                   file_fingerprint=stored.get("file_fingerprint"), fingerprinted_by=stored.get("fingerprinted_by"))
+        return cls(
+            path=stored["path"],
+            fingerprint=stored["fingerprint"],
+            symbol=stored.get("symbol"),
+            lines=(int(lines[0]), int(lines[1])) if lines else None,
+            commit=stored.get("commit"),
+            file_fingerprint=stored.get("file_fingerprint"),
+            fingerprinted_by=stored.get("fingerprinted_by"),
+        )
 
 
 def public_anchor(stored: dict[str, Any]) -> dict[str, Any]:
     """What views show of a stored anchor: where it is, never its fingerprints (a fingerprint of a
     file is a test of guesses about its content, and the viewer may not be able to read the file)."""
-    return {"path": stored["path"], "symbol": stored.get("symbol"), "lines": stored.get("lines"),
-            "commit": stored.get("commit")}
+    return {
+        "path": stored["path"],
+        "symbol": stored.get("symbol"),
+        "lines": stored.get("lines"),
+        "commit": stored.get("commit"),
+    }
 
 
 _OLD_DRIFT_REF = re.compile(r"^(anchor:.+?)@(?:ws1:[0-9]{1,9}:[0-9a-f]{32}|gone) \(was ws1:[0-9]{1,9}:[0-9a-f]{32}\)$")
@@ -124,7 +140,9 @@ def public_ref(ref: str) -> str:
 # --- locating the anchored text -------------------------------------------------------------------
 
 
-def anchored_text(source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None) -> str | None:
+def anchored_text(
+    source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None
+) -> str | None:
     """The text an anchor names in `source` as it is now, at the anchor's recorded place: the
     symbol's definition, the line range, or the whole file. None when the symbol is not there or the
     range lies beyond the end of the file."""
@@ -224,10 +242,14 @@ def _python_names(node: ast.AST) -> set[str]:
     return set()
 
 
-_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|async|final|abstract|" \
-             r"override|inline|unsafe|extern(?:\s+\"C\")?|open|sealed|data|suspend|virtual|const(?=\s+fn))\s+)*"
-_KEYWORDS = r"(?:def|class|function\*?|func|fn|struct|enum|union|interface|trait|impl|type|typedef|module|namespace|" \
-            r"object|record|const|let|var|val|sub|proc|macro|package|protocol|extension|fun)"
+_MODIFIERS = (
+    r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|async|final|abstract|"
+    r"override|inline|unsafe|extern(?:\s+\"C\")?|open|sealed|data|suspend|virtual|const(?=\s+fn))\s+)*"
+)
+_KEYWORDS = (
+    r"(?:def|class|function\*?|func|fn|struct|enum|union|interface|trait|impl|type|typedef|module|namespace|"
+    r"object|record|const|let|var|val|sub|proc|macro|package|protocol|extension|fun)"
+)
 
 
 def _definition(name: str) -> re.Pattern[str]:
@@ -241,7 +263,9 @@ def _definition(name: str) -> re.Pattern[str]:
 _NOT_DEFINITIONS = re.compile(r"^\s*(?:return|if|else|elif|for|while|switch|case|catch|throw|new|await|yield|print)\b")
 
 
-def _heuristic_symbol(lines: list[str], parts: list[str], start: int = 0, end: int | None = None) -> tuple[int, int] | None:
+def _heuristic_symbol(
+    lines: list[str], parts: list[str], start: int = 0, end: int | None = None
+) -> tuple[int, int] | None:
     end = len(lines) if end is None else end
     pattern = _definition(parts[0])
     for i in range(start, end):

@@ -62,9 +62,11 @@ def _retrying(attempt: Callable[[], T]) -> T:
             time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
         except (OperationalError, InterfaceError) as exc:  # disk full, I/O error, locked too long, server gone
             raise EventStoreUnavailable(
-                "event_log_unavailable", "",
+                "event_log_unavailable",
+                "",
                 f"the event log cannot be used right now ({' '.join(str(exc).split())[:300]}); nothing was recorded: "
-                "retry once it is fixed (strata doctor checks the data directory and the log)") from None
+                "retry once it is fixed (strata doctor checks the data directory and the log)",
+            ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -120,7 +122,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
 
         statement = SQL("SELECT DISTINCT originator_id FROM {schema}.{table} WHERE originator_id = ANY(%s)").format(
-            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name))
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name)
+        )
         found: set[UUID] = set()
         with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
             for i in range(0, len(mids), 5000):
@@ -135,8 +138,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         """The log position of each version of an aggregate (empty where the recorder cannot say)."""
         recorder = self.recorder
         if isinstance(recorder, SQLiteAggregateRecorder):
-            sql = (f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # a fixed table name, not input
-                   "WHERE originator_id = ?")
+            sql = (
+                f"SELECT originator_version, rowid FROM {recorder.events_table_name} "  # a fixed table name, not input
+                "WHERE originator_id = ?"
+            )
             with recorder.datastore.transaction(commit=False) as cursor:
                 cursor.execute(sql, [mid.hex])
                 return {row[0]: row[1] for row in cursor.fetchall()}
@@ -145,9 +150,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
             pg: Any = recorder  # a PostgresApplicationRecorder (not imported: psycopg is an extra)
 
-            statement = SQL("SELECT originator_version, notification_id FROM {schema}.{table} WHERE originator_id = %s"
-                            ).format(schema=Identifier(pg.datastore.schema),
-                                     table=Identifier(pg.events_table_name))
+            statement = SQL(
+                "SELECT originator_version, notification_id FROM {schema}.{table} WHERE originator_id = %s"
+            ).format(schema=Identifier(pg.datastore.schema), table=Identifier(pg.events_table_name))
             with pg.datastore.get_connection() as conn, conn.cursor() as cursor:
                 cursor.execute(statement, [mid])
                 return {row["originator_version"]: row["notification_id"] for row in cursor.fetchall()}
@@ -168,8 +173,14 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
     # --- commands ---------------------------------------------------------------------------------
 
-    def write(self, cmd: NewMemory, *, status: str = "active", near: NearDuplicate | None = None,
-              clean: CleanWrite | None = None) -> WriteOutcome:
+    def write(
+        self,
+        cmd: NewMemory,
+        *,
+        status: str = "active",
+        near: NearDuplicate | None = None,
+        clean: CleanWrite | None = None,
+    ) -> WriteOutcome:
         """Record one memory. `near`: the interface found an existing memory this write repeats; if
         the rules agree (same kind, scope and repo, active, the near-duplicate rule holds), the write
         reinforces it instead (DuplicateMerged), else it is created as usual."""
@@ -180,8 +191,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
         return self._positioned(run)
 
-    def write_many(self, cmds: Iterable[NewMemory | tuple[NewMemory, CleanWrite]], *,
-                   status: str = "active") -> ImportOutcome:
+    def write_many(
+        self, cmds: Iterable[NewMemory | tuple[NewMemory, CleanWrite]], *, status: str = "active"
+    ) -> ImportOutcome:
         """All or nothing: every command is validated (later ones may link to earlier ones) and one
         transaction records them all. Commands may come already cleaned (see CleanWrite) and from a
         stream, consumed as it arrives; an error in the stream, or in a command (named `[i].field`),
@@ -256,8 +268,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
         return self._positioned(run)
 
-    def rate(self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool,
-             actor: str | None = None) -> tuple[list[UpdateOutcome], int | None]:
+    def rate(
+        self, repo_id: str, ratings: Sequence[tuple[str, UtilityUpdate]], *, commit: bool, actor: str | None = None
+    ) -> tuple[list[UpdateOutcome], int | None]:
         """Utility observations on several memories in one transaction (a session's feedback): all
         are recorded or none. Paths of refusals read `used[i].<field>`."""
 
@@ -276,7 +289,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
         return self._run(run)
 
-    def define_archetype(self, name: str, description: str, examples: list[str], profile: dict[str, Any]) -> tuple[str, int | None]:
+    def define_archetype(
+        self, name: str, description: str, examples: list[str], profile: dict[str, Any]
+    ) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
 
         # free text that reaches the log, like a memory's (the name is the archetype's identity: redacted too)
@@ -287,8 +302,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             try:
                 current: Archetype = self.repository.get(archetype_id(name))
             except AggregateNotFoundError:
-                created = Archetype(id=archetype_id(name), name=name, description=description, examples=examples,
-                                    profile=profile)
+                created = Archetype(
+                    id=archetype_id(name), name=name, description=description, examples=examples, profile=profile
+                )
                 return "created", self._append(created.collect_events())
             if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
                 return "unchanged", None
@@ -310,8 +326,15 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
         return self._positioned(run)
 
-    def review(self, raw_id: str, decision: str, note: str = "", reviewer: str | None = None,
-               repo_id: str | None = None, actor: str | None = None) -> ReviewOutcome:
+    def review(
+        self,
+        raw_id: str,
+        decision: str,
+        note: str = "",
+        reviewer: str | None = None,
+        repo_id: str | None = None,
+        actor: str | None = None,
+    ) -> ReviewOutcome:
         """A person's decision on a pending memory: approved memories become active (recalled),
         rejected ones are remembered so the same proposal is refused. With `repo_id`, only a memory
         that repo sees (the inspector reviews from a repo's queue: a global memory from the queue of
@@ -322,12 +345,19 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         def run(session: Session) -> ReviewOutcome:
             memory = shown(session.find, raw_id, repo_id)
             if memory.status != "pending":
-                raise Conflict("not_pending", "memory_id",
-                               f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide")
+                raise Conflict(
+                    "not_pending",
+                    "memory_id",
+                    f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide",
+                )
             if actor is not None and memory.writer_actor == actor:
                 raise self_review(memory.memory_id, actor)
-            memory._review(decision=decision, reviewer=sanitise(reviewer).text if reviewer else reviewer,
-                           note=sanitise(note).text, actor=actor)
+            memory._review(
+                decision=decision,
+                reviewer=sanitise(reviewer).text if reviewer else reviewer,
+                note=sanitise(note).text,
+                actor=actor,
+            )
             session.changed(memory)
             return ReviewOutcome(memory_id=memory.memory_id, status=memory.status)
 
@@ -341,14 +371,18 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
     # --- the write rules --------------------------------------------------------------------------
 
-    def _write_one(self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite,
-                   near: NearDuplicate | None = None) -> WriteOutcome:
+    def _write_one(
+        self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite, near: NearDuplicate | None = None
+    ) -> WriteOutcome:
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
         if clean.anchors and cmd.scope != "repo":
-            raise InvalidInput("anchors_on_global_memory", "anchors",
-                               "anchors name files of one repo's working tree; a global memory holds beyond any one "
-                               "repo: write it with scope 'repo', or leave the anchors out")
+            raise InvalidInput(
+                "anchors_on_global_memory",
+                "anchors",
+                "anchors name files of one repo's working tree; a global memory holds beyond any one "
+                "repo: write it with scope 'repo', or leave the anchors out",
+            )
 
         existing = session.find(mid)
         if existing is not None:
@@ -356,14 +390,36 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             return WriteOutcome(str(mid), "reinforced", cmd.kind, cmd.scope, existing.status, redactions)
         into = self._merge_target(session, cmd, clean, near, problem) if near is not None else None
         if into is not None and near is not None:
-            into._merge_duplicate(**duplicate_content(
-                str(mid), near.similarity, clean.text.strip(), cmd.confidence, clean.rationale,
-                problem.memory_id if problem else None,
-                [m.memory_id for m in related], evidence, clean.author, status, list(clean.anchors), redactions,
-                "write", cmd.repo_id, cmd.actor))
+            into._merge_duplicate(
+                **duplicate_content(
+                    str(mid),
+                    near.similarity,
+                    clean.text.strip(),
+                    cmd.confidence,
+                    clean.rationale,
+                    problem.memory_id if problem else None,
+                    [m.memory_id for m in related],
+                    evidence,
+                    clean.author,
+                    status,
+                    list(clean.anchors),
+                    redactions,
+                    "write",
+                    cmd.repo_id,
+                    cmd.actor,
+                )
+            )
             session.changed(into)
-            return WriteOutcome(into.memory_id, "reinforced", cmd.kind, cmd.scope, into.status, redactions,
-                                duplicate_id=str(mid), similarity=near.similarity)
+            return WriteOutcome(
+                into.memory_id,
+                "reinforced",
+                cmd.kind,
+                cmd.scope,
+                into.status,
+                redactions,
+                duplicate_id=str(mid),
+                similarity=near.similarity,
+            )
 
         written = Memory.written(
             id=mid,
@@ -387,20 +443,32 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
             memory = session.find(mid)
             assert memory is not None
             memory._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
-        self._record_change_on(session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id,
-                               cmd.actor)
+        self._record_change_on(
+            session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
+        )
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
-    def _merge_target(self, session: Session, cmd: NewMemory, clean: CleanWrite, near: NearDuplicate,
-                      problem: Memory | None) -> Memory | None:
+    def _merge_target(
+        self, session: Session, cmd: NewMemory, clean: CleanWrite, near: NearDuplicate, problem: Memory | None
+    ) -> Memory | None:
         """The memory a write reinforces as its near-duplicate, when the rules allow it (else None:
         the write is created on its own, and the interface reports the near-copy in `similar`)."""
         mid = parse_memory_id(near.memory_id)
         target = session.find(mid) if mid else None
         if target is None or not target.visible_to(cmd.repo_id) or target.id == clean.mid:
             return None
-        if merge_refusal_into(target, cmd.kind, cmd.scope, clean.text, problem.memory_id if problem else None,
-                          near.similarity, clean.anchors) is not None:
+        if (
+            merge_refusal_into(
+                target,
+                cmd.kind,
+                cmd.scope,
+                clean.text,
+                problem.memory_id if problem else None,
+                near.similarity,
+                clean.anchors,
+            )
+            is not None
+        ):
             return None
         return target
 
@@ -417,7 +485,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
     ) -> None:
         if existing.status == "forgotten":
             raise Conflict(
-                "memory_forgotten", "memory.text", f"this memory ({existing.memory_id}) was forgotten; it is not written again"
+                "memory_forgotten",
+                "memory.text",
+                f"this memory ({existing.memory_id}) was forgotten; it is not written again",
             )
         if existing.status == "rejected":
             raise Conflict(
@@ -451,14 +521,27 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
             self._record_change_on(
-                session, existing.memory_id, existing.text, existing.confidence, new_targets, evidence, cmd.repo_id,
+                session,
+                existing.memory_id,
+                existing.text,
+                existing.confidence,
+                new_targets,
+                evidence,
+                cmd.repo_id,
                 cmd.actor,
             )
         session.changed(existing)
 
     def _record_change_on(
-        self, session: Session, change_id: str, text: str, confidence: float, targets: list[Memory], evidence: list[str],
-        repo_id: str, actor: str | None = None,
+        self,
+        session: Session,
+        change_id: str,
+        text: str,
+        confidence: float,
+        targets: list[Memory],
+        evidence: list[str],
+        repo_id: str,
+        actor: str | None = None,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
@@ -503,7 +586,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                     "not_a_problem", f"{base}.problem_id", f"memory {cmd.problem_id} is a {problem.kind}, not a problem"
                 )
         related = [
-            session.visible(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]") for i, raw in enumerate(cmd.related_ids)
+            session.visible(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]")
+            for i, raw in enumerate(cmd.related_ids)
         ]
         targets = [
             session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
@@ -535,8 +619,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
     # --- the update rules -------------------------------------------------------------------------
 
-    def _adjust_truth(self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str,
-                      actor: str | None = None) -> tuple[Adjustment, int]:
+    def _adjust_truth(
+        self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str, actor: str | None = None
+    ) -> tuple[Adjustment, int]:
         rationale = sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         weight = beliefs.truth_weight(cmd.confidence, len(refs))
@@ -558,8 +643,14 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         return adjustment, rationale.redactions + sum(r.redactions for r in refs)
 
     def _observe_utility(
-        self, session: Session, repo_id: str, memory: Memory, cmd: UtilityUpdate, commit: bool,
-        context_path: str = "updates.utility.context_problem_id", actor: str | None = None,
+        self,
+        session: Session,
+        repo_id: str,
+        memory: Memory,
+        cmd: UtilityUpdate,
+        commit: bool,
+        context_path: str = "updates.utility.context_problem_id",
+        actor: str | None = None,
     ) -> tuple[Adjustment, int]:
         context = None
         if cmd.context_problem_id:
@@ -628,13 +719,20 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
 
 def self_review(memory_id: str, actor: str) -> Forbidden:
     if actor == DEFAULT_NAME:
-        how = ("every request with the server's one STRATA_TOKEN acts as 'default', which wrote it: approve it on the "
-               "server's machine (strata review approve), or create named tokens (strata token create) so that "
-               "writers and reviewers are different tokens")
+        how = (
+            "every request with the server's one STRATA_TOKEN acts as 'default', which wrote it: approve it on the "
+            "server's machine (strata review approve), or create named tokens (strata token create) so that "
+            "writers and reviewers are different tokens"
+        )
     else:
-        how = "another token with review rights, or the operator on the server's machine (strata review), must decide it"
-    return Forbidden("self_review", "memory_id", f"memory {memory_id} was written through the token {actor!r}, which "
-                     f"may not review its own writes: {how}")
+        how = (
+            "another token with review rights, or the operator on the server's machine (strata review), must decide it"
+        )
+    return Forbidden(
+        "self_review",
+        "memory_id",
+        f"memory {memory_id} was written through the token {actor!r}, which may not review its own writes: {how}",
+    )
 
 
 def _note(tiny: bool, commit: bool) -> str:

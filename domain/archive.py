@@ -33,21 +33,30 @@ def export_lines(memory_log: MemoryLog, batch: int = 5000) -> Iterator[bytes]:
         if not notifications:
             break
         for n in notifications:
-            yield orjson.dumps({
-                "position": n.id,
-                "originator_id": str(n.originator_id),
-                "originator_version": n.originator_version,
-                "topic": n.topic,
-                "state": orjson.loads(n.state),
-            }) + b"\n"
+            yield (
+                orjson.dumps(
+                    {
+                        "position": n.id,
+                        "originator_id": str(n.originator_id),
+                        "originator_version": n.originator_version,
+                        "topic": n.topic,
+                        "state": orjson.loads(n.state),
+                    }
+                )
+                + b"\n"
+            )
         start = notifications[-1].id + 1
 
 
 def restore(memory_log: MemoryLog, lines: Iterable[bytes | str], progress: Callable[[int], None] | None = None) -> int:
     """Write exported events into an empty log; returns how many. Refuses a non-empty log."""
     if memory_log.position() > 0:
-        raise Conflict("store_not_empty", "", "the event log is not empty; restore into a fresh data directory "
-                       "(or event store) so positions and history stay exactly as exported")
+        raise Conflict(
+            "store_not_empty",
+            "",
+            "the event log is not empty; restore into a fresh data directory "
+            "(or event store) so positions and history stay exactly as exported",
+        )
     events: list[StoredEvent] = []
     problems: list[Problem] = []
     versions: dict[UUID, int] = {}
@@ -88,8 +97,9 @@ def _stored_event(line: bytes | str, versions: dict[UUID, int]) -> StoredEvent:
     if expected is not None and version != expected + 1:
         raise ValueError(f"version {version} of {originator} does not follow version {expected}")
     versions[originator] = version
-    return StoredEvent(originator_id=originator, originator_version=version, topic=topic,
-                       state=orjson.dumps(record["state"]))
+    return StoredEvent(
+        originator_id=originator, originator_version=version, topic=topic, state=orjson.dumps(record["state"])
+    )
 
 
 def _reason(exc: Exception) -> str:

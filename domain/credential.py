@@ -91,6 +91,7 @@ class CredentialCommands:
     repository: Any
 
     if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
+
         def _append(self, events: Sequence[Any]) -> int | None: ...
         def _retry(self, attempt: Callable[[], T]) -> T: ...
 
@@ -105,10 +106,15 @@ class CredentialCommands:
 
         def attempt() -> Issued:
             if self._exists(credential_id(name)):
-                raise Conflict("token_exists", "name", f"a token named {name!r} was issued before (revoked names are "
-                               "not reused, so a name recorded on an event always means one token): choose another")
-            issued = Credential(id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops,
-                                globals=globals)
+                raise Conflict(
+                    "token_exists",
+                    "name",
+                    f"a token named {name!r} was issued before (revoked names are "
+                    "not reused, so a name recorded on an event always means one token): choose another",
+                )
+            issued = Credential(
+                id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops, globals=globals
+            )
             return Issued(name, secret, self._append(issued.collect_events()))
 
         return self._retry(attempt)
@@ -140,16 +146,23 @@ def _checked_ops(ops: Sequence[str]) -> list[str]:
     wanted = [o.strip() for o in ops if o.strip()]
     unknown = [o for o in wanted if o not in PERMISSIONS]
     if unknown or not wanted:
-        raise InvalidInput("invalid_operations", "ops", f"operations are a non-empty list of {', '.join(PERMISSIONS)}"
-                           + (f" (not {unknown[0]!r})" if unknown else ""))
+        raise InvalidInput(
+            "invalid_operations",
+            "ops",
+            f"operations are a non-empty list of {', '.join(PERMISSIONS)}"
+            + (f" (not {unknown[0]!r})" if unknown else ""),
+        )
     return sorted(set(wanted), key=PERMISSIONS.index)
 
 
 def _checked_repos(repos: Sequence[str], operator: bool) -> list[str]:
     patterns = list(dict.fromkeys(r.strip() for r in repos if r.strip()))
     if not patterns and not operator:
-        raise InvalidInput("repos_required", "repos", "name the repos the token may use (patterns such as acme/* or "
-                           "github.com/acme/api; ** for every repo)")
+        raise InvalidInput(
+            "repos_required",
+            "repos",
+            "name the repos the token may use (patterns such as acme/* or github.com/acme/api; ** for every repo)",
+        )
     for pattern in patterns:
         problem = check_pattern(pattern)
         if problem:

@@ -76,25 +76,76 @@ def literal_values(text: str) -> frozenset[str]:
         padded = raw.strip(_STRIP).rstrip(".:").strip(_STRIP)
         for word in padded.replace("=", " ").split():
             if (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)) or (
-                    _BLOB.fullmatch(word) and any(c.islower() for c in word) and sum(c.isupper() for c in word[1:]) >= 2):
+                _BLOB.fullmatch(word) and any(c.islower() for c in word) and sum(c.isupper() for c in word[1:]) >= 2
+            ):
                 found.add(word)
     return frozenset(found)
 
 
 _WORD = re.compile(r"[a-z]+(?:'t)?")
-_NEGATIONS = frozenset("not never no none nothing nobody without cannot can't don't doesn't didn't isn't aren't "
-                       "wasn't weren't won't shouldn't mustn't couldn't wouldn't".split())
+_NEGATIONS = frozenset(
+    "not never no none nothing nobody without cannot can't don't doesn't didn't isn't aren't "
+    "wasn't weren't won't shouldn't mustn't couldn't wouldn't".split()
+)
 _OPPOSITES = (
-    "before after", "up down", "upgrade downgrade", "enable disable", "on off", "increase decrease",
-    "raise lower", "add remove", "start stop", "always never", "min max", "minimum maximum", "verbose quiet",
-    "allow deny", "include exclude", "public private", "true false", "open close", "lock unlock",
-    "install uninstall", "encrypt decrypt", "push pull", "import export", "read write", "input output",
-    "first last", "higher lower", "more less", "faster slower", "larger smaller", "sync async",
-    "synchronous asynchronous", "inbound outbound", "upload download", "success failure", "pass fail",
-    "valid invalid", "required optional", "tabs spaces", "client server", "frontend backend",
-    "staging production", "dev prod", "development production", "local remote", "debug release",
-    "light dark", "ascending descending", "horizontal vertical", "new old", "new legacy", "primary replica",
-    "inside outside", "above below", "over under", "ignore respect", "accept reject", "grant revoke",
+    "before after",
+    "up down",
+    "upgrade downgrade",
+    "enable disable",
+    "on off",
+    "increase decrease",
+    "raise lower",
+    "add remove",
+    "start stop",
+    "always never",
+    "min max",
+    "minimum maximum",
+    "verbose quiet",
+    "allow deny",
+    "include exclude",
+    "public private",
+    "true false",
+    "open close",
+    "lock unlock",
+    "install uninstall",
+    "encrypt decrypt",
+    "push pull",
+    "import export",
+    "read write",
+    "input output",
+    "first last",
+    "higher lower",
+    "more less",
+    "faster slower",
+    "larger smaller",
+    "sync async",
+    "synchronous asynchronous",
+    "inbound outbound",
+    "upload download",
+    "success failure",
+    "pass fail",
+    "valid invalid",
+    "required optional",
+    "tabs spaces",
+    "client server",
+    "frontend backend",
+    "staging production",
+    "dev prod",
+    "development production",
+    "local remote",
+    "debug release",
+    "light dark",
+    "ascending descending",
+    "horizontal vertical",
+    "new old",
+    "new legacy",
+    "primary replica",
+    "inside outside",
+    "above below",
+    "over under",
+    "ignore respect",
+    "accept reject",
+    "grant revoke",
 )
 
 
@@ -128,10 +179,14 @@ def opposite_polarity(a: str, b: str) -> bool:
     return any(_OPPOSITE_OF.get(word, frozenset()) & only_b for word in only_a)
 
 
-_RELATIONS = frozenset("""over before after than then to from into instead vs versus for on with calls call uses use
-depends depend needs need requires require imports import replaces replace wraps wrap""".split())
-_FILLER = frozenset("""a an the this that these those it its of in at by with and or but is are was were be been being
-do does did not no never first always only just also some any all each every""".split())
+_RELATIONS = frozenset(
+    """over before after than then to from into instead vs versus for on with calls call uses use
+depends depend needs need requires require imports import replaces replace wraps wrap""".split()
+)
+_FILLER = frozenset(
+    """a an the this that these those it its of in at by with and or but is are was were be been being
+do does did not no never first always only just also some any all each every""".split()
+)
 _TOKEN = re.compile(r"[a-z0-9_][a-z0-9_\-./]*|[,;:()!?]")
 _WINDOW = 2
 
@@ -205,9 +260,21 @@ def short(text: str, limit: int = SHORT_TEXT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def merge_refusal(*, status: str, kind: str, scope: str, text: str, problem_ids: Collection[str],
-                  anchor_keys: Collection[str], new_kind: str, new_scope: str, new_text: str,
-                  new_problem_id: str | None, new_anchor_keys: Collection[str], similarity: float) -> str | None:
+def merge_refusal(
+    *,
+    status: str,
+    kind: str,
+    scope: str,
+    text: str,
+    problem_ids: Collection[str],
+    anchor_keys: Collection[str],
+    new_kind: str,
+    new_scope: str,
+    new_text: str,
+    new_problem_id: str | None,
+    new_anchor_keys: Collection[str],
+    similarity: float,
+) -> str | None:
     """Why a new memory (new_*) may not be merged into an existing one as its near-duplicate; None
     when it may. The caller has checked that both belong to the same repo (or to the global pool)."""
     if status != "active":

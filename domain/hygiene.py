@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from eventsourcing.persistence import EventStore
 
 
-
 class HygieneCommands:
     """Mixed into MemoryLog, whose transactions (_positioned) and event store it uses."""
 
     events: EventStore[_UUID]
 
     if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
+
         def _positioned(self, run: Callable[[Session], CommandOutcome]) -> CommandOutcome: ...
 
     def unmerge(self, raw_id: str, duplicate_id: str, reason: str = "", repo_id: str | None = None) -> CommandOutcome:
@@ -44,9 +44,12 @@ class HygieneCommands:
             memory = self._operated(session, raw_id, repo_id)
             dup = parse_memory_id(duplicate_id)
             if dup is None or memory.merge_of(str(dup)) is None:
-                raise NotFound("merge_not_found", "duplicate_id",
-                               f"memory {memory.memory_id} has no standing merge of {duplicate_id!r} "
-                               "(`strata show` lists its DuplicateMerged events)")
+                raise NotFound(
+                    "merge_not_found",
+                    "duplicate_id",
+                    f"memory {memory.memory_id} has no standing merge of {duplicate_id!r} "
+                    "(`strata show` lists its DuplicateMerged events)",
+                )
             content = self._merged_content(memory, str(dup))
             note = sanitise(reason).text or "unmerged by an operator"
             memory._unmerge_duplicate(duplicate_id=str(dup), reason=note, repo_id=repo_id)
@@ -70,7 +73,9 @@ class HygieneCommands:
         def run(session: Session) -> CommandOutcome:
             memory = self._operated(session, raw_id, repo_id)
             if memory.status != "archived":
-                raise Conflict("not_archived", "memory_id", f"memory {memory.memory_id} is {memory.status}, not archived")
+                raise Conflict(
+                    "not_archived", "memory_id", f"memory {memory.memory_id} is {memory.status}, not archived"
+                )
             memory._restore(reason=sanitise(reason).text or "restored by an operator", repo_id=repo_id)
             session.changed(memory)
             return CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "MemoryRestored"}])
@@ -89,7 +94,9 @@ class HygieneCommands:
 
         return self._positioned(run)
 
-    def anchor_drift(self, repo_id: str, raw_id: str, drifts: Sequence[AnchorDrift], commit: str | None = None) -> CommandOutcome:
+    def anchor_drift(
+        self, repo_id: str, raw_id: str, drifts: Sequence[AnchorDrift], commit: str | None = None
+    ) -> CommandOutcome:
         """The code a memory is anchored to changed (or is gone): its truth is pulled down once per
         change, with the fingerprints as evidence. A drift already recorded is not recorded again."""
 
@@ -98,10 +105,16 @@ class HygieneCommands:
             keys = {Anchor.of(a).key for a in memory.anchor_list}
             unknown = [d.key for d in drifts if d.key not in keys]
             if unknown:
-                raise InvalidInput("unknown_anchor", "drifts", f"memory {memory.memory_id} has no anchor {unknown[0]!r}")
+                raise InvalidInput(
+                    "unknown_anchor", "drifts", f"memory {memory.memory_id} has no anchor {unknown[0]!r}"
+                )
             events = list(self.events.get(memory.id))
-            seen = {ref for e in events if isinstance(e, Memory.TruthAdjusted)
-                    and e.source == "anchor" for ref in e.evidence_refs}
+            seen = {
+                ref
+                for e in events
+                if isinstance(e, Memory.TruthAdjusted) and e.source == "anchor"
+                for ref in e.evidence_refs
+            }
             refs = {d.key: _drift_ref(d, _anchored_at(events, d.key)) for d in drifts}
             fresh = [d for d in drifts if refs[d.key] not in seen]
             if not fresh:
@@ -111,12 +124,18 @@ class HygieneCommands:
             evidence = [refs[d.key] for d in fresh] + ([f"commit:{commit}"] if commit else [])
             what = "; ".join(f"{d.key} {'is gone' if d.gone else 'changed'}" for d in fresh)
             memory._adjust_truth(
-                target=0.0, confidence=confidence, rationale=f"the code this memory is anchored to moved on: {what}",
-                evidence_refs=evidence, source="anchor", weight=beliefs.truth_weight(confidence, len(evidence)),
-                repo_id=repo_id)
+                target=0.0,
+                confidence=confidence,
+                rationale=f"the code this memory is anchored to moved on: {what}",
+                evidence_refs=evidence,
+                source="anchor",
+                weight=beliefs.truth_weight(confidence, len(evidence)),
+                repo_id=repo_id,
+            )
             session.changed(memory)
-            return CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "TruthAdjusted",
-                                             "drifts": [d.key for d in fresh]}])
+            return CommandOutcome(
+                recorded=[{"memory_id": memory.memory_id, "event": "TruthAdjusted", "drifts": [d.key for d in fresh]}]
+            )
 
         return self._positioned(run)
 
@@ -125,30 +144,55 @@ class HygieneCommands:
         return shown(session.find, raw_id, repo_id)
 
     def _merged_content(self, memory: Memory, duplicate_id: str) -> Memory.DuplicateMerged:
-        merges = [e for e in self.events.get(memory.id)
-                  if isinstance(e, Memory.DuplicateMerged) and e.duplicate_id == duplicate_id]
+        merges = [
+            e
+            for e in self.events.get(memory.id)
+            if isinstance(e, Memory.DuplicateMerged) and e.duplicate_id == duplicate_id
+        ]
         return merges[-1]
 
     def _recreate(self, session: Session, memory: Memory, dup: UUID, content: Memory.DuplicateMerged) -> None:
         """The duplicate's own memory, from what its merge kept."""
         writer = memory.repo_id if memory.scope == "repo" else (content.repo_id or memory.repo_id)
         if deterministic_id(content.text, memory.kind, memory.scope, writer) != dup:
-            raise Conflict("merge_inconsistent", "duplicate_id",
-                           f"the merge of {dup} does not name the memory its text would be; nothing recorded")
-        session.add(Memory.written(
-            id=dup, text=content.text, kind=memory.kind, scope=memory.scope, repo_id=writer,
-            confidence=content.confidence, rationale=content.rationale, problem_id=content.problem_id,
-            related_ids=list(content.related_ids), change_targets=[], evidence_refs=list(content.evidence_refs),
-            author=content.author, status=content.status, redactions=content.redactions, actor=content.actor))
+            raise Conflict(
+                "merge_inconsistent",
+                "duplicate_id",
+                f"the merge of {dup} does not name the memory its text would be; nothing recorded",
+            )
+        session.add(
+            Memory.written(
+                id=dup,
+                text=content.text,
+                kind=memory.kind,
+                scope=memory.scope,
+                repo_id=writer,
+                confidence=content.confidence,
+                rationale=content.rationale,
+                problem_id=content.problem_id,
+                related_ids=list(content.related_ids),
+                change_targets=[],
+                evidence_refs=list(content.evidence_refs),
+                author=content.author,
+                status=content.status,
+                redactions=content.redactions,
+                actor=content.actor,
+            )
+        )
         if content.anchors:
             recreated = session.find(dup)
             assert recreated is not None
             recreated._record_anchors(anchors=list(content.anchors), repo_id=content.repo_id)
 
-    def _consolidate_one(self, session: Session, action: Action, repo_id: str | None, path: str) -> list[dict[str, Any]]:
+    def _consolidate_one(
+        self, session: Session, action: Action, repo_id: str | None, path: str
+    ) -> list[dict[str, Any]]:
         def stale(why: str) -> Conflict:
-            return Conflict("stale_report", path, f"{action.action} {action.memory_id}: {why}; nothing was recorded, "
-                            "run the report again")
+            return Conflict(
+                "stale_report",
+                path,
+                f"{action.action} {action.memory_id}: {why}; nothing was recorded, run the report again",
+            )
 
         memory = self._operated(session, action.memory_id, repo_id)
         if memory.status != "active":
@@ -169,19 +213,36 @@ class HygieneCommands:
             return [{"memory_id": memory.memory_id, "event": "LinksAdded", "related_id": other.memory_id}]
         if action.action != "merge" or action.similarity is None:
             raise InvalidInput("invalid_action", f"{path}.action", f"unknown action {action.action!r}")
-        refusal = merge_refusal_into(other, memory.kind, memory.scope, memory.text, memory.problem_id, action.similarity,
-                                 memory.anchor_list)
+        refusal = merge_refusal_into(
+            other, memory.kind, memory.scope, memory.text, memory.problem_id, action.similarity, memory.anchor_list
+        )
         if refusal is not None or (memory.scope == "repo" and memory.repo_id != other.repo_id):
             raise stale(refusal or "the two memories belong to different repos")
         memory._archive(reason=reason, merged_into=other.memory_id, repo_id=repo_id)
-        other._merge_duplicate(**duplicate_content(
-            memory.memory_id, action.similarity, memory.text, memory.confidence, memory.rationale, memory.problem_id,
-            list(memory.related_ids), list(memory.evidence_refs), memory.author, "active", memory.anchor_list, 0,
-            "reflect", repo_id))
+        other._merge_duplicate(
+            **duplicate_content(
+                memory.memory_id,
+                action.similarity,
+                memory.text,
+                memory.confidence,
+                memory.rationale,
+                memory.problem_id,
+                list(memory.related_ids),
+                list(memory.evidence_refs),
+                memory.author,
+                "active",
+                memory.anchor_list,
+                0,
+                "reflect",
+                repo_id,
+            )
+        )
         session.changed(memory)
         session.changed(other)
-        return [{"memory_id": memory.memory_id, "event": "MemoryArchived", "merged_into": other.memory_id},
-                {"memory_id": other.memory_id, "event": "DuplicateMerged", "duplicate_id": memory.memory_id}]
+        return [
+            {"memory_id": memory.memory_id, "event": "MemoryArchived", "merged_into": other.memory_id},
+            {"memory_id": other.memory_id, "event": "DuplicateMerged", "duplicate_id": memory.memory_id},
+        ]
 
 
 ANCHOR_CHANGED_CONFIDENCE = 0.5
@@ -201,29 +262,79 @@ def _drift_ref(drift: AnchorDrift, anchored_at: int) -> str:
 
 def _anchored_at(events: Sequence[Any], key: str) -> int:
     """The version of the memory's last event that recorded the anchor `key`."""
-    return max((e.originator_version for e in events if isinstance(e, Memory.AnchorsRecorded)
-                and any(Anchor.of(a).key == key for a in e.anchors)), default=0)
+    return max(
+        (
+            e.originator_version
+            for e in events
+            if isinstance(e, Memory.AnchorsRecorded) and any(Anchor.of(a).key == key for a in e.anchors)
+        ),
+        default=0,
+    )
 
 
-def merge_refusal_into(target: Memory, kind: str, scope: str, text: str, problem_id: str | None, similarity: float,
-                   anchors: Sequence[dict[str, Any]] = ()) -> str | None:
+def merge_refusal_into(
+    target: Memory,
+    kind: str,
+    scope: str,
+    text: str,
+    problem_id: str | None,
+    similarity: float,
+    anchors: Sequence[dict[str, Any]] = (),
+) -> str | None:
     """domain.duplicates.merge_refusal for an existing memory."""
     return merge_refusal(
-        status=target.status, kind=target.kind, scope=target.scope, text=target.text, problem_ids=target.problem_ids,
-        anchor_keys={Anchor.of(a).key for a in target.anchor_list}, new_kind=kind, new_scope=scope, new_text=text,
-        new_problem_id=problem_id, new_anchor_keys={Anchor.of(a).key for a in anchors}, similarity=similarity)
+        status=target.status,
+        kind=target.kind,
+        scope=target.scope,
+        text=target.text,
+        problem_ids=target.problem_ids,
+        anchor_keys={Anchor.of(a).key for a in target.anchor_list},
+        new_kind=kind,
+        new_scope=scope,
+        new_text=text,
+        new_problem_id=problem_id,
+        new_anchor_keys={Anchor.of(a).key for a in anchors},
+        similarity=similarity,
+    )
 
 
-def duplicate_content(duplicate_id: str, similarity: float, text: str, confidence: float, rationale: str,
-                       problem_id: str | None, related_ids: list[str], evidence: list[str], author: str | None,
-                       status: str, anchors: list[dict[str, Any]], redactions: int, source: str,
-                       repo_id: str | None, actor: str | None = None) -> dict[str, Any]:
+def duplicate_content(
+    duplicate_id: str,
+    similarity: float,
+    text: str,
+    confidence: float,
+    rationale: str,
+    problem_id: str | None,
+    related_ids: list[str],
+    evidence: list[str],
+    author: str | None,
+    status: str,
+    anchors: list[dict[str, Any]],
+    redactions: int,
+    source: str,
+    repo_id: str | None,
+    actor: str | None = None,
+) -> dict[str, Any]:
     """The fields of a DuplicateMerged: what the duplicate said, and the reinforcement it brings."""
-    return {"duplicate_id": duplicate_id, "similarity": round(float(similarity), 6), "text": text,
-            "confidence": confidence, "rationale": rationale, "problem_id": problem_id, "related_ids": related_ids,
-            "evidence_refs": evidence, "author": author, "status": status, "anchors": anchors,
-            "redactions": redactions, "target": confidence, "weight": beliefs.reinforcement_weight(confidence),
-            "source": source, "repo_id": repo_id, "actor": actor}
+    return {
+        "duplicate_id": duplicate_id,
+        "similarity": round(float(similarity), 6),
+        "text": text,
+        "confidence": confidence,
+        "rationale": rationale,
+        "problem_id": problem_id,
+        "related_ids": related_ids,
+        "evidence_refs": evidence,
+        "author": author,
+        "status": status,
+        "anchors": anchors,
+        "redactions": redactions,
+        "target": confidence,
+        "weight": beliefs.reinforcement_weight(confidence),
+        "source": source,
+        "repo_id": repo_id,
+        "actor": actor,
+    }
 
 
 def shown(find: Callable[[UUID], Memory | None], raw_id: str, repo_id: str | None) -> Memory:

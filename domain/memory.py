@@ -348,10 +348,24 @@ class Memory(Aggregate):
 
     @event(DuplicateMerged)
     def _merge_duplicate(
-        self, duplicate_id: str, similarity: float, text: str, confidence: float, rationale: str,
-        problem_id: str | None, related_ids: list[str], evidence_refs: list[str], author: str | None, status: str,
-        anchors: list[dict[str, Any]], redactions: int, target: float, weight: float, source: str,
-        repo_id: str | None, actor: str | None = None,
+        self,
+        duplicate_id: str,
+        similarity: float,
+        text: str,
+        confidence: float,
+        rationale: str,
+        problem_id: str | None,
+        related_ids: list[str],
+        evidence_refs: list[str],
+        author: str | None,
+        status: str,
+        anchors: list[dict[str, Any]],
+        redactions: int,
+        target: float,
+        weight: float,
+        source: str,
+        repo_id: str | None,
+        actor: str | None = None,
     ) -> None:
         entry = merge_entry(duplicate_id, similarity, target, weight, iso(self.modified_on), iso(self.last_validated))
         self.truth = beliefs.observe(self.truth, target, weight)
@@ -427,12 +441,19 @@ def iso(moment: datetime | str) -> str:
     return moment if isinstance(moment, str) else orjson.dumps(moment).decode()[1:-1]
 
 
-def merge_entry(duplicate_id: str, similarity: float, target: float, weight: float, now: str,
-                last_validated: str) -> dict[str, Any]:
+def merge_entry(
+    duplicate_id: str, similarity: float, target: float, weight: float, now: str, last_validated: str
+) -> dict[str, Any]:
     """What a memory keeps of a merge it absorbed, so the merge can be taken back exactly: the
     reinforcement it brought, and whether (and when) it counted as a validation."""
-    return {"duplicate_id": duplicate_id, "similarity": similarity, "target": target, "weight": weight,
-            "validated_at": now if target >= 0.5 else None, "previous_validation": last_validated}
+    return {
+        "duplicate_id": duplicate_id,
+        "similarity": similarity,
+        "target": target,
+        "weight": weight,
+        "validated_at": now if target >= 0.5 else None,
+        "previous_validation": last_validated,
+    }
 
 
 def merged_anchors(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -97,8 +97,9 @@ def postgres_factory() -> type:
                 raise
             except Exception as exc:  # a malformed setting: eventsourcing raises OSError/ValueError
                 self._close_setup()
-                raise EventStoreUnavailable("event_store_config", "postgres",
-                                            scrub(f"PostgreSQL settings: {exc}", password)) from None
+                raise EventStoreUnavailable(
+                    "event_store_config", "postgres", scrub(f"PostgreSQL settings: {exc}", password)
+                ) from None
             finally:
                 for key in PASSWORD_KEYS:  # the pool keeps its own copy; nothing reads these again
                     for name in env.create_keys(key):
@@ -113,7 +114,9 @@ def postgres_factory() -> type:
                 self._create = not _log_exists(conn, self.datastore.schema, table)
                 if self._create:
                     conn.execute("SELECT pg_advisory_lock(%s)", (DDL_LOCK,))
-                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.datastore.schema)))
+                    conn.execute(
+                        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.datastore.schema))
+                    )
                 return super().application_recorder()
             finally:
                 conn.close()  # also releases the advisory lock
@@ -155,8 +158,15 @@ def connect(env: Environment, password: str) -> Any:
     host, port = env.get("POSTGRES_HOST") or "", env.get("POSTGRES_PORT") or "5432"
     where = f"{env.get('POSTGRES_USER')}@{host}:{port}/{env.get('POSTGRES_DBNAME')}"
     try:
-        return psycopg.connect(host=host, port=port, dbname=env.get("POSTGRES_DBNAME"), user=env.get("POSTGRES_USER"),
-                               password=password, connect_timeout=PROBE_TIMEOUT_S, autocommit=True)
+        return psycopg.connect(
+            host=host,
+            port=port,
+            dbname=env.get("POSTGRES_DBNAME"),
+            user=env.get("POSTGRES_USER"),
+            password=password,
+            connect_timeout=PROBE_TIMEOUT_S,
+            autocommit=True,
+        )
     except psycopg.Error as exc:
         detail = " ".join(str(exc).split())
         raise EventStoreUnavailable(

@@ -64,6 +64,7 @@ MARKER = re.compile(r"\[REDACTED:[a-z0-9_]{1,64}\]")
 
 # ---- tokens with a shape of their own --------------------------------------------------------------
 
+
 def _class(chars: str, drop: str = "") -> str:
     return "[" + "".join(re.escape(c) for c in chars if c not in drop) + "]"
 
@@ -138,8 +139,11 @@ for _bucket in _BY_HEAD.values():
 
 _ANYWHERE_LITERAL = re.compile("|".join(re.escape(literal) for literal, _, _ in _ANYWHERE))
 
-_MIN_TOKEN = min(len(min(f.prefixes, key=len)) + sum(p.low for p in parse_shape(f.body) if isinstance(p, Segment))
-                 for f in TOKEN_FORMATS if f.prefixes and not f.anywhere)
+_MIN_TOKEN = min(
+    len(min(f.prefixes, key=len)) + sum(p.low for p in parse_shape(f.body) if isinstance(p, Segment))
+    for f in TOKEN_FORMATS
+    if f.prefixes and not f.anywhere
+)
 _TOKEN_CHARS = r"[A-Za-z0-9_.~+/=$-]"
 # A token starts at a letter or digit after anything that cannot continue a word (or at the text's start),
 # with at least _MIN_TOKEN token characters from there. Matching the boundary character instead of a
@@ -170,7 +174,7 @@ def _token_spans(text: str) -> Spans:
     for start in starts:
         if start < done:
             continue
-        for pattern, fmt in _BY_HEAD.get(text[start:start + 2], ()):
+        for pattern, fmt in _BY_HEAD.get(text[start : start + 2], ()):
             m = pattern.match(text, start)
             if m and _acceptable(m["body"], fmt):
                 spans.append(_span(m, fmt))
@@ -192,16 +196,22 @@ def _acceptable(body: str, fmt: TokenFormat) -> bool:
 # ---- blocks ----------------------------------------------------------------------------------------
 
 # A BEGIN without an END still hides the rest of the text: a truncated key is still a key.
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-                  r".*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
+_PEM = re.compile(
+    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r".*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.S,
+)
 # A PuTTY key file's private part: the base64 lines after `Private-Lines: N`, and the MAC after them.
-_PUTTY = re.compile(r"Private-Lines:[ \t]{0,4}\d{1,4}\r?\n(?P<s>(?:[ \t]{0,16}[A-Za-z0-9+/=]{1,128}(?:\r?\n|\Z)){1,256}"
-                    r"(?:[ \t]{0,16}Private-MAC:[ \t]{0,4}[0-9a-fA-F]{1,128})?)")
+_PUTTY = re.compile(
+    r"Private-Lines:[ \t]{0,4}\d{1,4}\r?\n(?P<s>(?:[ \t]{0,16}[A-Za-z0-9+/=]{1,128}(?:\r?\n|\Z)){1,256}"
+    r"(?:[ \t]{0,16}Private-MAC:[ \t]{0,4}[0-9a-fA-F]{1,128})?)"
+)
 
 
 def _block_spans(text: str) -> Spans:
-    return ([(m.start(), m.end(), "private_key") for m in _PEM.finditer(text)]
-            + [(m.start("s"), m.end("s"), "private_key") for m in _PUTTY.finditer(text)])
+    return [(m.start(), m.end(), "private_key") for m in _PEM.finditer(text)] + [
+        (m.start("s"), m.end("s"), "private_key") for m in _PUTTY.finditer(text)
+    ]
 
 
 # ---- context rules -----------------------------------------------------------------------------------
@@ -215,8 +225,8 @@ _QUOTED = r"(?:[bfru]{1,2})?(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,4096})\"|'(?P<sq>(?:
 # looked up afterwards, on the few matches.
 _KEY_END = sorted({w.word for w in KEY_WORDS}, key=len, reverse=True)
 _ASSIGN = re.compile(
-    "(?P<key>" + "|".join(_KEY_END) + r")(?:[\"']\]?)?" + _SEP
-    + rf"(?:{_QUOTED}|[\"']?(?P<uq>[^\s\"'`,;&<>]+))")
+    "(?P<key>" + "|".join(_KEY_END) + r")(?:[\"']\]?)?" + _SEP + rf"(?:{_QUOTED}|[\"']?(?P<uq>[^\s\"'`,;&<>]+))"
+)
 # The default after a type annotation: `token: str | None = "..."`.
 _DEFAULT = re.compile(r"[^=\n,;()]{0,64}?=[ \t]{0,8}" + _QUOTED)
 _KEY_PATTERNS = [(re.compile(w.word), re.compile(rf"(?:{w.pattern})\Z"), w) for w in KEY_WORDS]
@@ -224,24 +234,34 @@ _ASSIGN_TRIGGER = re.compile(r"p(?:ass|w|at)|secret|key|token|auth|cred|sig")
 
 # Authorization headers: the scheme decides the name; no scheme means the value itself is the credential.
 _BASIC_VALUE = re.compile(r"[A-Za-z0-9+/]{8,4096}={0,2}")
-_AUTHORIZATION = re.compile(r"authorization[\"']?" + _SEP + r"[\"']?(?:(?P<scheme>[a-z][a-z0-9-]{1,20})[ \t]+)?"
-                            r"(?P<s>[a-z0-9._~+/:-]{1,4096}={0,2})")
+_AUTHORIZATION = re.compile(
+    r"authorization[\"']?" + _SEP + r"[\"']?(?:(?P<scheme>[a-z][a-z0-9-]{1,20})[ \t]+)?"
+    r"(?P<s>[a-z0-9._~+/:-]{1,4096}={0,2})"
+)
 # `bearer <token>` anywhere: prose ("bearer instruments") has no digit and is short; tokens have a digit
 # or are long.
-_BEARER = re.compile(r"bearer(?<!\wbearer)[ \t]+(?P<s>(?:(?=[a-z._~+/-]{0,4096}[0-9])[a-z0-9._~+/-]{7,4096}"
-                     r"|[a-z0-9._~+/-]{19,4096})[a-z0-9_~+/-]={0,2})")
+_BEARER = re.compile(
+    r"bearer(?<!\wbearer)[ \t]+(?P<s>(?:(?=[a-z._~+/-]{0,4096}[0-9])[a-z0-9._~+/-]{7,4096}"
+    r"|[a-z0-9._~+/-]{19,4096})[a-z0-9_~+/-]={0,2})"
+)
 # Anchored on `://`, so any scheme and the user stay readable. `@` may appear inside the password since
 # people paste unencoded ones; the greedy class then ends it at the last `@` before the host. A userinfo
 # without a password is a credential only when it looks generated (`https://<token>@github.com`).
-_USERINFO = re.compile(r"://(?P<user>[^\s:/@\[\]\"'<>`]{1,256})(?::(?P<pw>[^\s/\[\]?#\"'<>`]{1,1024}))?(?=@)"
-                       r"|://:(?P<pw0>[^\s/\[\]?#\"'<>`]{1,1024})(?=@)")
+_USERINFO = re.compile(
+    r"://(?P<user>[^\s:/@\[\]\"'<>`]{1,256})(?::(?P<pw>[^\s/\[\]?#\"'<>`]{1,1024}))?(?=@)"
+    r"|://:(?P<pw0>[^\s/\[\]?#\"'<>`]{1,1024})(?=@)"
+)
 # `<add key="ClearTextPassword" value="..." />` (NuGet, .NET config).
-_XML_VALUE = re.compile(r"key=[\"'][a-z0-9_.:-]{0,64}(?P<w>password|secret|token|apikey|api_key)[\"'][ \t]{1,8}"
-                        r"value=[\"'](?P<s>[^\"'\n]{1,1024})[\"']")
+_XML_VALUE = re.compile(
+    r"key=[\"'][a-z0-9_.:-]{0,64}(?P<w>password|secret|token|apikey|api_key)[\"'][ \t]{1,8}"
+    r"value=[\"'](?P<s>[^\"'\n]{1,1024})[\"']"
+)
 # `--password hunter2`, `--api-key X` (`--password=X` is an assignment); curl's `-u user:password`.
 # A Python argv list (`['--password', 'x']`) in a CalledProcessError counts too.
-_FLAG = re.compile(r"[ \t\"']--(?:[a-z0-9]{1,20}-){0,4}(?P<w>password|passwd|token|secret|api-key|apikey|key)"
-                   rf"(?:[ \t]+|[\"'],[ \t]{{0,4}})(?:{_QUOTED}|(?P<uq>[^\s\"'`;|&<>-][^\s\"'`;|&<>]{{0,1023}}))")
+_FLAG = re.compile(
+    r"[ \t\"']--(?:[a-z0-9]{1,20}-){0,4}(?P<w>password|passwd|token|secret|api-key|apikey|key)"
+    rf"(?:[ \t]+|[\"'],[ \t]{{0,4}})(?:{_QUOTED}|(?P<uq>[^\s\"'`;|&<>-][^\s\"'`;|&<>]{{0,1023}}))"
+)
 _CURL_USER = re.compile(r"[ \t](?:-u|--user)[ \t=]{1,4}[\"']?[^\s:\"'@]{1,256}:(?P<s>[^\s\"']{1,1024})")
 
 
@@ -272,12 +292,18 @@ def _assignment_spans(text: str, low: str) -> Spans:
             continue
         group = _value_group(m)
         start, end = m.span(group)
-        separator = low[m.end("key"):start]
+        separator = low[m.end("key") : start]
         if word.equals_only and "=" not in separator:
             continue
         loose = group == "uq" and "=" not in separator
-        if values.secret(text[start:end], word.tier, quoted=group != "uq", loose=loose, compared="==" in separator,
-                         after=text[end:end + 40]):
+        if values.secret(
+            text[start:end],
+            word.tier,
+            quoted=group != "uq",
+            loose=loose,
+            compared="==" in separator,
+            after=text[end : end + 40],
+        ):
             spans.append((start, end, word.kind))
         elif loose and (default := _DEFAULT.match(low, end)):  # `api_key: str = "..."`: the default is a value
             group = _value_group(default)
@@ -290,7 +316,7 @@ def _assignment_spans(text: str, low: str) -> Spans:
 def _authorization_spans(text: str, low: str) -> Spans:
     spans = []
     for m in _AUTHORIZATION.finditer(low):
-        scheme, value, after = m["scheme"], text[m.start("s"):m.end("s")], text[m.end("s"):m.end("s") + 3]
+        scheme, value, after = m["scheme"], text[m.start("s") : m.end("s")], text[m.end("s") : m.end("s") + 3]
         if scheme == "basic":
             ok = _BASIC_VALUE.fullmatch(value) is not None
         elif scheme in AUTH_SCHEMES:  # `Token token=...` is an assignment: that rule reads it
@@ -303,8 +329,11 @@ def _authorization_spans(text: str, low: str) -> Spans:
 
 
 def _bearer_spans(text: str, low: str) -> Spans:
-    return [(m.start("s"), m.end("s"), "bearer_token") for m in _BEARER.finditer(low)
-            if not values.placeholder(text[m.start("s"):m.end("s")], text[m.end("s"):m.end("s") + 3])]
+    return [
+        (m.start("s"), m.end("s"), "bearer_token")
+        for m in _BEARER.finditer(low)
+        if not values.placeholder(text[m.start("s") : m.end("s")], text[m.end("s") : m.end("s") + 3])
+    ]
 
 
 def _userinfo_spans(text: str, low: str) -> Spans:
@@ -319,8 +348,11 @@ def _userinfo_spans(text: str, low: str) -> Spans:
 
 
 def _xml_value_spans(text: str, low: str) -> Spans:
-    return [(m.start("s"), m.end("s"), "password" if m["w"] == "password" else "secret")
-            for m in _XML_VALUE.finditer(low) if values.secret(text[m.start("s"):m.end("s")], "password", quoted=True)]
+    return [
+        (m.start("s"), m.end("s"), "password" if m["w"] == "password" else "secret")
+        for m in _XML_VALUE.finditer(low)
+        if values.secret(text[m.start("s") : m.end("s")], "password", quoted=True)
+    ]
 
 
 def _flag_spans(text: str, low: str) -> Spans:
@@ -331,17 +363,21 @@ def _flag_spans(text: str, low: str) -> Spans:
         if text.startswith("-", start):
             continue  # the next flag
         tier = "password" if m["w"].startswith("pass") else "strong"
-        if values.secret(text[start:end], tier, quoted=group != "uq", loose=group == "uq", after=text[end:end + 40]):
+        if values.secret(text[start:end], tier, quoted=group != "uq", loose=group == "uq", after=text[end : end + 40]):
             spans.append((start, end, "password" if tier == "password" else "token"))
     return spans
 
 
 def _curl_user_spans(text: str, low: str) -> Spans:
-    return [(m.start("s"), m.end("s"), "password") for m in _CURL_USER.finditer(text)
-            if values.secret(m["s"], "password", quoted=True)]
+    return [
+        (m.start("s"), m.end("s"), "password")
+        for m in _CURL_USER.finditer(text)
+        if values.secret(m["s"], "password", quoted=True)
+    ]
 
 
 # ---- command lines: programs that take a password as an option's value (COMMAND_FORMATS) ----------------
+
 
 def _command_value(group: str, fmt: CommandFormat) -> str:
     """The regex of an option's value: quoted (also with JSON's escaped quotes) or bare; for `user%password`
@@ -351,8 +387,10 @@ def _command_value(group: str, fmt: CommandFormat) -> str:
         stop = "@/" if fmt.user_separator == "/" else ""  # `user/password@database`, not `@dir/script.sql`
         user = rf"[^\s'\"`{sep}{stop}]{{1,128}}{sep}" if sep else ""
         return rf"\\?['\"]?{user}{re.escape(fmt.value_prefix)}(?P<{group}uq>[^\s'\"`{stop}]{{1,256}})"
-    return (rf"(?:\\?\"(?P<{group}dq>[^\"\\\n]{{1,256}})\\?\"|\\?'(?P<{group}sq>[^'\\\n]{{1,256}})\\?'"
-            rf"|(?P<{group}uq>[^\s'\"`]{{1,256}}))")
+    return (
+        rf"(?:\\?\"(?P<{group}dq>[^\"\\\n]{{1,256}})\\?\"|\\?'(?P<{group}sq>[^'\\\n]{{1,256}})\\?'"
+        rf"|(?P<{group}uq>[^\s'\"`]{{1,256}}))"
+    )
 
 
 def _option_regex(fmt: CommandFormat) -> re.Pattern[str]:
@@ -379,9 +417,14 @@ for _command_fmt in COMMAND_FORMATS:
     for _name in _command_fmt.commands:
         _BY_COMMAND.setdefault(_name.lower(), []).append((_option_regex(_command_fmt), _stop_regex(_command_fmt.stops)))
 # A program name (after a path, `sudo`, a quote or an argv list's bracket), followed by its arguments.
-_COMMAND = re.compile(r"(?<![\w.-])(?P<cmd>" + "|".join(
-    r"(?:[ \t]+|['\"],[ \t]{0,4}['\"])".join(map(re.escape, name.split()))
-    for name in sorted(_BY_COMMAND, key=len, reverse=True)) + r")(?=[ \t]|['\"],)")
+_COMMAND = re.compile(
+    r"(?<![\w.-])(?P<cmd>"
+    + "|".join(
+        r"(?:[ \t]+|['\"],[ \t]{0,4}['\"])".join(map(re.escape, name.split()))
+        for name in sorted(_BY_COMMAND, key=len, reverse=True)
+    )
+    + r")(?=[ \t]|['\"],)"
+)
 _COMMAND_END = re.compile(r"[\n|;&`)]|\$\(")  # the end of a shell command
 _POSITIONAL = tuple(f"{name} " for f in COMMAND_FORMATS if "" in f.options for name in f.commands)
 
@@ -390,8 +433,14 @@ def _command_hint(low: str) -> bool:
     """Whether `low` may hold a command's password: an option after a space or quote, FreeRDP's `/p:`, or
     a program that takes `user/password` (one text in a hundred gets past this; the program search costs
     more than the rest of a text's redaction)."""
-    return (" -" in low or "'-" in low or '"-' in low or "\t-" in low or "/p:" in low
-            or ("/" in low and any(name in low for name in _POSITIONAL)))
+    return (
+        " -" in low
+        or "'-" in low
+        or '"-' in low
+        or "\t-" in low
+        or "/p:" in low
+        or ("/" in low and any(name in low for name in _POSITIONAL))
+    )
 
 
 def _command_spans(text: str, low: str) -> Spans:
@@ -408,12 +457,13 @@ def _command_spans(text: str, low: str) -> Spans:
             for hit in option.finditer(text, m.end(), until.start() if until else stop):
                 group = next(g for g, v in hit.groupdict().items() if v is not None)
                 start, finish = hit.span(group)
-                if values.argument(text[start:finish], text[finish:finish + 40]):
+                if values.argument(text[start:finish], text[finish : finish + 40]):
                     spans.append((start, finish, "password"))
     return spans
 
 
 # ---- prose: a vendor's shapeless secret named in a sentence (PROSE_FORMATS) ---------------------------
+
 
 def _value_shape(fmt: ContextFormat) -> re.Pattern[str]:
     return re.compile(_parts_regex(parse_shape(fmt.value), None))
@@ -445,7 +495,7 @@ def _prose_spans(text: str, low: str) -> Spans:
             named = values.named_value(text, noun.end(), end, fillers=_VENDOR_NAMES)
             if named is None:
                 continue
-            value = text[named[0]:named[1]]
+            value = text[named[0] : named[1]]
             fmt = next((f for shape, f in _BY_VENDOR[m.group()] if shape.fullmatch(value)), None)
             if fmt is not None and values.generated(value):
                 spans.append((*named, fmt.kind))
@@ -453,11 +503,18 @@ def _prose_spans(text: str, low: str) -> Spans:
 
 
 # Each context rule runs only when its trigger occurs in the lower-cased text.
-_CONTEXT_RULES = (("authorization", _authorization_spans), ("bearer", _bearer_spans), ("://", _userinfo_spans),
-                  ("value=", _xml_value_spans), ("--", _flag_spans), ("curl", _curl_user_spans))
+_CONTEXT_RULES = (
+    ("authorization", _authorization_spans),
+    ("bearer", _bearer_spans),
+    ("://", _userinfo_spans),
+    ("value=", _xml_value_spans),
+    ("--", _flag_spans),
+    ("curl", _curl_user_spans),
+)
 
 
 # ---- assembly --------------------------------------------------------------------------------------
+
 
 def _apply(text: str, spans: Spans, kinds: set[str]) -> tuple[str, int]:
     """Replace non-overlapping spans (the earliest, then the longest, wins) by markers."""

@@ -22,12 +22,16 @@ _CLOSING = re.compile(r"[)\]}]")
 _CHUNK = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PIECE_SEPARATORS = re.compile(r"[_.:-]+")
 _REFERENCE_WORD = re.compile(r"pass|pwd|pw|secret|token|key|cred|auth", re.I)
-_SENSITIVE_PART = frozenset("""password passwd pwd pass pw secret secrets token tokens key keys apikey api auth
-    credential credentials creds value""".split())
+_SENSITIVE_PART = frozenset(
+    """password passwd pwd pass pw secret secrets token tokens key keys apikey api auth
+    credential credentials creds value""".split()
+)
 _KEYWORDS = frozenset("await yield new lambda not typeof async function self this cls super".split())
-_TYPE_NAMES = frozenset("""str string String bytes bytearray int integer Integer float number Number bool boolean
+_TYPE_NAMES = frozenset(
+    """str string String bytes bytearray int integer Integer float number Number bool boolean
     Boolean Any any object Object None dict Dict list List Text SecretStr SecretBytes Secret char varchar text
-    uuid UUID Optional Union""".split())
+    uuid UUID Optional Union""".split()
+)
 _CAMEL = re.compile(r"(?:[A-Z][a-z]+){2,}")
 _ANNOTATION_END = re.compile(r"[ \t]*[=,)|\]]")
 
@@ -36,15 +40,21 @@ _ANNOTATION_END = re.compile(r"[ \t]*[=,)|\]]")
 _TEMPLATE = re.compile(
     r"\$\{?[A-Za-z_]\w*\}?|.*(?:\$\{|\{\{|\{%|\$\(|<%|#\{|\(\().*|.*\{[A-Za-z_][^{}]{0,64}\}.*|%\(\w+\)[sdr]"
     r"|%[sdr]|%\w+%|@\w[\w.]*|\*[A-Za-z_]\w*|:[A-Za-z_]\w*|<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}"
-    r"|!(?:Ref|Sub|GetAtt|ImportValue|vault|env_var|secret|include|ENV)\b.*|\[REDACTED.*")
+    r"|!(?:Ref|Sub|GetAtt|ImportValue|vault|env_var|secret|include|ENV)\b.*|\[REDACTED.*"
+)
 # Masks and truncations: `***`, `xxxx`, `...`, `sk-...`, `AKIA****`.
 _MASK = re.compile(r"[*xX•._#?-]+|(.)\1{2,}|.*(?:\.\.\.|…)|.{0,16}?(?:[xX*•]{3,}|\.{3,})")
-_PLACEHOLDER_PART = re.compile(r"(?:^|[^a-z])(?:example|placeholder|changeme|change[-_]me|dummy|redacted)(?:$|[^a-z])"
-                               r"|(?:^|[-_ ])(?:your|my)[-_ ]|^(?:insert|enter|paste|replace)[-_ ]"
-                               r"|[-_ ](?:here|goes[-_ ]here)$", re.I)
-_PLACEHOLDER_WORDS = frozenset("""none null nil undefined true false yes no on off empty redacted hidden masked
+_PLACEHOLDER_PART = re.compile(
+    r"(?:^|[^a-z])(?:example|placeholder|changeme|change[-_]me|dummy|redacted)(?:$|[^a-z])"
+    r"|(?:^|[-_ ])(?:your|my)[-_ ]|^(?:insert|enter|paste|replace)[-_ ]"
+    r"|[-_ ](?:here|goes[-_ ]here)$",
+    re.I,
+)
+_PLACEHOLDER_WORDS = frozenset(
+    """none null nil undefined true false yes no on off empty redacted hidden masked
     omitted unset notset default changeme changeit replaceme todo tbd fixme example sample dummy fake test testing
-    placeholder value foo bar baz foobar string required optional bearer basic pass passwd pwd pw ~""".split())
+    placeholder value foo bar baz foobar string required optional bearer basic pass passwd pwd pw ~""".split()
+)
 _VERSION = re.compile(r"[~^<>=! ]{0,3}v?\d{1,4}(?:\.(?:\d{1,6}|[x*])){1,3}(?:[-+][\w.-]{1,32})?")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]*(?:/[\w.@+-]*)*|[A-Za-z]:\\[\w.\\ -]*")
 _PATH_PIECE = re.compile(r"[^/\\.@+-]+")
@@ -72,8 +82,13 @@ def natural(word: str) -> bool:
 def placeholder(value: str, after: str = "") -> bool:
     """A stand-in for a secret: a reference, a template, a mask, a documentation placeholder, or a name
     (`my_token`, `POSTGRES_PASSWORD`); `after` catches a value cut short by a mask (`hf_***`)."""
-    if (value.lower() in _PLACEHOLDER_WORDS or _TEMPLATE.fullmatch(value) or _MASK.fullmatch(value)
-            or _PLACEHOLDER_PART.search(value) or after.startswith(("*", "…", "..."))):
+    if (
+        value.lower() in _PLACEHOLDER_WORDS
+        or _TEMPLATE.fullmatch(value)
+        or _MASK.fullmatch(value)
+        or _PLACEHOLDER_PART.search(value)
+        or after.startswith(("*", "…", "..."))
+    ):
         return True
     pieces = re.split(r"[-_]+", value.lower())
     return len(pieces) > 1 and natural(value) and any(p in _SENSITIVE_PART for p in pieces)
@@ -94,12 +109,18 @@ def code(value: str, after: str) -> bool:
         return True
     if _ATTRIBUTE.fullmatch(head) and natural(head):
         return True
-    if _IDENT_FULL.fullmatch(head) and (_REFERENCE_WORD.search(head) or head in _KEYWORDS or (natural(head) and (
-            head != value or (sum(c.isalpha() for c in _CHUNK.findall(head)) > 1 and not head.isupper())))):
+    if _IDENT_FULL.fullmatch(head) and (
+        _REFERENCE_WORD.search(head)
+        or head in _KEYWORDS
+        or (
+            natural(head)
+            and (head != value or (sum(c.isalpha() for c in _CHUNK.findall(head)) > 1 and not head.isupper()))
+        )
+    ):
         return True
     if head in _TYPE_NAMES:
         return True
-    return bool(_CAMEL.fullmatch(head)) and bool(_ANNOTATION_END.match(value[len(head):] + after))
+    return bool(_CAMEL.fullmatch(head)) and bool(_ANNOTATION_END.match(value[len(head) :] + after))
 
 
 def entropy(value: str) -> float:
@@ -121,8 +142,9 @@ def token_like(value: str) -> bool:
     return len(value) >= 8 and (len(value) >= 20 or any(c.isdigit() for c in value))
 
 
-def secret(value: str, tier: str, *, quoted: bool, loose: bool = False, compared: bool = False,
-           after: str = "") -> bool:
+def secret(
+    value: str, tier: str, *, quoted: bool, loose: bool = False, compared: bool = False, after: str = ""
+) -> bool:
     """Whether `value`, found after a key of `tier` (see secret_formats.KeyWord), is a secret. `loose` means
     `key: value` without quotes, where prose and type annotations live; `compared` means `key == value`;
     `after` is the text that follows the value."""
@@ -165,10 +187,12 @@ def argument(value: str, after: str = "") -> bool:
     return not (natural(value) and any(stem in value.lower() for stem in _SECRET_STEMS))
 
 
-_FILLERS = frozenset("""is was are were be been of for the a an our my your their its it it's this that now here
+_FILLERS = frozenset(
+    """is was are were be been of for the a an our my your their its it it's this that now here
     value set to as at in on with reads read equals equal new old current live test prod production staging dev
     main auth api account app master primary secondary rest we i you they use used using send sent pass passed
-    have had got get gets put still currently actually just = : - -> => → — –""".split())
+    have had got get gets put still currently actually just = : - -> => → — –""".split()
+)
 _EDGE = "`'\"*()[]{}<>,.;:!?"
 
 

@@ -58,13 +58,16 @@ def sql_parts(include_global: bool = True) -> list[tuple[str, bool]]:
     through each part in index order and merge them (UNION ALL) instead of sorting everything the
     viewer sees."""
     proposed = ", ".join(f"'{s}'" for s in PROPOSED)
-    shared = [(f"scope = 'global' AND status NOT IN ({proposed})", False), (f"scope = 'global' AND repo_id = ? "
-                                                                           f"AND status IN ({proposed})", True)]
+    shared = [
+        (f"scope = 'global' AND status NOT IN ({proposed})", False),
+        (f"scope = 'global' AND repo_id = ? AND status IN ({proposed})", True),
+    ]
     return [("scope = 'repo' AND repo_id = ?", True)] + (shared if include_global else [])
 
 
-def history(events: Sequence[Any], scope: str, owner: str, viewer: str | None,
-            visible_ids: VisibleIds) -> list[tuple[Any, bool]]:
+def history(
+    events: Sequence[Any], scope: str, owner: str, viewer: str | None, visible_ids: VisibleIds
+) -> list[tuple[Any, bool]]:
     """Each event of a memory's history with whether `viewer` sees its content in full. The memory
     itself must be visible to the viewer (callers check first)."""
     if viewer is None or (scope == "repo" and owner == viewer):

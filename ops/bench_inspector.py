@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from bench_read import open_store, pct  # noqa: E402
-from workload import realistic_queries  # noqa: E402
+from bench_read import open_store, pct
+from workload import realistic_queries
 
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.projections.embedder import MiniLMEmbedder
 
 
 def timed(calls: list[Callable[[], Any]]) -> list[float]:
@@ -69,32 +69,48 @@ def main() -> None:
     for request in reads[:20]:  # warm: model, index, caches
         api.read(request)
     head = strata.log.position()
-    picked = strata.projection("fts").conn.execute(  # memories of the first 80% of the log: there as_of too
-        "SELECT memory_id, repo_id FROM fts_memories WHERE scope = 'repo' AND rowid <= (SELECT max(rowid) * 0.8 FROM"
-        " fts_memories) ORDER BY random() LIMIT ?", (n,)).fetchall()
+    picked = (
+        strata.projection("fts")
+        .conn.execute(  # memories of the first 80% of the log: there as_of too
+            "SELECT memory_id, repo_id FROM fts_memories WHERE scope = 'repo' AND rowid <= (SELECT max(rowid) * 0.8 FROM"
+            " fts_memories) ORDER BY random() LIMIT ?",
+            (n,),
+        )
+        .fetchall()
+    )
     words = ["cache", "timeout", "postgres", "retry queue", "migration", "deploy", "worker", "index"]
     searched = [rnd.choice(words) for _ in repos]  # drawn once: the current and as_of passes search the same
 
     def views(as_of: int | None) -> dict[str, list[Callable[[], Any]]]:
         extra = {} if as_of is None else {"as_of": as_of}
         return {
-            "overview: counts, 30 days, review, doubt": [lambda r=r: api.overview({"repo_id": r, **extra}) for r in repos],
+            "overview: counts, 30 days, review, doubt": [
+                lambda r=r: api.overview({"repo_id": r, **extra}) for r in repos
+            ],
             "memories: a repo's first page": [lambda r=r: api.memories({"repo_id": r, **extra}) for r in repos],
-            "memories: kind + status filter": [lambda r=r: api.memories({"repo_id": r, "kinds": ["fact", "solution"],
-                                                                          "statuses": ["active"], **extra}) for r in repos],
-            "memories: text search": [lambda r=r, w=w: api.memories({"repo_id": r, "query": w, **extra})
-                                      for r, w in zip(repos, searched, strict=True)],
-            "memories: page 40 (offset 2,000)": [lambda r=r: api.memories({"repo_id": r, "offset": 2000, **extra})
-                                                 for r in repos],
+            "memories: kind + status filter": [
+                lambda r=r: api.memories({"repo_id": r, "kinds": ["fact", "solution"], "statuses": ["active"], **extra})
+                for r in repos
+            ],
+            "memories: text search": [
+                lambda r=r, w=w: api.memories({"repo_id": r, "query": w, **extra})
+                for r, w in zip(repos, searched, strict=True)
+            ],
+            "memories: page 40 (offset 2,000)": [
+                lambda r=r: api.memories({"repo_id": r, "offset": 2000, **extra}) for r in repos
+            ],
             "review_queue": [lambda r=r: api.review_queue({"repo_id": r, **extra}) for r in repos],
             "repos": [lambda: api.repos(extra) for _ in repos],
-            "memory: one memory's page": [lambda m=m, r=r: api.memory({"repo_id": r, "memory_id": m, **extra})
-                                          for m, r in picked],
+            "memory: one memory's page": [
+                lambda m=m, r=r: api.memory({"repo_id": r, "memory_id": m, **extra}) for m, r in picked
+            ],
             "timeline: newest page": [lambda r=r: api.timeline({"repo_id": r, **extra}) for r in repos],
         }
 
-    print(f"\n{args.size:,} memories, {head:,} events (catch-up before the run: {setup:.0f} s); {n} requests each, "
-          "in-process through the command API")
+    print(
+        f"\n{args.size:,} memories, {head:,} events (catch-up before the run: {setup:.0f} s); {n} requests each, "
+        "in-process through the command API"
+    )
     print("current:")
     current_read = timed([lambda q=q: api.read(q) for q in reads])
     print(line("read (incl. query embedding)", current_read))
@@ -110,8 +126,10 @@ def main() -> None:
     api.read({**reads[0], "as_of": position})
     first_read = time.perf_counter() - started
     print(f"as_of position {position:,} ({head - position:,} events before the head):")
-    print(f"  building the past model (replay to the position), alone: {built:.2f} s; "
-          f"the first as_of read then (vector index): {first_read:.2f} s")
+    print(
+        f"  building the past model (replay to the position), alone: {built:.2f} s; "
+        f"the first as_of read then (vector index): {first_read:.2f} s"
+    )
     past_read = timed([lambda q=q: api.read({**q, "as_of": position}) for q in reads])
     print(line("read as_of (model built)", past_read, current_read))
     for name, calls in views(position).items():
@@ -119,8 +137,10 @@ def main() -> None:
     other = int(head * 0.5)
     started = time.perf_counter()
     api.read({**reads[0], "as_of": other})
-    print(f"  another position ({other:,}): first as_of read, model and vector index built: "
-          f"{time.perf_counter() - started:.2f} s (a current read's p50: {pct(current_read, 0.5) * 1e3:.1f} ms)")
+    print(
+        f"  another position ({other:,}): first as_of read, model and vector index built: "
+        f"{time.perf_counter() - started:.2f} s (a current read's p50: {pct(current_read, 0.5) * 1e3:.1f} ms)"
+    )
     strata.close()
 
 

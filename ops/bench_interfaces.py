@@ -41,16 +41,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-import anyio  # noqa: E402
-import httpx  # noqa: E402
-import orjson  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
-from workload import realistic_lines, realistic_queries  # noqa: E402
+import anyio
+import httpx
+import orjson
+from mcp import Client, StdioServerParameters
+from workload import realistic_lines, realistic_queries
 
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.operations import OPERATIONS  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.operations import OPERATIONS
+from strata_recall.interface.app.settings import load_settings
 
 STRATA = str(Path(sys.executable).parent / "strata")
 READ, WRITE = OPERATIONS["read"], OPERATIONS["write"]
@@ -113,8 +113,9 @@ def mcp_call(client: Client) -> Call:
 
 def http_call(http: httpx.AsyncClient) -> Call:
     async def call(op: str, payload: dict[str, Any]) -> None:
-        response = await http.post(f"/v1/{op}", content=orjson.dumps(payload),
-                                   headers={"content-type": "application/json"})
+        response = await http.post(
+            f"/v1/{op}", content=orjson.dumps(payload), headers={"content-type": "application/json"}
+        )
         if response.status_code != 200:
             raise RuntimeError(f"{op} failed: {response.status_code} {response.text}")
         orjson.loads(response.content)
@@ -122,8 +123,9 @@ def http_call(http: httpx.AsyncClient) -> Call:
     return call
 
 
-async def latencies(data: Path, env: dict[str, str], url: str, work: Workload, calls: int, warmup: int,
-                    block: int) -> dict[str, dict[str, list[float]]]:
+async def latencies(
+    data: Path, env: dict[str, str], url: str, work: Workload, calls: int, warmup: int, block: int
+) -> dict[str, dict[str, list[float]]]:
     """Every interface at once, measured in turns of `block` reads and writes each, so all of them see
     the same machine (a shared machine's load drifts within minutes). The in-process API reads the
     projection files the serving processes' runners keep current."""
@@ -136,9 +138,11 @@ async def latencies(data: Path, env: dict[str, str], url: str, work: Workload, c
 
     stdio = StdioServerParameters(command=STRATA, args=["mcp"], env=env)
     try:
-        async with (Client(stdio, read_timeout_seconds=120) as over_stdio,
-                    Client(f"{url}/mcp", read_timeout_seconds=120) as over_http,
-                    httpx.AsyncClient(base_url=url, timeout=120) as http):
+        async with (
+            Client(stdio, read_timeout_seconds=120) as over_stdio,
+            Client(f"{url}/mcp", read_timeout_seconds=120) as over_http,
+            httpx.AsyncClient(base_url=url, timeout=120) as http,
+        ):
             interfaces: dict[str, Call] = {
                 "in-process (CommandAPI)": in_process,
                 "MCP stdio": mcp_call(over_stdio),
@@ -152,7 +156,7 @@ async def latencies(data: Path, env: dict[str, str], url: str, work: Workload, c
             out = {name: {"read": [], "write": []} for name in interfaces}
             names = list(interfaces)
             for turn in range(0, calls, block):
-                for name in names[turn // block % len(names):] + names[:turn // block % len(names)]:
+                for name in names[turn // block % len(names) :] + names[: turn // block % len(names)]:
                     for _ in range(min(block, calls - turn)):  # a read then a write, as a session makes them
                         for op, payload in (("read", work.read()), ("write", work.write())):
                             started = time.perf_counter()
@@ -164,8 +168,14 @@ async def latencies(data: Path, env: dict[str, str], url: str, work: Workload, c
 
 
 def start_serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([STRATA, "serve", "--port", "0"], env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [STRATA, "serve", "--port", "0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stderr is not None
     for line in process.stderr:
         found = re.search(r"serving on (http://\S+?)[ ;)]", line)
@@ -222,9 +232,18 @@ def load(url: str, pid: int, work: Workload, rate: float, seconds: float, read_s
         sampler.join()
     cpu = cpu_seconds(pid) - cpu_before
     completed = len(latencies["read"]) + len(latencies["write"])
-    return {"elapsed": elapsed, "completed": completed, "achieved": completed / elapsed, "errors": errors,
-            "latencies": latencies, "rss_mean": sum(samples) / len(samples), "rss_max": max(samples),
-            "reads": len(latencies["read"]), "writes": len(latencies["write"]), "cpu": cpu}
+    return {
+        "elapsed": elapsed,
+        "completed": completed,
+        "achieved": completed / elapsed,
+        "errors": errors,
+        "latencies": latencies,
+        "rss_mean": sum(samples) / len(samples),
+        "rss_max": max(samples),
+        "reads": len(latencies["read"]),
+        "writes": len(latencies["write"]),
+        "cpu": cpu,
+    }
 
 
 def main() -> None:
@@ -268,32 +287,56 @@ def main() -> None:
             code = process.wait(timeout=60)
 
     base = {op: pct(results["in-process (CommandAPI)"][op], 0.5) for op in ("read", "write")}
-    print(f"\nper-call latency, ms: {args.calls} reads and {args.calls} writes per interface after {args.warmup} "
-          f"of each, one call at a time, interfaces in turns of {args.block}; store of {args.memories} memories; "
-          "ratio = p50 / in-process p50")
-    print(f"{'interface':<26}{'read p50':>10}{'read p95':>10}{'ratio':>8}{'write p50':>11}{'write p95':>11}{'ratio':>8}")
+    print(
+        f"\nper-call latency, ms: {args.calls} reads and {args.calls} writes per interface after {args.warmup} "
+        f"of each, one call at a time, interfaces in turns of {args.block}; store of {args.memories} memories; "
+        "ratio = p50 / in-process p50"
+    )
+    print(
+        f"{'interface':<26}{'read p50':>10}{'read p95':>10}{'ratio':>8}{'write p50':>11}{'write p95':>11}{'ratio':>8}"
+    )
     for name, lat in results.items():
-        r50, r95, w50, w95 = (pct(lat["read"], 0.5) * 1e3, pct(lat["read"], 0.95) * 1e3,
-                              pct(lat["write"], 0.5) * 1e3, pct(lat["write"], 0.95) * 1e3)
-        print(f"{name:<26}{r50:>10.2f}{r95:>10.2f}{r50 / (base['read'] * 1e3):>7.1f}x"
-              f"{w50:>11.2f}{w95:>11.2f}{w50 / (base['write'] * 1e3):>7.1f}x")
+        r50, r95, w50, w95 = (
+            pct(lat["read"], 0.5) * 1e3,
+            pct(lat["read"], 0.95) * 1e3,
+            pct(lat["write"], 0.5) * 1e3,
+            pct(lat["write"], 0.95) * 1e3,
+        )
+        print(
+            f"{name:<26}{r50:>10.2f}{r95:>10.2f}{r50 / (base['read'] * 1e3):>7.1f}x"
+            f"{w50:>11.2f}{w95:>11.2f}{w50 / (base['write'] * 1e3):>7.1f}x"
+        )
     lat = loaded["latencies"]
-    print(f"\nstrata serve resident memory (VmRSS): idle {idle:.0f} MB (after warm-up and {args.idle_seconds:g} s idle)")
-    print(f"under load: target {args.rate:g} req/s ({args.read_share:.0%} read / {1 - args.read_share:.0%} write, "
-          f"HTTP JSON, open loop) for {args.seconds:g} s")
-    print(f"  achieved {loaded['achieved']:.1f} req/s ({loaded['completed']} completed: {loaded['reads']} reads, "
-          f"{loaded['writes']} writes; {len(loaded['errors'])} errors)")
-    print(f"  read  p50 {pct(lat['read'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['read'], 0.95) * 1e3:.1f} ms  "
-          f"p99 {pct(lat['read'], 0.99) * 1e3:.1f} ms")
-    print(f"  write p50 {pct(lat['write'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['write'], 0.95) * 1e3:.1f} ms  "
-          f"p99 {pct(lat['write'], 0.99) * 1e3:.1f} ms")
-    print(f"  serve CPU {loaded['cpu']:.1f} s in {loaded['elapsed']:.1f} s ({loaded['cpu'] / loaded['elapsed']:.0%} of one core;"
-          f" {loaded['cpu'] / max(1, loaded['completed']) * 1e3:.1f} CPU-ms per request, projection work included)")
+    print(
+        f"\nstrata serve resident memory (VmRSS): idle {idle:.0f} MB (after warm-up and {args.idle_seconds:g} s idle)"
+    )
+    print(
+        f"under load: target {args.rate:g} req/s ({args.read_share:.0%} read / {1 - args.read_share:.0%} write, "
+        f"HTTP JSON, open loop) for {args.seconds:g} s"
+    )
+    print(
+        f"  achieved {loaded['achieved']:.1f} req/s ({loaded['completed']} completed: {loaded['reads']} reads, "
+        f"{loaded['writes']} writes; {len(loaded['errors'])} errors)"
+    )
+    print(
+        f"  read  p50 {pct(lat['read'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['read'], 0.95) * 1e3:.1f} ms  "
+        f"p99 {pct(lat['read'], 0.99) * 1e3:.1f} ms"
+    )
+    print(
+        f"  write p50 {pct(lat['write'], 0.5) * 1e3:.1f} ms  p95 {pct(lat['write'], 0.95) * 1e3:.1f} ms  "
+        f"p99 {pct(lat['write'], 0.99) * 1e3:.1f} ms"
+    )
+    print(
+        f"  serve CPU {loaded['cpu']:.1f} s in {loaded['elapsed']:.1f} s ({loaded['cpu'] / loaded['elapsed']:.0%} of one core;"
+        f" {loaded['cpu'] / max(1, loaded['completed']) * 1e3:.1f} CPU-ms per request, projection work included)"
+    )
     print(f"  RSS mean {loaded['rss_mean']:.0f} MB, max {loaded['rss_max']:.0f} MB, after {after:.0f} MB")
     print(f"serve exited with {code} on SIGTERM")
     load_after = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
-          f"{'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}")
+    print(
+        f"machine: {os.cpu_count()} cores; load average (1/5/15 min) before "
+        f"{'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}"
+    )
     for error in loaded["errors"][:5]:
         print(f"  error: {error}")
 

@@ -37,20 +37,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from strata_recall.interface.app.api import CommandAPI  # noqa: E402
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.projections import store  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
-from strata_recall.projections.vectors import EmbeddingCache, VectorProjection  # noqa: E402
-from strata_recall.workers.runner import Runner  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections import store
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
+from strata_recall.workers.runner import Runner
 
 try:
     from strata_recall.workers.runner import replay
 except ImportError:  # an older checkout, measured as a baseline with this script
     replay = None
-from workload import realistic_lines, realistic_updates  # noqa: E402
+from workload import realistic_lines, realistic_updates
 
 STRATA = str(Path(sys.executable).parent / "strata")
 
@@ -214,8 +214,12 @@ def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, 
         return min(store.position(c, n) for n, c in conns.items())
 
     # the worker is ready once a probe write is visible everywhere; then it idles a moment
-    probe = api.write({"repo_id": "load/test", "memory": {"text": "probe: the worker is up", "kind": "fact",
-                                                          "scope": "repo", "confidence": 0.5}}).position
+    probe = api.write(
+        {
+            "repo_id": "load/test",
+            "memory": {"text": "probe: the worker is up", "kind": "fact", "scope": "repo", "confidence": 0.5},
+        }
+    ).position
     deadline = time.monotonic() + 180
     while visible_position() < probe and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -248,9 +252,17 @@ def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, 
         if delay > 0:
             time.sleep(delay)
         written = time.perf_counter()
-        response = api.write({"repo_id": "load/test", "memory": {
-            "text": f"under load: the cache warmer retried request {i} after a timeout", "kind": "fact",
-            "scope": "repo", "confidence": 0.7}})
+        response = api.write(
+            {
+                "repo_id": "load/test",
+                "memory": {
+                    "text": f"under load: the cache warmer retried request {i} after a timeout",
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.7,
+                },
+            }
+        )
         with lock:
             pending.append((response.position, written))
         if i % 200 == 0:
@@ -263,16 +275,23 @@ def visibility_under_load(data: Path, seconds: float, rate: float) -> dict[str, 
     strata.close()
     for c in conns.values():
         c.close()
-    return {"p50_ms": pct(latencies, 0.5) * 1e3, "p95_ms": pct(latencies, 0.95) * 1e3,
-            "max_ms": max(latencies) * 1e3, "rate": achieved, "writes": len(latencies),
-            "idle_rss_mb": idle_rss, "load_rss_mb": peak_rss}
+    return {
+        "p50_ms": pct(latencies, 0.5) * 1e3,
+        "p95_ms": pct(latencies, 0.95) * 1e3,
+        "max_ms": max(latencies) * 1e3,
+        "rate": achieved,
+        "writes": len(latencies),
+        "idle_rss_mb": idle_rss,
+        "load_rss_mb": peak_rss,
+    }
 
 
 def replay_rss(data: Path) -> float:
     """Peak resident memory of `strata replay` (all projections, warm embedding cache)."""
     env = {**os.environ, "STRATA_DATA_DIR": str(data)}
-    process = subprocess.Popen([STRATA, "--json", "replay"], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [STRATA, "--json", "replay"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     peak = 0.0
     while process.poll() is None:
         try:
@@ -293,8 +312,11 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seed-cache", type=Path, default=None)
     parser.add_argument("--only-load", action="store_true", help="skip the replay and vector figures")
-    parser.add_argument("--parts", default="replay,vectors,load",
-                        help="which figures: replay (fts, links, snapshot), vectors (warm, cold, replay RSS), load")
+    parser.add_argument(
+        "--parts",
+        default="replay,vectors,load",
+        help="which figures: replay (fts, links, snapshot), vectors (warm, cold, replay RSS), load",
+    )
     args = parser.parse_args()
     configure_logging("warning")
 
@@ -302,8 +324,10 @@ def main() -> None:
         data = Path(tmp) / "data"
         started = time.perf_counter()
         head, _ = build_store(data, args.memories, args.updates)
-        print(f"store: {args.memories} memories + {args.updates} updates = {head} events "
-              f"(built in {time.perf_counter() - started:.0f} s)")
+        print(
+            f"store: {args.memories} memories + {args.updates} updates = {head} events "
+            f"(built in {time.perf_counter() - started:.0f} s)"
+        )
 
         if args.only_load:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
@@ -332,26 +356,36 @@ def cli_replay(data: Path, names: list[str], processes: int) -> dict:
 
 def replay_figures(data: Path, head: int) -> None:
     floor = decode_floor(data)
-    print(f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s "
-          f"(cpu {LAST_CPU:.1f} s)")
+    print(
+        f"baseline, reading and decoding the log alone (MemoryLog.read_log): {head / floor:,.0f} events/s "
+        f"(cpu {LAST_CPU:.1f} s)"
+    )
     three = ["fts", "links", "snapshot"]
     worker_path = timed_replay(data, three)
-    print(f"replay {'+'.join(three):<20} {head / worker_path:>10,.0f} events/s  ({worker_path:.1f} s; the worker's path: "
-          f"a Runner in batches of 5,000; cpu {LAST_CPU:.1f} s)")
+    print(
+        f"replay {'+'.join(three):<20} {head / worker_path:>10,.0f} events/s  ({worker_path:.1f} s; the worker's path: "
+        f"a Runner in batches of 5,000; cpu {LAST_CPU:.1f} s)"
+    )
     for names in (["fts"], ["links"], ["snapshot"]) if replay else ():
         seconds, _ = timed_parallel_replay(data, names, 1)
-        print(f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
-              f"{floor / seconds:.2f}x the decode-only baseline's speed; cpu {LAST_CPU:.1f} s)")
+        print(
+            f"replay {'+'.join(names):<20} {head / seconds:>10,.0f} events/s  ({seconds:.1f} s; "
+            f"{floor / seconds:.2f}x the decode-only baseline's speed; cpu {LAST_CPU:.1f} s)"
+        )
     for processes, how in ((1, "one process, the log decoded once"), (2, "two processes")) if replay else ():
         seconds, groups = timed_parallel_replay(data, three, processes)
         shares = ", ".join(f"{g} {t:.1f} s" for g, t in groups.items())
-        print(f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
-              f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.1f} s; {worker_path / seconds:.2f}x the worker's path; "
-              f"{head / seconds / REPLAY_GOAL:.0%} of the goal, {REPLAY_GOAL:,} events/s)")
+        print(
+            f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
+            f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.1f} s; {worker_path / seconds:.2f}x the worker's path; "
+            f"{head / seconds / REPLAY_GOAL:.0%} of the goal, {REPLAY_GOAL:,} events/s)"
+        )
     if replay:
         report = cli_replay(data, three, 2)
-        print(f"`strata replay --processes 2` (fts, links, snapshot): {report['events_per_s']:,} events/s "
-              f"({report['seconds']:.1f} s over {report['processes']} processes, as it reports)")
+        print(
+            f"`strata replay --processes 2` (fts, links, snapshot): {report['events_per_s']:,} events/s "
+            f"({report['seconds']:.1f} s over {report['processes']} processes, as it reports)"
+        )
 
 
 def vector_section(data: Path, head: int, args: argparse.Namespace) -> None:
@@ -359,22 +393,32 @@ def vector_section(data: Path, head: int, args: argparse.Namespace) -> None:
         (data / "projections").mkdir(exist_ok=True)
         shutil.copyfile(args.seed_cache, data / "projections" / "embedding-cache.sqlite")
     warm = warm_vector_replay(data, head)
-    print(f"vectors, warm cache replay: {warm['runner']:,.0f} events/s (cpu {warm['runner_cpu']:.1f} s; filling the "
-          f"cache for every memory took {warm['fill']:.0f} s)")
+    print(
+        f"vectors, warm cache replay: {warm['runner']:,.0f} events/s (cpu {warm['runner_cpu']:.1f} s; filling the "
+        f"cache for every memory took {warm['fill']:.0f} s)"
+    )
     if "pipelined" in warm:
-        print(f"vectors, warm cache replay, pipelined (workers.runner.pipelined): {warm['pipelined']:,.0f} events/s "
-              f"(cpu {warm['pipelined_cpu']:.1f} s)")
+        print(
+            f"vectors, warm cache replay, pipelined (workers.runner.pipelined): {warm['pipelined']:,.0f} events/s "
+            f"(cpu {warm['pipelined_cpu']:.1f} s)"
+        )
     print(f"resident memory of `strata replay` (all projections, warm cache): peak {replay_rss(data):.0f} MB")
     v = vector_figures(data, args.vector_sample)
-    print(f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
-          f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder")
+    print(
+        f"vectors, cold cache, {v['texts']} memories: projection {v['cold']:,.0f} memories/s vs raw embedder "
+        f"{v['raw']:,.0f} texts/s = {v['cold'] / v['raw']:.0%} of the embedder"
+    )
 
 
 def report_load(load: dict[str, float], args: argparse.Namespace) -> None:
-    print(f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "
-          f"for {args.load_seconds:.0f} s: p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms, "
-          f"max {load['max_ms']:.0f} ms ({load['writes']} writes)")
-    print(f"resident memory of `strata worker`: idle {load['idle_rss_mb']:.0f} MB, under load {load['load_rss_mb']:.0f} MB")
+    print(
+        f"write -> visible in fts, vectors and links with `strata worker` running, {load['rate']:.0f} writes/s "
+        f"for {args.load_seconds:.0f} s: p50 {load['p50_ms']:.0f} ms, p95 {load['p95_ms']:.0f} ms, "
+        f"max {load['max_ms']:.0f} ms ({load['writes']} writes)"
+    )
+    print(
+        f"resident memory of `strata worker`: idle {load['idle_rss_mb']:.0f} MB, under load {load['load_rss_mb']:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -98,10 +98,14 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     finally:
         engine.embedder = real_embedder
     memories = strata.log.position()
-    print(f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "
-          f"{len(requests)} targeted reads via the command API:")
-    print(f"  end to end: p50 {pct(latencies, 0.5) * 1e3:.1f} ms   p95 {pct(latencies, 0.95) * 1e3:.1f} ms   "
-          f"p99 {pct(latencies, 0.99) * 1e3:.1f} ms")
+    print(
+        f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "
+        f"{len(requests)} targeted reads via the command API:"
+    )
+    print(
+        f"  end to end: p50 {pct(latencies, 0.5) * 1e3:.1f} ms   p95 {pct(latencies, 0.95) * 1e3:.1f} ms   "
+        f"p99 {pct(latencies, 0.99) * 1e3:.1f} ms"
+    )
     print("  per stage (median ms): " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f}" for k, v in stages.items()))
     print(f"  CPU per read without the query embedding (best of 3 passes): {min(cpu) * 1e3:.2f} ms")
     # the same-run floor: what the two prescribed parts cost on their own, the query embedding
@@ -122,11 +126,15 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
         embedder.embed_query(query.query)
         searching.result()
         overlapped.append(time.perf_counter() - started)
-    print(f"  floor, same run: query embedding alone p50 {pct(embed_alone, 0.5) * 1e3:.1f} ms + FTS5 search alone "
-          f"p50 {pct(keyword_alone, 0.5) * 1e3:.1f} ms = {floor * 1e3:.1f} ms; end to end p50 is "
-          f"{pct(latencies, 0.5) / floor:.2f}x that")
-    print(f"  the two overlapped, as a read runs them: p50 {pct(overlapped, 0.5) * 1e3:.1f} ms; end to end p50 is "
-          f"{pct(latencies, 0.5) / pct(overlapped, 0.5):.2f}x that")
+    print(
+        f"  floor, same run: query embedding alone p50 {pct(embed_alone, 0.5) * 1e3:.1f} ms + FTS5 search alone "
+        f"p50 {pct(keyword_alone, 0.5) * 1e3:.1f} ms = {floor * 1e3:.1f} ms; end to end p50 is "
+        f"{pct(latencies, 0.5) / floor:.2f}x that"
+    )
+    print(
+        f"  the two overlapped, as a read runs them: p50 {pct(overlapped, 0.5) * 1e3:.1f} ms; end to end p50 is "
+        f"{pct(latencies, 0.5) / pct(overlapped, 0.5):.2f}x that"
+    )
 
     # large partitions are searched in two stages (projected pass, exact re-rank of a pool): check the
     # query search and the semantic hops' neighbour search against brute force over the stored vectors
@@ -134,20 +142,28 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     agree, hop_agree = [], []
     for request in requests[:50]:
         qv = embedder.embed_query(request["query"])
-        rows = strata.projection("vectors").conn.execute(
-            "SELECT memory_id, embedding FROM vec_memories WHERE (repo_id = ? AND scope = 'repo') OR scope = 'global'",
-            (request["repo_id"],)).fetchall()
+        rows = (
+            strata.projection("vectors")
+            .conn.execute(
+                "SELECT memory_id, embedding FROM vec_memories WHERE (repo_id = ? AND scope = 'repo') OR scope = 'global'",
+                (request["repo_id"],),
+            )
+            .fetchall()
+        )
         ids = [m for m, _ in rows]
         matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         got = [m for m, _ in index.search(qv, request["repo_id"], include_global=True, k=50)]
         agree.append(len(set(got) & {ids[i] for i in np.argsort(-(matrix @ qv))[:50]}) / min(50, len(ids)))
-        parents = matrix[[i for i in np.argsort(-(matrix @ qv))[:3]]]  # as hop parents are: the best hits
-        for parent, hits in zip(parents, index.search_many(parents, request["repo_id"], include_global=True, k=6),
-                                strict=True):
+        parents = matrix[list(np.argsort(-(matrix @ qv))[:3])]  # as hop parents are: the best hits
+        for parent, hits in zip(
+            parents, index.search_many(parents, request["repo_id"], include_global=True, k=6), strict=True
+        ):
             exact = {ids[i] for i in np.argsort(-(matrix @ parent))[:6]}
             hop_agree.append(len({m for m, _ in hits} & exact) / len(exact))
-    print(f"  vector search recall against brute force over the stored vectors: query@50 {statistics.mean(agree):.4f}, "
-          f"semantic-hop neighbours@6 {statistics.mean(hop_agree):.4f}")
+    print(
+        f"  vector search recall against brute force over the stored vectors: query@50 {statistics.mean(agree):.4f}, "
+        f"semantic-hop neighbours@6 {statistics.mean(hop_agree):.4f}"
+    )
 
     classifier = engine.archetypes
     qv = embedder.embed_query("the build fails with an error")
@@ -155,8 +171,10 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     started = time.perf_counter()
     for _ in range(1000):
         classifier.classify(qv)
-    print(f"  archetype classification (mode auto), beyond the query embedding: "
-          f"{(time.perf_counter() - started):.3f} ms per call")
+    print(
+        f"  archetype classification (mode auto), beyond the query embedding: "
+        f"{(time.perf_counter() - started):.3f} ms per call"
+    )
     strata.close()
 
 

@@ -30,14 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_coding import DEFAULT_DATA, by_repo  # noqa: E402
+from eval_coding import DEFAULT_DATA, by_repo
 
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.lean import lean  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.projections.tokens import TokenCounter  # noqa: E402
-from strata_recall.schemas.read import ReadResponse  # noqa: E402
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.lean import lean
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.tokens import TokenCounter
+from strata_recall.schemas.read import ReadResponse
 
 MIN_TASKS = 8
 
@@ -54,11 +54,25 @@ def measure(tasks_by_repo: dict, reads_per_repo: int, problem_text, tokens: Toke
                 continue
             past, new = tasks[:-reads_per_repo], tasks[-reads_per_repo:]
             for task in past:
-                problem = api.write({"repo_id": repo, "memory": {
-                    "text": problem_text(task), "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
-                api.write({"repo_id": repo, "memory": {
-                    "text": task.solution, "kind": "solution", "scope": "repo", "confidence": 0.8,
-                    "links": {"problem_id": problem}, "evidence_refs": [f"file:{f}" for f in sorted(task.files)]}})
+                problem = api.write(
+                    {
+                        "repo_id": repo,
+                        "memory": {"text": problem_text(task), "kind": "problem", "scope": "repo", "confidence": 0.8},
+                    }
+                ).memory_id
+                api.write(
+                    {
+                        "repo_id": repo,
+                        "memory": {
+                            "text": task.solution,
+                            "kind": "solution",
+                            "scope": "repo",
+                            "confidence": 0.8,
+                            "links": {"problem_id": problem},
+                            "evidence_refs": [f"file:{f}" for f in sorted(task.files)],
+                        },
+                    }
+                )
             queries += [(repo, task.problem) for task in new]
         strata.catch_up()
         for repo, query in queries:
@@ -67,14 +81,20 @@ def measure(tasks_by_repo: dict, reads_per_repo: int, problem_text, tokens: Toke
             slim = lean(full)
             assert ReadResponse.model_validate(slim) == answer  # nothing is lost
             full_text, lean_text = orjson.dumps(full).decode(), orjson.dumps(slim).decode()
-            rows.append({"results": len(answer.results), "full_tokens": tokens.count(full_text),
-                         "lean_tokens": tokens.count(lean_text), "full_bytes": len(full_text.encode()),
-                         "lean_bytes": len(lean_text.encode())})
+            rows.append(
+                {
+                    "results": len(answer.results),
+                    "full_tokens": tokens.count(full_text),
+                    "lean_tokens": tokens.count(lean_text),
+                    "full_bytes": len(full_text.encode()),
+                    "lean_bytes": len(lean_text.encode()),
+                }
+            )
         strata.close()
     return rows
 
 
-def agent_sized(task) -> str:  # noqa: ANN001
+def agent_sized(task) -> str:
     first = next((line.strip() for line in task.problem.splitlines() if line.strip()), task.problem)
     return first[:200]
 
@@ -88,9 +108,11 @@ def main() -> None:
     tokens = TokenCounter()
     tasks_by_repo = by_repo(json.loads(args.data.read_text()))
     stores = {"statements": lambda task: task.problem, "agent-sized": agent_sized}
-    print(f"A read's answer, full (HTTP JSON, CLI) and lean (MCP tool results); tokens by projections/tokens.py")
-    print(f"{'store':12} {'reads':>5} {'results':>7} {'':8} {'full, median':>12} {'lean, median':>12} "
-          f"{'full, all':>10} {'lean, all':>10} {'saved':>6}")
+    print("A read's answer, full (HTTP JSON, CLI) and lean (MCP tool results); tokens by projections/tokens.py")
+    print(
+        f"{'store':12} {'reads':>5} {'results':>7} {'':8} {'full, median':>12} {'lean, median':>12} "
+        f"{'full, all':>10} {'lean, all':>10} {'saved':>6}"
+    )
     for name, problem_text in stores.items():
         started = time.perf_counter()
         rows = measure(tasks_by_repo, args.reads_per_repo, problem_text, tokens)
@@ -98,9 +120,11 @@ def main() -> None:
         for unit in ("tokens", "bytes"):
             full, slim = (sum(r[f"{kind}_{unit}"] for r in rows) for kind in ("full", "lean"))
             mfull, mslim = (statistics.median(r[f"{kind}_{unit}"] for r in rows) for kind in ("full", "lean"))
-            print(f"{name if unit == 'tokens' else '':12} {len(rows) if unit == 'tokens' else '':>5} "
-                  f"{results if unit == 'tokens' else '':>7} {unit:8} {mfull:>12,.0f} {mslim:>12,.0f} {full:>10,} "
-                  f"{slim:>10,} {1 - slim / full:>6.1%}")
+            print(
+                f"{name if unit == 'tokens' else '':12} {len(rows) if unit == 'tokens' else '':>5} "
+                f"{results if unit == 'tokens' else '':>7} {unit:8} {mfull:>12,.0f} {mslim:>12,.0f} {full:>10,} "
+                f"{slim:>10,} {1 - slim / full:>6.1%}"
+            )
         print(f"{'':12} ({time.perf_counter() - started:.0f} s)")
 
 

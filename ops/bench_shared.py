@@ -56,31 +56,54 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ops import pg  # noqa: E402
-from strata_recall.domain.ids import memory_id  # noqa: E402
-from strata_recall.interface.app.api import CommandAPI  # noqa: E402
-from strata_recall.interface.app.bootstrap import FOLLOWERS, build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.projections import store  # noqa: E402
-from strata_recall.projections.archetypes import ArchetypesProjection  # noqa: E402
-from strata_recall.projections.embedder import assemble_model_dir  # noqa: E402
-from strata_recall.projections.fts import FTSProjection  # noqa: E402
-from strata_recall.projections.links import LinksProjection  # noqa: E402
-from strata_recall.projections.snapshot import SnapshotProjection  # noqa: E402
-from strata_recall.projections.vectors import VectorProjection  # noqa: E402
+from ops import pg
+from strata_recall.domain.ids import memory_id
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import FOLLOWERS, build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections import store
+from strata_recall.projections.archetypes import ArchetypesProjection
+from strata_recall.projections.embedder import assemble_model_dir
+from strata_recall.projections.fts import FTSProjection
+from strata_recall.projections.links import LinksProjection
+from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.vectors import VectorProjection
 
 STRATA = str(Path(sys.executable).parent / "strata")
 REPO = "team/service"
-DIGESTS = {"fts": FTSProjection, "vectors": VectorProjection, "links": LinksProjection,
-           "archetypes": ArchetypesProjection, "snapshot": SnapshotProjection}
+DIGESTS = {
+    "fts": FTSProjection,
+    "vectors": VectorProjection,
+    "links": LinksProjection,
+    "archetypes": ArchetypesProjection,
+    "snapshot": SnapshotProjection,
+}
 CATCH_UP = ("fts", "links", "archetypes", "snapshot")
 
-SUBJECTS = ["the build", "pytest", "the migration", "the API server", "CI", "the docker image", "the cache",
-            "the login flow", "the payment webhook", "the search index", "mypy", "the release script"]
+SUBJECTS = [
+    "the build",
+    "pytest",
+    "the migration",
+    "the API server",
+    "CI",
+    "the docker image",
+    "the cache",
+    "the login flow",
+    "the payment webhook",
+    "the search index",
+    "mypy",
+    "the release script",
+]
 SYMPTOMS = ["hangs after", "fails with a timeout after", "crashes when", "is slow when", "returns 500 when"]
-CAUSES = ["the database is not running", "DATABASE_URL is unset", "two workers share a port",
-          "the lock file is stale", "a migration was not applied", "the clock is skewed"]
+CAUSES = [
+    "the database is not running",
+    "DATABASE_URL is unset",
+    "two workers share a port",
+    "the lock file is stale",
+    "a migration was not applied",
+    "the clock is skewed",
+]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -150,7 +173,9 @@ def plan(me: int, phase: str, i: int, rnd: random.Random, own: list[str]) -> tup
         mid = rnd.choice(own[-50:])
         target = 0.1 if (i // 10) % 2 else 0.9  # big moves: every update is recorded
         if slot == 8:
-            updates = {"truth": {"target": target, "confidence": 0.9, "rationale": "checked", "evidence_refs": [f"ci#{i}"]}}
+            updates = {
+                "truth": {"target": target, "confidence": 0.9, "rationale": "checked", "evidence_refs": [f"ci#{i}"]}
+            }
         else:
             updates = {"utility": {"target": target, "confidence": 0.8, "rationale": "used it"}}
         return "update", mid, {"repo_id": REPO, "memory_id": mid, "mode": "commit", "updates": updates}
@@ -188,8 +213,15 @@ class Backend:
     def env(self, label: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
         env.update(self.server.env() if self.server else {})
-        env.update({"STRATA_DATA_DIR": str(self.data(label)), "STRATA_MODEL_DIR": str(self.model_dir),
-                    "STRATA_LOG_LEVEL": "warning", "STRATA_POLL_INTERVAL_SECONDS": "0.02", **extra})
+        env.update(
+            {
+                "STRATA_DATA_DIR": str(self.data(label)),
+                "STRATA_MODEL_DIR": str(self.model_dir),
+                "STRATA_LOG_LEVEL": "warning",
+                "STRATA_POLL_INTERVAL_SECONDS": "0.02",
+                **extra,
+            }
+        )
         return env
 
     def spawn(self, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -321,9 +353,11 @@ def check_writes(backend: Backend, ops: list[list[Any]]) -> str:
     reinforced = sum(n for (_, outcome), n in shared.items() if outcome == "reinforced")
     errors = Counter(op[2] for op in failed).most_common(1)
     refused = f"; {len(failed)} ops failed unacknowledged and left nothing (e.g. {errors[0][0]})" if failed else ""
-    return (f"checked: {len(acked)} recorded ops all in the log at their acknowledged positions, nothing unacknowledged; "
-            f"{len(shared_mids)} shared texts = {len(shared_mids)} memories, each created once and reinforced "
-            f"{reinforced} times in all{refused}")
+    return (
+        f"checked: {len(acked)} recorded ops all in the log at their acknowledged positions, nothing unacknowledged; "
+        f"{len(shared_mids)} shared texts = {len(shared_mids)} memories, each created once and reinforced "
+        f"{reinforced} times in all{refused}"
+    )
 
 
 def throughput(ops: list[list[Any]]) -> tuple[float, list[float]]:
@@ -397,8 +431,11 @@ def top_up(backend: Backend, target: int) -> tuple[int, float]:
             elif i % 3 == 1:
                 memory = {"text": f"In this repo {subject} depends on {cause} (note {i})", "kind": "fact"}
             else:
-                memory = {"text": f"fix {cause} before {subject} runs (case {i})", "kind": "solution",
-                          "links": {"problem_id": problems[-1]}}
+                memory = {
+                    "text": f"fix {cause} before {subject} runs (case {i})",
+                    "kind": "solution",
+                    "links": {"problem_id": problems[-1]},
+                }
             memory.update({"scope": "repo", "confidence": 0.8, "evidence_refs": [f"session:{i}"]})
             if memory["kind"] == "solution":
                 repo = f"org/repo-{(i - 2) % 20}"  # the problem written just before, in its repo
@@ -416,8 +453,10 @@ def full_speed(backend: Backend, args: argparse.Namespace, result: dict[str, Any
     ops = run_writers(backend, phase, args.writers, args.seconds, rate=0)
     rate, acks = throughput(ops)
     result[phase] = (rate, pct(acks, 0.5), pct(acks, 0.95))
-    note(f"[{backend.name}] {args.writers} writers at full speed for {args.seconds:.0f} s {how}: {len(ops)} ops = "
-         f"{rate:,.0f} log appends/s; acknowledged in p50 {pct(acks, 0.5):.1f} ms, p95 {pct(acks, 0.95):.1f} ms")
+    note(
+        f"[{backend.name}] {args.writers} writers at full speed for {args.seconds:.0f} s {how}: {len(ops)} ops = "
+        f"{rate:,.0f} log appends/s; acknowledged in p50 {pct(acks, 0.5):.1f} ms, p95 {pct(acks, 0.95):.1f} ms"
+    )
     note(f"[{backend.name}] {check_writes(backend, ops)}")
 
 
@@ -427,8 +466,12 @@ def bench_backend(backend: Backend, args: argparse.Namespace) -> dict[str, Any]:
     writer = backend.build("bench")
     api = CommandAPI(writer.log)
     api.define_archetype({"name": "debugging", "examples": ["why does the build fail"], "profile": {"limit": 5}})
-    probe = api.write({"repo_id": REPO, "memory": {"text": "probe: the read nodes are up", "kind": "fact",
-                                                   "scope": "repo", "confidence": 0.5}}).position
+    probe = api.write(
+        {
+            "repo_id": REPO,
+            "memory": {"text": "probe: the read nodes are up", "kind": "fact", "scope": "repo", "confidence": 0.5},
+        }
+    ).position
     nodes = [Node(backend, "node-a"), Node(backend, "node-b")]
     for node in nodes:
         node.start()
@@ -463,8 +506,10 @@ def bench_backend(backend: Backend, args: argparse.Namespace) -> dict[str, Any]:
     visible = visible_latencies(ops, samples)
     result["visible_ms"] = (pct(visible, 0.5), pct(visible, 0.95))
     result["paced_rate"] = achieved
-    note(f"[{name}] write -> visible in fts, vectors, links, archetypes on both nodes at {achieved:.0f} ops/s: "
-         f"p50 {pct(visible, 0.5):.0f} ms, p95 {pct(visible, 0.95):.0f} ms, max {max(visible):.0f} ms ({len(visible)} ops)")
+    note(
+        f"[{name}] write -> visible in fts, vectors, links, archetypes on both nodes at {achieved:.0f} ops/s: "
+        f"p50 {pct(visible, 0.5):.0f} ms, p95 {pct(visible, 0.95):.0f} ms, max {max(visible):.0f} ms ({len(visible)} ops)"
+    )
     note(f"[{name}] {check_writes(backend, ops)}")
 
     for node in nodes:
@@ -482,16 +527,20 @@ def bench_backend(backend: Backend, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     events, import_rate = top_up(backend, args.events)
     head = writer.log.position()
-    note(f"[{name}] log topped up to {events:,} events by bulk import ({import_rate:,.0f} memories/s, "
-         f"{time.perf_counter() - started:.0f} s)")
+    note(
+        f"[{name}] log topped up to {events:,} events by bulk import ({import_rate:,.0f} memories/s, "
+        f"{time.perf_counter() - started:.0f} s)"
+    )
     names = (*CATCH_UP, "vectors") if args.catch_up_vectors else CATCH_UP
     cold = Node(backend, "node-c")
     began = cold.start(names, compact_interval=0.2)
     done = cold.wait_for(head, names)
     seconds = done - began
     result["catch_up"] = (events / seconds, seconds, events)
-    note(f"[{name}] cold read node caught up on {events:,} events ({'+'.join(names)}) in {seconds:.1f} s from process "
-         f"start: {events / seconds:,.0f} events/s")
+    note(
+        f"[{name}] cold read node caught up on {events:,} events ({'+'.join(names)}) in {seconds:.1f} s from process "
+        f"start: {events / seconds:,.0f} events/s"
+    )
     behind = nodes[0].position(names)
     began = nodes[0].start(names, compact_interval=0.2)
     done = nodes[0].wait_for(head, names)
@@ -532,8 +581,10 @@ def main() -> None:
         server = None
         if "postgres" in backends:
             server = stack.enter_context(pg.throwaway())
-            note(f"PostgreSQL {server.bin_dir.parent.name} on 127.0.0.1:{server.port} (fsync on), "
-                 f"running as {server.os_user or 'this user'}")
+            note(
+                f"PostgreSQL {server.bin_dir.parent.name} on 127.0.0.1:{server.port} (fsync on), "
+                f"running as {server.os_user or 'this user'}"
+            )
         for name in backends:
             backend = Backend(name, tmp / name, model_dir, server if name == "postgres" else None)
             try:
@@ -550,10 +601,14 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, seconds
         ("  acknowledged op, p50 / p95", lambda r: f"{r['max'][1]:.1f} / {r['max'][2]:.1f} ms"),
         (f"log appends/s, {args.writers} writers, no read node running", lambda r: f"{r['alone'][0]:,.0f}"),
         ("  acknowledged op, p50 / p95", lambda r: f"{r['alone'][1]:.1f} / {r['alone'][2]:.1f} ms"),
-        ("write -> visible on both read nodes, p50 / p95",
-         lambda r: f"{r['visible_ms'][0]:.0f} / {r['visible_ms'][1]:.0f} ms at {r['paced_rate']:.0f}/s"),
-        ("cold read node catch-up (" + "+".join((*CATCH_UP, "vectors") if args.catch_up_vectors else CATCH_UP) + ")",
-         lambda r: f"{r['catch_up'][0]:,.0f} events/s ({r['catch_up'][2]:,} in {r['catch_up'][1]:.1f} s)"),
+        (
+            "write -> visible on both read nodes, p50 / p95",
+            lambda r: f"{r['visible_ms'][0]:.0f} / {r['visible_ms'][1]:.0f} ms at {r['paced_rate']:.0f}/s",
+        ),
+        (
+            "cold read node catch-up (" + "+".join((*CATCH_UP, "vectors") if args.catch_up_vectors else CATCH_UP) + ")",
+            lambda r: f"{r['catch_up'][0]:,.0f} events/s ({r['catch_up'][2]:,} in {r['catch_up'][1]:.1f} s)",
+        ),
         ("restarted read node catch-up", lambda r: f"{r['restart'][0]:,.0f} events/s"),
         ("read nodes converged (equal digests)", lambda r: "yes" if r["converged"] else "NO"),
     ]
@@ -562,8 +617,10 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, seconds
     note(f"{'':<{width}}  " + "  ".join(f"{n:<32}" for n in names))
     for label, fmt in rows:
         note(f"{label:<{width}}  " + "  ".join(f"{fmt(results[n]):<32}" for n in names))
-    note(f"(whole run {seconds / 60:.1f} min, load average at the end {os.getloadavg()[0]:.2f}; everything it started "
-         "is stopped and removed)")
+    note(
+        f"(whole run {seconds / 60:.1f} min, load average at the end {os.getloadavg()[0]:.2f}; everything it started "
+        "is stopped and removed)"
+    )
 
 
 if __name__ == "__main__":

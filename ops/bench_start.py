@@ -48,11 +48,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from strata_recall.projections.tokens import TokenCounter  # noqa: E402
+from strata_recall.projections.tokens import TokenCounter
 
 sys.path.insert(0, str(ROOT / "ops"))
-import claude_code  # noqa: E402
-import revision  # noqa: E402
+import claude_code
+import revision
 
 STRATA = str(Path(sys.executable).parent / "strata")
 BASELINE_REF = "eaebe0e"  # the last commit before issue #21
@@ -64,8 +64,9 @@ class Launch:
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.next_id = 0
 
     def send(self, method: str, params: dict[str, Any] | None = None, notify: bool = False) -> int:
@@ -120,14 +121,30 @@ def one_launch(command: list[str], env: dict[str, str], n: int) -> dict[str, Any
         listed_at, line = launch.answer(launch.send("tools/list"))
         tools = json.loads(line)["result"]
         text = f"Launch {n} of the start benchmark wrote this"
-        wrote_at, _ = launch.call("tools/call", {"name": "write", "arguments": {"repo_id": "bench/start", "memory": {
-            "text": text, "kind": "fact", "scope": "repo", "confidence": 0.5}}})
-        read_at, read = launch.call("tools/call", {"name": "read", "arguments": {"repo_id": "bench/start", "query": text}})
+        wrote_at, _ = launch.call(
+            "tools/call",
+            {
+                "name": "write",
+                "arguments": {
+                    "repo_id": "bench/start",
+                    "memory": {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.5},
+                },
+            },
+        )
+        read_at, read = launch.call(
+            "tools/call", {"name": "read", "arguments": {"repo_id": "bench/start", "query": text}}
+        )
     finally:
         launch.close()
     found = text in json.dumps(read.get("structuredContent", {}))
-    return {"initialize": ready, "tools_list": listed_at, "write": wrote_at - listed_at, "read": read_at - wrote_at,
-            "tools": tools, "read_sees_write": found}
+    return {
+        "initialize": ready,
+        "tools_list": listed_at,
+        "write": wrote_at - listed_at,
+        "read": read_at - wrote_at,
+        "tools": tools,
+        "read_sees_write": found,
+    }
 
 
 def sigterm_exit(command: list[str], env: dict[str, str]) -> float:
@@ -151,9 +168,17 @@ def measure(name: str, command: list[str], env: dict[str, str], launches: int, t
     wire = json.dumps(runs[-1]["tools"], separators=(",", ":"), ensure_ascii=False)
     figures = {key: statistics.median(r[key] for r in runs) for key in ("initialize", "tools_list", "write", "read")}
     exits = [sigterm_exit(command, env) for _ in range(launches)]
-    return {"name": name, "tools": len(runs[-1]["tools"]["tools"]), "tokens": tokens.count(wire), "chars": len(wire),
-            "tools_list_max": max(r["tools_list"] for r in runs), "sees_write": sum(r["read_sees_write"] for r in runs),
-            "sigterm_exit": statistics.median(exits), "sigterm_exit_max": max(exits), **figures}
+    return {
+        "name": name,
+        "tools": len(runs[-1]["tools"]["tools"]),
+        "tokens": tokens.count(wire),
+        "chars": len(wire),
+        "tools_list_max": max(r["tools_list"] for r in runs),
+        "sees_write": sum(r["read_sees_write"] for r in runs),
+        "sigterm_exit": statistics.median(exits),
+        "sigterm_exit_max": max(exits),
+        **figures,
+    }
 
 
 def claude_runs(claude: Path, folder: Path, command: list[str], env: dict[str, str], runs: int) -> dict[str, Any]:
@@ -161,8 +186,12 @@ def claude_runs(claude: Path, folder: Path, command: list[str], env: dict[str, s
     where = claude_code.project(folder, command[0], command[1:], env)
     listed = [claude_code.mcp_list(claude, where) for _ in range(runs)]
     lines = sorted({item.line.split(" - ", 1)[-1] for item in listed})
-    return {"connected_with_tools": sum(item.connected_with_tools for item in listed), "runs": runs,
-            "seconds": statistics.median(item.seconds for item in listed), "lines": lines}
+    return {
+        "connected_with_tools": sum(item.connected_with_tools for item in listed),
+        "runs": runs,
+        "seconds": statistics.median(item.seconds for item in listed),
+        "lines": lines,
+    }
 
 
 def hook_seconds(env: dict[str, str], runs: int) -> dict[str, float]:
@@ -170,15 +199,21 @@ def hook_seconds(env: dict[str, str], runs: int) -> dict[str, float]:
     on the data directory the launches wrote to: a hook runs at every session boundary."""
     cwd = str(ROOT)
     out: dict[str, float] = {}
-    for event, payload in (("session-start", {"session_id": "bench", "cwd": cwd, "hook_event_name": "SessionStart",
-                                               "source": "startup"}),
-                           ("stop", {"session_id": "bench", "cwd": cwd, "hook_event_name": "Stop",
-                                     "stop_hook_active": False})):
+    for event, payload in (
+        ("session-start", {"session_id": "bench", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+        ("stop", {"session_id": "bench", "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": False}),
+    ):
         times = []
         for _ in range(runs):
             started = time.perf_counter()
-            subprocess.run([STRATA, "hook", event, "--repo", "bench/start"], input=json.dumps(payload).encode(), env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                [STRATA, "hook", event, "--repo", "bench/start"],
+                input=json.dumps(payload).encode(),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=True,
+            )
             times.append(time.perf_counter() - started)
         out[event] = statistics.median(times)
     floor = []
@@ -230,49 +265,69 @@ def main() -> None:
         folder = Path(tmp)
         if not args.no_baseline:
             tree = revision.checkout(args.baseline, folder)
-            entry = ("from strata_recall.interface.cli.launch import main" if (tree / "interface" / "cli" / "launch.py").exists()
-                     else "from strata_recall.interface.launch import main" if (tree / "interface" / "launch.py").exists()
-                     else "from strata_recall.interface.cli import main")  # revisions before the edges had packages
+            entry = (
+                "from strata_recall.interface.cli.launch import main"
+                if (tree / "interface" / "cli" / "launch.py").exists()
+                else "from strata_recall.interface.launch import main"
+                if (tree / "interface" / "launch.py").exists()
+                else "from strata_recall.interface.cli import main"
+            )  # revisions before the edges had packages
             # -P: the working directory (this checkout, with its own layer folders) is not put on sys.path
             command = [sys.executable, "-P", "-c", f"import sys; sys.argv[0] = 'strata'; {entry}; main()", "mcp"]
             (folder / "base").mkdir()
-            trees.append((f"baseline {args.baseline}", command,
-                          environment(folder / "base", revision.import_paths(tree))))
+            trees.append(
+                (f"baseline {args.baseline}", command, environment(folder / "base", revision.import_paths(tree)))
+            )
         (folder / "this").mkdir()
         trees.append(("this checkout", [STRATA, "mcp"], environment(folder / "this")))
         with busy_loops(args.load):
             for name, command, env in trees:
                 results.append(measure(name, command, env, args.launches, tokens))
                 if claude is not None:
-                    listed[name] = claude_runs(claude, folder / f"claude-{len(listed)}", command, server_env(env),
-                                               args.launches)
+                    listed[name] = claude_runs(
+                        claude, folder / f"claude-{len(listed)}", command, server_env(env), args.launches
+                    )
             hooks = hook_seconds(environment(folder / "this"), args.launches)
             load = os.getloadavg()[0]
 
-    print(f"strata mcp over stdio, median of {args.launches} launches each, {args.load} busy loops on "
-          f"{os.cpu_count()} cores (load average {load:.1f}); tokens: projections/tokens.py (all-MiniLM-L6-v2 WordPiece)")
-    print(f"{'':24} {'tools':>5} {'tools/list tokens':>17} {'chars/4':>7} {'initialize':>10} {'tools/list':>10} "
-          f"{'(max)':>7} {'1st write':>9} {'1st read':>8} {'read sees it':>12} {'exit after SIGTERM':>18}")
+    print(
+        f"strata mcp over stdio, median of {args.launches} launches each, {args.load} busy loops on "
+        f"{os.cpu_count()} cores (load average {load:.1f}); tokens: projections/tokens.py (all-MiniLM-L6-v2 WordPiece)"
+    )
+    print(
+        f"{'':24} {'tools':>5} {'tools/list tokens':>17} {'chars/4':>7} {'initialize':>10} {'tools/list':>10} "
+        f"{'(max)':>7} {'1st write':>9} {'1st read':>8} {'read sees it':>12} {'exit after SIGTERM':>18}"
+    )
     for r in results:
-        print(f"{r['name']:24} {r['tools']:>5} {r['tokens']:>17,} {r['chars'] // 4:>7,} {r['initialize']:>9.3f}s "
-              f"{r['tools_list']:>9.3f}s {r['tools_list_max']:>6.2f}s {r['write'] * 1000:>7.0f}ms {r['read'] * 1000:>6.0f}ms "
-              f"{r['sees_write']:>6}/{args.launches:<5} {r['sigterm_exit']:>8.3f}s (max {r['sigterm_exit_max']:.2f}s)")
+        print(
+            f"{r['name']:24} {r['tools']:>5} {r['tokens']:>17,} {r['chars'] // 4:>7,} {r['initialize']:>9.3f}s "
+            f"{r['tools_list']:>9.3f}s {r['tools_list_max']:>6.2f}s {r['write'] * 1000:>7.0f}ms {r['read'] * 1000:>6.0f}ms "
+            f"{r['sees_write']:>6}/{args.launches:<5} {r['sigterm_exit']:>8.3f}s (max {r['sigterm_exit_max']:.2f}s)"
+        )
     if listed:
         print(f"claude mcp list (Claude Code {claude_code.VERSION}), {args.launches} runs each:")
         for name, figures in listed.items():
-            print(f"  {name:22} connected with tools {figures['connected_with_tools']}/{figures['runs']}, "
-                  f"median {figures['seconds']:.1f} s per run; said: {' | '.join(figures['lines'])}")
+            print(
+                f"  {name:22} connected with tools {figures['connected_with_tools']}/{figures['runs']}, "
+                f"median {figures['seconds']:.1f} s per run; said: {' | '.join(figures['lines'])}"
+            )
     else:
         print(f"claude mcp list: not run ({why})")
     if len(results) == 2:
         base, this = results
-        print(f"this / baseline: tools/list tokens {this['tokens'] / base['tokens']:.2f}, "
-              f"time to tools/list {this['tools_list'] / base['tools_list']:.2f}, "
-              f"exit after SIGTERM {this['sigterm_exit'] / base['sigterm_exit']:.2f}")
-    print(f"this checkout's hooks (median of {args.launches}): session-start {hooks['session-start'] * 1000:.0f} ms, "
-          f"stop {hooks['stop'] * 1000:.0f} ms; floor (python -c pass) {hooks['python -c pass'] * 1000:.0f} ms")
-    print("goals: tools/list <= 2,500 tokens and <= 0.3 s after launch; claude mcp list connected with tools 10/10; "
-          "hooks well under a second")
+        print(
+            f"this / baseline: tools/list tokens {this['tokens'] / base['tokens']:.2f}, "
+            f"time to tools/list {this['tools_list'] / base['tools_list']:.2f}, "
+            f"exit after SIGTERM {this['sigterm_exit'] / base['sigterm_exit']:.2f}"
+        )
+    print(
+        f"this checkout's hooks (median of {args.launches}): session-start {hooks['session-start'] * 1000:.0f} ms, "
+        f"stop {hooks['stop'] * 1000:.0f} ms; floor (python -c pass) {hooks['python -c pass'] * 1000:.0f} ms"
+    )
+    print(
+        "goals: tools/list <= 2,500 tokens and <= 0.3 s after launch; claude mcp list connected with tools 10/10; "
+        "hooks well under a second"
+    )
 
 
 if __name__ == "__main__":

@@ -28,15 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from eventsourcing.application import Application  # noqa: E402
-from eventsourcing.domain import Aggregate  # noqa: E402
-from workload import realistic_lines  # noqa: E402
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
+from workload import realistic_lines
 
-from strata_recall.domain.errors import StrataError  # noqa: E402
-from strata_recall.interface.app.api import CommandAPI  # noqa: E402
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
+from strata_recall.domain.errors import StrataError
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
 
 
 def pct(values: list[float], q: float) -> float:
@@ -55,8 +55,11 @@ def bench_single_writes(n: int) -> dict[str, float]:
             api.write(line)
             latencies.append(time.perf_counter() - start)
         strata.close()
-    return {"p50_ms": pct(latencies, 0.5) * 1e3, "p99_ms": pct(latencies, 0.99) * 1e3,
-            "mean_ms": statistics.fmean(latencies) * 1e3}
+    return {
+        "p50_ms": pct(latencies, 0.5) * 1e3,
+        "p99_ms": pct(latencies, 0.99) * 1e3,
+        "mean_ms": statistics.fmean(latencies) * 1e3,
+    }
 
 
 class _Bare(Aggregate):
@@ -89,7 +92,9 @@ def bench_import(n: int) -> dict[str, float]:
         strata_bin = Path(sys.executable).parent / "strata"
         env = {**os.environ, "STRATA_DATA_DIR": str(data)}
         start = time.perf_counter()
-        result = subprocess.run([str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True)
+        result = subprocess.run(
+            [str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True
+        )
         cli_seconds = time.perf_counter() - start
         if result.returncode != 0:
             raise SystemExit(f"import failed: {result.stdout} {result.stderr}")
@@ -102,8 +107,14 @@ def bench_import(n: int) -> dict[str, float]:
         CommandAPI(strata.log).import_lines(lines)
         inproc_seconds = time.perf_counter() - start
         strata.close()
-    return {"cli_per_s": n / cli_seconds, "cli_seconds": cli_seconds, "inproc_per_s": n / inproc_seconds,
-            "created": outcome["created"], "reinforced": outcome["reinforced"], "bytes": size}
+    return {
+        "cli_per_s": n / cli_seconds,
+        "cli_seconds": cli_seconds,
+        "inproc_per_s": n / inproc_seconds,
+        "created": outcome["created"],
+        "reinforced": outcome["reinforced"],
+        "bytes": size,
+    }
 
 
 def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:
@@ -132,15 +143,22 @@ def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) 
                 shown += bool(response.similar)
                 merged += response.merged is not None
         embed = []  # the floor of the check: embedding the text, which is most of it
-        for line in lines[store:store + 200]:
+        for line in lines[store : store + 200]:
             text = json.loads(line)["memory"]["text"]
             start = time.perf_counter()
             strata.embedder.embed_query(text)  # type: ignore[union-attr]
             embed.append(time.perf_counter() - start)
         strata.close()
     out = {f"{k}_{q}_ms": pct(v, p) * 1e3 for k, v in latencies.items() for q, p in (("p50", 0.5), ("p99", 0.99))}
-    return {**out, "checked": len(latencies["on"]), "with_similar": shown, "merged": merged, "refused": refused,
-            "embed_p50_ms": pct(embed, 0.5) * 1e3, "embed_p99_ms": pct(embed, 0.99) * 1e3}
+    return {
+        **out,
+        "checked": len(latencies["on"]),
+        "with_similar": shown,
+        "merged": merged,
+        "refused": refused,
+        "embed_p50_ms": pct(embed, 0.5) * 1e3,
+        "embed_p99_ms": pct(embed, 0.99) * 1e3,
+    }
 
 
 def main() -> None:
@@ -157,31 +175,47 @@ def main() -> None:
     bare_single = bench_bare_eventsourcing(min(args.writes, 3000), batch=1)
     print(f"single acknowledged write via the command API ({args.writes} writes, SQLite, fsync per commit):")
     print(f"  p50 {single['p50_ms']:.3f} ms   p99 {single['p99_ms']:.3f} ms   mean {single['mean_ms']:.3f} ms")
-    print(f"  baseline bare eventsourcing save: mean {bare_single * 1e3:.3f} ms "
-          f"(command API / baseline = {single['mean_ms'] / (bare_single * 1e3):.2f}x)")
+    print(
+        f"  baseline bare eventsourcing save: mean {bare_single * 1e3:.3f} ms "
+        f"(command API / baseline = {single['mean_ms'] / (bare_single * 1e3):.2f}x)"
+    )
 
     if args.near_writes:
         near = bench_near_duplicate_check(args.near_writes, args.near_store, args.model_dir)
-        print(f"write ack with the near-duplicate check, model loaded ({near['checked']} checked writes alternating "
-              f"with as many unchecked, store of {args.near_store} memories):")
-        print(f"  check on:  p50 {near['on_p50_ms']:.3f} ms   p99 {near['on_p99_ms']:.3f} ms   "
-              f"({near['with_similar']} answered with similar memories, {near['merged']} merged; "
-              f"{near['refused']} later writes linking to a merged one refused and left out)")
-        print(f"  check off: p50 {near['off_p50_ms']:.3f} ms   p99 {near['off_p99_ms']:.3f} ms   "
-              f"(on / off: p50 {near['on_p50_ms'] / near['off_p50_ms']:.1f}x, p99 {near['on_p99_ms'] / near['off_p99_ms']:.1f}x)")
-        print(f"  the query embedding alone (the check's floor): p50 {near['embed_p50_ms']:.3f} ms   "
-              f"p99 {near['embed_p99_ms']:.3f} ms")
+        print(
+            f"write ack with the near-duplicate check, model loaded ({near['checked']} checked writes alternating "
+            f"with as many unchecked, store of {args.near_store} memories):"
+        )
+        print(
+            f"  check on:  p50 {near['on_p50_ms']:.3f} ms   p99 {near['on_p99_ms']:.3f} ms   "
+            f"({near['with_similar']} answered with similar memories, {near['merged']} merged; "
+            f"{near['refused']} later writes linking to a merged one refused and left out)"
+        )
+        print(
+            f"  check off: p50 {near['off_p50_ms']:.3f} ms   p99 {near['off_p99_ms']:.3f} ms   "
+            f"(on / off: p50 {near['on_p50_ms'] / near['off_p50_ms']:.1f}x, p99 {near['on_p99_ms'] / near['off_p99_ms']:.1f}x)"
+        )
+        print(
+            f"  the query embedding alone (the check's floor): p50 {near['embed_p50_ms']:.3f} ms   "
+            f"p99 {near['embed_p99_ms']:.3f} ms"
+        )
 
     imp = bench_import(args.import_lines)
     bare_batch = bench_bare_eventsourcing(args.import_lines, batch=1000)
     print(f"import of {args.import_lines} write requests:")
-    print(f"  `strata import` (fresh process, end to end): {imp['cli_per_s']:,.0f} memories/s "
-          f"({imp['cli_seconds']:.1f} s; {imp['created']} created, {imp['reinforced']} reinforced)")
+    print(
+        f"  `strata import` (fresh process, end to end): {imp['cli_per_s']:,.0f} memories/s "
+        f"({imp['cli_seconds']:.1f} s; {imp['created']} created, {imp['reinforced']} reinforced)"
+    )
     print(f"  in-process CommandAPI.import_lines: {imp['inproc_per_s']:,.0f} memories/s")
-    print(f"  baseline bare eventsourcing batch save: {1 / bare_batch:,.0f} aggregates/s "
-          f"(strata import / baseline = {imp['cli_per_s'] * bare_batch:.2f}x)")
-    print(f"  store size on disk: {imp['bytes'] / 1e6:.1f} MB for {args.import_lines} memories "
-          f"= {imp['bytes'] / args.import_lines * 100_000 / 1e6:.1f} MB per 100,000 memories")
+    print(
+        f"  baseline bare eventsourcing batch save: {1 / bare_batch:,.0f} aggregates/s "
+        f"(strata import / baseline = {imp['cli_per_s'] * bare_batch:.2f}x)"
+    )
+    print(
+        f"  store size on disk: {imp['bytes'] / 1e6:.1f} MB for {args.import_lines} memories "
+        f"= {imp['bytes'] / args.import_lines * 100_000 / 1e6:.1f} MB per 100,000 memories"
+    )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,22 @@ def ensure(folder: Path | None = None) -> tuple[Path | None, str]:
         return None, "node and npm are not installed"
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run([npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-save",
-                               "--loglevel=error", f"{PACKAGE}@{VERSION}"], capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT_S)
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(folder),
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--loglevel=error",
+                f"{PACKAGE}@{VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"npm install {PACKAGE}@{VERSION} failed: {exc}"
     claude = installed(folder)
@@ -82,8 +95,9 @@ def project(folder: Path, command: str, args: list[str], env: dict[str, str]) ->
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     server = {"command": command, "args": args, "env": env}
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"strata": server}}, indent=2), encoding="utf-8")
-    (root / ".claude" / "settings.local.json").write_text(json.dumps({"enabledMcpjsonServers": ["strata"]}),
-                                                          encoding="utf-8")
+    (root / ".claude" / "settings.local.json").write_text(
+        json.dumps({"enabledMcpjsonServers": ["strata"]}), encoding="utf-8"
+    )
     return Project(root, home)
 
 
@@ -109,8 +123,9 @@ def mcp_list(claude: Path, where: Project, timeout: float = 120.0) -> Listed:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     env = {**clean, "HOME": str(where.home), "XDG_CONFIG_HOME": str(where.home / ".config"), "DISABLE_AUTOUPDATER": "1"}
     started = time.perf_counter()
-    done = subprocess.run([str(claude), "mcp", "list"], cwd=where.root, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [str(claude), "mcp", "list"], cwd=where.root, env=env, capture_output=True, text=True, timeout=timeout
+    )
     return Listed(done.stdout + done.stderr, time.perf_counter() - started)
 
 

@@ -39,17 +39,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import (DEFAULT, FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
-                         random_hit, returned, rrf_rank)
+from eval_common import (
+    BM25,
+    DEFAULT,
+    FOREIGN,
+    LABELS,
+    MODEL_DIR,
+    SYSTEMS,
+    Dense,
+    answer_tokens,
+    configs_for,
+    flat,
+    random_hit,
+    returned,
+    rrf_rank,
+)
 
-from strata_recall.interface.app.api import CommandAPI, parse, to_read_query  # noqa: E402
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
-from strata_recall.projections.recall import RecallConfig  # noqa: E402
-from strata_recall.projections.tokens import TokenCounter  # noqa: E402
-from strata_recall.schemas.read import ReadRequest  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.recall import RecallConfig
+from strata_recall.projections.tokens import TokenCounter
+from strata_recall.schemas.read import ReadRequest
 
 KS = (1, 5, 10)
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "coding-dev" / "swebench_verified_dev.json"
@@ -76,8 +89,9 @@ def as_task(raw: dict) -> Task:
     spans = raw.get("expected_spans") or {}
     if isinstance(spans, str):
         spans = ast.literal_eval(spans)
-    edited = "; ".join(f"{path}: {', '.join(spans[path])}" if spans.get(path) else path
-                       for path in dict.fromkeys([*spans, *files]))
+    edited = "; ".join(
+        f"{path}: {', '.join(spans[path])}" if spans.get(path) else path for path in dict.fromkeys([*spans, *files])
+    )
     return Task(raw["instance_id"], raw["repo"], problem, f'Fixed "{first}" by editing {edited}', frozenset(files))
 
 
@@ -102,8 +116,9 @@ def distinct_tasks(memory_ids: list[str], task_of: dict[str, Task]) -> list[Task
     return out
 
 
-def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
-             systems: tuple[str, ...] = SYSTEMS) -> list[dict]:
+def evaluate(
+    data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder, systems: tuple[str, ...] = SYSTEMS
+) -> list[dict]:
     """One row per evaluable task: repo, instance id and, per system, hit@k for every k."""
     rows = []
     repos = by_repo(data)
@@ -139,8 +154,15 @@ def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
     return {"results": len(flat(answer.results)), "tokens": tokens, "full": full}
 
 
-def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
-          systems: tuple[str, ...], everything: list[Task]) -> list[dict]:
+def _walk(
+    strata,
+    repo: str,
+    tasks: list[Task],
+    configs: dict[str, RecallConfig],
+    embedder: MiniLMEmbedder,
+    systems: tuple[str, ...],
+    everything: list[Task],
+) -> list[dict]:
     """Read then write each task of one repository in turn, in its own store (as a store holding
     only that repository would: the keyword statistics are the repository's own)."""
     rows = []
@@ -153,17 +175,24 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
         past = tasks[:i]
         relevant = sum(1 for t in past if t.files & task.files)
         if relevant:
-            row = {"repo": repo, "instance_id": task.instance_id, "hits": {}, "cost": {}, "foreign": {},
-                   "calibration": []}
+            row = {
+                "repo": repo,
+                "instance_id": task.instance_id,
+                "hits": {},
+                "cost": {},
+                "foreign": {},
+                "calibration": [],
+            }
             for name, engine in engines.items():
                 arguments = _arguments(repo, task.problem, name)
                 answer = engine.read(_request(repo, task.problem, name))
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
                 row["cost"][name] = _cost(answer, counter, arguments)
                 if name == "full-off":
-                    row["calibration"] += [(m["relevance"], bool(m["memory_id"] in task_of
-                                                                 and task_of[m["memory_id"]].files & task.files))
-                                           for m in flat(answer.results)]
+                    row["calibration"] += [
+                        (m["relevance"], bool(m["memory_id"] in task_of and task_of[m["memory_id"]].files & task.files))
+                        for m in flat(answer.results)
+                    ]
             foreign = foreign_task(everything, repo, len(rows)).problem
             for name in FOREIGN:
                 if name in engines:
@@ -182,11 +211,21 @@ def _walk(strata, repo: str, tasks: list[Task], configs: dict[str, RecallConfig]
             if "rrf" in systems:
                 row["hits"]["rrf"] = hits(distinct_tasks(rrf_rank([ranked_bm25, ranked_dense]), task_of), task.files)
             rows.append(row)
-        problem = api.write({"repo_id": repo, "memory": {
-            "text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
-        solution = api.write({"repo_id": repo, "memory": {
-            "text": task.solution, "kind": "solution", "scope": "repo", "confidence": 0.8,
-            "links": {"problem_id": problem}}}).memory_id
+        problem = api.write(
+            {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
+        ).memory_id
+        solution = api.write(
+            {
+                "repo_id": repo,
+                "memory": {
+                    "text": task.solution,
+                    "kind": "solution",
+                    "scope": "repo",
+                    "confidence": 0.8,
+                    "links": {"problem_id": problem},
+                },
+            }
+        ).memory_id
         strata.catch_up()
         for memory_id, text in ((problem, task.problem), (solution, task.solution)):
             if memory_id not in task_of:
@@ -216,8 +255,10 @@ def main() -> None:
     embedder = MiniLMEmbedder(model_dir=args.model_dir)
     started = time.perf_counter()
     rows = evaluate(json.loads(args.data.read_text()), configs_for(systems), embedder, systems)
-    print(f"Coding memory (past tasks of the same repository), {len(rows)} evaluable tasks "
-          f"({time.perf_counter() - started:.0f} s)")
+    print(
+        f"Coding memory (past tasks of the same repository), {len(rows)} evaluable tasks "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
     print_table(rows, systems)
 
 

@@ -7,7 +7,6 @@ same whichever engine (ops/eval_recall.py --before) is measured."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import tempfile
@@ -26,9 +25,17 @@ the engine's own modes: its single signals and the full engine with the relevanc
 ranking compared with the baselines), the full engine at the default bar (both at the protocol's own
 limit), then the full engine as agents get it: a read at default settings, sized by the default
 answer size (DEFAULT)."""
-LABELS = {"random": "random (exact expectation)", "bm25": "BM25", "dense": "dense MiniLM", "rrf": "RRF(BM25, dense)",
-          "keyword": "engine keyword-only", "vector": "engine vector-only", "full-off": "full engine, bar off",
-          "full": "full engine, default bar", "default": "full engine, default settings"}
+LABELS = {
+    "random": "random (exact expectation)",
+    "bm25": "BM25",
+    "dense": "dense MiniLM",
+    "rrf": "RRF(BM25, dense)",
+    "keyword": "engine keyword-only",
+    "vector": "engine vector-only",
+    "full-off": "full engine, bar off",
+    "full": "full engine, default bar",
+    "default": "full engine, default settings",
+}
 RIVALS = ("bm25", "dense", "rrf", "keyword", "vector")
 """What the full engine with the bar off must match or beat at every k."""
 FOREIGN = ("full-off", "default")
@@ -132,16 +139,22 @@ def answer_tokens(recall, counter, arguments: dict) -> tuple[int, int]:
     from strata_recall.schemas.read import ReadResponse  # the measured engine's own contract
 
     extra = {"answer_relevance": recall.relevance} if "answer_relevance" in ReadResponse.model_fields else {}
-    response = ReadResponse(read_id=recall.read_id, results=recall.results, suppressed=recall.suppressed, **extra,
-                            guidance=recall.guidance, position=recall.position)
+    response = ReadResponse(
+        read_id=recall.read_id,
+        results=recall.results,
+        suppressed=recall.suppressed,
+        **extra,
+        guidance=recall.guidance,
+        position=recall.position,
+    )
     return counter.count(agent_text(response, arguments)), counter.count(response.model_dump_json())
 
 
 def agent_text(response, arguments: dict) -> str:
     """The text content of the MCP tool result for `response` (the measured code's rendering; code from
     before tool results were lean sends the full JSON)."""
-    from strata_recall.interface.mcp import server as mcp_server
     from strata_recall.interface.app.operations import OPERATIONS
+    from strata_recall.interface.mcp import server as mcp_server
 
     render = getattr(mcp_server, "tool_answer", None)
     if render is not None:
@@ -160,8 +173,14 @@ def calibration(pairs: list[tuple[float, bool]], bins: int = 10) -> dict:
     for b in range(bins):
         chosen = [(p, y) for p, y in pairs if min(int(p * bins), bins - 1) == b]
         if chosen:
-            table.append((b / bins, len(chosen), sum(p for p, _ in chosen) / len(chosen),
-                          sum(1 for _, y in chosen if y) / len(chosen)))
+            table.append(
+                (
+                    b / bins,
+                    len(chosen),
+                    sum(p for p, _ in chosen) / len(chosen),
+                    sum(1 for _, y in chosen if y) / len(chosen),
+                )
+            )
     brier = sum((p - float(y)) ** 2 for p, y in pairs) / len(pairs) if pairs else float("nan")
     return {"bins": table, "brier": brier, "n": len(pairs)}
 
@@ -186,6 +205,11 @@ def configs_for(systems: tuple[str, ...], base: RecallConfig | None = None) -> d
     it had one, is the same engine four times but for the modes)."""
     base = base or RecallConfig()
     off = {"bar": 0.0} if hasattr(base, "bar") else {}
-    engine = {"keyword": replace(base, relevance="keyword", **off), "vector": replace(base, relevance="vector", **off),
-              "full-off": replace(base, **off), "full": base, "default": base}
+    engine = {
+        "keyword": replace(base, relevance="keyword", **off),
+        "vector": replace(base, relevance="vector", **off),
+        "full-off": replace(base, **off),
+        "full": base,
+        "default": base,
+    }
     return {name: config for name, config in engine.items() if name in systems}

@@ -36,18 +36,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-from eval_common import (DEFAULT, FOREIGN, LABELS, MODEL_DIR, SYSTEMS, BM25, Dense, answer_tokens, configs_for, flat,  # noqa: E402
-                         random_recall, returned, rrf_rank)
+from eval_common import (
+    BM25,
+    DEFAULT,
+    FOREIGN,
+    LABELS,
+    MODEL_DIR,
+    SYSTEMS,
+    Dense,
+    answer_tokens,
+    configs_for,
+    flat,
+    random_recall,
+    returned,
+    rrf_rank,
+)
 
-from strata_recall.interface.app.api import CommandAPI, parse, to_read_query  # noqa: E402
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.domain.ids import memory_id  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
-from strata_recall.projections.recall import ReadQuery, RecallConfig  # noqa: E402
-from strata_recall.schemas.read import ReadRequest  # noqa: E402
-from strata_recall.projections.tokens import TokenCounter  # noqa: E402
+from strata_recall.domain.ids import memory_id
+from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.recall import ReadQuery, RecallConfig
+from strata_recall.projections.tokens import TokenCounter
+from strata_recall.schemas.read import ReadRequest
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -64,8 +77,9 @@ LIMIT = 50
 def turns(conversation: dict) -> list[tuple[str, str, str | None]]:
     """(dia_id, memory text, the previous turn's text in the same session) for every turn, in order."""
     out = []
-    sessions = sorted((int(k.split("_")[1]), k) for k in conversation
-                      if re.fullmatch(r"session_\d+", k) and conversation[k])
+    sessions = sorted(
+        (int(k.split("_")[1]), k) for k in conversation if re.fullmatch(r"session_\d+", k) and conversation[k]
+    )
     for _, key in sessions:
         date = conversation.get(f"{key}_date_time", "")
         previous = None
@@ -88,10 +102,26 @@ def load_store(sample: dict, data_dir: Path, embedder: MiniLMEmbedder, linked: b
     def mid(text: str) -> str:
         return str(memory_id(text, "fact", "repo", repo))
 
-    lines = [json.dumps({"repo_id": repo, "memory": {
-        "text": text, "kind": "fact", "scope": "repo", "confidence": 0.8, "evidence_refs": [dia_id],
-        "links": {"related_memory_ids": [mid(previous)] if linked and previous and mid(previous) != mid(text) else []}}})
-        for dia_id, text, previous in dialogue]
+    lines = [
+        json.dumps(
+            {
+                "repo_id": repo,
+                "memory": {
+                    "text": text,
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.8,
+                    "evidence_refs": [dia_id],
+                    "links": {
+                        "related_memory_ids": [mid(previous)]
+                        if linked and previous and mid(previous) != mid(text)
+                        else []
+                    },
+                },
+            }
+        )
+        for dia_id, text, previous in dialogue
+    ]
     CommandAPI(strata.log).import_lines(lines)
     strata.catch_up()
     dia_of: dict[str, list[str]] = defaultdict(list)
@@ -116,8 +146,13 @@ def as_dia_ids(memory_ids: list[str], dia_of: dict[str, list[str]], limit: int |
     return ranked
 
 
-def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder,
-             systems: tuple[str, ...] = (), linked: bool = True) -> dict:
+def evaluate(
+    data: list[dict],
+    configs: dict[str, RecallConfig],
+    embedder: MiniLMEmbedder,
+    systems: tuple[str, ...] = (),
+    linked: bool = True,
+) -> dict:
     """Per system, (category, recall@k) of every question; and the engines' read latencies."""
     names = [s for s in systems if s not in configs] + list(configs)
     scores: dict[str, list[tuple[int, dict[int, float]]]] = {name: [] for name in names}
@@ -147,13 +182,17 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                     scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
                     cost[name].append(_cost(answer, counter, _arguments(repo, qa["question"], name)))
                     if name == "full-off":
-                        calibration += [(m["relevance"], bool(set(dia_of.get(m["memory_id"], ())) & evidence))
-                                        for m in flat(answer.results)]
+                        calibration += [
+                            (m["relevance"], bool(set(dia_of.get(m["memory_id"], ())) & evidence))
+                            for m in flat(answer.results)
+                        ]
                 if "random" in scores:
                     exact = {k: random_recall(n_turns, k) for k in KS} if evidence else dict.fromkeys(KS, 1.0)
                     scores["random"].append((category, exact))
                 ranked_bm25 = bm25.rank(qa["question"]) if {"bm25", "rrf"} & scores.keys() else []
-                ranked_dense = dense.rank(embedder.embed_query(qa["question"])) if {"dense", "rrf"} & scores.keys() else []
+                ranked_dense = (
+                    dense.rank(embedder.embed_query(qa["question"])) if {"dense", "rrf"} & scores.keys() else []
+                )
                 if "bm25" in scores:
                     scores["bm25"].append((category, recall_at(as_dia_ids(ranked_bm25, dia_of, 50), evidence)))
                 if "dense" in scores:
@@ -168,8 +207,7 @@ def evaluate(data: list[dict], configs: dict[str, RecallConfig], embedder: MiniL
                     if name == "full-off":
                         calibration += [(m["relevance"], False) for m in flat(answer.results)]
             strata.close()
-    return {"scores": scores, "latencies": latencies, "cost": cost, "foreign": foreign_cost,
-            "calibration": calibration}
+    return {"scores": scores, "latencies": latencies, "cost": cost, "foreign": foreign_cost, "calibration": calibration}
 
 
 def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
@@ -192,7 +230,6 @@ def _question(repo: str, question: str, system: str = "full") -> ReadQuery:
 def summarise(rows: list[tuple[int, dict[int, float]]], category: int | None = None) -> tuple[int, list[float]]:
     chosen = [r for c, r in rows if category is None or c == category]
     return len(chosen), [sum(r[k] for r in chosen) / len(chosen) if chosen else float("nan") for k in KS]
-
 
 
 def main() -> None:
@@ -219,8 +256,10 @@ def main() -> None:
     for variant in filter(None, args.turns.split(",")):
         started = time.perf_counter()
         result = evaluate(data, configs, embedder, systems, linked=variant == "linked")
-        print(f"\nLoCoMo retrieval recall, turns {variant}, {len(data)} conversations, {questions} questions "
-              f"({time.perf_counter() - started:.0f} s)")
+        print(
+            f"\nLoCoMo retrieval recall, turns {variant}, {len(data)} conversations, {questions} questions "
+            f"({time.perf_counter() - started:.0f} s)"
+        )
         print_table(result, labels)
 
 

@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from eval_common import MODEL_DIR  # noqa: E402
-from strata_recall.domain.duplicates import MERGE_COSINE, same_specifics  # noqa: E402
+from eval_common import MODEL_DIR
+
+from strata_recall.domain.duplicates import MERGE_COSINE, same_specifics
 
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
 MARGIN = 0.03
@@ -71,12 +72,13 @@ def baseline_guard(ref: str) -> Callable[[str, str], bool] | None:
     """`same_specifics` as domain/duplicates.py defines it at `ref` (a pure module: re and typing only), or
     None if git cannot show it."""
     try:
-        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:domain/duplicates.py"], capture_output=True,
-                                text=True, check=True).stdout
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{ref}:domain/duplicates.py"], capture_output=True, text=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     module = types.ModuleType(f"duplicates_at_{ref}")
-    exec(compile(source, f"{ref}:domain/duplicates.py", "exec"), module.__dict__)  # noqa: S102 - our own history
+    exec(compile(source, f"{ref}:domain/duplicates.py", "exec"), module.__dict__)
     return module.same_specifics  # type: ignore[no-any-return]
 
 
@@ -106,8 +108,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--baseline-ref", default=None, help="also print that revision's rule on the same pairs")
-    parser.add_argument("--model-dir", type=Path, default=None,
-                        help="Where the model folder is assembled (default: strata-eval-model in the temp folder, as ops/eval_locomo.py).")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=None,
+        help="Where the model folder is assembled (default: strata-eval-model in the temp folder, as ops/eval_locomo.py).",
+    )
     args = parser.parse_args()
     from strata_recall.projections.embedder import MiniLMEmbedder
 
@@ -115,10 +121,14 @@ def main() -> None:
     embedder = MiniLMEmbedder(model_dir=args.model_dir or MODEL_DIR, threads=1)
     score(pairs, embedder)
     dups = sum(p.duplicate for p in pairs)
-    print(f"{len(pairs)} labelled pairs: {dups} duplicates, {len(pairs) - dups} related-but-different "
-          f"({args.pairs.relative_to(ROOT) if args.pairs.is_relative_to(ROOT) else args.pairs})")
-    print(f"lexical guard passes {sum(p.guard for p in pairs if p.duplicate)}/{dups} duplicates and "
-          f"{sum(p.guard for p in pairs if not p.duplicate)}/{len(pairs) - dups} non-duplicates")
+    print(
+        f"{len(pairs)} labelled pairs: {dups} duplicates, {len(pairs) - dups} related-but-different "
+        f"({args.pairs.relative_to(ROOT) if args.pairs.is_relative_to(ROOT) else args.pairs})"
+    )
+    print(
+        f"lexical guard passes {sum(p.guard for p in pairs if p.duplicate)}/{dups} duplicates and "
+        f"{sum(p.guard for p in pairs if not p.duplicate)}/{len(pairs) - dups} non-duplicates"
+    )
     print("\nthreshold   cosine alone (P / R, false merges)   cosine + guard (P / R, false merges)")
     for t in THRESHOLDS:
         row = []
@@ -128,8 +138,10 @@ def main() -> None:
         mark = "   <- in use" if abs(t - MERGE_COSINE) < 1e-9 else ""
         print(f"  {t:.2f}      {row[0]:<30}       {row[1]}{mark}")
     alone, guarded = supported_threshold(pairs, False), supported_threshold(pairs, True)
-    print(f"\nno false merge from: cosine alone {alone:.2f} (recall {precision_recall(pairs, alone, False)[1]:.3f}); "
-          f"cosine + guard {guarded:.2f} (recall {precision_recall(pairs, guarded, True)[1]:.3f})")
+    print(
+        f"\nno false merge from: cosine alone {alone:.2f} (recall {precision_recall(pairs, alone, False)[1]:.3f}); "
+        f"cosine + guard {guarded:.2f} (recall {precision_recall(pairs, guarded, True)[1]:.3f})"
+    )
     print(f"supported threshold with a margin of {MARGIN}: {guarded + MARGIN:.2f}; in use: {MERGE_COSINE:.2f}")
     p, r = precision_recall(pairs, MERGE_COSINE, True)
     print(f"in use: precision {p:.3f}, recall {r:.3f}")
@@ -137,12 +149,18 @@ def main() -> None:
     if guard is not None:
         before = [Pair(pp.kind, pp.a, pp.b, pp.duplicate, pp.why, pp.cosine, guard(pp.a, pp.b)) for pp in pairs]
         p0, r0 = precision_recall(before, MERGE_COSINE, True)
-        print(f"  [{args.baseline_ref}] the same pairs at {MERGE_COSINE:.2f}: precision {p0:.3f}, recall {r0:.3f} "
-              f"({confusion(before, MERGE_COSINE, True)[1]} false merges)")
-    wrong = [(pp, "merged, but different") for pp in pairs
-             if not pp.duplicate and pp.cosine >= MERGE_COSINE and pp.guard]
-    wrong += [(pp, "missed duplicate" + (" (guard)" if not pp.guard else "")) for pp in pairs
-              if pp.duplicate and not (pp.cosine >= MERGE_COSINE and pp.guard)]
+        print(
+            f"  [{args.baseline_ref}] the same pairs at {MERGE_COSINE:.2f}: precision {p0:.3f}, recall {r0:.3f} "
+            f"({confusion(before, MERGE_COSINE, True)[1]} false merges)"
+        )
+    wrong = [
+        (pp, "merged, but different") for pp in pairs if not pp.duplicate and pp.cosine >= MERGE_COSINE and pp.guard
+    ]
+    wrong += [
+        (pp, "missed duplicate" + (" (guard)" if not pp.guard else ""))
+        for pp in pairs
+        if pp.duplicate and not (pp.cosine >= MERGE_COSINE and pp.guard)
+    ]
     print(f"\nwhat the rule in use gets wrong ({len(wrong)} pairs):")
     for pp, what in sorted(wrong, key=lambda w: -w[0].cosine):
         print(f"  {what:<26} cos {pp.cosine:.3f} [{pp.why}] {pp.a!r} / {pp.b!r}")

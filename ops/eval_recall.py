@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
-import eval_coding  # noqa: E402
-from eval_common import FOREIGN, LABELS, MODEL_DIR, RIVALS, SYSTEMS, calibration  # noqa: E402
-import revision  # noqa: E402
-import eval_locomo  # noqa: E402
+import eval_coding
+import eval_locomo
+import revision
+from eval_common import LABELS, MODEL_DIR, RIVALS, SYSTEMS, calibration
 
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.projections.embedder import MiniLMEmbedder
 
 ENGINE = ("keyword", "vector", "full-off", "full", "default")
 CORPORA = ("coding", "linked", "isolated")
@@ -57,13 +57,17 @@ def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
     locomo = json.loads(eval_locomo.DEFAULT_DATA.read_text())
     for variant in ("linked", "isolated"):
         started = time.perf_counter()
-        result = eval_locomo.evaluate(locomo, eval_locomo.configs_for(systems), embedder, systems,
-                                      linked=variant == "linked")
+        result = eval_locomo.evaluate(
+            locomo, eval_locomo.configs_for(systems), embedder, systems, linked=variant == "linked"
+        )
         out[variant] = {
-            "scores": {name: [(c, [r[k] for k in eval_locomo.KS]) for c, r in rows]
-                       for name, rows in result["scores"].items()},
+            "scores": {
+                name: [(c, [r[k] for k in eval_locomo.KS]) for c, r in rows] for name, rows in result["scores"].items()
+            },
             "latencies": result["latencies"],
-            "cost": result["cost"], "foreign": result["foreign"], "calibration": result["calibration"],
+            "cost": result["cost"],
+            "foreign": result["foreign"],
+            "calibration": result["calibration"],
         }
         out["seconds"][variant] = time.perf_counter() - started
     return out
@@ -74,9 +78,20 @@ def measure_revision(ref: str, model_dir: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         paths = revision.import_paths(revision.checkout(ref, Path(tmp)))
         result = Path(tmp) / "result.json"
-        subprocess.run([sys.executable, __file__, "--json", str(result), "--systems", ",".join(ENGINE),
-                        "--model-dir", str(model_dir)], check=True,
-                       env={**os.environ, "STRATA_EVAL_CODE": os.pathsep.join(map(str, paths))})
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--json",
+                str(result),
+                "--systems",
+                ",".join(ENGINE),
+                "--model-dir",
+                str(model_dir),
+            ],
+            check=True,
+            env={**os.environ, "STRATA_EVAL_CODE": os.pathsep.join(map(str, paths))},
+        )
         return json.loads(result.read_text())
 
 
@@ -87,18 +102,25 @@ def locomo_means(variant: dict, name: str, category: int | None = None) -> list[
 
 def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
     """`runs` maps a column prefix ('' for this code, 'REF: ' for another revision) to measure()."""
-    cols = ([f"hit@{k}" for k in eval_coding.KS] + [f"L R@{k}" for k in eval_locomo.KS]
-            + [f"I R@{k}" for k in eval_locomo.KS])
-    print("coding = past SWE-bench Verified tasks (dev split), hit@k; L = LoCoMo dev with `related` links between "
-          "turns, I = LoCoMo dev with isolated turns, recall@k")
+    cols = (
+        [f"hit@{k}" for k in eval_coding.KS]
+        + [f"L R@{k}" for k in eval_locomo.KS]
+        + [f"I R@{k}" for k in eval_locomo.KS]
+    )
+    print(
+        "coding = past SWE-bench Verified tasks (dev split), hit@k; L = LoCoMo dev with `related` links between "
+        "turns, I = LoCoMo dev with isolated turns, recall@k"
+    )
     print(f"{'':<36}" + "".join(f"{c:>8}" for c in cols))
-    print(f"{'DRAGON (published, 10 conversations)':<36}" + " " * 24
-          + "".join(f"{'':>8}" for _ in eval_locomo.KS)
-          + "".join(f"{v:>8.3f}" for v in eval_locomo.REFERENCES["DRAGON (published, 10 conversations)"]))
-    rows = []
-    for prefix, run in runs.items():
-        for name in run["coding"][0]["hits"] if run["coding"] else ():
-            rows.append((prefix, name))
+    print(
+        f"{'DRAGON (published, 10 conversations)':<36}"
+        + " " * 24
+        + "".join(f"{'':>8}" for _ in eval_locomo.KS)
+        + "".join(f"{v:>8.3f}" for v in eval_locomo.REFERENCES["DRAGON (published, 10 conversations)"])
+    )
+    rows = [
+        (prefix, name) for prefix, run in runs.items() for name in (run["coding"][0]["hits"] if run["coding"] else ())
+    ]
     for prefix, name in rows:
         run = runs[prefix]
         _, coding = eval_coding.summarise(run["coding"], name)
@@ -123,9 +145,15 @@ def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
                 print(f"    {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
     for prefix, run in runs.items():
         print_negatives(run, prefix)
-    print("\nread p50 (ms) of the full engine: " + ", ".join(
-        f"{prefix or 'this code '}{variant} {sorted(run[variant]['latencies']['full'])[len(run[variant]['latencies']['full']) // 2] * 1e3:.1f}"
-        for prefix, run in runs.items() for variant in ("linked", "isolated") if run[variant]["latencies"].get("full")))
+    print(
+        "\nread p50 (ms) of the full engine: "
+        + ", ".join(
+            f"{prefix or 'this code '}{variant} {sorted(run[variant]['latencies']['full'])[len(run[variant]['latencies']['full']) // 2] * 1e3:.1f}"
+            for prefix, run in runs.items()
+            for variant in ("linked", "isolated")
+            if run[variant]["latencies"].get("full")
+        )
+    )
 
 
 def _costs(run: dict, corpus: str, name: str, foreign: bool) -> list[dict]:
@@ -162,41 +190,66 @@ def print_negatives(run: dict, prefix: str = "") -> None:
     and calibration."""
     if not any(_costs(run, c, "default", True) for c in CORPORA):
         return
-    print(f"\n{prefix}negatives and cost (coding: hit@1/5/10, LoCoMo: R@5/10/25/50; tokens of an answer as the agent "
-          "receives it, the MCP tool result, by projections/tokens.py; in brackets the full JSON of HTTP):")
+    print(
+        f"\n{prefix}negatives and cost (coding: hit@1/5/10, LoCoMo: R@5/10/25/50; tokens of an answer as the agent "
+        "receives it, the MCP tool result, by projections/tokens.py; in brackets the full JSON of HTTP):"
+    )
     for corpus in CORPORA:
         foreign = _costs(run, corpus, "default", True)
         if not foreign:
             continue
         off = _costs(run, corpus, "full-off", True)
         empty = sum(1 for c in foreign if c["results"] == 0) / len(foreign)
-        print(f"  {corpus}: foreign reads answered with nothing {empty:.3f} ({len(foreign)} reads; bar off "
-              f"{sum(1 for c in off if c['results'] == 0) / max(1, len(off)):.3f})")
+        print(
+            f"  {corpus}: foreign reads answered with nothing {empty:.3f} ({len(foreign)} reads; bar off "
+            f"{sum(1 for c in off if c['results'] == 0) / max(1, len(off)):.3f})"
+        )
         for name in ("default", "full", "full-off"):
             own, alien = _costs(run, corpus, name, False), _costs(run, corpus, name, True)
             if not own:
                 continue
-            line = (f"    {LABELS[name]:<30} memories per read median {_median([c['results'] for c in own]):>3}; tokens "
-                    f"in-corpus median {_median([c['tokens'] for c in own]):>6,} p90 {_p90([c['tokens'] for c in own]):>6,} "
-                    f"({_median([c.get('full', 0) for c in own]):,})")
+            line = (
+                f"    {LABELS[name]:<30} memories per read median {_median([c['results'] for c in own]):>3}; tokens "
+                f"in-corpus median {_median([c['tokens'] for c in own]):>6,} p90 {_p90([c['tokens'] for c in own]):>6,} "
+                f"({_median([c.get('full', 0) for c in own]):,})"
+            )
             if alien:
-                line += (f", foreign median {_median([c['tokens'] for c in alien]):>6,} "
-                         f"p90 {_p90([c['tokens'] for c in alien]):>6,}")
+                line += (
+                    f", foreign median {_median([c['tokens'] for c in alien]):>6,} "
+                    f"p90 {_p90([c['tokens'] for c in alien]):>6,}"
+                )
             print(line)
         at_default, at_bar, bar_off = (_recall(run, corpus, name) for name in ("default", "full", "full-off"))
-        print("    recall at default settings " + " ".join(f"{v:.3f}" for v in at_default)
-              + "; at the default bar, the protocol's limit " + " ".join(f"{v:.3f}" for v in at_bar)
-              + "; bar off " + " ".join(f"{v:.3f}" for v in bar_off))
-        print("    kept of bar off: default settings " + " ".join(
-            f"{a / o:.3f}" if o else "-" for a, o in zip(at_default, bar_off, strict=True)) + "; default bar " + " ".join(
-            f"{a / o:.3f}" if o else "-" for a, o in zip(at_bar, bar_off, strict=True)))
+        print(
+            "    recall at default settings "
+            + " ".join(f"{v:.3f}" for v in at_default)
+            + "; at the default bar, the protocol's limit "
+            + " ".join(f"{v:.3f}" for v in at_bar)
+            + "; bar off "
+            + " ".join(f"{v:.3f}" for v in bar_off)
+        )
+        print(
+            "    kept of bar off: default settings "
+            + " ".join(f"{a / o:.3f}" if o else "-" for a, o in zip(at_default, bar_off, strict=True))
+            + "; default bar "
+            + " ".join(f"{a / o:.3f}" if o else "-" for a, o in zip(at_bar, bar_off, strict=True))
+        )
         rivals = {name: _recall(run, corpus, name) for name in RIVALS if run_has(run, corpus, name)}
-        short = [f"{LABELS[name]} @{j}" for name, values in rivals.items() for j, v in enumerate(values)
-                 if v > bar_off[j] + 1e-9]
-        print("    full engine (bar off) >= every rival at every k: " + ("yes" if not short else "no: " + ", ".join(short)))
+        short = [
+            f"{LABELS[name]} @{j}"
+            for name, values in rivals.items()
+            for j, v in enumerate(values)
+            if v > bar_off[j] + 1e-9
+        ]
+        print(
+            "    full engine (bar off) >= every rival at every k: "
+            + ("yes" if not short else "no: " + ", ".join(short))
+        )
         table = calibration(_pairs(run, corpus))
-        print(f"    calibration over {table['n']} returned memories (bar off), Brier {table['brier']:.4f}; "
-              "bin: n, predicted, observed")
+        print(
+            f"    calibration over {table['n']} returned memories (bar off), Brier {table['brier']:.4f}; "
+            "bin: n, predicted, observed"
+        )
         print("      " + "  ".join(f"{lo:.1f}: {n} {p:.3f} {y:.3f}" for lo, n, p, y in table["bins"]))
 
 

@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops"))
 
-from strata_recall.domain.sanitise import sanitise  # noqa: E402
-from strata_recall.domain.secret_formats import FAMILIES, NOT_COVERED, all_formats  # noqa: E402
-from tests.secret_corpus import Case, adversarial_inputs, benign_lines, recall_cases  # noqa: E402
-import revision  # noqa: E402
-from workload import realistic_lines  # noqa: E402
+import revision
+from workload import realistic_lines
+
+from strata_recall.domain.sanitise import sanitise
+from strata_recall.domain.secret_formats import FAMILIES, NOT_COVERED, all_formats
+from tests.secret_corpus import Case, adversarial_inputs, benign_lines, recall_cases
 
 Sanitiser = Callable[[str], object]
 
@@ -77,14 +78,14 @@ def recall(fn: Sanitiser, cases: list[Case], named: bool = True) -> tuple[dict[s
         by_format[case.format].append(case)
     table: dict[str, list[int]] = {family: [0, 0, 0, 0] for family in FAMILIES}
     misses = []
-    for name, group in by_format.items():
+    for group in by_format.values():
         hits = [redacted(fn, c, named) for c in group]
         row = table[group[0].family]
         row[0] += all(hits)
         row[1] += 1
         row[2] += sum(hits)
         row[3] += len(hits)
-        misses += [c for c, hit in zip(group, hits) if not hit]
+        misses += [c for c, hit in zip(group, hits, strict=True) if not hit]
     return table, misses
 
 
@@ -142,12 +143,16 @@ def main() -> None:
         baseline = load_baseline(args.baseline_ref, Path(tmp))
         old = baseline.sanitise if baseline else None
 
-        print(f"secret redaction: {len(formats)} formats ({len(NOT_COVERED)} kinds deliberately not covered, "
-              f"see domain/secret_formats.py), {len(cases)} recall cases, {len(lines)} benign lines")
+        print(
+            f"secret redaction: {len(formats)} formats ({len(NOT_COVERED)} kinds deliberately not covered, "
+            f"see domain/secret_formats.py), {len(cases)} recall cases, {len(lines)} benign lines"
+        )
         table, misses = recall(sanitise, cases)
         old_table = recall(old, cases, named=False)[0] if old else None
-        print("recall per family: formats redacted in every context / formats tried (cases redacted / cases)"
-              + (f"   [{args.baseline_ref}]" if old_table else ""))
+        print(
+            "recall per family: formats redacted in every context / formats tried (cases redacted / cases)"
+            + (f"   [{args.baseline_ref}]" if old_table else "")
+        )
         for family in FAMILIES:
             full, n, hit, total = table[family]
             line = f"  {family:17} {full:3}/{n:<3} = {pct(full, n):>7}   ({hit}/{total} cases)"
@@ -157,13 +162,17 @@ def main() -> None:
             print(line)
         full = sum(r[0] for r in table.values())
         hit, total = sum(r[2] for r in table.values()), sum(r[3] for r in table.values())
-        print(f"recall: {full}/{len(formats)} formats = {pct(full, len(formats))}; "
-              f"{hit}/{total} cases = {pct(hit, total)}")
+        print(
+            f"recall: {full}/{len(formats)} formats = {pct(full, len(formats))}; "
+            f"{hit}/{total} cases = {pct(hit, total)}"
+        )
         if old_table:
             o_full = sum(r[0] for r in old_table.values())
             o_hit = sum(r[2] for r in old_table.values())
-            print(f"  [{args.baseline_ref}] recall: {o_full}/{len(formats)} formats = {pct(o_full, len(formats))}; "
-                  f"{o_hit}/{total} cases = {pct(o_hit, total)}")
+            print(
+                f"  [{args.baseline_ref}] recall: {o_full}/{len(formats)} formats = {pct(o_full, len(formats))}; "
+                f"{o_hit}/{total} cases = {pct(o_hit, total)}"
+            )
         kept, changed = precision(sanitise, lines)
         print(f"precision: {kept}/{len(lines)} benign lines preserved = {pct(kept, len(lines))}")
         if old:
@@ -180,7 +189,7 @@ def main() -> None:
         adversarial = adversarial_inputs(100_000)
         # The machine is shared and drifts: both sanitisers run on the same small chunks in turn, and each
         # chunk keeps its best time over the rounds.
-        chunks = [texts[i:i + 500] for i in range(0, len(texts), 500)]
+        chunks = [texts[i : i + 500] for i in range(0, len(texts), 500)]
         new_best = [float("inf")] * len(chunks)
         old_best = [float("inf")] * len(chunks)
         worst: dict[str, float] = {}
@@ -194,14 +203,20 @@ def main() -> None:
         new_t, old_t = sum(new_best), sum(old_best)
         name = max(worst, key=worst.__getitem__)
         ordinary = new_t / kb
-        print(f"linear time: worst of {len(adversarial)} adversarial 100 KB inputs {worst[name] * 1e6:.1f} us/KB "
-              f"({name!r}); ordinary write text {ordinary * 1e6:.1f} us/KB "
-              f"(worst adversarial / ordinary = {worst[name] / ordinary:.1f}x)")
-        line = (f"cost per ordinary write text ({len(texts)} texts, avg {kb * 1024 / len(texts):.0f} chars): "
-                f"{new_t / len(texts) * 1e6:.2f} us")
+        print(
+            f"linear time: worst of {len(adversarial)} adversarial 100 KB inputs {worst[name] * 1e6:.1f} us/KB "
+            f"({name!r}); ordinary write text {ordinary * 1e6:.1f} us/KB "
+            f"(worst adversarial / ordinary = {worst[name] / ordinary:.1f}x)"
+        )
+        line = (
+            f"cost per ordinary write text ({len(texts)} texts, avg {kb * 1024 / len(texts):.0f} chars): "
+            f"{new_t / len(texts) * 1e6:.2f} us"
+        )
         if old:
-            line += (f"; {args.baseline_ref}: {old_t / len(texts) * 1e6:.2f} us "
-                     f"(now / {args.baseline_ref} = {new_t / old_t:.2f}x)")
+            line += (
+                f"; {args.baseline_ref}: {old_t / len(texts) * 1e6:.2f} us "
+                f"(now / {args.baseline_ref} = {new_t / old_t:.2f}x)"
+            )
         print(line)
 
 

@@ -51,18 +51,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "ops")]
 
-from eval_coding import DEFAULT_DATA, QUERY_CHARS, Task, by_repo  # noqa: E402
+from eval_coding import DEFAULT_DATA, QUERY_CHARS, Task, by_repo
 
-from strata_recall.domain.anchors import fingerprint  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.projections.tokens import TokenCounter  # noqa: E402
+from strata_recall.domain.anchors import fingerprint
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.projections.tokens import TokenCounter
 
 STRATA = str(Path(sys.executable).parent / "strata")
 EVENT_KINDS = ("session-start", "prompt", "after-command", "edit", "stop")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@.*$", re.M)
 _FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*?^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b.*?$",
-                        re.S | re.M)
+_TRACEBACK = re.compile(
+    r"Traceback \(most recent call last\):.*?^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b.*?$", re.S | re.M
+)
 _ERROR = re.compile(r"^.*\b[A-Z]\w*(?:Error|Exception|Warning)\b.*$", re.M)
 _ID = re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")
 
@@ -116,8 +117,14 @@ class Store:
             self.strata = build(load_settings(environ={}, data_dir=self.data_dir))
             self.api = CommandAPI(self.strata.log)
         else:
-            self.process = subprocess.Popen([STRATA, "serve", "--port", "0"], env={**env, "STRATA_DATA_DIR": str(self.data_dir)},
-                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self.process = subprocess.Popen(
+                [STRATA, "serve", "--port", "0"],
+                env={**env, "STRATA_DATA_DIR": str(self.data_dir)},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             assert self.process.stderr is not None
             for line in self.process.stderr:
                 found = re.search(r"serving on (http://\S+?)[ ;)]", line)
@@ -130,30 +137,46 @@ class Store:
             self.call("read", {"repo_id": "warm/up", "query": "load the model"})  # the model loads on the first read
 
     def call(self, op: str, body: dict) -> dict:
-        request = urllib.request.Request(f"{self.url}/v1/{op}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.url}/v1/{op}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())
 
     def write(self, repo: str, s: Scripted) -> None:
         task = s.task
-        anchors = [{"path": path, "fingerprint": fingerprint(code)} for path, code in s.preimages.items() if code.strip()]
-        problem = {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
+        anchors = [
+            {"path": path, "fingerprint": fingerprint(code)} for path, code in s.preimages.items() if code.strip()
+        ]
+        problem = {
+            "repo_id": repo,
+            "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
+        }
         if self.mode == "local":
             pid = self.api.write(problem).memory_id
         else:
             pid = self.call("write", problem)["memory_id"]
-        solution = {"repo_id": repo, "memory": {"text": task.solution, "kind": "solution", "scope": "repo",
-                                                "confidence": 0.8, "links": {"problem_id": pid}},
-                    **({"anchors": anchors[:16]} if anchors else {})}
+        solution = {
+            "repo_id": repo,
+            "memory": {
+                "text": task.solution,
+                "kind": "solution",
+                "scope": "repo",
+                "confidence": 0.8,
+                "links": {"problem_id": pid},
+            },
+            **({"anchors": anchors[:16]} if anchors else {}),
+        }
         if self.mode == "local":
             sid = self.api.write(solution).memory_id
             self.strata.catch_up()  # the projections and the snapshot, as a running worker keeps them
         else:
             answer = self.call("write", solution)
             sid = answer["memory_id"]
-            self.call("memory_index", {"repo_id": repo, "consistency": {"after_position": answer["position"],
-                                                                        "timeout_ms": 30000}})
+            self.call(
+                "memory_index",
+                {"repo_id": repo, "consistency": {"after_position": answer["position"], "timeout_ms": 30000}},
+            )
         self.task_of[pid] = self.task_of[sid] = task
 
     def hook_args(self) -> list[str]:
@@ -188,8 +211,15 @@ class Session:
 def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, payload: dict) -> Event:
     env = {**store.env, "STRATA_DATA_DIR": str(store.data_dir if store.mode == "local" else state)}
     started = time.perf_counter()
-    done = subprocess.run([STRATA, "hook", kind, "--repo-id", repo, *store.hook_args()], input=json.dumps(payload),
-                          env=env, cwd=checkout, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [STRATA, "hook", kind, "--repo-id", repo, *store.hook_args()],
+        input=json.dumps(payload),
+        env=env,
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0 or "Traceback" in done.stderr:
         raise SystemExit(f"hook {kind} failed: {done.stderr[-2000:]}")
@@ -203,24 +233,71 @@ def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, pa
 
 def replay(store: Store, repo: str, checkout: Path, state: Path, s: Scripted, foreign: bool, number: int) -> Session:
     session = Session(s.task, foreign)
-    base = {"session_id": f"{'foreign' if foreign else 'own'}-{number}-{s.task.instance_id}", "cwd": str(checkout),
-            "transcript_path": str(state / "none.jsonl")}
+    base = {
+        "session_id": f"{'foreign' if foreign else 'own'}-{number}-{s.task.instance_id}",
+        "cwd": str(checkout),
+        "transcript_path": str(state / "none.jsonl"),
+    }
     if not foreign:
-        session.events.append(run_hook(store, repo, checkout, state, "session-start",
-                                       {**base, "hook_event_name": "SessionStart", "source": "startup"}))
-    session.events.append(run_hook(store, repo, checkout, state, "prompt",
-                                   {**base, "hook_event_name": "UserPromptSubmit", "prompt": s.statement}))
+        session.events.append(
+            run_hook(
+                store,
+                repo,
+                checkout,
+                state,
+                "session-start",
+                {**base, "hook_event_name": "SessionStart", "source": "startup"},
+            )
+        )
+    session.events.append(
+        run_hook(
+            store,
+            repo,
+            checkout,
+            state,
+            "prompt",
+            {**base, "hook_event_name": "UserPromptSubmit", "prompt": s.statement},
+        )
+    )
     if s.failure:
-        session.events.append(run_hook(store, repo, checkout, state, "after-command", {
-            **base, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-            "tool_input": {"command": "python -m pytest -x"}, "error": f"Exit code 1\n{s.failure}"}))
+        session.events.append(
+            run_hook(
+                store,
+                repo,
+                checkout,
+                state,
+                "after-command",
+                {
+                    **base,
+                    "hook_event_name": "PostToolUseFailure",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "python -m pytest -x"},
+                    "error": f"Exit code 1\n{s.failure}",
+                },
+            )
+        )
     for path, old in s.edits:
-        session.events.append(run_hook(store, repo, checkout, state, "edit", {
-            **base, "hook_event_name": "PreToolUse", "tool_name": "Edit",
-            "tool_input": {"file_path": str(checkout / path), "old_string": old, "new_string": "..."}}))
+        session.events.append(
+            run_hook(
+                store,
+                repo,
+                checkout,
+                state,
+                "edit",
+                {
+                    **base,
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": "Edit",
+                    "tool_input": {"file_path": str(checkout / path), "old_string": old, "new_string": "..."},
+                },
+            )
+        )
     if not foreign:
-        session.events.append(run_hook(store, repo, checkout, state, "stop",
-                                       {**base, "hook_event_name": "Stop", "stop_hook_active": False}))
+        session.events.append(
+            run_hook(
+                store, repo, checkout, state, "stop", {**base, "hook_event_name": "Stop", "stop_hook_active": False}
+            )
+        )
     return session
 
 
@@ -235,8 +312,9 @@ def checkout_of(folder: Path, scripts: list[Scripted]) -> Path:
     return root
 
 
-def evaluate_repo(mode: str, repo: str, scripts: list[Scripted], others: list[Scripted], env: dict[str, str],
-                  max_tasks: int | None) -> list[Session]:
+def evaluate_repo(
+    mode: str, repo: str, scripts: list[Scripted], others: list[Scripted], env: dict[str, str], max_tasks: int | None
+) -> list[Session]:
     sessions = []
     with tempfile.TemporaryDirectory(prefix="strata-eval-session-") as tmp:
         folder = Path(tmp)
@@ -265,7 +343,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def process_floor(env: dict[str, str], runs: int = 20) -> list[float]:
@@ -294,8 +372,13 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
                 edits_seen += 1
             hit = any(task_of.get(m) is not None and task_of[m].files & s.task.files for m in e.injected)
             if hit and first is None:
-                first = "prompt" if e.kind == "prompt" else ("failure" if e.kind == "after-command" else
-                                                             ("first edit" if edits_seen == 1 else "later edit"))
+                first = (
+                    "prompt"
+                    if e.kind == "prompt"
+                    else (
+                        "failure" if e.kind == "after-command" else ("first edit" if edits_seen == 1 else "later edit")
+                    )
+                )
         first_at[first or "never"] += 1
         by_first_edit += first in ("prompt", "failure", "first edit")
     for s in own:
@@ -305,14 +388,20 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
                 shown[e.kind][1] += 1
                 shown[e.kind][0] += bool(task_of.get(m) and task_of[m].files & s.task.files)
     tokens_all = [sum(counter.count(e.context) for e in s.events if e.kind != "stop") for s in own]
-    tokens_recall = [sum(counter.count(e.context) for e in s.events if e.kind not in ("session-start", "stop")) for s in own]
+    tokens_recall = [
+        sum(counter.count(e.context) for e in s.events if e.kind not in ("session-start", "stop")) for s in own
+    ]
     foreign_events = [e for s in sessions if s.foreign for e in s.events]
     latency = {kind: [e.seconds for s in sessions for e in s.events if e.kind == kind] for kind in EVENT_KINDS}
     n = len(with_relevant)
     return {
-        "mode": mode, "sessions": len(own), "with_relevant": n,
-        "first_at": {k: first_at.get(k, 0) / n if n else float("nan")
-                     for k in ("prompt", "failure", "first edit", "later edit", "never")},
+        "mode": mode,
+        "sessions": len(own),
+        "with_relevant": n,
+        "first_at": {
+            k: first_at.get(k, 0) / n if n else float("nan")
+            for k in ("prompt", "failure", "first edit", "later edit", "never")
+        },
         "at_prompt": first_at.get("prompt", 0) / n if n else float("nan"),
         "by_first_edit": by_first_edit / n if n else float("nan"),
         "precision": {k: (r / n if n else float("nan"), n) for k, (r, n) in shown.items()},
@@ -321,29 +410,49 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
         "recall_tokens_median": statistics.median(tokens_recall) if tokens_recall else float("nan"),
         "recall_tokens_p90": percentile(tokens_recall, 0.9),
         "foreign_events": len(foreign_events),
-        "foreign_empty": sum(1 for e in foreign_events if not e.context) / len(foreign_events) if foreign_events else float("nan"),
-        "foreign_empty_by_kind": {k: (sum(1 for e in foreign_events if e.kind == k and not e.context),
-                                      sum(1 for e in foreign_events if e.kind == k)) for k in ("prompt", "after-command", "edit")},
-        "latency_ms": {k: {"n": len(v), "p50": 1000 * percentile(v, 0.5), "p95": 1000 * percentile(v, 0.95)}
-                       for k, v in latency.items() if v},
+        "foreign_empty": sum(1 for e in foreign_events if not e.context) / len(foreign_events)
+        if foreign_events
+        else float("nan"),
+        "foreign_empty_by_kind": {
+            k: (
+                sum(1 for e in foreign_events if e.kind == k and not e.context),
+                sum(1 for e in foreign_events if e.kind == k),
+            )
+            for k in ("prompt", "after-command", "edit")
+        },
+        "latency_ms": {
+            k: {"n": len(v), "p50": 1000 * percentile(v, 0.5), "p95": 1000 * percentile(v, 0.95)}
+            for k, v in latency.items()
+            if v
+        },
     }
 
 
 def print_summary(s: dict) -> None:
     print(f"\n== {s['mode']}: {s['sessions']} sessions, {s['with_relevant']} with a relevant earlier task")
     print("relevant earlier task first injected at: " + ", ".join(f"{k} {v:.3f}" for k, v in s["first_at"].items()))
-    print(f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}; injected memories of a "
-          "relevant earlier task: " + ", ".join(f"{k} {p:.2f} of {n}" for k, (p, n) in s["precision"].items()))
-    print(f"tokens injected per session: median {s['tokens_median']:.0f}, p90 {s['tokens_p90']:.0f} "
-          f"(without the session-start index: median {s['recall_tokens_median']:.0f}, p90 {s['recall_tokens_p90']:.0f})")
+    print(
+        f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}; injected memories of a "
+        "relevant earlier task: " + ", ".join(f"{k} {p:.2f} of {n}" for k, (p, n) in s["precision"].items())
+    )
+    print(
+        f"tokens injected per session: median {s['tokens_median']:.0f}, p90 {s['tokens_p90']:.0f} "
+        f"(without the session-start index: median {s['recall_tokens_median']:.0f}, p90 {s['recall_tokens_p90']:.0f})"
+    )
     kinds = ", ".join(f"{k} {a}/{b}" for k, (a, b) in s["foreign_empty_by_kind"].items())
-    print(f"foreign-session recall events that injected nothing: {s['foreign_empty']:.3f} of {s['foreign_events']} ({kinds})")
-    print("hook latency (ms), p50 / p95: " + "; ".join(f"{k} {v['p50']:.0f} / {v['p95']:.0f} (n={v['n']})"
-                                                      for k, v in s["latency_ms"].items()))
+    print(
+        f"foreign-session recall events that injected nothing: {s['foreign_empty']:.3f} of {s['foreign_events']} ({kinds})"
+    )
+    print(
+        "hook latency (ms), p50 / p95: "
+        + "; ".join(f"{k} {v['p50']:.0f} / {v['p95']:.0f} (n={v['n']})" for k, v in s["latency_ms"].items())
+    )
     floor = s.get("floor_ms")
     if floor:
-        print(f"  the same machine meanwhile: a Python process that does nothing {floor['p50']:.0f} / {floor['p95']:.0f} ms; "
-              f"load average {s['load'][0]:.1f} before, {s['load'][1]:.1f} after ({os.cpu_count()} cores)")
+        print(
+            f"  the same machine meanwhile: a Python process that does nothing {floor['p50']:.0f} / {floor['p95']:.0f} ms; "
+            f"load average {s['load'][0]:.1f} before, {s['load'][1]:.1f} after ({os.cpu_count()} cores)"
+        )
 
 
 def main() -> None:

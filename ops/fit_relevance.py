@@ -34,16 +34,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "ops"))
 
-import eval_coding  # noqa: E402
-import eval_locomo  # noqa: E402
-from eval_common import MODEL_DIR, calibration, flat  # noqa: E402
+import eval_coding
+import eval_locomo
+from eval_common import MODEL_DIR, calibration, flat
 
-from strata_recall.interface.app.api import CommandAPI  # noqa: E402
-from strata_recall.interface.app.bootstrap import build  # noqa: E402
-from strata_recall.interface.app.logs import configure_logging  # noqa: E402
-from strata_recall.interface.app.settings import load_settings  # noqa: E402
-from strata_recall.projections.embedder import MiniLMEmbedder  # noqa: E402
-from strata_recall.projections.recall import RecallConfig  # noqa: E402
+from strata_recall.interface.app.api import CommandAPI
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.recall import RecallConfig
 
 CORPORA = ("coding", "locomo")
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
@@ -66,16 +66,38 @@ def collect_coding(embedder: MiniLMEmbedder) -> list[dict]:
             api, engine, task_of = CommandAPI(strata.log), strata.recall(RecallConfig(bar=0.0)), {}
             for i, task in enumerate(tasks):
                 if any(t.files & task.files for t in tasks[:i]):
-                    reads.append({"group": repo, **_read(engine, eval_coding._request(repo, task.problem),
-                                  lambda m, task=task, task_of=task_of: m in task_of and task_of[m].files & task.files)})
+                    reads.append(
+                        {
+                            "group": repo,
+                            **_read(
+                                engine,
+                                eval_coding._request(repo, task.problem),
+                                lambda m, task=task, task_of=task_of: m in task_of and task_of[m].files & task.files,
+                            ),
+                        }
+                    )
                     foreign = eval_coding.foreign_task(everything, repo, len(reads))
-                    reads.append({"group": repo, **_read(engine, eval_coding._request(repo, foreign.problem),
-                                                         lambda m: False)})
-                problem = api.write({"repo_id": repo, "memory": {
-                    "text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}).memory_id
-                solution = api.write({"repo_id": repo, "memory": {
-                    "text": task.solution, "kind": "solution", "scope": "repo", "confidence": 0.8,
-                    "links": {"problem_id": problem}}}).memory_id
+                    reads.append(
+                        {"group": repo, **_read(engine, eval_coding._request(repo, foreign.problem), lambda m: False)}
+                    )
+                problem = api.write(
+                    {
+                        "repo_id": repo,
+                        "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
+                    }
+                ).memory_id
+                solution = api.write(
+                    {
+                        "repo_id": repo,
+                        "memory": {
+                            "text": task.solution,
+                            "kind": "solution",
+                            "scope": "repo",
+                            "confidence": 0.8,
+                            "links": {"problem_id": problem},
+                        },
+                    }
+                ).memory_id
                 for written in (problem, solution):
                     task_of.setdefault(written, task)
                 strata.catch_up()
@@ -93,9 +115,16 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
             for own, questions in ((True, sample["qa"]), (False, data[(index + 1) % len(data)]["qa"])):
                 for qa in questions:
                     evidence = set(eval_locomo.EVIDENCE.findall(" ".join(qa.get("evidence", [])))) if own else set()
-                    reads.append({"group": sample["sample_id"], **_read(
-                        engine, eval_locomo._question(repo, qa["question"]),
-                        lambda m, evidence=evidence, dia_of=dia_of: set(dia_of.get(m, ())) & evidence)})
+                    reads.append(
+                        {
+                            "group": sample["sample_id"],
+                            **_read(
+                                engine,
+                                eval_locomo._question(repo, qa["question"]),
+                                lambda m, evidence=evidence, dia_of=dia_of: set(dia_of.get(m, ())) & evidence,
+                            ),
+                        }
+                    )
             strata.close()
     return reads
 
@@ -137,16 +166,19 @@ def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], le
 
 
 def fit(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    return (fit_logistic(*_blocks(reads_by_corpus, corpora, "answer")),
-            fit_logistic(*_blocks(reads_by_corpus, corpora, "memory")))
+    return (
+        fit_logistic(*_blocks(reads_by_corpus, corpora, "answer")),
+        fit_logistic(*_blocks(reads_by_corpus, corpora, "memory")),
+    )
 
 
 def predicted(reads: list[dict], answer: np.ndarray, memory: np.ndarray) -> list[tuple[float, bool]]:
     def sigmoid(beta, f):
         return 1.0 / (1.0 + np.exp(-(beta[0] + np.dot(beta[1:], f))))
 
-    return [(float(sigmoid(answer, read["answer"]) * sigmoid(memory, f)), r)
-            for read in reads for f, r in read["memories"]]
+    return [
+        (float(sigmoid(answer, read["answer"]) * sigmoid(memory, f)), r) for read in reads for f, r in read["memories"]
+    ]
 
 
 def report(title: str, pairs: list[tuple[float, bool]]) -> None:

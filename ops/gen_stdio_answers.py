@@ -27,8 +27,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "interface" / "mcp" / "stdio_answers.py"
 METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-SDK_SERVER = [sys.executable, "-P", "-c",
-              "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli.main import main; main()", "mcp"]
+SDK_SERVER = [
+    sys.executable,
+    "-P",
+    "-c",
+    "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli.main import main; main()",
+    "mcp",
+]
 """`strata mcp` without the console entry point's early answers: every answer is the SDK's."""
 
 HEADER = '''"""The MCP SDK's answers to the listing requests of a session's start, which `strata mcp` gives before
@@ -46,16 +51,29 @@ def sdk_answers(protocol_version: str, timeout: float = 120.0) -> dict[str, Any]
     offering `protocol_version`."""
     with tempfile.TemporaryDirectory(prefix="strata-stdio-answers-") as tmp:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-        env = {**clean, "HOME": tmp, "XDG_CONFIG_HOME": str(Path(tmp) / "cfg"), "STRATA_DATA_DIR": str(Path(tmp) / "data")}
+        env = {
+            **clean,
+            "HOME": tmp,
+            "XDG_CONFIG_HOME": str(Path(tmp) / "cfg"),
+            "STRATA_DATA_DIR": str(Path(tmp) / "data"),
+        }
         requests: list[dict[str, Any]] = [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-             "params": {"protocolVersion": protocol_version, "capabilities": {},
-                        "clientInfo": {"name": "gen_stdio_answers", "version": "0"}}},
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": protocol_version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "gen_stdio_answers", "version": "0"},
+                },
+            },
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(METHODS, start=1)),
         ]
-        process = subprocess.Popen(SDK_SERVER, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            SDK_SERVER, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         watchdog = threading.Timer(timeout, process.kill)
         watchdog.start()
         answers: dict[Any, dict[str, Any]] = {}

@@ -28,7 +28,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from strata_recall.schemas import repo_ids  # noqa: E402
+from strata_recall.schemas import repo_ids
 
 
 def _rewrite(value: Any, mapping: dict[str, str], seen: Counter[str]) -> Any:
@@ -47,7 +47,9 @@ def _rewrite(value: Any, mapping: dict[str, str], seen: Counter[str]) -> Any:
     return value
 
 
-def migrate(lines: Iterable[bytes], renames: dict[str, str]) -> tuple[list[bytes], dict[str, tuple[int, str]], list[str]]:
+def migrate(
+    lines: Iterable[bytes], renames: dict[str, str]
+) -> tuple[list[bytes], dict[str, tuple[int, str]], list[str]]:
     """(the rewritten lines, {old id: (events, new id)}, the problems with new ids)."""
     mapping = {repo_ids.normalise(old): repo_ids.normalise(new) for old, new in renames.items()}
     seen: Counter[str] = Counter()
@@ -58,7 +60,9 @@ def migrate(lines: Iterable[bytes], renames: dict[str, str]) -> tuple[list[bytes
         record = orjson.loads(line)
         record["state"] = _rewrite(record.get("state"), mapping, seen)
         out.append(orjson.dumps(record) + b"\n")
-    report = {old: (count, mapping.get(repo_ids.normalise(old), repo_ids.normalise(old))) for old, count in seen.items()}
+    report = {
+        old: (count, mapping.get(repo_ids.normalise(old), repo_ids.normalise(old))) for old, count in seen.items()
+    }
     problems = sorted({f"{new!r}: {found}" for _, new in report.values() if (found := repo_ids.problem(new))})
     return out, report, problems
 
@@ -88,7 +92,9 @@ def main() -> None:
             print(f"  {line}", file=sys.stderr)
         raise SystemExit(1)
     args.output.write_bytes(b"".join(lines))
-    print(f"wrote {len(lines)} events to {args.output}; restore with: strata --data-dir NEW_DIR import --events {args.output}")
+    print(
+        f"wrote {len(lines)} events to {args.output}; restore with: strata --data-dir NEW_DIR import --events {args.output}"
+    )
 
 
 if __name__ == "__main__":

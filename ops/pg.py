@@ -59,7 +59,9 @@ def find_binaries() -> Path | None:
     if explicit is not None:
         candidates = [Path(explicit)]
     else:
-        candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: _version(p.parent.name), reverse=True)
+        candidates = sorted(
+            Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: _version(p.parent.name), reverse=True
+        )
         on_path = shutil.which("initdb")
         if on_path:
             candidates.append(Path(on_path).resolve().parent)
@@ -101,8 +103,14 @@ class PgServer:
 
     def settings(self) -> dict[str, object]:
         """Keyword overrides for interface.settings.load_settings."""
-        return {"event_store": "postgres", "postgres_host": self.host, "postgres_port": self.port,
-                "postgres_dbname": self.dbname, "postgres_user": self.user, "postgres_password": self.password}
+        return {
+            "event_store": "postgres",
+            "postgres_host": self.host,
+            "postgres_port": self.port,
+            "postgres_dbname": self.dbname,
+            "postgres_user": self.user,
+            "postgres_password": self.password,
+        }
 
     def env(self) -> dict[str, str]:
         """STRATA_* variables that point a `strata` process at this server."""
@@ -112,7 +120,13 @@ class PgServer:
         """psycopg.connect keywords: the application user over TCP, or the superuser over the socket."""
         if admin:
             return {"host": str(self.dir), "port": self.port, "dbname": "postgres", "user": "postgres"}
-        return {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user, "password": self.password}
+        return {
+            "host": self.host,
+            "port": self.port,
+            "dbname": self.dbname,
+            "user": self.user,
+            "password": self.password,
+        }
 
     def __repr__(self) -> str:  # never the password
         return f"PgServer(dir={str(self.dir)!r}, host={self.host!r}, port={self.port}, dbname={self.dbname!r})"
@@ -144,10 +158,13 @@ def _os_user() -> str | None:
 
 def _call(cmd: list[str], *, os_user: str | None, cwd: Path, timeout: float = 120) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "LC_ALL": "C", "LANG": "C"}
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                            check=False, **_run_as(os_user))  # type: ignore[arg-type]
+    result = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False, **_run_as(os_user)
+    )  # type: ignore[arg-type]
     if result.returncode != 0:
-        raise PgFailed(f"{Path(cmd[0]).name} failed ({result.returncode}): {(result.stderr or result.stdout).strip()[-2000:]}")
+        raise PgFailed(
+            f"{Path(cmd[0]).name} failed ({result.returncode}): {(result.stderr or result.stdout).strip()[-2000:]}"
+        )
 
 
 def _chown_tree(path: Path, os_user: str | None) -> None:
@@ -166,8 +183,10 @@ def start(folder: Path | None = None, *, durable: bool = True, max_connections: 
     binaries, PgFailed when setting up fails (nothing is left behind then)."""
     bin_dir = find_binaries()
     if bin_dir is None:
-        raise PgUnavailable("no PostgreSQL server binaries (initdb, pg_ctl, postgres) under /usr/lib/postgresql/*/bin "
-                            "or on PATH; install the postgresql-15 package (apt-get install postgresql-15)")
+        raise PgUnavailable(
+            "no PostgreSQL server binaries (initdb, pg_ctl, postgres) under /usr/lib/postgresql/*/bin "
+            "or on PATH; install the postgresql-15 package (apt-get install postgresql-15)"
+        )
     if folder is None:
         folder = Path(tempfile.mkdtemp(prefix="strata-pg-"))
     else:
@@ -189,9 +208,24 @@ def _start(folder: Path, bin_dir: Path, os_user: str | None, durable: bool, max_
     folder.chmod(0o700)
     _chown_tree(folder, os_user)
     data = folder / "data"
-    _call([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-E", "UTF8", "--no-locale",
-           "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions"],
-          os_user=os_user, cwd=folder)
+    _call(
+        [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "--no-instructions",
+        ],
+        os_user=os_user,
+        cwd=folder,
+    )
     options = {
         "listen_addresses": "127.0.0.1",
         "unix_socket_directories": str(folder),
@@ -205,8 +239,24 @@ def _start(folder: Path, bin_dir: Path, os_user: str | None, durable: bool, max_
         port = free_port()
         settings = " ".join(f"-c {k}={shlex.quote(v)}" for k, v in {**options, "port": str(port)}.items())
         try:
-            _call([str(bin_dir / "pg_ctl"), "start", "-D", str(data), "-w", "-t", "60", "-s",
-                   "-l", str(folder / "server.log"), "-o", settings], os_user=os_user, cwd=folder)
+            _call(
+                [
+                    str(bin_dir / "pg_ctl"),
+                    "start",
+                    "-D",
+                    str(data),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-s",
+                    "-l",
+                    str(folder / "server.log"),
+                    "-o",
+                    settings,
+                ],
+                os_user=os_user,
+                cwd=folder,
+            )
         except PgFailed:
             if attempt == 4:
                 raise PgFailed(f"the server did not start; its log says: {_tail(folder / 'server.log')}") from None
@@ -235,8 +285,14 @@ def _create_database(server: PgServer) -> None:
                 raise
             time.sleep(0.1)
     with conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(server.user), sql.Literal(server.password)))
-        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(server.dbname), sql.Identifier(server.user)))
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(server.user), sql.Literal(server.password)
+            )
+        )
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(server.dbname), sql.Identifier(server.user))
+        )
 
 
 def _tail(path: Path, chars: int = 2000) -> str:
@@ -265,12 +321,20 @@ def stop(folder: Path, *, remove: bool = True) -> None:
                 os_user = _os_user()
             if bin_dir is not None:
                 try:
-                    _call([str(bin_dir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "30", "-s"],
-                          os_user=os_user, cwd=folder, timeout=60)
+                    _call(
+                        [str(bin_dir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "30", "-s"],
+                        os_user=os_user,
+                        cwd=folder,
+                        timeout=60,
+                    )
                 except (PgFailed, subprocess.TimeoutExpired):
                     with contextlib.suppress(PgFailed, subprocess.TimeoutExpired):
-                        _call([str(bin_dir / "pg_ctl"), "stop", "-D", str(data), "-m", "immediate", "-w", "-s"],
-                              os_user=os_user, cwd=folder, timeout=60)
+                        _call(
+                            [str(bin_dir / "pg_ctl"), "stop", "-D", str(data), "-m", "immediate", "-w", "-s"],
+                            os_user=os_user,
+                            cwd=folder,
+                            timeout=60,
+                        )
     finally:
         if remove:
             shutil.rmtree(folder, ignore_errors=True)

@@ -76,29 +76,72 @@ SSLError ProtocolError ReadTimeout ChunkedEncodingError JSONDecodeError NotImple
 AssertionError OverflowError BrokenPipeError StaleElementReferenceException OOMKilled
 CrashLoopBackOff ImagePullBackOff EADDRINUSE ECONNRESET ETIMEDOUT ENOSPC EACCES""".split()
 
-_SYMPTOMS = ["hangs", "times out", "crashes", "is slow", "returns 500", "returns 404", "leaks memory",
-             "deadlocks", "fails intermittently", "double-counts", "drops messages", "logs a warning",
-             "retries forever", "silently skips rows", "blocks the event loop", "uses 100% CPU",
-             "produces an empty result", "corrupts the output", "loses the session", "rejects valid input"]
+_SYMPTOMS = [
+    "hangs",
+    "times out",
+    "crashes",
+    "is slow",
+    "returns 500",
+    "returns 404",
+    "leaks memory",
+    "deadlocks",
+    "fails intermittently",
+    "double-counts",
+    "drops messages",
+    "logs a warning",
+    "retries forever",
+    "silently skips rows",
+    "blocks the event loop",
+    "uses 100% CPU",
+    "produces an empty result",
+    "corrupts the output",
+    "loses the session",
+    "rejects valid input",
+]
 
-_WHEN = ["on the first request after a deploy", "under load", "when the {env} variable is unset",
-         "when two {noun}s share a {noun2}", "after the {lib} upgrade to {version}", "on cold start",
-         "when the {noun} table has more than {count} rows", "in CI but not locally", "on arm64 runners",
-         "when {lib} is older than {version}", "after a failover", "when the clock is skewed",
-         "while the {noun} migration is running", "with more than {count} concurrent {noun}s",
-         "only on Mondays when the nightly {noun} job overlaps", "in the {region} region",
-         "when the cache is cold", "behind the {lib} proxy", "when the payload exceeds {count} KB",
-         "right after `{command}`"]
+_WHEN = [
+    "on the first request after a deploy",
+    "under load",
+    "when the {env} variable is unset",
+    "when two {noun}s share a {noun2}",
+    "after the {lib} upgrade to {version}",
+    "on cold start",
+    "when the {noun} table has more than {count} rows",
+    "in CI but not locally",
+    "on arm64 runners",
+    "when {lib} is older than {version}",
+    "after a failover",
+    "when the clock is skewed",
+    "while the {noun} migration is running",
+    "with more than {count} concurrent {noun}s",
+    "only on Mondays when the nightly {noun} job overlaps",
+    "in the {region} region",
+    "when the cache is cold",
+    "behind the {lib} proxy",
+    "when the payload exceeds {count} KB",
+    "right after `{command}`",
+]
 
-_CAUSES = ["the connection pool was exhausted by {function}", "{function} held a lock across an await",
-           "the {noun} index was missing on {table}", "{env} pointed at the staging {noun} service",
-           "a stale {path} was shipped in the image", "the {lib} client reused a closed socket",
-           "an N+1 query in {function}", "the retry policy ignored {error}",
-           "the fixture for {noun} was shared between tests", "{class_} cached a mutable default",
-           "the {noun} queue had no dead-letter route", "timezone-naive datetimes in {function}",
-           "a race between {function} and {function2}", "the {lib} default changed in {version}",
-           "the health check hit {route} which needs auth", "a missing `await` in {function}",
-           "the batch size in {path} was hard-coded to {count}", "a circular import between {module} and {module2}"]
+_CAUSES = [
+    "the connection pool was exhausted by {function}",
+    "{function} held a lock across an await",
+    "the {noun} index was missing on {table}",
+    "{env} pointed at the staging {noun} service",
+    "a stale {path} was shipped in the image",
+    "the {lib} client reused a closed socket",
+    "an N+1 query in {function}",
+    "the retry policy ignored {error}",
+    "the fixture for {noun} was shared between tests",
+    "{class_} cached a mutable default",
+    "the {noun} queue had no dead-letter route",
+    "timezone-naive datetimes in {function}",
+    "a race between {function} and {function2}",
+    "the {lib} default changed in {version}",
+    "the health check hit {route} which needs auth",
+    "a missing `await` in {function}",
+    "the batch size in {path} was hard-coded to {count}",
+    "a circular import between {module} and {module2}",
+]
 
 _REGIONS = ["eu-west-1", "us-east-1", "ap-south-1", "eu-central-1", "us-west-2", "sa-east-1"]
 
@@ -108,7 +151,7 @@ def _zipf_choice(rnd: random.Random, items: list, s: float = 1.1):
     n = len(items)
     # inverse-CDF of a continuous power law: cheap, deterministic, close enough to Zipf
     u = rnd.random()
-    rank = ((n ** (1 - s) - 1) * u + 1) ** (1 / (1 - s)) if s != 1 else n ** u
+    rank = ((n ** (1 - s) - 1) * u + 1) ** (1 / (1 - s)) if s != 1 else n**u
     return items[min(n - 1, max(0, int(rank) - 1))]
 
 
@@ -132,41 +175,84 @@ class Codebase:
     def generate(cls, name: str, rnd: random.Random) -> Codebase:
         cb = cls(name)
         nouns = rnd.sample(_DOMAIN, 60)
-        cb.modules = [f"{a}_{b}" if rnd.random() < 0.5 else a for a, b in zip(nouns, rnd.sample(_DOMAIN, 60), strict=True)]
+        cb.modules = [
+            f"{a}_{b}" if rnd.random() < 0.5 else a for a, b in zip(nouns, rnd.sample(_DOMAIN, 60), strict=True)
+        ]
         top = rnd.choice(["src", "app", "lib", "services", "pkg", "internal"])
         ext = rnd.choice([".py", ".py", ".ts", ".go", ".rs"])
         cb.paths = [f"{top}/{rnd.choice(cb.modules)}/{rnd.choice(_DOMAIN)}{ext}" for _ in range(80)]
-        cb.functions = [f"{rnd.choice(_VERBS)}_{rnd.choice(nouns)}" + (f"_{rnd.choice(_DOMAIN)}" if rnd.random() < 0.4 else "")
-                        for _ in range(150)]
-        cb.classes = [f"{rnd.choice(_ADJECTIVES).title()}{rnd.choice(nouns).title()}{rnd.choice(['Service', 'Repository', 'Handler', 'Client', 'Worker', 'Manager', 'Builder', 'Store'])}"
-                      for _ in range(60)]
-        cb.tables = [f"{rnd.choice(nouns)}s" if rnd.random() < 0.6 else f"{rnd.choice(nouns)}_{rnd.choice(_DOMAIN)}s" for _ in range(40)]
-        cb.envs = [f"{rnd.choice(nouns).upper()}_{rnd.choice(['URL', 'TIMEOUT', 'POOL_SIZE', 'ENABLED', 'REGION', 'BUCKET', 'MODE', 'LIMIT'])}" for _ in range(30)]
-        cb.routes = [f"/{rnd.choice(['api', 'v1', 'v2', 'internal'])}/{rnd.choice(nouns)}s/{rnd.choice(['{id}', 'search', 'export', 'bulk', 'status'])}"
-                     for _ in range(30)]
-        cb.commands = [rnd.choice([f"make {rnd.choice(_VERBS)}-{rnd.choice(nouns)}", f"just {rnd.choice(_VERBS)}",
-                                   f"pytest -m {rnd.choice(nouns)}", f"npm run {rnd.choice(_VERBS)}:{rnd.choice(nouns)}",
-                                   f"./scripts/{rnd.choice(_VERBS)}_{rnd.choice(nouns)}.sh",
-                                   f"docker compose up {rnd.choice(nouns)}"]) for _ in range(25)]
-        cb.services = [f"{rnd.choice(nouns)}-{rnd.choice(['api', 'worker', 'gateway', 'scheduler', 'indexer', 'sync'])}" for _ in range(12)]
-        cb.libs = [(lib, f"{rnd.randint(0, 9)}.{rnd.randint(0, 30)}.{rnd.randint(0, 12)}") for lib in rnd.sample(_LIBRARIES, 25)]
+        cb.functions = [
+            f"{rnd.choice(_VERBS)}_{rnd.choice(nouns)}" + (f"_{rnd.choice(_DOMAIN)}" if rnd.random() < 0.4 else "")
+            for _ in range(150)
+        ]
+        cb.classes = [
+            f"{rnd.choice(_ADJECTIVES).title()}{rnd.choice(nouns).title()}{rnd.choice(['Service', 'Repository', 'Handler', 'Client', 'Worker', 'Manager', 'Builder', 'Store'])}"
+            for _ in range(60)
+        ]
+        cb.tables = [
+            f"{rnd.choice(nouns)}s" if rnd.random() < 0.6 else f"{rnd.choice(nouns)}_{rnd.choice(_DOMAIN)}s"
+            for _ in range(40)
+        ]
+        cb.envs = [
+            f"{rnd.choice(nouns).upper()}_{rnd.choice(['URL', 'TIMEOUT', 'POOL_SIZE', 'ENABLED', 'REGION', 'BUCKET', 'MODE', 'LIMIT'])}"
+            for _ in range(30)
+        ]
+        cb.routes = [
+            f"/{rnd.choice(['api', 'v1', 'v2', 'internal'])}/{rnd.choice(nouns)}s/{rnd.choice(['{id}', 'search', 'export', 'bulk', 'status'])}"
+            for _ in range(30)
+        ]
+        cb.commands = [
+            rnd.choice(
+                [
+                    f"make {rnd.choice(_VERBS)}-{rnd.choice(nouns)}",
+                    f"just {rnd.choice(_VERBS)}",
+                    f"pytest -m {rnd.choice(nouns)}",
+                    f"npm run {rnd.choice(_VERBS)}:{rnd.choice(nouns)}",
+                    f"./scripts/{rnd.choice(_VERBS)}_{rnd.choice(nouns)}.sh",
+                    f"docker compose up {rnd.choice(nouns)}",
+                ]
+            )
+            for _ in range(25)
+        ]
+        cb.services = [
+            f"{rnd.choice(nouns)}-{rnd.choice(['api', 'worker', 'gateway', 'scheduler', 'indexer', 'sync'])}"
+            for _ in range(12)
+        ]
+        cb.libs = [
+            (lib, f"{rnd.randint(0, 9)}.{rnd.randint(0, 30)}.{rnd.randint(0, 12)}")
+            for lib in rnd.sample(_LIBRARIES, 25)
+        ]
         return cb
 
     def fill(self, template: str, rnd: random.Random) -> str:
         lib, version = _zipf_choice(rnd, self.libs)
         values = {
-            "module": _zipf_choice(rnd, self.modules), "module2": rnd.choice(self.modules),
-            "path": _zipf_choice(rnd, self.paths), "function": _zipf_choice(rnd, self.functions),
-            "function2": rnd.choice(self.functions), "class_": _zipf_choice(rnd, self.classes),
-            "table": _zipf_choice(rnd, self.tables), "env": _zipf_choice(rnd, self.envs),
-            "route": _zipf_choice(rnd, self.routes), "command": _zipf_choice(rnd, self.commands),
-            "service": _zipf_choice(rnd, self.services), "lib": lib, "version": version,
-            "noun": _zipf_choice(rnd, _DOMAIN), "noun2": rnd.choice(_DOMAIN), "verb": _zipf_choice(rnd, _VERBS),
-            "adj": _zipf_choice(rnd, _ADJECTIVES), "error": _zipf_choice(rnd, _ERRORS),
+            "module": _zipf_choice(rnd, self.modules),
+            "module2": rnd.choice(self.modules),
+            "path": _zipf_choice(rnd, self.paths),
+            "function": _zipf_choice(rnd, self.functions),
+            "function2": rnd.choice(self.functions),
+            "class_": _zipf_choice(rnd, self.classes),
+            "table": _zipf_choice(rnd, self.tables),
+            "env": _zipf_choice(rnd, self.envs),
+            "route": _zipf_choice(rnd, self.routes),
+            "command": _zipf_choice(rnd, self.commands),
+            "service": _zipf_choice(rnd, self.services),
+            "lib": lib,
+            "version": version,
+            "noun": _zipf_choice(rnd, _DOMAIN),
+            "noun2": rnd.choice(_DOMAIN),
+            "verb": _zipf_choice(rnd, _VERBS),
+            "adj": _zipf_choice(rnd, _ADJECTIVES),
+            "error": _zipf_choice(rnd, _ERRORS),
             "count": rnd.choice([10, 50, 100, 500, 1000, 5000, 10000, 65536, 250000]),
-            "port": rnd.randint(1024, 65000), "line": rnd.randint(12, 2400), "issue": rnd.randint(100, 99999),
-            "sha": "".join(rnd.choice("0123456789abcdef") for _ in range(7)), "region": rnd.choice(_REGIONS),
-            "minutes": rnd.choice([2, 5, 15, 30, 90]), "pct": rnd.choice([5, 20, 40, 75, 90]),
+            "port": rnd.randint(1024, 65000),
+            "line": rnd.randint(12, 2400),
+            "issue": rnd.randint(100, 99999),
+            "sha": "".join(rnd.choice("0123456789abcdef") for _ in range(7)),
+            "region": rnd.choice(_REGIONS),
+            "minutes": rnd.choice([2, 5, 15, 30, 90]),
+            "pct": rnd.choice([5, 20, 40, 75, 90]),
         }
         text = template
         for _ in range(3):  # slots may bring slots (e.g. {when} -> {env})
@@ -260,10 +346,18 @@ CHANGES = [
     "{env} was renamed; the old setting is ignored from release {version}",
     "The {noun} job moved to `{command}` and runs every {minutes} minutes",
 ]
-CONTEXT = ["(see {path}:{line})", "; reproduced with `{command}`", "— found while working on issue #{issue}",
-           "in {region}", ", at least since {lib} {version}", "; {service} is affected too",
-           ". Watch {env} when touching this", "(commit {sha})", "; {class_} is involved",
-           ", which also touches {table}"]
+CONTEXT = [
+    "(see {path}:{line})",
+    "; reproduced with `{command}`",
+    "— found while working on issue #{issue}",
+    "in {region}",
+    ", at least since {lib} {version}",
+    "; {service} is affected too",
+    ". Watch {env} when touching this",
+    "(commit {sha})",
+    "; {class_} is involved",
+    ", which also touches {table}",
+]
 """Optional context an agent appends: more length variety, more rare tokens."""
 
 GLOBAL_PREFERENCES = [
@@ -317,7 +411,11 @@ def realistic_lines(n: int, repos: int = 20, seed: int = 7) -> list[str]:
             continue
         for _ in range(2):
             if rnd.random() < 0.4:
-                text = f"{text} {cb.fill(rnd.choice(CONTEXT), rnd)}".replace(" ;", ";").replace(" ,", ",").replace(" .", ".")
+                text = (
+                    f"{text} {cb.fill(rnd.choice(CONTEXT), rnd)}".replace(" ;", ";")
+                    .replace(" ,", ",")
+                    .replace(" .", ".")
+                )
         key = f"{kind}\x1f{scope}\x1f{repo if scope == 'repo' else ''}\x1f{text}"
         if key in seen:
             text = f"{text} (seen again in session {i})"
@@ -332,16 +430,31 @@ def realistic_lines(n: int, repos: int = 20, seed: int = 7) -> list[str]:
             facts.setdefault(repo, []).append((mid, text))
         elif kind == "change":
             facts[repo][at] = (mid, text)  # a later change may supersede this one: chains grow
-        request = {"repo_id": repo, "memory": {"text": text, "kind": kind, "scope": scope,
-                                               "confidence": round(rnd.uniform(0.5, 0.95), 2),
-                                               "rationale": rnd.choice(_RATIONALES), "links": links,
-                                               "evidence_refs": [f"session:{i}"] + ([f"{cb.fill('{path}:{line}', rnd)}"] if rnd.random() < 0.4 else [])}}
+        request = {
+            "repo_id": repo,
+            "memory": {
+                "text": text,
+                "kind": kind,
+                "scope": scope,
+                "confidence": round(rnd.uniform(0.5, 0.95), 2),
+                "rationale": rnd.choice(_RATIONALES),
+                "links": links,
+                "evidence_refs": [f"session:{i}"]
+                + ([f"{cb.fill('{path}:{line}', rnd)}"] if rnd.random() < 0.4 else []),
+            },
+        }
         lines.append(json.dumps(request))
     return lines
 
 
-_RATIONALES = ["observed while working on the task", "reproduced twice", "from the CI logs",
-               "confirmed by reading the code", "the user said so", "found while bisecting"]
+_RATIONALES = [
+    "observed while working on the task",
+    "reproduced twice",
+    "from the CI logs",
+    "confirmed by reading the code",
+    "the user said so",
+    "found while bisecting",
+]
 
 
 def _recent(rnd: random.Random, items: list[str]) -> str:
@@ -356,20 +469,42 @@ def realistic_updates(lines: list[str], n: int, seed: int = 9) -> list[str]:
     solutions and failed tactics for the problem they name."""
     rnd = random.Random(seed)
     requests = [json.loads(line) for line in lines]
-    facts = [(r["repo_id"], str(memory_id(r["memory"]["text"], r["memory"]["kind"], "repo", r["repo_id"])))
-             for r in requests if r["memory"]["kind"] in ("fact", "change") and r["memory"]["scope"] == "repo"]
-    tactics = [(r["repo_id"], str(memory_id(r["memory"]["text"], r["memory"]["kind"], "repo", r["repo_id"])),
-                r["memory"]["links"]["problem_id"]) for r in requests if r["memory"]["kind"] in ("solution", "failed_tactic")]
+    facts = [
+        (r["repo_id"], str(memory_id(r["memory"]["text"], r["memory"]["kind"], "repo", r["repo_id"])))
+        for r in requests
+        if r["memory"]["kind"] in ("fact", "change") and r["memory"]["scope"] == "repo"
+    ]
+    tactics = [
+        (
+            r["repo_id"],
+            str(memory_id(r["memory"]["text"], r["memory"]["kind"], "repo", r["repo_id"])),
+            r["memory"]["links"]["problem_id"],
+        )
+        for r in requests
+        if r["memory"]["kind"] in ("solution", "failed_tactic")
+    ]
     out = []
     for i in range(n):
         if i % 2 and facts:
             repo, mid = _zipf_choice(rnd, facts, 0.8)
-            updates = {"truth": {"target": rnd.choice([0.1, 0.9, 0.95]), "confidence": 0.9,
-                                 "rationale": "checked against the code", "evidence_refs": [f"ci#{i}"]}}
+            updates = {
+                "truth": {
+                    "target": rnd.choice([0.1, 0.9, 0.95]),
+                    "confidence": 0.9,
+                    "rationale": "checked against the code",
+                    "evidence_refs": [f"ci#{i}"],
+                }
+            }
         else:
             repo, mid, problem = _zipf_choice(rnd, tactics, 0.8)
-            updates = {"utility": {"target": rnd.choice([0.0, 1.0, 1.0]), "confidence": 0.8, "rationale": "used it",
-                                   "context_problem_id": problem}}
+            updates = {
+                "utility": {
+                    "target": rnd.choice([0.0, 1.0, 1.0]),
+                    "confidence": 0.8,
+                    "rationale": "used it",
+                    "context_problem_id": problem,
+                }
+            }
         out.append(json.dumps({"repo_id": repo, "memory_id": mid, "mode": "commit", "updates": updates}))
     return out
 

@@ -101,8 +101,10 @@ def anchor_fields(row: dict[str, Any], workspace: Workspace | None) -> dict[str,
         return {}
     verdict = workspace.verdict(row["memory_id"], anchors) if workspace is not None else None
     return {
-        "anchors": [{"path": a["path"], "symbol": a.get("symbol"), "lines": a.get("lines"), "commit": a.get("commit")}
-                    for a in anchors],
+        "anchors": [
+            {"path": a["path"], "symbol": a.get("symbol"), "lines": a.get("lines"), "commit": a.get("commit")}
+            for a in anchors
+        ],
         "anchor_changed": verdict.changed if verdict else [],
         "anchor_missing": verdict.missing if verdict else [],
     }

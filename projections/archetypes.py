@@ -17,35 +17,97 @@ from strata_recall.projections.store import Connection
 
 # Used until archetypes are defined in the log (`strata archetypes seed` writes these there).
 DEFAULT_ARCHETYPES: tuple[dict[str, Any], ...] = (
-    {"name": "debugging", "description": "An error, a failing test or a crash to explain and fix.",
-     "examples": ["I'm getting an error when I run the tests", "the build fails with exit code 1",
-                  "stack trace shows a KeyError in the parser", "why does the server crash on startup",
-                  "this test is flaky and times out in CI"],
-     "profile": {"mode": "targeted", "limit": 10, "semantic_hops": 1, "include_problem_links": True,
-                 "kinds": ["problem", "solution", "failed_tactic", "fact", "change"]}},
-    {"name": "how_to", "description": "How to do a task in this codebase: commands, procedures.",
-     "examples": ["how do I run the database migrations", "what's the command to deploy to staging",
-                  "how to set up the dev environment", "steps to release a new version"],
-     "profile": {"mode": "targeted", "limit": 8, "semantic_hops": 1, "include_problem_links": True,
-                 "kinds": ["solution", "fact", "preference", "change"]}},
-    {"name": "conventions", "description": "Preferences and conventions: style, tools, naming, process.",
-     "examples": ["which formatter does this repo use", "how should commit messages look",
-                  "naming conventions for test files", "do we prefer tabs or spaces"],
-     "profile": {"mode": "targeted", "limit": 10, "semantic_hops": 0, "include_problem_links": False,
-                 "kinds": ["preference", "fact", "change"]}},
-    {"name": "codebase_facts", "description": "Where things are and how the system is put together.",
-     "examples": ["where is the config loaded", "which service owns the payments table",
-                  "what port does the API listen on", "what database does the app use"],
-     "profile": {"mode": "targeted", "limit": 10, "semantic_hops": 1, "include_problem_links": False,
-                 "kinds": ["fact", "change", "preference"]}},
-    {"name": "planning", "description": "Designing or planning a change; broad context helps.",
-     "examples": ["plan the refactor of the storage layer", "we need to add caching to the API",
-                  "design a new endpoint for exports", "what should we consider before migrating to postgres"],
-     "profile": {"mode": "targeted", "limit": 15, "semantic_hops": 2, "include_problem_links": True, "kinds": None}},
-    {"name": "recollection", "description": "Recalling what happened or was said: people, dates, events.",
-     "examples": ["when did we last change the deployment process", "what did Alice say about the release",
-                  "what happened at the meeting last week", "when did she move to the new city"],
-     "profile": {"mode": "targeted", "limit": 20, "semantic_hops": 2, "include_problem_links": True, "kinds": None}},
+    {
+        "name": "debugging",
+        "description": "An error, a failing test or a crash to explain and fix.",
+        "examples": [
+            "I'm getting an error when I run the tests",
+            "the build fails with exit code 1",
+            "stack trace shows a KeyError in the parser",
+            "why does the server crash on startup",
+            "this test is flaky and times out in CI",
+        ],
+        "profile": {
+            "mode": "targeted",
+            "limit": 10,
+            "semantic_hops": 1,
+            "include_problem_links": True,
+            "kinds": ["problem", "solution", "failed_tactic", "fact", "change"],
+        },
+    },
+    {
+        "name": "how_to",
+        "description": "How to do a task in this codebase: commands, procedures.",
+        "examples": [
+            "how do I run the database migrations",
+            "what's the command to deploy to staging",
+            "how to set up the dev environment",
+            "steps to release a new version",
+        ],
+        "profile": {
+            "mode": "targeted",
+            "limit": 8,
+            "semantic_hops": 1,
+            "include_problem_links": True,
+            "kinds": ["solution", "fact", "preference", "change"],
+        },
+    },
+    {
+        "name": "conventions",
+        "description": "Preferences and conventions: style, tools, naming, process.",
+        "examples": [
+            "which formatter does this repo use",
+            "how should commit messages look",
+            "naming conventions for test files",
+            "do we prefer tabs or spaces",
+        ],
+        "profile": {
+            "mode": "targeted",
+            "limit": 10,
+            "semantic_hops": 0,
+            "include_problem_links": False,
+            "kinds": ["preference", "fact", "change"],
+        },
+    },
+    {
+        "name": "codebase_facts",
+        "description": "Where things are and how the system is put together.",
+        "examples": [
+            "where is the config loaded",
+            "which service owns the payments table",
+            "what port does the API listen on",
+            "what database does the app use",
+        ],
+        "profile": {
+            "mode": "targeted",
+            "limit": 10,
+            "semantic_hops": 1,
+            "include_problem_links": False,
+            "kinds": ["fact", "change", "preference"],
+        },
+    },
+    {
+        "name": "planning",
+        "description": "Designing or planning a change; broad context helps.",
+        "examples": [
+            "plan the refactor of the storage layer",
+            "we need to add caching to the API",
+            "design a new endpoint for exports",
+            "what should we consider before migrating to postgres",
+        ],
+        "profile": {"mode": "targeted", "limit": 15, "semantic_hops": 2, "include_problem_links": True, "kinds": None},
+    },
+    {
+        "name": "recollection",
+        "description": "Recalling what happened or was said: people, dates, events.",
+        "examples": [
+            "when did we last change the deployment process",
+            "what did Alice say about the release",
+            "what happened at the meeting last week",
+            "when did she move to the new city",
+        ],
+        "profile": {"mode": "targeted", "limit": 20, "semantic_hops": 2, "include_problem_links": True, "kinds": None},
+    },
 )
 
 
@@ -68,8 +130,12 @@ class ArchetypesProjection(Projection):
             if not isinstance(event, (Archetype.ArchetypeDefined, Archetype.ArchetypeChanged)):
                 continue
             key = str(event.originator_id)
-            body = (event.description, orjson.dumps(event.examples).decode(),
-                    orjson.dumps(event.profile, option=orjson.OPT_SORT_KEYS).decode(), event.originator_version)
+            body = (
+                event.description,
+                orjson.dumps(event.examples).decode(),
+                orjson.dumps(event.profile, option=orjson.OPT_SORT_KEYS).decode(),
+                event.originator_version,
+            )
             if isinstance(event, Archetype.ArchetypeDefined):
                 conn.execute("INSERT OR REPLACE INTO archetypes VALUES (?, ?, ?, ?, ?, ?)", (key, event.name, *body))
             elif isinstance(event, Archetype.ArchetypeChanged):
@@ -80,8 +146,10 @@ class ArchetypesProjection(Projection):
 
     def definitions(self) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT name, description, examples, profile FROM archetypes ORDER BY name")
-        return [{"name": n, "description": d, "examples": orjson.loads(e), "profile": orjson.loads(p)}
-                for n, d, e, p in rows]
+        return [
+            {"name": n, "description": d, "examples": orjson.loads(e), "profile": orjson.loads(p)}
+            for n, d, e, p in rows
+        ]
 
 
 @dataclass(frozen=True)

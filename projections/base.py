@@ -40,11 +40,11 @@ class LogReader:
         self.log = memory_log
         mapper = memory_log.mapper
         self.transcoder = mapper.transcoder
-        self.fast = (mapper.cipher is None and mapper.compressor is None
-                     and type(self.transcoder) is OrjsonTranscoder)
+        self.fast = mapper.cipher is None and mapper.compressor is None and type(self.transcoder) is OrjsonTranscoder
         recorder = memory_log.recorder
-        self.sqlite = (isinstance(recorder, SQLiteApplicationRecorder)
-                       and recorder.datastore.originator_id_type == "uuid")
+        self.sqlite = (
+            isinstance(recorder, SQLiteApplicationRecorder) and recorder.datastore.originator_id_type == "uuid"
+        )
         self._classes: dict[str, tuple[type, Callable[[Any], Any], int]] = {}
         if self.fast:
             self._timestamp = self.transcoder.names["datetime_iso"].decode
@@ -56,8 +56,10 @@ class LogReader:
         if self.sqlite:
             rows = self._sqlite_rows(start, limit, topics)
         else:
-            rows = [(n.id, n.originator_id, n.originator_version, n.topic, n.state)
-                    for n in self.log.recorder.select_notifications(start, limit, topics=topics)]
+            rows = [
+                (n.id, n.originator_id, n.originator_version, n.topic, n.state)
+                for n in self.log.recorder.select_notifications(start, limit, topics=topics)
+            ]
         out: list[Positioned] = []
         append = out.append
         loads, timestamp, classes = orjson.loads, self._timestamp, self._classes
@@ -70,8 +72,12 @@ class LogReader:
             values = loads(state)
             cls, convert, class_version = known
             stamp = values.get("timestamp")
-            if (type(stamp) is dict and state.count(b'"_type_"') == 1 and len(stamp) == 2
-                    and stamp.get("_type_") == "datetime_iso"):
+            if (
+                type(stamp) is dict
+                and state.count(b'"_type_"') == 1
+                and len(stamp) == 2
+                and stamp.get("_type_") == "datetime_iso"
+            ):
                 values["timestamp"] = timestamp(stamp["_data_"])
             else:
                 values = self.transcoder._revive(values)
@@ -86,8 +92,10 @@ class LogReader:
 
     def _sqlite_rows(self, start: int, limit: int, topics: list[str]) -> list[tuple[Any, ...]]:
         recorder = self.log.recorder
-        sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM {recorder.events_table_name}"
-               " WHERE rowid>=?")
+        sql = (
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM {recorder.events_table_name}"
+            " WHERE rowid>=?"
+        )
         params: list[Any] = [start]
         if topics:
             sql += f" AND topic IN ({','.join('?' * len(topics))})"
@@ -118,8 +126,13 @@ def _upcast(cls: type, class_version: int, values: dict[str, Any]) -> None:
         stored += 1
 
 
-def _uuid(text: str, _new: Any = object.__new__, _set: Any = object.__setattr__, _unknown: Any = SafeUUID.unknown,
-          _uuid_class: type = UUID) -> UUID:
+def _uuid(
+    text: str,
+    _new: Any = object.__new__,
+    _set: Any = object.__setattr__,
+    _unknown: Any = SafeUUID.unknown,
+    _uuid_class: type = UUID,
+) -> UUID:
     """UUID(text) for a well-formed UUID string from the log, without UUID.__init__'s parsing."""
     if len(text) == 32:  # how eventsourcing's SQLite recorder stores them
         number = int(text, 16)

@@ -62,8 +62,13 @@ def result(full: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def envelope(read_id: str, relevance: float | None, suppressed: dict[str, int], guidance: str,
-             archetype: dict[str, Any] | None = None) -> dict[str, Any]:
+def envelope(
+    read_id: str,
+    relevance: float | None,
+    suppressed: dict[str, int],
+    guidance: str,
+    archetype: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An answer's fields besides its results (and the past moment or the session's wait, which the
     interface adds), in compact form: what a read's token budget starts from."""
     out: dict[str, Any] = {"ok": True, "read_id": read_id, "results": []}
@@ -79,8 +84,13 @@ def envelope(read_id: str, relevance: float | None, suppressed: dict[str, int], 
 
 def answer(full: dict[str, Any]) -> dict[str, Any]:
     """A read's answer (ReadResponse as JSON) in compact form (CompactReadResponse)."""
-    out = envelope(full["read_id"], full.get("answer_relevance"), full.get("suppressed") or {}, full["guidance"],
-                   full.get("archetype"))
+    out = envelope(
+        full["read_id"],
+        full.get("answer_relevance"),
+        full.get("suppressed") or {},
+        full["guidance"],
+        full.get("archetype"),
+    )
     out["results"] = [result(r) for r in full["results"]]
     for key in ("as_of", "consistency"):
         if full.get(key):

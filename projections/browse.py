@@ -24,8 +24,22 @@ from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 
-SUMMARY = ("memory_id", "repo_id", "scope", "kind", "status", "text", "truth", "utility", "maturity", "validations",
-           "last_validated", "created", "change_chain", "problem_ids")
+SUMMARY = (
+    "memory_id",
+    "repo_id",
+    "scope",
+    "kind",
+    "status",
+    "text",
+    "truth",
+    "utility",
+    "maturity",
+    "validations",
+    "last_validated",
+    "created",
+    "change_chain",
+    "problem_ids",
+)
 _SELECT = f"SELECT {', '.join(SUMMARY)} FROM snapshot"
 ORDERS = {
     "newest": "created DESC, memory_id DESC",
@@ -38,23 +52,45 @@ MAX_MATCHES = 1000
 
 
 class Browser:
-    def __init__(self, fts: FTSProjection, snapshot: SnapshotProjection, links: LinksProjection, *, position: int,
-                 now: datetime, half_life_days: float) -> None:
+    def __init__(
+        self,
+        fts: FTSProjection,
+        snapshot: SnapshotProjection,
+        links: LinksProjection,
+        *,
+        position: int,
+        now: datetime,
+        half_life_days: float,
+    ) -> None:
         self.fts, self.snapshot, self.links = fts, snapshot, links
         self.position, self.now, self.half_life_days = position, now, half_life_days
 
-    def memories(self, repo_id: str, *, include_global: bool = True, query: str | None = None,
-                 kinds: Sequence[str] = (), statuses: Sequence[str] = (), maturities: Sequence[str] = (),
-                 order: str | None = None, offset: int = 0, limit: int = 50) -> tuple[int, list[dict[str, Any]]]:
+    def memories(
+        self,
+        repo_id: str,
+        *,
+        include_global: bool = True,
+        query: str | None = None,
+        kinds: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+        maturities: Sequence[str] = (),
+        order: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[int, list[dict[str, Any]]]:
         """(how many match, the page of summaries) of the memories `repo_id` sees. With `query`, its
         best matches in bm25 order unless `order` is given; else newest first."""
         filters = [("kind", kinds), ("status", statuses), ("maturity", maturities)]
         if query and query.strip():
-            ranked = self.fts.matching(query, repo_id, include_global=include_global, kinds=kinds, statuses=statuses,
-                                       limit=MAX_MATCHES)
+            ranked = self.fts.matching(
+                query, repo_id, include_global=include_global, kinds=kinds, statuses=statuses, limit=MAX_MATCHES
+            )
             rows = self.rows(ranked)
-            hits = [rows[m] for m in ranked if m in rows and _sees(repo_id, rows[m])
-                    and (not maturities or rows[m]["maturity"] in maturities)]
+            hits = [
+                rows[m]
+                for m in ranked
+                if m in rows and _sees(repo_id, rows[m]) and (not maturities or rows[m]["maturity"] in maturities)
+            ]
             if order is not None:  # as ORDERS says, with stable sorts
                 hits.sort(key=lambda r: (r["created"], r["memory_id"]), reverse=order != "oldest")
                 if order in ("truth", "utility"):
@@ -74,8 +110,10 @@ class Browser:
         out: Counter[tuple[str, str, str, str]] = Counter()
         for condition, params in _parts(repo_id, include_global):
             for scope, kind, status, maturity, n in self.snapshot.conn.execute(
-                    f"SELECT scope, kind, status, maturity, count(*) FROM snapshot WHERE {condition}"
-                    " GROUP BY scope, kind, status, maturity", params):
+                f"SELECT scope, kind, status, maturity, count(*) FROM snapshot WHERE {condition}"
+                " GROUP BY scope, kind, status, maturity",
+                params,
+            ):
                 out[(scope, kind, status, maturity)] += n
         return dict(out)
 
@@ -85,42 +123,62 @@ class Browser:
         out: Counter[tuple[str, str]] = Counter()
         for condition, params in _parts(repo_id, include_global, " AND created >= ?", [since]):
             for day, kind, n in self.snapshot.conn.execute(
-                    f"SELECT substr(created, 1, 10), kind, count(*) FROM snapshot WHERE {condition}"
-                    " GROUP BY substr(created, 1, 10), kind", params):
+                f"SELECT substr(created, 1, 10), kind, count(*) FROM snapshot WHERE {condition}"
+                " GROUP BY substr(created, 1, 10), kind",
+                params,
+            ):
                 out[(day, kind)] += n
         return dict(out)
 
-    def doubtful(self, repo_id: str, below: float, limit: int, *,
-                 include_global: bool = True) -> tuple[int, list[dict[str, Any]]]:
+    def doubtful(
+        self, repo_id: str, below: float, limit: int, *, include_global: bool = True
+    ) -> tuple[int, list[dict[str, Any]]]:
         """(how many, the least believed `limit`) of the active memories `repo_id` sees with a truth
         below `below`."""
-        return self._page(_parts(repo_id, include_global, " AND status = 'active' AND truth < ?", [below]),
-                          "truth ASC, created DESC, memory_id DESC", limit)
+        return self._page(
+            _parts(repo_id, include_global, " AND status = 'active' AND truth < ?", [below]),
+            "truth ASC, created DESC, memory_id DESC",
+            limit,
+        )
 
-    def _page(self, parts: list[tuple[str, list[Any]]], order: str, limit: int,
-              offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+    def _page(
+        self, parts: list[tuple[str, list[Any]]], order: str, limit: int, offset: int = 0
+    ) -> tuple[int, list[dict[str, Any]]]:
         """(how many rows the parts hold, one page of their summaries in `order`): each part is read in
         index order and the parts merged (UNION ALL), so a page costs its own rows, not a sort of
         everything the repo sees."""
         params = [p for _, part in parts for p in part]
         conn = self.snapshot.conn
-        total = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts),
-                             params).fetchone()[0]
-        page = [row[0] for row in conn.execute(
-            " UNION ALL ".join(f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts)
-            + f" ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset])]
+        total = conn.execute(
+            "SELECT " + " + ".join(f"(SELECT count(*) FROM snapshot WHERE {c})" for c, _ in parts), params
+        ).fetchone()[0]
+        page = [
+            row[0]
+            for row in conn.execute(
+                " UNION ALL ".join(
+                    f"SELECT memory_id, created, truth, utility FROM snapshot WHERE {c}" for c, _ in parts
+                )
+                + f" ORDER BY {order} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+        ]
         rows = self.rows(page)
         return total, [rows[m] for m in page]
 
     def rows(self, memory_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Summaries of these memories (absent: unknown here, e.g. written after a past model's position)."""
-        found = store.select_in(self.snapshot.conn, _SELECT + " WHERE memory_id IN ({marks})", list(dict.fromkeys(memory_ids)))
+        found = store.select_in(
+            self.snapshot.conn, _SELECT + " WHERE memory_id IN ({marks})", list(dict.fromkeys(memory_ids))
+        )
         return {values[0]: self._summary(values) for values in found}
 
     def owners(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, str, str]]:
         """(scope, repo_id, status) of these memories: what decides who sees them, without the rest of the row."""
-        found = store.select_in(self.snapshot.conn, "SELECT memory_id, scope, repo_id, status FROM snapshot WHERE"
-                                " memory_id IN ({marks})", list(dict.fromkeys(memory_ids)))
+        found = store.select_in(
+            self.snapshot.conn,
+            "SELECT memory_id, scope, repo_id, status FROM snapshot WHERE memory_id IN ({marks})",
+            list(dict.fromkeys(memory_ids)),
+        )
         return {memory_id: (scope, repo_id, status) for memory_id, scope, repo_id, status in found}
 
     def visible(self, viewer: str, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
@@ -140,9 +198,13 @@ class Browser:
         """Every repo with memories of its own (the operator's list: names and counts only; `pending`
         counts its review queue: its own memories and the global ones it proposed), and how many global
         memories there are."""
-        repos = [{"repo_id": repo, "memories": n, "pending": pending} for repo, n, pending in self.snapshot.conn.execute(
-            "SELECT repo_id, sum(scope = 'repo'), sum(status = 'pending') FROM snapshot"
-            " GROUP BY repo_id HAVING sum(scope = 'repo') > 0 OR sum(status = 'pending') > 0 ORDER BY repo_id")]
+        repos = [
+            {"repo_id": repo, "memories": n, "pending": pending}
+            for repo, n, pending in self.snapshot.conn.execute(
+                "SELECT repo_id, sum(scope = 'repo'), sum(status = 'pending') FROM snapshot"
+                " GROUP BY repo_id HAVING sum(scope = 'repo') > 0 OR sum(status = 'pending') > 0 ORDER BY repo_id"
+            )
+        ]
         shared = self.snapshot.conn.execute("SELECT count(*) FROM snapshot WHERE scope = 'global'").fetchone()[0]
         return repos, shared
 
@@ -156,11 +218,15 @@ class Browser:
         return row
 
 
-def _parts(repo_id: str, include_global: bool, where: str = "", bound: Sequence[Any] = ()) -> list[tuple[str, list[Any]]]:
+def _parts(
+    repo_id: str, include_global: bool, where: str = "", bound: Sequence[Any] = ()
+) -> list[tuple[str, list[Any]]]:
     """What `repo_id` sees as disjoint SQL conditions (visibility.sql_parts), each narrowed by `where`
     (binding `bound`), with its parameters."""
-    return [(f"{condition}{where}", [repo_id, *bound] if binds else list(bound))
-            for condition, binds in sql_parts(include_global)]
+    return [
+        (f"{condition}{where}", [repo_id, *bound] if binds else list(bound))
+        for condition, binds in sql_parts(include_global)
+    ]
 
 
 def _sees(viewer: str, row: dict[str, Any]) -> bool:

@@ -45,9 +45,15 @@ class Token:
 
     def as_dict(self) -> dict[str, Any]:
         """What `strata token list` shows: never the digest, never a secret."""
-        return {"name": self.name, "operations": self.ops, "repos": self.repos, "global_memories": self.globals,
-                "created": self.created.isoformat(), "revoked": self.revoked.isoformat() if self.revoked else None,
-                **({"reason": self.reason} if self.revoked and self.reason else {})}
+        return {
+            "name": self.name,
+            "operations": self.ops,
+            "repos": self.repos,
+            "global_memories": self.globals,
+            "created": self.created.isoformat(),
+            "revoked": self.revoked.isoformat() if self.revoked else None,
+            **({"reason": self.reason} if self.revoked and self.reason else {}),
+        }
 
 
 class Credentials:
@@ -81,8 +87,9 @@ class Credentials:
 
     def _apply(self, event: Any) -> None:
         if isinstance(event, Credential.TokenIssued):
-            self.tokens[event.originator_id] = Token(event.name, event.digest, list(event.repos), list(event.ops),
-                                                     event.globals, event.timestamp)
+            self.tokens[event.originator_id] = Token(
+                event.name, event.digest, list(event.repos), list(event.ops), event.globals, event.timestamp
+            )
         elif isinstance(event, Credential.TokenRevoked):
             token = self.tokens.get(event.originator_id)
             if token is not None:
@@ -108,4 +115,3 @@ class Credentials:
 
     def listing(self) -> list[dict[str, Any]]:
         return [t.as_dict() for t in sorted(self.tokens.values(), key=lambda t: t.created)]
-

@@ -265,9 +265,7 @@ def assemble_model_dir(target: Path | str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         _copy_verified(onnx_src, tmp / "model.onnx", _ONNX_SHA256, _ONNX_SIZE, "model.onnx")
-        _copy_verified(
-            tokenizer_src, tmp / "tokenizer.json", _TOKENIZER_SHA256, _TOKENIZER_SIZE, "tokenizer.json"
-        )
+        _copy_verified(tokenizer_src, tmp / "tokenizer.json", _TOKENIZER_SHA256, _TOKENIZER_SIZE, "tokenizer.json")
         for name, data in _generated_files().items():
             (tmp / name).write_bytes(data)
         (tmp / _MANIFEST).write_bytes(_json_bytes(_expected_manifest()))  # written last
@@ -343,9 +341,7 @@ class MiniLMEmbedder:
 
     def _resolve_dir(self) -> Path:
         folder = self.model_dir.expanduser().absolute()
-        hand_placed = not (folder / _MANIFEST).exists() and all(
-            (folder / name).is_file() for name in _REQUIRED_FILES
-        )
+        hand_placed = not (folder / _MANIFEST).exists() and all((folder / name).is_file() for name in _REQUIRED_FILES)
         return folder if hand_placed else assemble_model_dir(folder)
 
     def _get_model(self) -> Any:

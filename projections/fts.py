@@ -35,9 +35,7 @@ def m002_scope_column(conn: Connection) -> None:
     Recreates the text table; the projection starts again from position zero."""
     conn.execute("DROP TABLE fts_text")
     conn.execute("DELETE FROM fts_memories")
-    conn.execute(
-        "CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')"
-    )
+    conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')")
     conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
 
 
@@ -46,9 +44,7 @@ def m003_code_words(conn: Connection) -> None:
     emptied and the projection rebuilds from position zero."""
     conn.execute("DROP TABLE fts_text")
     conn.execute("DELETE FROM fts_memories")
-    conn.execute(
-        "CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')"
-    )
+    conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, scope_key, content='', tokenize='porter unicode61')")
     conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
 
 
@@ -64,12 +60,14 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 # Function words add noise to an OR query (bm25 already ignores words in most memories, but not
 # mid-frequency ones like "when" or "did") and make it slower; dropped unless nothing else is left.
-STOPWORDS = frozenset("""a an the and or but if then else of at by for with about against between into through
+STOPWORDS = frozenset(
+    """a an the and or but if then else of at by for with about against between into through
 during before after above below to from up down in out on off over under again further once here there when where
 why how all any both each few more most other some such no nor not only own same so than too very s t can will just
 don should now i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
 hers herself it its itself they them their theirs themselves what which who whom this that these those am is are
-was were be been being have has had having do does did doing would could might must shall may also""".split())
+was were be been being have has had having do does did doing would could might must shall may also""".split()
+)
 
 
 MAX_QUERY_WORDS = 12
@@ -168,8 +166,13 @@ class FTSProjection(Projection):
     )
     count_query = "SELECT count(*) FROM fts_memories"
 
-    reads = (Memory.MemoryWritten, Memory.MemoryForgotten, Memory.MemoryReviewed, Memory.MemoryArchived,
-             Memory.MemoryRestored)
+    reads = (
+        Memory.MemoryWritten,
+        Memory.MemoryForgotten,
+        Memory.MemoryReviewed,
+        Memory.MemoryArchived,
+        Memory.MemoryRestored,
+    )
     statuses = frozenset(reads[1:])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of rarest(), opened on first use
@@ -202,8 +205,10 @@ class FTSProjection(Projection):
                 return self._apply_each(conn, batch)
         conn.execute("SAVEPOINT fts_batch")
         try:
-            conn.executemany("UPDATE fts_memories SET status = ? WHERE memory_id = ?",
-                             [(status, key) for key, status in statuses.items()])
+            conn.executemany(
+                "UPDATE fts_memories SET status = ? WHERE memory_id = ?",
+                [(status, key) for key, status in statuses.items()],
+            )
             if rows:
                 self._insert(conn, list(rows.values()))
         except store.IntegrityError:  # a memory with a row already: the general path decides
@@ -218,7 +223,8 @@ class FTSProjection(Projection):
         start = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM fts_memories").fetchone()[0]
         conn.executemany(
             "INSERT INTO fts_memories (rowid, memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
-            [(rowid, *row[:5]) for rowid, row in enumerate(rows, start)])
+            [(rowid, *row[:5]) for rowid, row in enumerate(rows, start)],
+        )
         keys: dict[tuple[str, str], str] = {}
         texts = []
         for rowid, row in enumerate(rows, start):
@@ -242,8 +248,10 @@ class FTSProjection(Projection):
                         (cursor.lastrowid, indexed_text(event.text), scope_key(event.scope, event.repo_id)),
                     )
             elif isinstance(event, self.reads):
-                conn.execute("UPDATE fts_memories SET status = ? WHERE memory_id = ?",
-                             (status_after(event), str(event.originator_id)))
+                conn.execute(
+                    "UPDATE fts_memories SET status = ? WHERE memory_id = ?",
+                    (status_after(event), str(event.originator_id)),
+                )
 
     def search(
         self,
@@ -256,8 +264,9 @@ class FTSProjection(Projection):
         limit: int = 50,
     ) -> list[tuple[str, float]]:
         """(memory_id, bm25 score — lower is better) for memories visible from `repo_id`."""
-        return self.search_with_evidence(query, repo_id, include_global=include_global, kinds=kinds,
-                                         statuses=statuses, limit=limit).hits
+        return self.search_with_evidence(
+            query, repo_id, include_global=include_global, kinds=kinds, statuses=statuses, limit=limit
+        ).hits
 
     def search_with_evidence(
         self,
@@ -305,7 +314,9 @@ class FTSProjection(Projection):
         counts as its rarest)."""
         terms = self._terms(words)
         wanted = sorted({t for ts in terms.values() for t in ts})
-        counts = dict(store.select_in(self.conn, "SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", wanted))
+        counts = dict(
+            store.select_in(self.conn, "SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", wanted)
+        )
         return {w: min((counts.get(t, 0) for t in ts), default=0) for w, ts in terms.items()}
 
     def rarest(self, words: list[str], k: int) -> list[str]:
@@ -347,15 +358,25 @@ class FTSProjection(Projection):
         scratch.execute("CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'instance')")
         return scratch
 
-    def matching(self, text: str, repo_id: str, *, include_global: bool = True, kinds: Sequence[str] = (),
-                 statuses: Sequence[str] = (), limit: int = 1000) -> list[str]:
+    def matching(
+        self,
+        text: str,
+        repo_id: str,
+        *,
+        include_global: bool = True,
+        kinds: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+        limit: int = 1000,
+    ) -> list[str]:
         """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first,
         optionally of these kinds and statuses: a search box over a repo's memories."""
         words = prefix_query(text)
         if not words:
             return []
-        sql = ("SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
-               f" WHERE fts_text MATCH ? AND {sql_clause(include_global)}")
+        sql = (
+            "SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
+            f" WHERE fts_text MATCH ? AND {sql_clause(include_global)}"
+        )
         params: list[Any] = [_scope_match(words, repo_id, include_global), repo_id]
         for column, values in (("kind", kinds), ("status", statuses)):
             if values:

@@ -45,8 +45,9 @@ def convex(rankings: Sequence[Ranking], weights: Sequence[float]) -> dict[str, f
     return scores
 
 
-def zscore(rankings: Sequence[Ranking], weights: Sequence[float], margin: float = 0.05, *,
-           adaptive: bool = False) -> dict[str, float]:
+def zscore(
+    rankings: Sequence[Ranking], weights: Sequence[float], margin: float = 0.05, *, adaptive: bool = False
+) -> dict[str, float]:
     """sum_i w_i * z_i, each list standardised over what it returned (a memory missing from a list
     gets that list's minimum). Adaptive: each weight is further scaled by how far the list's best
     score stands above the list's mean, in its own standard deviations — the z-score of its top.

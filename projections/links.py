@@ -24,8 +24,9 @@ def m001_create_tables(conn: Connection) -> None:
     conn.execute("CREATE TABLE link_kinds (memory_id TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID")
 
 
-def edges_of(kind: str, src: str, problem_ids: Sequence[str], related: Sequence[str],
-             targets: Sequence[str]) -> Iterator[tuple[str, str, str]]:
+def edges_of(
+    kind: str, src: str, problem_ids: Sequence[str], related: Sequence[str], targets: Sequence[str]
+) -> Iterator[tuple[str, str, str]]:
     for problem in problem_ids:
         yield src, PROBLEM_EDGE.get(kind, "about"), problem
     for other in related:
@@ -61,23 +62,33 @@ class LinksProjection(Projection):
             # a kind is fixed by the memory's first write, which precedes its LinksAdded in the log
             known = self._kinds(conn, {src for src, _ in added if src not in kinds})
             for src, event in added:
-                edges += edges_of(kinds.get(src) or known.get(src, ""), src, event.problem_ids, event.related_ids,
-                                  event.change_targets)
+                edges += edges_of(
+                    kinds.get(src) or known.get(src, ""),
+                    src,
+                    event.problem_ids,
+                    event.related_ids,
+                    event.change_targets,
+                )
         conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items()))
         conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges))
 
     @staticmethod
     def _kinds(conn: Connection, memory_ids: set[str]) -> dict[str, str]:
-        return dict(store.select_in(conn, "SELECT memory_id, kind FROM link_kinds WHERE memory_id IN ({marks})",
-                                    sorted(memory_ids)))
+        return dict(
+            store.select_in(
+                conn, "SELECT memory_id, kind FROM link_kinds WHERE memory_id IN ({marks})", sorted(memory_ids)
+            )
+        )
 
     def incoming_many(self, memory_ids: list[str], types: tuple[str, ...]) -> dict[str, list[str]]:
         """For each memory, the sources of its incoming edges of these types (one query)."""
         out: dict[str, list[str]] = {}
         if not memory_ids:
             return out
-        sql = (f"SELECT dst, src FROM links WHERE dst IN ({','.join('?' * len(memory_ids))})"
-               f" AND type IN ({','.join('?' * len(types))})")
+        sql = (
+            f"SELECT dst, src FROM links WHERE dst IN ({','.join('?' * len(memory_ids))})"
+            f" AND type IN ({','.join('?' * len(types))})"
+        )
         for dst, src in self.conn.execute(sql, [*memory_ids, *types]):
             out.setdefault(dst, []).append(src)
         return out

@@ -28,10 +28,12 @@ KIND_ORDER = ("problem", "solution", "failed_tactic", "fact", "preference", "cha
 MAX_TOPICS = 12
 TAGS_PER_TOPIC = 3
 _WORD = re.compile(r"[^\W\d_][\w\-.]*\w", re.UNICODE)
-_GENERIC = frozenset("""use used uses using run runs make makes made need needs needed set sets get gets got add
+_GENERIC = frozenset(
+    """use used uses using run runs make makes made need needs needed set sets get gets got add
 added see also like one two new old way work works worked instead must may might always never still now
 problem problems solution solutions fact facts change changes changed fix fixed fixes error errors issue
-issues does did done doesn don isn wasn aren won can't cannot without within""".split())
+issues does did done doesn don isn wasn aren won can't cannot without within""".split()
+)
 
 
 @dataclass
@@ -91,8 +93,13 @@ class MemoryIndex:
     """Membership, kinds and statuses come from the FTS projection (kept current by the workers);
     texts, which never change, from the snapshot, or from the log for memories newer than it."""
 
-    def __init__(self, fts: FTSProjection, snapshot: SnapshotProjection, texts: Callable[[list[str]], dict[str, str]],
-                 tokens: TokenCounter) -> None:
+    def __init__(
+        self,
+        fts: FTSProjection,
+        snapshot: SnapshotProjection,
+        texts: Callable[[list[str]], dict[str, str]],
+        tokens: TokenCounter,
+    ) -> None:
         self.fts = fts
         self.snapshot = snapshot
         self.texts = texts
@@ -107,8 +114,11 @@ class MemoryIndex:
             (repo_id,),
         ).fetchall()
         live = [(mid, kind) for mid, kind, _, status in rows if status == "active"]
-        text = dict(self.snapshot.conn.execute(
-            f"SELECT memory_id, text FROM snapshot WHERE {visible} AND status = 'active'", (repo_id,)))
+        text = dict(
+            self.snapshot.conn.execute(
+                f"SELECT memory_id, text FROM snapshot WHERE {visible} AND status = 'active'", (repo_id,)
+            )
+        )
         missing = [mid for mid, _ in live if mid not in text]
         if missing:
             text.update(self.texts(missing))
@@ -130,8 +140,17 @@ class MemoryIndex:
             "position": position,
         }
 
-    def _render(self, repo_id: str, total: int, kinds: dict[str, int], scopes: Counter[str], pending: int,
-                topics: list[Topic], uncovered: dict[str, int], max_tokens: int) -> tuple[str, int]:
+    def _render(
+        self,
+        repo_id: str,
+        total: int,
+        kinds: dict[str, int],
+        scopes: Counter[str],
+        pending: int,
+        topics: list[Topic],
+        uncovered: dict[str, int],
+        max_tokens: int,
+    ) -> tuple[str, int]:
         """The Markdown table, with as many topics as fit the token budget; (text, topics shown)."""
         head = f"Memory of {repo_id}: {total} memories"
         if total:

@@ -72,7 +72,16 @@ class NearDuplicates:
             row = rows.get(memory_id)
             if cos < SIMILAR_COSINE or memory_id == exclude or row is None or row["status"] not in LIVE:
                 continue
-            found.append(Similar(memory_id, row["kind"], row["scope"], row["status"], round(float(cos), 4),
-                                 row["text"], tuple(row["problem_ids"]),
-                                 frozenset(Anchor.of(a).key for a in row["anchors"])))
+            found.append(
+                Similar(
+                    memory_id,
+                    row["kind"],
+                    row["scope"],
+                    row["status"],
+                    round(float(cos), 4),
+                    row["text"],
+                    tuple(row["problem_ids"]),
+                    frozenset(Anchor.of(a).key for a in row["anchors"]),
+                )
+            )
         return found

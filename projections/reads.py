@@ -43,27 +43,46 @@ class ReadLedger:
             " similarity_sum REAL NOT NULL)"
         )
 
-    def record(self, read_id: str, repo_id: str, query: str, mode: str, archetype: str | None, position: int,
-               memory_ids: list[str]) -> None:
+    def record(
+        self,
+        read_id: str,
+        repo_id: str,
+        query: str,
+        mode: str,
+        archetype: str | None,
+        position: int,
+        memory_ids: list[str],
+    ) -> None:
         # imported here: the lifecycle hooks open the ledger only to look reads up, and must start fast
         from strata_recall.domain.sanitise import sanitise
 
         with store.transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO reads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (read_id, repo_id, sanitise(query).text, mode, archetype, position, time.time(),
-                 orjson.dumps(memory_ids).decode()),
+                (
+                    read_id,
+                    repo_id,
+                    sanitise(query).text,
+                    mode,
+                    archetype,
+                    position,
+                    time.time(),
+                    orjson.dumps(memory_ids).decode(),
+                ),
             )
 
-    def record_injection(self, read_id: str, repo_id: str, query: str, moment: str, position: int,
-                         memory_ids: list[str]) -> None:
+    def record_injection(
+        self, read_id: str, repo_id: str, query: str, moment: str, position: int, memory_ids: list[str]
+    ) -> None:
         """A hook's injection of `memory_ids` at a moment of a session (prompt, edit, failure)."""
         self.record(read_id, repo_id, query, f"{HOOK_MODE_PREFIX}{moment}", None, position, memory_ids)
 
     def returned(self, read_id: str, repo_id: str) -> list[str] | None:
         """The memory ids a read of `repo_id` returned, nested ones included; None if no such read (or
         another repo's)."""
-        row = self.conn.execute("SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)).fetchone()
+        row = self.conn.execute(
+            "SELECT memory_ids FROM reads WHERE read_id = ? AND repo_id = ?", (read_id, repo_id)
+        ).fetchone()
         return orjson.loads(row[0]) if row else None
 
     def uncited_since(self, repo_id: str, since: float) -> list[str]:
@@ -108,8 +127,10 @@ class ReadLedger:
             )
 
     def archetype_stats(self) -> dict[str, dict[str, Any]]:
-        return {n: {"matches": m, "average_similarity": s / m if m else None}
-                for n, m, s in self.conn.execute("SELECT name, matches, similarity_sum FROM archetype_stats")}
+        return {
+            n: {"matches": m, "average_similarity": s / m if m else None}
+            for n, m, s in self.conn.execute("SELECT name, matches, similarity_sum FROM archetype_stats")
+        }
 
     def close(self) -> None:
         self.conn.close()

@@ -65,7 +65,14 @@ from strata_recall.projections.fts import FTSProjection, KeywordSearch, coverage
 from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.relevance import DEFAULT_BAR, MODEL, TAIL, RelevanceModel, answer_features, memory_features
+from strata_recall.projections.relevance import (
+    DEFAULT_BAR,
+    MODEL,
+    TAIL,
+    RelevanceModel,
+    answer_features,
+    memory_features,
+)
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
@@ -125,8 +132,14 @@ class RecallConfig:
     consider: int | None = 2  # weigh the best consider × limit search hits (all of them under a kinds filter)
     threshold: dict[str, float] = field(default_factory=lambda: {"targeted": 0.15, "ambient": 0.35})
     kind_offset: dict[str, float] = field(
-        default_factory=lambda: {"preference": -0.07, "fact": 0.05, "change": 0.0, "problem": 0.0,
-                                 "solution": 0.0, "failed_tactic": 0.0}
+        default_factory=lambda: {
+            "preference": -0.07,
+            "fact": 0.05,
+            "change": 0.0,
+            "problem": 0.0,
+            "solution": 0.0,
+            "failed_tactic": 0.0,
+        }
     )
     keyword_relief: float = 0.05
     low_truth: float = 0.2
@@ -218,8 +231,12 @@ class Case:
     @classmethod
     def of(cls, head: Scored, members: list[Scored]) -> Case:
         """A case ranks by the best score shown in it and passes the bar with its most relevant memory."""
-        return cls(head, members, max([head.score] + [m.score for m in members]),
-                   max([head.cand.p] + [m.cand.p for m in members]))
+        return cls(
+            head,
+            members,
+            max([head.score] + [m.score for m in members]),
+            max([head.cand.p] + [m.cand.p for m in members]),
+        )
 
 
 @dataclass
@@ -362,7 +379,9 @@ class RecallEngine:
             self.reads += 1
             return Recall(read_id, position, results, suppressed)
 
-    def neighbours(self, vector: np.ndarray, partition: str, k: int) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
+    def neighbours(
+        self, vector: np.ndarray, partition: str, k: int
+    ) -> tuple[list[tuple[str, float]], dict[str, dict[str, Any]]]:
         """The k memories of one partition (a repo's, or GLOBAL) nearest to `vector`, with cosine, and
         their current rows: the write path's near-duplicate lookup, as consistent as a read."""
         with self._lock:
@@ -420,11 +439,21 @@ class RecallEngine:
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         if self.ledger is not None:
-            self.ledger.record(read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position,
-                               returned_ids(results))
+            self.ledger.record(
+                read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position, returned_ids(results)
+            )
         clock.lap("ledger")
-        return Recall(read_id, position, results, suppressed, archetype, timings=clock.laps, evidence=evidence,
-                      relevance=round(answer.relevance, 4), answer_evidence=answer.features)
+        return Recall(
+            read_id,
+            position,
+            results,
+            suppressed,
+            archetype,
+            timings=clock.laps,
+            evidence=evidence,
+            relevance=round(answer.relevance, 4),
+            answer_evidence=answer.features,
+        )
 
     # --- archetypes ---------------------------------------------------------------------------
 
@@ -439,7 +468,9 @@ class RecallEngine:
             self.ledger.matched(match.name, match.similarity)
         p = match.profile
         tuned = replace(
-            q, mode=p.get("mode", "targeted"), limit=min(q.limit, p.get("limit", q.limit)),
+            q,
+            mode=p.get("mode", "targeted"),
+            limit=min(q.limit, p.get("limit", q.limit)),
             semantic_hops=p.get("semantic_hops", q.semantic_hops),
             include_problem_links=p.get("include_problem_links", q.include_problem_links),
         )
@@ -451,13 +482,15 @@ class RecallEngine:
     def keyword_search(self, q: ReadQuery) -> KeywordSearch:
         """The keyword ranking over every status (the threshold counts what it holds back), best first,
         with bm25 negated (higher is better), and the scale that makes it absolute."""
-        found = self.fts.search_with_evidence(q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES,
-                                              limit=self.config.overfetch)
+        found = self.fts.search_with_evidence(
+            q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES, limit=self.config.overfetch
+        )
         found.hits = [(m, -s) for m, s in found.hits]
         return found
 
-    def _relevance(self, q: ReadQuery, qv: np.ndarray,
-                   searching: Future[KeywordSearch]) -> tuple[dict[str, Candidate], Answer]:
+    def _relevance(
+        self, q: ReadQuery, qv: np.ndarray, searching: Future[KeywordSearch]
+    ) -> tuple[dict[str, Candidate], Answer]:
         """The search's hits fused into one ranking, and the evidence of the read as a whole."""
         c = self.config
         vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
@@ -476,9 +509,19 @@ class RecallEngine:
         scale = 1.0 / found.possible if found.possible > 0 else 0.0
         out = {}
         for rank, (memory_id, score) in enumerate(sorted(fused.items(), key=lambda item: -item[1])):
-            reason = "+".join(r for r, hit in (("vector", memory_id in in_vector), ("keyword", memory_id in in_keyword)) if hit)
-            out[memory_id] = Candidate(memory_id, score, reason, direct=True, keyword=memory_id in in_keyword,
-                                       cos=cosines.get(memory_id), kw=in_keyword.get(memory_id, 0.0) * scale, rank=rank)
+            reason = "+".join(
+                r for r, hit in (("vector", memory_id in in_vector), ("keyword", memory_id in in_keyword)) if hit
+            )
+            out[memory_id] = Candidate(
+                memory_id,
+                score,
+                reason,
+                direct=True,
+                keyword=memory_id in in_keyword,
+                cos=cosines.get(memory_id),
+                kw=in_keyword.get(memory_id, 0.0) * scale,
+                rank=rank,
+            )
         best_cos = max((cos for _, cos in vector), default=0.0)
         best_keyword = max(in_keyword.values(), default=0.0) * scale
         agree = any(cand.reason == "vector+keyword" for cand in itertools.islice(out.values(), 3))
@@ -498,14 +541,21 @@ class RecallEngine:
                 vector = self.index.vector(cand.memory_id, q.repo_id)
                 cand.cos = float(vector @ qv) if vector is not None else 0.0
             rank = cand.rank if cand.rank is not None else beyond
-            cand.evidence = memory_features(cand.cos, answer.best_cos, cand.kw, cand.reason == "vector+keyword",
-                                            cand.relevance, rank)
+            cand.evidence = memory_features(
+                cand.cos, answer.best_cos, cand.kw, cand.reason == "vector+keyword", cand.relevance, rank
+            )
             cand.p = answer.relevance * model(cand.evidence) if answer.hybrid else cand.relevance
 
     # --- association --------------------------------------------------------------------------
 
-    def _seeds(self, q: ReadQuery, qv: np.ndarray, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-               now: datetime) -> list[Candidate]:
+    def _seeds(
+        self,
+        q: ReadQuery,
+        qv: np.ndarray,
+        candidates: dict[str, Candidate],
+        rows: dict[str, dict[str, Any]],
+        now: datetime,
+    ) -> list[Candidate]:
         """The best hits that pass on their own: only they may lead anywhere (links, hops)."""
         seeds = []
         for c in sorted(candidates.values(), key=lambda x: -x.relevance):
@@ -516,28 +566,43 @@ class RecallEngine:
                 seeds.append(c)
         return seeds
 
-    def _associate(self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-                   seeds: list[Candidate]) -> None:
+    def _associate(
+        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+    ) -> None:
         self._spread_related(candidates, seeds[: self.config.related_seeds])
         if q.include_problem_links:
             self._link_cases(candidates, rows, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
         if q.include_update_links:
             seed_ids = {c.memory_id for c in seeds}
-            self._changes(candidates, rows, [c for c in candidates.values()
-                                             if not c.direct or c.memory_id in seed_ids or c.link_reason is not None])
+            self._changes(
+                candidates,
+                rows,
+                [
+                    c
+                    for c in candidates.values()
+                    if not c.direct or c.memory_id in seed_ids or c.link_reason is not None
+                ],
+            )
 
-    def _changes(self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-                 reached: list[Candidate]) -> None:
+    def _changes(
+        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], reached: list[Candidate]
+    ) -> None:
         """The change memories that target what association reached come too (explicit links)."""
         for cand in reached:
             for change in (rows.get(cand.memory_id) or {}).get("change_chain", []):
-                self._offer(candidates, change["change_memory_id"], cand.relevance * self.config.link_decay,
-                            "change_chain", cand)
+                self._offer(
+                    candidates,
+                    change["change_memory_id"],
+                    cand.relevance * self.config.link_decay,
+                    "change_chain",
+                    cand,
+                )
         rows.update(self.state.rows(set(candidates) - rows.keys()))
 
-    def _link_cases(self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-                    seeds: list[Candidate]) -> None:
+    def _link_cases(
+        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+    ) -> None:
         """Explicit problem links, both ways: a seed problem brings its solutions, failed tactics and
         the memories about it; a seed solution (or failed tactic, or memory about a problem) brings
         its problem, and that problem the rest of its case."""
@@ -584,16 +649,28 @@ class RecallEngine:
         for memory_id, lift in added.items():
             cand = candidates.get(memory_id)
             if cand is None:
-                candidates[memory_id] = Candidate(memory_id, lift, "related_link", direct=False,
-                                                  source=lifted_by[memory_id])
+                candidates[memory_id] = Candidate(
+                    memory_id, lift, "related_link", direct=False, source=lifted_by[memory_id]
+                )
             else:
                 cand.relevance += lift
-        for memory_id, chain in _chains({seed: members for seed, members in reached.items() if len(members) > 1}).items():
+        for memory_id, chain in _chains(
+            {seed: members for seed, members in reached.items() if len(members) > 1}
+        ).items():
             candidates[memory_id].chain = chain
 
-    def _hop_cases(self, q: ReadQuery, qv: np.ndarray, candidates: dict[str, Candidate],
-                   rows: dict[str, dict[str, Any]], seeds: list[Candidate], now: datetime,
-                   favoured: frozenset[str] | None, suppressed: dict[str, int], answer: Answer) -> Iterator[Case]:
+    def _hop_cases(
+        self,
+        q: ReadQuery,
+        qv: np.ndarray,
+        candidates: dict[str, Candidate],
+        rows: dict[str, dict[str, Any]],
+        seeds: list[Candidate],
+        now: datetime,
+        favoured: frozenset[str] | None,
+        suppressed: dict[str, int],
+        answer: Answer,
+    ) -> Iterator[Case]:
         """The cases semantic hops add, after every case of the search's (a generator: selection asks
         for them only when the search's cases did not fill the answer)."""
         if not q.semantic_hops:
@@ -627,12 +704,13 @@ class RecallEngine:
             parents = [(p, v) for p, v in parents if v is not None]
             if not parents:
                 break
-            neighbours = self.index.search_many(np.stack([v for _, v in parents]), q.repo_id,
-                                                include_global=q.include_global, k=c.hop_fanout + 1)
+            neighbours = self.index.search_many(
+                np.stack([v for _, v in parents]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
+            )
             for (parent, _), hits in zip(parents, neighbours, strict=True):
                 for memory_id, cos in hits:
                     if memory_id != parent.memory_id and cos >= floor:
-                        relevance = below * parent.relevance / top * (c.hop_decay ** hop) * cos
+                        relevance = below * parent.relevance / top * (c.hop_decay**hop) * cos
                         if self._offer(candidates, memory_id, relevance, f"semantic_hop_{hop}", parent):
                             found.append(candidates[memory_id])
             frontier = found[: c.hop_seeds]
@@ -640,7 +718,9 @@ class RecallEngine:
                 break
 
     @staticmethod
-    def _offer(candidates: dict[str, Candidate], memory_id: str, relevance: float, reason: str, source: Candidate) -> bool:
+    def _offer(
+        candidates: dict[str, Candidate], memory_id: str, relevance: float, reason: str, source: Candidate
+    ) -> bool:
         """Add a memory reached through `source`. An explicit link (problem link, change chain) also
         wins over a weak direct hit of the same memory: explicit links are always followed."""
         existing = candidates.get(memory_id)
@@ -654,8 +734,16 @@ class RecallEngine:
 
     # --- threshold and scoring ----------------------------------------------------------------
 
-    def _score(self, q: ReadQuery, qv: np.ndarray, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-               now: datetime, favoured: frozenset[str] | None, suppressed: dict[str, int]) -> list[Scored]:
+    def _score(
+        self,
+        q: ReadQuery,
+        qv: np.ndarray,
+        candidates: dict[str, Candidate],
+        rows: dict[str, dict[str, Any]],
+        now: datetime,
+        favoured: frozenset[str] | None,
+        suppressed: dict[str, int],
+    ) -> list[Scored]:
         """What passes the threshold, best first; what was held back is counted by reason."""
         scored = []
         for cand in candidates.values():
@@ -693,7 +781,9 @@ class RecallEngine:
             return q
         return replace(q, current_problem_id=None)
 
-    def _suppression(self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any], now: datetime) -> str | None:
+    def _suppression(
+        self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any], now: datetime
+    ) -> str | None:
         if row["status"] in SUPPRESSIBLE:
             return SUPPRESSIBLE[row["status"]]
         if self._truth(row, now) < self.config.low_truth:
@@ -763,8 +853,15 @@ class RecallEngine:
         cases.sort(key=lambda case: -case.score)
         return cases
 
-    def _fit(self, q: ReadQuery, cases: Iterable[Case], rows: dict[str, dict[str, Any]],
-             suppressed: dict[str, int], floor: float = 0.0, envelope: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _fit(
+        self,
+        q: ReadQuery,
+        cases: Iterable[Case],
+        rows: dict[str, dict[str, Any]],
+        suppressed: dict[str, int],
+        floor: float = 0.0,
+        envelope: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
         """Up to `limit` cases best first, each with a memory at least as relevant as `floor` (a case
         passes or fails whole). Every memory, nested or not, must not nearly duplicate one already
         kept, must fit the token budget (the answer as an agent receives it: `envelope`, the answer's
@@ -789,7 +886,11 @@ class RecallEngine:
             vector = self.index.vector(s.cand.memory_id, q.repo_id)
             if source is not None and per_source.get(source, 0) >= c.per_source_cap:
                 reason = "diversity"
-            elif vector is not None and n_vectors and float((kept_vectors[:n_vectors] @ vector).max()) >= c.duplicate_cosine:
+            elif (
+                vector is not None
+                and n_vectors
+                and float((kept_vectors[:n_vectors] @ vector).max()) >= c.duplicate_cosine
+            ):
                 reason = "duplicate"
             else:
                 result = self._result(s, q, rows)
@@ -822,8 +923,11 @@ class RecallEngine:
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue
             kind = case.head.row["kind"]
-            joins = next((problems[p] for p in case.head.row["problem_ids"] if p in problems), None) \
-                if kind in NESTED else None
+            joins = (
+                next((problems[p] for p in case.head.row["problem_ids"] if p in problems), None)
+                if kind in NESTED
+                else None
+            )
             head = admit(case.head, joins)
             if head is None:
                 continue
@@ -856,8 +960,11 @@ class RecallEngine:
         if q.include_update_links and row["change_chain"]:
             changes = [x["change_memory_id"] for x in row["change_chain"]]
             rows.update(self.state.rows(set(changes) - rows.keys()))
-            chain = [{"memory_id": m, "text": rows[m]["text"]} for m in changes
-                     if m in rows and self._visible(rows[m], q) and rows[m]["status"] == "active"]
+            chain = [
+                {"memory_id": m, "text": rows[m]["text"]}
+                for m in changes
+                if m in rows and self._visible(rows[m], q) and rows[m]["status"] == "active"
+            ]
         return {
             "memory_id": cand.memory_id,
             "scope": row["scope"],

@@ -58,11 +58,13 @@ TAIL = 0.05
 """In an answer that passes the bar, a memory whose relevance is below TAIL × the bar is held back."""
 
 
-def answer_features(best_cos: float, best_keyword: float, known: float, agree_top3: bool,
-                    query_words: int) -> tuple[float, ...]:
+def answer_features(
+    best_cos: float, best_keyword: float, known: float, agree_top3: bool, query_words: int
+) -> tuple[float, ...]:
     return (best_cos, min(best_keyword, 1.0), known, 1.0 if agree_top3 else 0.0, math.log1p(query_words))
 
 
-def memory_features(cos: float, best_cos: float, keyword: float, agree: bool, fused: float,
-                    rank: int) -> tuple[float, ...]:
+def memory_features(
+    cos: float, best_cos: float, keyword: float, agree: bool, fused: float, rank: int
+) -> tuple[float, ...]:
     return (cos, best_cos - cos, min(keyword, 1.0), 1.0 if agree else 0.0, fused, math.log1p(rank))

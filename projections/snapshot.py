@@ -26,9 +26,27 @@ from strata_recall.projections.base import Positioned, Projection
 from strata_recall.projections.store import Connection
 
 COLUMNS = (
-    "memory_id", "repo_id", "scope", "kind", "status", "text", "confidence", "truth", "utility",
-    "utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs", "validations",
-    "reinforcements", "last_validated", "maturity", "created", "version", "anchors",
+    "memory_id",
+    "repo_id",
+    "scope",
+    "kind",
+    "status",
+    "text",
+    "confidence",
+    "truth",
+    "utility",
+    "utility_by_problem",
+    "problem_ids",
+    "related_ids",
+    "change_chain",
+    "evidence_refs",
+    "validations",
+    "reinforcements",
+    "last_validated",
+    "maturity",
+    "created",
+    "version",
+    "anchors",
 )
 
 
@@ -47,8 +65,10 @@ def m001_create_tables(conn: Connection) -> None:
 def m002_browse_index(conn: Connection) -> None:
     """What the inspector's pages filter and sort by, per repo and for global memories (projections/
     browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
-    conn.execute("CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
-                 " truth, utility)")
+    conn.execute(
+        "CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
+        " truth, utility)"
+    )
 
 
 def m003_anchors_column(conn: Connection) -> None:
@@ -81,28 +101,38 @@ def row_of(memory: Memory) -> dict[str, Any]:
     return state_row(memory.memory_id, memory.version, state)
 
 
-def state_row(memory_id: str, version: int, state: dict[str, Any], created: str | None = None,
-              validated: str | None = None) -> dict[str, Any]:
+def state_row(
+    memory_id: str, version: int, state: dict[str, Any], created: str | None = None, validated: str | None = None
+) -> dict[str, Any]:
     """The columns the read path queries, derived from a memory's state (the aggregate's attributes,
     as vars(memory) holds them): one derivation for the aggregate and the replay fold. `created`
     and `validated` are the ISO forms of the two datetimes, when the caller has them already."""
     return dict(zip(COLUMNS, state_values(memory_id, version, state, created, validated), strict=True))
 
 
-def state_values(memory_id: str, version: int, s: dict[str, Any], created: str | None = None,
-                 validated: str | None = None) -> tuple[Any, ...]:
+def state_values(
+    memory_id: str, version: int, s: dict[str, Any], created: str | None = None, validated: str | None = None
+) -> tuple[Any, ...]:
     """state_row() as a tuple in COLUMNS order."""
     truth = beliefs.value(s["truth"])
     ledger = s["utility"]
     return (
-        memory_id, s["repo_id"], s["scope"], s["kind"], s["status"], s["text"], s["confidence"], truth,
+        memory_id,
+        s["repo_id"],
+        s["scope"],
+        s["kind"],
+        s["status"],
+        s["text"],
+        s["confidence"],
+        truth,
         beliefs.global_utility(ledger) if ledger else _NO_UTILITY,
         _json({k: beliefs.utility_for(ledger, k) for k in ledger if k}) if ledger else "{}",
         _dumps(s["problem_ids"]).decode() if s["problem_ids"] else "[]",  # lists of strings: no keys to sort
         _dumps(s["related_ids"]).decode() if s["related_ids"] else "[]",
         _json(s["changes"]) if s["changes"] else "[]",
         _dumps(s["evidence_refs"]).decode() if s["evidence_refs"] else "[]",
-        s["validations"], s["reinforcements"],
+        s["validations"],
+        s["reinforcements"],
         validated or _isoformat(s["last_validated"]),
         beliefs.maturity(s["validations"], truth),
         created or _isoformat(s["_created_on"]),
@@ -219,16 +249,44 @@ class MemoryState:
 
 
 _STATE_ORDER = (
-    "_created_on", "_modified_on", "text", "kind", "scope", "repo_id", "confidence", "rationale", "problem_ids",
-    "related_ids", "change_targets", "evidence_refs", "author", "status", "truth", "utility", "changes",
-    "validations", "reinforcements", "last_validated", "review_note",
+    "_created_on",
+    "_modified_on",
+    "text",
+    "kind",
+    "scope",
+    "repo_id",
+    "confidence",
+    "rationale",
+    "problem_ids",
+    "related_ids",
+    "change_targets",
+    "evidence_refs",
+    "author",
+    "status",
+    "truth",
+    "utility",
+    "changes",
+    "validations",
+    "reinforcements",
+    "last_validated",
+    "review_note",
 )
 """The aggregate's attributes in the order Memory.__init__ sets them (vars(memory) order)."""
 _IN_COLUMNS = {
-    "_created_on": "created", "text": "text", "kind": "kind", "scope": "scope", "repo_id": "repo_id",
-    "confidence": "confidence", "problem_ids": "problem_ids", "related_ids": "related_ids",
-    "evidence_refs": "evidence_refs", "status": "status", "changes": "change_chain", "validations": "validations",
-    "reinforcements": "reinforcements", "last_validated": "last_validated",
+    "_created_on": "created",
+    "text": "text",
+    "kind": "kind",
+    "scope": "scope",
+    "repo_id": "repo_id",
+    "confidence": "confidence",
+    "problem_ids": "problem_ids",
+    "related_ids": "related_ids",
+    "evidence_refs": "evidence_refs",
+    "status": "status",
+    "changes": "change_chain",
+    "validations": "validations",
+    "reinforcements": "reinforcements",
+    "last_validated": "last_validated",
 }
 """State attributes a snapshot row holds in columns of their own (as they are, or as JSON)."""
 _RESTORE_COLUMNS = tuple(dict.fromkeys(_IN_COLUMNS.values()))
@@ -240,13 +298,27 @@ _JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "chan
 
 def _written(e: Any, ts: str) -> dict[str, Any]:
     state = {
-        "_created_on": ts, "_modified_on": ts,
-        "text": e.text, "kind": e.kind, "scope": e.scope, "repo_id": e.repo_id, "confidence": e.confidence,
-        "rationale": e.rationale, "problem_ids": [e.problem_id] if e.problem_id else [],
-        "related_ids": list(e.related_ids), "change_targets": list(e.change_targets),
-        "evidence_refs": list(e.evidence_refs), "author": e.author, "status": e.status,
-        "truth": beliefs.prior(e.confidence), "utility": {}, "changes": [], "validations": 0,
-        "reinforcements": 0, "last_validated": ts, "review_note": None,
+        "_created_on": ts,
+        "_modified_on": ts,
+        "text": e.text,
+        "kind": e.kind,
+        "scope": e.scope,
+        "repo_id": e.repo_id,
+        "confidence": e.confidence,
+        "rationale": e.rationale,
+        "problem_ids": [e.problem_id] if e.problem_id else [],
+        "related_ids": list(e.related_ids),
+        "change_targets": list(e.change_targets),
+        "evidence_refs": list(e.evidence_refs),
+        "author": e.author,
+        "status": e.status,
+        "truth": beliefs.prior(e.confidence),
+        "utility": {},
+        "changes": [],
+        "validations": 0,
+        "reinforcements": 0,
+        "last_validated": ts,
+        "review_note": None,
     }
     if e.actor is not None:  # as Memory.__init__ keeps it: only where known
         state["writer"] = e.actor
@@ -346,8 +418,9 @@ def thaw_state(memory_id: str, version: int, state: dict[str, Any]) -> Memory:
     return memory
 
 
-def fold_states(states: dict[str, MemoryState], events: Sequence[Any],
-                keys: Sequence[str] | None = None) -> dict[str, MemoryState]:
+def fold_states(
+    states: dict[str, MemoryState], events: Sequence[Any], keys: Sequence[str] | None = None
+) -> dict[str, MemoryState]:
     """fold() on MemoryState: the same result, without building aggregates. `keys` are the events'
     memory ids as strings, when the caller has them already."""
     touched: dict[str, MemoryState] = {}
@@ -441,8 +514,10 @@ class SnapshotProjection(Projection):
     def load_states(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, MemoryState]:
         conn = conn or self.conn
         sql = f"SELECT memory_id, version, state, {', '.join(_RESTORE_COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"
-        return {memory_id: MemoryState.restored(memory_id, version, blob, columns)
-                for memory_id, version, blob, *columns in store.select_in(conn, sql, sorted(memory_ids))}
+        return {
+            memory_id: MemoryState.restored(memory_id, version, blob, columns)
+            for memory_id, version, blob, *columns in store.select_in(conn, sql, sorted(memory_ids))
+        }
 
     def load(self, memory_ids: Iterable[str], conn: Connection | None = None) -> dict[str, Memory]:
         """The aggregates of these memories as the snapshot holds them."""

@@ -72,8 +72,9 @@ def bulk(conn: Connection) -> Iterator[Connection]:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-def select_in(conn: Connection, sql: str, keys: Sequence[Any], params: Sequence[Any] = (),
-              chunk: int = 500) -> Iterator[Any]:
+def select_in(
+    conn: Connection, sql: str, keys: Sequence[Any], params: Sequence[Any] = (), chunk: int = 500
+) -> Iterator[Any]:
     """The rows of `sql`, whose `{marks}` is an IN list of `keys`, run over chunks of them (SQLite
     caps the parameters of one statement); `params` are bound before each chunk's keys."""
     for i in range(0, len(keys), chunk):

@@ -51,8 +51,12 @@ class TokenCounter:
         """Tokens of `value`'s compact JSON text (as orjson writes it: no spaces), without writing it
         whole: strings and numbers are counted once each (and remembered), the syntax arithmetically."""
         if isinstance(value, dict):  # braces, a colon a field, a comma between fields
-            return 1 + 2 * len(value) + (not value) + sum(self.count(_json(k)) + self.count_json(v)
-                                                          for k, v in value.items())
+            return (
+                1
+                + 2 * len(value)
+                + (not value)
+                + sum(self.count(_json(k)) + self.count_json(v) for k, v in value.items())
+            )
         if isinstance(value, list):
             return 1 + len(value) + (not value) + sum(self.count_json(v) for v in value)
         if value is None or isinstance(value, bool):

@@ -41,8 +41,11 @@ class TopOfBlock:
         if height != self.height:
             self.height, self.upto, self.tail, self._rows, self._cache = height, height, {}, {}, {}
         while self.upto < position:
-            batch = [(p, e) for p, e in self.reader.read(self.upto + 1, min(5000, position - self.upto))
-                     if isinstance(e, MEMORY_EVENTS)]
+            batch = [
+                (p, e)
+                for p, e in self.reader.read(self.upto + 1, min(5000, position - self.upto))
+                if isinstance(e, MEMORY_EVENTS)
+            ]
             read_to = min(position, self.upto + 5000)
             if batch:
                 missing = {str(e.originator_id) for _, e in batch} - self.tail.keys()

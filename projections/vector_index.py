@@ -169,9 +169,14 @@ class VectorIndex:
             self._load(rows)
         elif top > self.seq:
             changed = [r[0] for r in conn.execute("SELECT DISTINCT memory_id FROM vec_feed WHERE seq > ?", (self.seq,))]
-            self._load(store.select_in(
-                conn, "SELECT memory_id, embedding, repo_id, scope, kind, status FROM vec_memories"
-                " WHERE memory_id IN ({marks})", changed))
+            self._load(
+                store.select_in(
+                    conn,
+                    "SELECT memory_id, embedding, repo_id, scope, kind, status FROM vec_memories"
+                    " WHERE memory_id IN ({marks})",
+                    changed,
+                )
+            )
         self.seq = top
         self._fit()
 
@@ -208,7 +213,9 @@ class VectorIndex:
         hits.sort(key=lambda h: -h[1])
         return hits[:k]
 
-    def search_many(self, queries: np.ndarray, repo_id: str, *, include_global: bool, k: int) -> list[list[tuple[str, float]]]:
+    def search_many(
+        self, queries: np.ndarray, repo_id: str, *, include_global: bool, k: int
+    ) -> list[list[tuple[str, float]]]:
         results: list[list[tuple[str, float]]] = [[] for _ in queries]
         for key in (repo_id, GLOBAL) if include_global else (repo_id,):
             partition = self.partitions.get(key)

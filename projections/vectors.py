@@ -53,9 +53,14 @@ class EmbeddingCache:
     def get_many(self, hashes: Sequence[str], model_id: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         unique = list(dict.fromkeys(hashes))
-        found.update(store.select_in(
-            self.conn, "SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
-            unique, [model_id]))
+        found.update(
+            store.select_in(
+                self.conn,
+                "SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
+                unique,
+                [model_id],
+            )
+        )
         return found
 
     def put_many(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
@@ -89,9 +94,7 @@ class VectorProjection(Projection):
     name = "vectors"
     migrations = (m001_create_tables, m002_change_feed)
     tables = ("vec_memories", "vec_model", "vec_feed")
-    digest_queries = (
-        "SELECT memory_id, repo_id, scope, kind, status, embedding FROM vec_memories ORDER BY memory_id",
-    )
+    digest_queries = ("SELECT memory_id, repo_id, scope, kind, status, embedding FROM vec_memories ORDER BY memory_id",)
     count_query = "SELECT count(*) FROM vec_memories"
     needs_vectors = True
 
@@ -143,7 +146,9 @@ class VectorProjection(Projection):
             "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
         )
         conn.executemany("UPDATE vec_memories SET status = ? WHERE memory_id = ?", statuses)
-        conn.executemany("INSERT INTO vec_feed (memory_id) VALUES (?)", [(r[0],) for r in rows] + [(m,) for _, m in statuses])
+        conn.executemany(
+            "INSERT INTO vec_feed (memory_id) VALUES (?)", [(r[0],) for r in rows] + [(m,) for _, m in statuses]
+        )
 
     def search(
         self,
@@ -167,7 +172,10 @@ class VectorProjection(Projection):
                 "SELECT memory_id, distance, kind FROM vec_memories WHERE embedding MATCH ? AND k = ?"
                 f" AND {condition} AND status = ?"
             )
-            hits += [(m, 1.0 - d) for m, d, kind in self.conn.execute(sql, (blob, over, value, status))
-                     if not kinds or kind in kinds]
+            hits += [
+                (m, 1.0 - d)
+                for m, d, kind in self.conn.execute(sql, (blob, over, value, status))
+                if not kinds or kind in kinds
+            ]
         hits.sort(key=lambda h: -h[1])
         return hits[:limit]

@@ -19,10 +19,15 @@ class WhoamiRequest(Request):
 
 class WhoamiResponse(Response):
     ok: Literal[True] = True
-    name: str | None = Field(description="The token's name, as events record it (`default`: the server's "
-                                         "STRATA_TOKEN); null for the local operator (no token).")
-    operations: list[Permission] = Field(description="read (read, memory_index, the inspector's views), write "
-                                                     "(write, update, feedback, forget), review, operator (everything).")
+    name: str | None = Field(
+        description="The token's name, as events record it (`default`: the server's "
+        "STRATA_TOKEN); null for the local operator (no token)."
+    )
+    operations: list[Permission] = Field(
+        description="read (read, memory_index, the inspector's views), write "
+        "(write, update, feedback, forget), review, operator (everything)."
+    )
     repos: list[str] = Field(description="Patterns of the repo ids it may use (* one path segment, ** anything).")
-    global_memories: bool = Field(description="Whether it may write, change, rate, forget or review global memories "
-                                              "(every token reads them).")
+    global_memories: bool = Field(
+        description="Whether it may write, change, rate, forget or review global memories (every token reads them)."
+    )

@@ -14,8 +14,10 @@ from strata_recall.schemas.common import Request, Response, _integral
 MAX_ANCHORS = 16
 MAX_WORKSPACE_FILES = 20_000
 
-_PATH_PATTERN = (r"^(?![A-Za-z]:)(?!/)(?!.*\\)(?!.*//)(?!.*/$)(?!(?:.*/)?\.{1,2}(?:/|$))"
-                 r"[^\u0000-\u001F\u007F-\u009F]*$")
+_PATH_PATTERN = (
+    r"^(?![A-Za-z]:)(?!/)(?!.*\\)(?!.*//)(?!.*/$)(?!(?:.*/)?\.{1,2}(?:/|$))"
+    r"[^\u0000-\u001F\u007F-\u009F]*$"
+)
 """A path relative to the repo's root, in POSIX form: not absolute, no `.` or `..` segment, no
 backslash, no empty segment."""
 
@@ -24,8 +26,11 @@ _PATH = re.compile(_PATH_PATTERN)
 
 def _relative_path(value: str) -> str:
     if not _PATH.match(value):
-        raise PydanticCustomError("invalid_path", "must be a path relative to the repo's root, with / between "
-                                  "folders and no '.' or '..' segment (src/db/pool.py)")
+        raise PydanticCustomError(
+            "invalid_path",
+            "must be a path relative to the repo's root, with / between "
+            "folders and no '.' or '..' segment (src/db/pool.py)",
+        )
     return value
 
 
@@ -37,17 +42,38 @@ def _relative_paths(files: dict[str, str | None]) -> dict[str, str | None]:
     return files
 
 
-AnchorPath = Annotated[str, StringConstraints(min_length=1, max_length=500), AfterValidator(_relative_path),
-                       Field(json_schema_extra={"pattern": _PATH_PATTERN},
-                             description="A file, relative to the repo's root (src/db/pool.py).")]
-SymbolName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$",
-                                  description="A function, class, method (Class.method) or constant in the file.")]
-Fingerprint = Annotated[str, Field(pattern=r"^ws1:[0-9]{1,9}:[0-9a-f]{32}$",
-                                   description="`strata fingerprint FILE [--symbol S | --lines A-B]` prints it: "
-                                               "sha256 of the anchored text without whitespace.")]
+AnchorPath = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=500),
+    AfterValidator(_relative_path),
+    Field(
+        json_schema_extra={"pattern": _PATH_PATTERN},
+        description="A file, relative to the repo's root (src/db/pool.py).",
+    ),
+]
+SymbolName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*$",
+        description="A function, class, method (Class.method) or constant in the file.",
+    ),
+]
+Fingerprint = Annotated[
+    str,
+    Field(
+        pattern=r"^ws1:[0-9]{1,9}:[0-9a-f]{32}$",
+        description="`strata fingerprint FILE [--symbol S | --lines A-B]` prints it: "
+        "sha256 of the anchored text without whitespace.",
+    ),
+]
 Commit = Annotated[str, Field(pattern=r"^[0-9a-f]{7,64}$", description="The commit the code was seen at.")]
-RootPath = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^(?:/|[A-Za-z]:[\\/])[^\u0000-\u001F\u007F-\u009F]*$"),
-                     Field(description="An absolute path on the machine Strata runs on.")]
+RootPath = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=4096, pattern=r"^(?:/|[A-Za-z]:[\\/])[^\u0000-\u001F\u007F-\u009F]*$"),
+    Field(description="An absolute path on the machine Strata runs on."),
+]
 LineNumber = Annotated[int, Field(ge=1, le=10_000_000), BeforeValidator(_integral)]
 
 
@@ -62,23 +88,29 @@ class AnchorIn(Request):
     path: AnchorPath
     symbol: SymbolName | None = None
     lines: Annotated[list[LineNumber], Field(min_length=2, max_length=2)] | None = Field(
-        None, description="[first, last], 1-based; with a symbol, where it was (the symbol is what is compared).")
+        None, description="[first, last], 1-based; with a symbol, where it was (the symbol is what is compared)."
+    )
     fingerprint: Fingerprint = Field(None, description="Omit to let Strata compute it from workspace.root.")  # type: ignore[assignment]
     file_fingerprint: Fingerprint = Field(  # type: ignore[assignment]
-        None, description="With fingerprint: the whole file's, which reads compare with workspace.files.")
+        None, description="With fingerprint: the whole file's, which reads compare with workspace.files."
+    )
     commit: Commit = Field(None, description="Omit to read HEAD from workspace.root when it is a git working tree.")  # type: ignore[assignment]
 
     @model_validator(mode="after")
     def _file_fingerprint_with_fingerprint(self) -> AnchorIn:
         if self.file_fingerprint is not None and self.fingerprint is None:
-            raise PydanticCustomError("fingerprint_required", "file_fingerprint comes with the anchor's fingerprint "
-                                      "(strata fingerprint prints both)")
+            raise PydanticCustomError(
+                "fingerprint_required",
+                "file_fingerprint comes with the anchor's fingerprint (strata fingerprint prints both)",
+            )
         return self
 
 
-ROOT_DESCRIPTION = ("The repo's root on the machine Strata runs on, for a client on that machine (the CLI, strata "
-                    "mcp): it must lie under a workspace root of that process (its git working tree, the "
-                    "workspace_roots setting). Over HTTP it is refused: send fingerprints and files instead.")
+ROOT_DESCRIPTION = (
+    "The repo's root on the machine Strata runs on, for a client on that machine (the CLI, strata "
+    "mcp): it must lie under a workspace root of that process (its git working tree, the "
+    "workspace_roots setting). Over HTTP it is refused: send fingerprints and files instead."
+)
 
 
 class WriteWorkspace(Request):
@@ -93,9 +125,11 @@ class ReadWorkspace(Request):
 
     root: RootPath = Field(None, description=ROOT_DESCRIPTION)  # type: ignore[assignment]
     files: Annotated[dict[str, Fingerprint | None], AfterValidator(_relative_paths)] = Field(
-        None, max_length=MAX_WORKSPACE_FILES,  # type: ignore[arg-type]
+        None,
+        max_length=MAX_WORKSPACE_FILES,  # type: ignore[arg-type]
         json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 500, "pattern": _PATH_PATTERN}},
-        description="Or, from a client elsewhere: path -> the whole file's fingerprint now (null: the file is gone).")
+        description="Or, from a client elsewhere: path -> the whole file's fingerprint now (null: the file is gone).",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ReadWorkspace:
@@ -121,5 +155,7 @@ class SimilarMemory(Response):
 
 
 class Merged(Response):
-    duplicate_id: str = Field(description="The id this write would have had; `strata unmerge` gives it back its own memory.")
+    duplicate_id: str = Field(
+        description="The id this write would have had; `strata unmerge` gives it back its own memory."
+    )
     similarity: float

@@ -20,8 +20,10 @@ class ArchetypeProfile(Request):
     semantic_hops: Integer = Field(1, ge=0, le=3)
     include_problem_links: bool = True
     kinds: list[Kind] | None = Field(
-        None, description="Kinds this archetype favours in the ranking; the others still come back (only a read's "
-                          "own `kinds` filters).")
+        None,
+        description="Kinds this archetype favours in the ranking; the others still come back (only a read's "
+        "own `kinds` filters).",
+    )
 
 
 class ArchetypeRequest(Request):

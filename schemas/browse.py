@@ -40,11 +40,16 @@ class MemoriesRequest(Request):
     op: Literal["memories"] | None = None
     repo_id: RepoId
     include_global: bool = True
-    query: QueryText | None = Field(None, description="Only memories holding every word (the last ones as prefixes); "
-                                                      "best matches first unless `order` is given.")
+    query: QueryText | None = Field(
+        None,
+        description="Only memories holding every word (the last ones as prefixes); "
+        "best matches first unless `order` is given.",
+    )
     kinds: list[Kind] = Field(default_factory=list, max_length=6, description="Only these kinds; default all.")
     statuses: list[Status] = Field(default_factory=list, max_length=5, description="Only these statuses; default all.")
-    maturities: list[Maturity] = Field(default_factory=list, max_length=3, description="Only these maturities; default all.")
+    maturities: list[Maturity] = Field(
+        default_factory=list, max_length=3, description="Only these maturities; default all."
+    )
     order: Order | None = Field(None, description="newest (the default without a query), oldest, truth, utility.")
     offset: Integer = OFFSET
     limit: Integer = PAGE
@@ -125,10 +130,12 @@ class MemoryState(Response):
     change_targets: list[str]
     change_chain: list[ChangeNote]
     evidence_refs: list[str]
-    anchors: list[AnchorOut] = Field(default_factory=list, description="The code it is about (path, symbol, lines, "
-                                     "commit; never its fingerprints).")
-    merged: list[MergedCopy] = Field(default_factory=list, description="Near-duplicates merged into it (`strata "
-                                     "unmerge` undoes one).")
+    anchors: list[AnchorOut] = Field(
+        default_factory=list, description="The code it is about (path, symbol, lines, commit; never its fingerprints)."
+    )
+    merged: list[MergedCopy] = Field(
+        default_factory=list, description="Near-duplicates merged into it (`strata unmerge` undoes one)."
+    )
     author: str | None
     version: int
     created: str
@@ -147,16 +154,25 @@ class HistoryEvent(Response):
     version: int
     timestamp: str
     fields: dict[str, Any]
-    withheld: str | None = Field(None, description="Set when the event was recorded from another repo: its content is "
-                                                   "withheld, only its effect on the shared values is shown.")
-    truth: Move | None = Field(None, description="How the event moved the memory's truth (the belief, before decay); "
-                                                 "null when it did not.")
-    utility: Move | None = Field(None, description="How it moved the memory's utility: for the problem the event names "
-                                                   "where shown, else the global prior; null when it did not.")
+    withheld: str | None = Field(
+        None,
+        description="Set when the event was recorded from another repo: its content is "
+        "withheld, only its effect on the shared values is shown.",
+    )
+    truth: Move | None = Field(
+        None, description="How the event moved the memory's truth (the belief, before decay); null when it did not."
+    )
+    utility: Move | None = Field(
+        None,
+        description="How it moved the memory's utility: for the problem the event names "
+        "where shown, else the global prior; null when it did not.",
+    )
 
 
 class Case(Response):
-    problem: MemorySummary | None = Field(description="The problem: the memory itself, or the one it solves or failed on.")
+    problem: MemorySummary | None = Field(
+        description="The problem: the memory itself, or the one it solves or failed on."
+    )
     solutions: list[MemorySummary]
     failed_tactics: list[MemorySummary]
 
@@ -178,7 +194,8 @@ class TimelineRequest(Request):
     repo_id: RepoId
     include_global: bool = True
     before: LogPosition | None = Field(
-        None, description="Only events before this log position (the next page: the previous answer's next_before).")
+        None, description="Only events before this log position (the next page: the previous answer's next_before)."
+    )
     limit: Integer = PAGE
     as_of: AsOf | None = AS_OF
 
@@ -245,12 +262,14 @@ class OverviewResponse(Response):
     counts: list[KindCount] = Field(description="How many memories of each kind, status and maturity (absent: none).")
     since: str = Field(description="The first day of `activity` (YYYY-MM-DD, UTC).")
     until: str = Field(description="Its last day: today, or the as_of moment's.")
-    activity: list[DayCount] = Field(description="Memories written per day and kind from `since` to `until` (days "
-                                                 "without any are absent).")
+    activity: list[DayCount] = Field(
+        description="Memories written per day and kind from `since` to `until` (days without any are absent)."
+    )
     pending: int = Field(description="How many wait for review.")
     review: list[MemorySummary] = Field(description="The oldest of them (at most 5).")
-    in_doubt: int = Field(description=f"How many active memories have a truth below {IN_DOUBT} (a change or evidence "
-                                      "lowered it).")
+    in_doubt: int = Field(
+        description=f"How many active memories have a truth below {IN_DOUBT} (a change or evidence lowered it)."
+    )
     doubtful: list[MemorySummary] = Field(description="The least believed of them (at most 5).")
     position: int
     as_of: AsOfPoint | None = None

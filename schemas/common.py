@@ -44,8 +44,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 NO_CONTROL_PATTERN = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
 """The same rule as _CONTROL, as the published JSON Schema says it (ECMA-262 syntax, which Python's re reads too)."""
 _SPACE = r"\t\n\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"  # what str.strip() removes, controls aside
-NOT_BLANK_PATTERN = (r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*"
-                     rf"[^\u0000-\u001F\u007F-\u009F{_SPACE}][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$")
+NOT_BLANK_PATTERN = (
+    r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*"
+    rf"[^\u0000-\u001F\u007F-\u009F{_SPACE}][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
+)
 """No control character, and at least one that is not a space: _CONTROL and _not_blank as the schema says them."""
 
 
@@ -105,8 +107,10 @@ LogPosition = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
 # optionally a time (hours 00-23, minutes and seconds 00-59, up to microseconds) and its zone: the dates
 # and times Python's datetime reads, and nothing else, so the published schema refuses `2026-02-30` too.
 _YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"
-_MONTH_DAY = ("(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
-              "|02-(?:0[1-9]|1[0-9]|2[0-8]))")
+_MONTH_DAY = (
+    "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
 _LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
 _TIME = "[T ](?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:[.][0-9]{1,6})?)?"
 _ZONE = "(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
@@ -138,11 +142,14 @@ def _as_of(value: object) -> object:
 AsOf = Annotated[
     Any,
     PlainValidator(_as_of),
-    WithJsonSchema({
-        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": AS_OF_TIME_PATTERN}],
-        "description": "Answer as the store stood then: a log position (as returned by write, update, forget), or an "
-                       "ISO 8601 time, meaning the last event at or before it (UTC unless a zone is given).",
-    }, mode="validation"),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": AS_OF_TIME_PATTERN}],
+            "description": "Answer as the store stood then: a log position (as returned by write, update, forget), or an "
+            "ISO 8601 time, meaning the last event at or before it (UTC unless a zone is given).",
+        },
+        mode="validation",
+    ),
 ]
 """`as_of`: a past moment named by a log position or a time."""
 
@@ -183,9 +190,11 @@ def _repo_id(value: str) -> str:
 
 
 def _repo_id_note(schema: dict[str, Any]) -> None:
-    note = (f"{VALIDATION_NOTE}normalised to Unicode NFC; no character that NFKC would change (fullwidth, ligatures); "
-            "no letters of two scripts in one segment between slashes (except Latin with Han, kana, Bopomofo or "
-            "Hangul); no invisible characters beyond the Basic Multilingual Plane (tags).")
+    note = (
+        f"{VALIDATION_NOTE}normalised to Unicode NFC; no character that NFKC would change (fullwidth, ligatures); "
+        "no letters of two scripts in one segment between slashes (except Latin with Han, kana, Bopomofo or "
+        "Hangul); no invisible characters beyond the Basic Multilingual Plane (tags)."
+    )
     schema["description"] = f"{schema['description']} ({note})" if schema.get("description") else note
 
 

@@ -32,9 +32,7 @@ class UsedMemory(Request):
 class FeedbackRequest(Request):
     op: Literal["feedback"] | None = None
     repo_id: RepoId
-    read_ids: list[MemoryId] = Field(
-        min_length=1, max_length=32, description="This session's reads."
-    )
+    read_ids: list[MemoryId] = Field(min_length=1, max_length=32, description="This session's reads.")
     used: list[UsedMemory] = Field(min_length=1, max_length=100)
     confidence: Probability = Field(0.8, description="How sure you are of these ratings.")
     context_problem_id: MemoryId | None = Field(None, description="The problem the session worked on.")

@@ -7,8 +7,19 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
-from strata_recall.schemas.common import AsOf, AsOfPoint, Integer, Kind, MemoryId, QueryText, RepoId, Request, Response, Scope
-from strata_recall.schemas.common import _integral  # as common.LogPosition: the bounds first, then Integer's rule
+from strata_recall.schemas.common import (
+    AsOf,
+    AsOfPoint,
+    Integer,
+    Kind,
+    MemoryId,
+    QueryText,
+    RepoId,
+    Request,
+    Response,
+    Scope,
+    _integral,  # as common.LogPosition: the bounds first, then Integer's rule
+)
 
 TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral)]
 """The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
@@ -31,7 +42,9 @@ recall (at 1,400 coding kept 0.945 of its bar-off hit@5; at 1,500 0.986: docs/RE
 
 class Expand(Request):
     semantic_hops: Integer = Field(2, ge=0, le=3, description="Implicit association: vector hops from the best hits.")
-    include_problem_links: bool = Field(True, description="A problem brings its solutions and failed tactics, and back.")
+    include_problem_links: bool = Field(
+        True, description="A problem brings its solutions and failed tactics, and back."
+    )
     include_update_links: bool = Field(True, description="Every result carries its change chain.")
 
 
@@ -48,35 +61,47 @@ class ReadRequest(Request):
     mode: Literal["ambient", "targeted", "auto"] = Field(
         "targeted",
         description="targeted: a question; ambient: no explicit question (stricter); auto (extension): a profile by "
-                    "archetype ranks kinds.",
+        "archetype ranks kinds.",
     )
     query: QueryText | None = None
     memory_ids: list[MemoryId] | None = Field(
-        None, max_length=20, description="Read these memories whole, not a query.")
+        None, max_length=20, description="Read these memories whole, not a query."
+    )
     min_relevance: float | None = Field(
-        None, ge=0.0, le=1.0,
+        None,
+        ge=0.0,
+        le=1.0,
         description="Extension: results below this relevance are held back (suppressed.below_relevance); "
-                    f"default {DEFAULT_BAR}, 0 returns everything found.")
+        f"default {DEFAULT_BAR}, 0 returns everything found.",
+    )
     max_text_chars: Integer | None = Field(
-        None, ge=40, le=100_000,
+        None,
+        ge=40,
+        le=100_000,
         description=f"Extension: texts are cut after about this many characters (default {TEXT_CHARS}), with a "
-                    "marker; memory_ids gives them whole.")
+        "marker; memory_ids gives them whole.",
+    )
     include_global: bool = True
     kinds: list[Kind] | None = None
     limit: Limit = Field(DEFAULT_LIMIT, description="Most results; a problem with its solutions counts once.")
     expand: Expand = Field(default_factory=Expand)
     token_budget: TokenBudget | None = Field(
-        None, description=f"Extension: most answer tokens; {DEFAULT_TOKEN_BUDGET} without limit.")
+        None, description=f"Extension: most answer tokens; {DEFAULT_TOKEN_BUDGET} without limit."
+    )
     current_problem_id: MemoryId | None = Field(
         None, description="Extension: the problem you work on (utility is per problem)"
     )
     consistency: Consistency | None = None
     workspace: ReadWorkspace | None = Field(
-        None, description="Extension: the agent's working tree; memories anchored to code that changed since they "
-                          "were written say so and rank lower.")
+        None,
+        description="Extension: the agent's working tree; memories anchored to code that changed since they "
+        "were written say so and rank lower.",
+    )
     as_of: AsOf | None = Field(
-        None, description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
-                          "time); such a read is not recorded, so feedback cannot cite it.")
+        None,
+        description="Extension: answer as a read at that past moment would have (a log position or an ISO 8601 "
+        "time); such a read is not recorded, so feedback cannot cite it.",
+    )
 
     @model_validator(mode="after")
     def _query_or_ids(self) -> ReadRequest:
@@ -103,23 +128,30 @@ class CaseMember(Response):
     evidence_refs: list[str]
     retrieval_reason: str = Field(
         description="Why it was returned: vector, keyword, vector+keyword, problem_link, related_link, change_chain or "
-                    "semantic_hop_<n>."
+        "semantic_hop_<n>."
     )
     maturity: Literal["candidate", "established", "proven"]
     relevance: float = Field(
         description="Extension: the estimated probability that it is relevant to the query, comparable across reads "
-                    "(1.0 for a memory asked for by id).")
+        "(1.0 for a memory asked for by id)."
+    )
     score: float = Field(
         description="Extension: what results are ordered by: relevance x truth x utility (and the profile's and the "
-                    "anchors' weights).")
-    change_chain: list[ChangeLink] = Field(default_factory=list, description="Extension: changes affecting it, oldest first.")
+        "anchors' weights)."
+    )
+    change_chain: list[ChangeLink] = Field(
+        default_factory=list, description="Extension: changes affecting it, oldest first."
+    )
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
     anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
     anchor_changed: list[str] = Field(
-        default_factory=list, description="Extension: with a workspace, the anchors (path or path#symbol) whose code "
-                                          "changed since the memory was written: check it before relying on it.")
+        default_factory=list,
+        description="Extension: with a workspace, the anchors (path or path#symbol) whose code "
+        "changed since the memory was written: check it before relying on it.",
+    )
     anchor_missing: list[str] = Field(
-        default_factory=list, description="Extension: with a workspace, anchors whose file or symbol is gone.")
+        default_factory=list, description="Extension: with a workspace, anchors whose file or symbol is gone."
+    )
 
 
 class ReadResult(CaseMember):
@@ -127,9 +159,11 @@ class ReadResult(CaseMember):
     best first, and the case takes one slot of the limit (the token budget counts every text)."""
 
     solutions: list[CaseMember] = Field(
-        default_factory=list, description="Extension: a problem's solutions (kind solution), best first.")
+        default_factory=list, description="Extension: a problem's solutions (kind solution), best first."
+    )
     failed_tactics: list[CaseMember] = Field(
-        default_factory=list, description="Extension: a problem's failed tactics, best first: cautions, not bans.")
+        default_factory=list, description="Extension: a problem's failed tactics, best first: cautions, not bans."
+    )
 
 
 class Behind(Response):
@@ -140,8 +174,10 @@ class Behind(Response):
     waited_ms: int = Field(description="How long the answer waited for the projections to reach it.")
 
 
-BEHIND_DESCRIPTION = ("Extension: only when the answer does not yet reflect this MCP session's last write: reads and "
-                      "memory_index in a session wait for it (read_your_writes_seconds), and say so when that ran out.")
+BEHIND_DESCRIPTION = (
+    "Extension: only when the answer does not yet reflect this MCP session's last write: reads and "
+    "memory_index in a session wait for it (read_your_writes_seconds), and say so when that ran out."
+)
 
 
 class ArchetypeUsed(Response):
@@ -155,11 +191,13 @@ class ReadResponse(Response):
     read_id: str = Field(description="Extension: cite it in later utility updates.")
     results: list[ReadResult] = Field(
         description="Best first, at most `limit`: a problem comes as one case with its solutions and failed tactics "
-                    "nested; every other memory (and a solution whose problem is not in the answer) stands alone."
+        "nested; every other memory (and a solution whose problem is not in the answer) stands alone."
     )
     answer_relevance: float | None = Field(
-        None, description="Extension: the estimated probability that this answer holds a relevant memory; below "
-                          "min_relevance nothing is returned.")
+        None,
+        description="Extension: the estimated probability that this answer holds a relevant memory; below "
+        "min_relevance nothing is returned.",
+    )
     suppressed: dict[str, int] = Field(default_factory=dict, description="Extension: what was held back, by reason.")
     guidance: str = Field(description="Extension: memories are hypotheses; the code in front of you is the truth.")
     position: int = Field(description="Extension: the log position this answer reflects.")
@@ -191,8 +229,9 @@ class CompactMember(Compact):
     utility: float | None = Field(None, description="Only when ratings moved it off the 0.5 prior.")
     problem_id: str | None = Field(None, description="A solution or failed tactic standing alone: its problem.")
     note: str | None = Field(None, description="The caution on a failed tactic.")
-    changed_by: list[str] = Field(default_factory=list, description="The change memories affecting it, oldest "
-                                                                     "first (their texts: memory_ids).")
+    changed_by: list[str] = Field(
+        default_factory=list, description="The change memories affecting it, oldest first (their texts: memory_ids)."
+    )
     anchor_changed: list[str] = Field(default_factory=list)
     anchor_missing: list[str] = Field(default_factory=list)
 

@@ -49,10 +49,12 @@ class UtilityChange(Request):
 
 
 class Updates(Request):
-    model_config = ConfigDict(json_schema_extra={
-        # what _at_least_one checks, as the published schema says it: `{}` and all-null are refused
-        "anyOf": [{"required": [key], "properties": {key: {"type": "object"}}} for key in ("truth", "utility")],
-    })
+    model_config = ConfigDict(
+        json_schema_extra={
+            # what _at_least_one checks, as the published schema says it: `{}` and all-null are refused
+            "anyOf": [{"required": [key], "properties": {key: {"type": "object"}}} for key in ("truth", "utility")],
+        }
+    )
 
     truth: TruthChange | None = None
     utility: UtilityChange | None = None

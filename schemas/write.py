@@ -25,9 +25,7 @@ from strata_recall.schemas.common import (
 
 
 class Links(Request):
-    problem_id: MemoryId | None = Field(
-        None, description="Required for solution and failed_tactic."
-    )
+    problem_id: MemoryId | None = Field(None, description="Required for solution and failed_tactic.")
     related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
     change_targets: list[MemoryId] = Field(
         default_factory=list, max_length=MAX_LINKS, description="Required for kind change."
@@ -36,13 +34,23 @@ class Links(Request):
 
 _LINK_RULES: list[JsonValue] = [
     # The write rules of domain/application.py (_check_links) that need no lookup, as the schema says them.
-    {"if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
-     "then": {"required": ["links"],
-              "properties": {"links": {"required": ["problem_id"], "properties": {"problem_id": {"type": "string"}}}}}},
-    {"if": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
-     "then": {"required": ["links"],
-              "properties": {"links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}}},
-     "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}}},
+    {
+        "if": {"properties": {"kind": {"enum": ["solution", "failed_tactic"]}}, "required": ["kind"]},
+        "then": {
+            "required": ["links"],
+            "properties": {"links": {"required": ["problem_id"], "properties": {"problem_id": {"type": "string"}}}},
+        },
+    },
+    {
+        "if": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
+        "then": {
+            "required": ["links"],
+            "properties": {
+                "links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}
+            },
+        },
+        "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}},
+    },
 ]
 
 
@@ -60,12 +68,18 @@ class MemoryIn(Request):
 
 _ANCHOR_RULES: list[JsonValue] = [
     # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
-    {"if": {"properties": {"memory": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]}},
-            "required": ["memory"]},
-     "then": {"properties": {"anchors": {"maxItems": 0}}}},
+    {
+        "if": {
+            "properties": {"memory": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]}},
+            "required": ["memory"],
+        },
+        "then": {"properties": {"anchors": {"maxItems": 0}}},
+    },
     # Without a workspace, every anchor carries its fingerprint (with one, Strata computes missing ones).
-    {"if": {"not": {"required": ["workspace"]}},
-     "then": {"properties": {"anchors": {"items": {"required": ["fingerprint"]}}}}},
+    {
+        "if": {"not": {"required": ["workspace"]}},
+        "then": {"properties": {"anchors": {"items": {"required": ["fingerprint"]}}}},
+    },
 ]
 
 
@@ -77,12 +91,16 @@ class WriteRequest(Request):
     memory: MemoryIn
     author: AgentId | None = Field(None, description="Extension: the writing agent's id, kept with the memory.")
     anchors: list[AnchorIn] = Field(
-        default_factory=list, max_length=MAX_ANCHORS,
+        default_factory=list,
+        max_length=MAX_ANCHORS,
         description="Extension: the code the memory is about (repo scope only). Reads from a workspace whose "
-                    "anchored code changed since say so (anchor_changed) and rank the memory lower.")
+        "anchored code changed since say so (anchor_changed) and rank the memory lower.",
+    )
     workspace: WriteWorkspace = Field(  # type: ignore[assignment]
-        None, description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint "
-                          "(a client on Strata's machine only; over HTTP, anchors carry their fingerprints).")
+        None,
+        description="Extension: the working tree the anchors' files are read from, when they carry no fingerprint "
+        "(a client on Strata's machine only; over HTTP, anchors carry their fingerprints).",
+    )
 
 
 class Resolved(Response):
@@ -104,13 +122,18 @@ class WriteResponse(Response):
     similar: list[SimilarMemory] = Field(
         default_factory=list,
         description="Extension: up to 3 existing memories of the same repo and scope this write is close to, most "
-                    "similar first: link to them, update them, or leave them; empty when none or not checked.")
+        "similar first: link to them, update them, or leave them; empty when none or not checked.",
+    )
     similarity_checked: bool = Field(
-        False, description="Extension: whether the near-duplicate check ran (it needs the embedding model loaded, "
-                           "as in strata serve and strata mcp; never in the CLI or an import).")
+        False,
+        description="Extension: whether the near-duplicate check ran (it needs the embedding model loaded, "
+        "as in strata serve and strata mcp; never in the CLI or an import).",
+    )
     merged: Merged | None = Field(
-        None, description="Extension: set when this write said what an existing memory says (same kind, scope and "
-                          "repo): it reinforced that memory (memory_id) instead of becoming a new one.")
+        None,
+        description="Extension: set when this write said what an existing memory says (same kind, scope and "
+        "repo): it reinforced that memory (memory_id) instead of becoming a new one.",
+    )
 
 
 class ImportResponse(Response):

@@ -18,7 +18,6 @@ from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 
-
 SLOW_PARTS = ("tests/e2e/", "tests/integration/test_postgres.py")
 """Where every test is slow: each starts processes (the installed command, a server, a client, a browser,
 a PostgreSQL cluster). `pytest -m "not slow"` leaves them out (docs/DEVELOPING.md)."""
@@ -74,8 +73,10 @@ def postgres_server() -> Iterator[object]:
     from ops.pg import find_binaries, throwaway
 
     if find_binaries() is None:
-        reason = ("PostgreSQL tests NOT RUN: no server binaries (initdb, pg_ctl, postgres) under "
-                  "/usr/lib/postgresql/*/bin or on PATH; install postgresql-15 (.ci/run does) to run them")
+        reason = (
+            "PostgreSQL tests NOT RUN: no server binaries (initdb, pg_ctl, postgres) under "
+            "/usr/lib/postgresql/*/bin or on PATH; install postgresql-15 (.ci/run does) to run them"
+        )
         if os.environ.get("STRATA_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"STRATA_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
         warnings.warn(pytest.PytestWarning(reason), stacklevel=1)
@@ -93,8 +94,12 @@ STRATA_COMMAND = str(Path(sys.executable).parent / "strata")
 def strata_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a `strata` process with its own data directory and no user config."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    return {**clean, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "STRATA_DATA_DIR": str(tmp_path / "data")}
+    return {
+        **clean,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "STRATA_DATA_DIR": str(tmp_path / "data"),
+    }
 
 
 @dataclass
@@ -118,8 +123,14 @@ def serve(strata_env: dict[str, str]) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def start(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> Served:
-        process = subprocess.Popen([STRATA_COMMAND, "serve", "--port", "0", *args], env={**strata_env, **(env or {})},
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [STRATA_COMMAND, "serve", "--port", "0", *args],
+            env={**strata_env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         served = Served(process, "")
         started.append(served)
         ready = threading.Event()
@@ -153,8 +164,9 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 3 MB filesystem (tmpfs) that writes can really fill; skipped where mounting one is not allowed."""
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small filesystem here (needs root): {mounted.stderr.strip()}")
     try:

@@ -70,15 +70,18 @@ def _segment(seg: Segment, rng: random.Random) -> str:
 
 # ---- recall: shaped tokens ----------------------------------------------------------------------
 
+
 def _token_contexts(token: str) -> dict[str, str]:
     return {
         "prose": f"Heads up: I pasted {token} into the ticket by mistake, please rotate it today.",
         "shell": f"./scripts/release.sh --registry-login {token} --dry-run 2>&1 | tee release.log",
         "config": f"upstream_auth_value: {token}",
         "json": f'{{"name": "ci", "value": "{token}", "scope": "deploy"}}',
-        "trace": ('Traceback (most recent call last):\n  File "/app/client.py", line 42, in connect\n'
-                  f'    raise AuthError(f"rejected credential {{value!r}}")\nclient.AuthError: rejected credential '
-                  f"'{token}' for https://api.example.com/v1"),
+        "trace": (
+            'Traceback (most recent call last):\n  File "/app/client.py", line 42, in connect\n'
+            f'    raise AuthError(f"rejected credential {{value!r}}")\nclient.AuthError: rejected credential '
+            f"'{token}' for https://api.example.com/v1"
+        ),
     }
 
 
@@ -111,6 +114,7 @@ def token_cases(fmt: TokenFormat, rng: random.Random) -> list[Case]:
 
 # ---- recall: credentials known by their context ---------------------------------------------------
 
+
 def _assignment_contexts(key: str, value: str) -> dict[str, str]:
     if "-" in key and not key.startswith("/"):  # an HTTP header
         return {
@@ -132,14 +136,14 @@ def _assignment_contexts(key: str, value: str) -> dict[str, str]:
 def _connection_string_contexts(key: str, value: str) -> dict[str, str]:
     conn = {
         "AccountKey": f"DefaultEndpointsProtocol=https;AccountName=prodstore;AccountKey={value};"
-                      "EndpointSuffix=core.windows.net",
+        "EndpointSuffix=core.windows.net",
         "SharedAccessKey": f"Endpoint=sb://orders.servicebus.windows.net/;SharedAccessKeyName=send;"
-                           f"SharedAccessKey={value}",
+        f"SharedAccessKey={value}",
     }.get(key, f"Server=tcp:sql.internal,1433;Database=app;User Id=app;{key}={value};Encrypt=True;")
     return {
         "prose": f"The connection string was {conn} until we moved it to Key Vault.",
-        "shell": f"export APP_CONNECTION_STRING=\"{conn}\"",
-        "config": f"  connection_string: \"{conn}\"",
+        "shell": f'export APP_CONNECTION_STRING="{conn}"',
+        "config": f'  connection_string: "{conn}"',
         "json": f'{{"ConnectionStrings": {{"Default": "{conn}"}}}}',
         "trace": f"System.ArgumentException: Format of the initialization string is wrong: '{conn}'",
     }
@@ -159,8 +163,11 @@ def _userinfo_contexts(base: str, value: str) -> dict[str, str]:
 
 
 def _query_contexts(key: str, value: str) -> dict[str, str]:
-    url = (f"jdbc:mysql://db.internal:3306/app?user=app&{key}={value}&useSSL=true" if key == "password"
-           else f"https://api.example.com/v1/items?{key}={value}&page=2")
+    url = (
+        f"jdbc:mysql://db.internal:3306/app?user=app&{key}={value}&useSSL=true"
+        if key == "password"
+        else f"https://api.example.com/v1/items?{key}={value}&page=2"
+    )
     return {
         "prose": f"The export job calls {url} every hour.",
         "shell": f"curl -s '{url}' | jq .",
@@ -189,7 +196,7 @@ def _flag_contexts(flag: str, value: str) -> dict[str, str]:
             "config": f"\tcurl -u deploy:{value} -X POST https://ci.example.com/job/build",
             "json": f'{{"run": "curl -u deploy:{value} https://ci.example.com/api/json"}}',
             "trace": f"subprocess.CalledProcessError: Command 'curl -u deploy:{value} https://ci.example.com' "
-                     "returned non-zero exit status 22.",
+            "returned non-zero exit status 22.",
         }
     return {
         "prose": f"Ran `./manage.py seed_admin {flag} {value}` on the staging box.",
@@ -197,7 +204,7 @@ def _flag_contexts(flag: str, value: str) -> dict[str, str]:
         "config": f"      run: ./manage.py seed_admin {flag} {value}",
         "json": f'{{"command": "./manage.py seed_admin {flag} {value}"}}',
         "trace": f"subprocess.CalledProcessError: Command '['./manage.py', 'seed_admin', '{flag}', '{value}']' "
-                 "returned non-zero exit status 1.",
+        "returned non-zero exit status 1.",
     }
 
 
@@ -225,9 +232,11 @@ def _pem_contexts(label: str, first_line: str, rng: random.Random) -> tuple[dict
 
 def _putty_contexts(header: str, rng: random.Random) -> tuple[dict[str, str], str]:
     private = [fake("{b64:64}", rng) for _ in range(2)]
-    ppk = (f"{header}: ssh-ed25519\nEncryption: none\nComment: deploy@ci\nPublic-Lines: 2\n"
-           f"AAAAC3NzaC1lZDI1NTE5AAAAIC1lZDI1NTE5AAAAIC1lZDI1NTE5AAAAIC1lZDI1\nNTE5AAAAIC1lZDI1NTE5\n"
-           f"Private-Lines: 2\n" + "\n".join(private) + "\nPrivate-MAC: " + fake("{hex:64}", rng))
+    ppk = (
+        f"{header}: ssh-ed25519\nEncryption: none\nComment: deploy@ci\nPublic-Lines: 2\n"
+        f"AAAAC3NzaC1lZDI1NTE5AAAAIC1lZDI1NTE5AAAAIC1lZDI1NTE5AAAAIC1lZDI1\nNTE5AAAAIC1lZDI1NTE5\n"
+        f"Private-Lines: 2\n" + "\n".join(private) + "\nPrivate-MAC: " + fake("{hex:64}", rng)
+    )
     return {
         "prose": f"Exported the key from PuTTYgen:\n{ppk}\nthen converted it.",
         "shell": f"cat > deploy.ppk <<'EOF'\n{ppk}\nEOF",
@@ -315,14 +324,17 @@ def recall_cases(seed: int = 20240611) -> list[Case]:
 
 # ---- precision ----------------------------------------------------------------------------------
 
+
 def benign_lines() -> list[str]:
     """Lines of the precision corpus: `#` starts a comment line in the file, and `\\n` inside a line stands
     for a newline (multi-line snippets)."""
-    return [raw.replace("\\n", "\n") for raw in BENIGN.read_text().splitlines()
-            if raw.strip() and not raw.startswith("# ")]
+    return [
+        raw.replace("\\n", "\n") for raw in BENIGN.read_text().splitlines() if raw.strip() and not raw.startswith("# ")
+    ]
 
 
 # ---- adversarial ----------------------------------------------------------------------------------
+
 
 def adversarial_inputs(n: int = 100_000) -> dict[str, str]:
     """Inputs that make a careless rule backtrack: long runs of what a pattern accepts, with the one

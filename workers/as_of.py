@@ -70,16 +70,22 @@ def moment_of(memory_log: MemoryLog, as_of: int | datetime, reader: LogReader | 
     head = memory_log.position()
     if isinstance(as_of, int):
         if as_of < 1 or as_of > head:
-            raise NotFound("as_of_out_of_range", "as_of",
-                               f"as_of position {as_of} is outside the log, which holds positions 1 to {head}")
+            raise NotFound(
+                "as_of_out_of_range",
+                "as_of",
+                f"as_of position {as_of} is outside the log, which holds positions 1 to {head}",
+            )
         position, event = _at_or_before(reader, as_of)
         return Moment(position, event.timestamp)
     when = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
     first = reader.read(1, 1)
     if not first or first[0][1].timestamp > when:
-        raise NotFound("as_of_before_log", "as_of",
-                           f"nothing was recorded at or before {when.isoformat()}: the log starts at "
-                           f"{first[0][1].timestamp.isoformat() if first else 'no time yet (it is empty)'}")
+        raise NotFound(
+            "as_of_before_log",
+            "as_of",
+            f"nothing was recorded at or before {when.isoformat()}: the log starts at "
+            f"{first[0][1].timestamp.isoformat() if first else 'no time yet (it is empty)'}",
+        )
     # the largest position whose event is not later than `when` (events are timestamped in log order,
     # up to the milliseconds by which concurrent writers may interleave)
     low, high, found = 1, head, first[0][0]
@@ -111,8 +117,15 @@ def _at_or_before(reader: LogReader, position: int) -> tuple[int, Any]:
 class PastModel:
     """The read models of the log truncated at `position`, in files of their own (see the module docstring)."""
 
-    def __init__(self, position: int, folder: Path, projections: dict[str, Projection],
-                 embedder: Callable[[], Embedder], cache: Callable[[], EmbeddingCache], memory_log: MemoryLog) -> None:
+    def __init__(
+        self,
+        position: int,
+        folder: Path,
+        projections: dict[str, Projection],
+        embedder: Callable[[], Embedder],
+        cache: Callable[[], EmbeddingCache],
+        memory_log: MemoryLog,
+    ) -> None:
         self.position, self.folder = position, folder
         self.fts: FTSProjection = projections["fts"]  # type: ignore[assignment]
         self.links: LinksProjection = projections["links"]  # type: ignore[assignment]
@@ -131,12 +144,17 @@ class PastModel:
             if self._index is None:
                 embedder = self._embedder()
                 rows = self.fts.conn.execute(
-                    "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid").fetchall()
+                    "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid"
+                ).fetchall()
                 texts = dict(self.snapshot.conn.execute("SELECT memory_id, text FROM snapshot"))
                 vectors, embedded = vectors_for(texts.values(), embedder, self._cache())
-                self._index = VectorIndex.of_rows(embedder.dim, [
-                    (memory_id, vectors[texts[memory_id]], repo_id, scope, kind, status)
-                    for memory_id, repo_id, scope, kind, status in rows])
+                self._index = VectorIndex.of_rows(
+                    embedder.dim,
+                    [
+                        (memory_id, vectors[texts[memory_id]], repo_id, scope, kind, status)
+                        for memory_id, repo_id, scope, kind, status in rows
+                    ],
+                )
                 log.info("as_of_vectors", position=self.position, memories=len(rows), embedded=embedded)
             return self._index
 
@@ -166,8 +184,14 @@ class PastModels:
     position `pin()`ned (a request is on its way to use it) is never pushed out: the cache may then hold
     more than `keep` models until `unpin()`."""
 
-    def __init__(self, memory_log: MemoryLog, embedder: Callable[[], Embedder], cache_path: Path,
-                 keep: int = 1, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        memory_log: MemoryLog,
+        embedder: Callable[[], Embedder],
+        cache_path: Path,
+        keep: int = 1,
+        folder: Path | None = None,
+    ) -> None:
         self.log, self.embedder, self.cache_path = memory_log, embedder, cache_path
         self.keep, self.folder = max(1, keep), folder
         self.models: OrderedDict[int, PastModel] = OrderedDict()
@@ -243,8 +267,12 @@ class PastModels:
         folder = Path(tempfile.mkdtemp(prefix=f"strata-as-of-{position}-", dir=self.folder))
         projections: dict[str, Projection] = {}
         try:
-            for name, kind in (("fts", FTSProjection), ("links", LinksProjection), ("snapshot", SnapshotProjection),
-                               ("archetypes", ArchetypesProjection)):
+            for name, kind in (
+                ("fts", FTSProjection),
+                ("links", LinksProjection),
+                ("snapshot", SnapshotProjection),
+                ("archetypes", ArchetypesProjection),
+            ):
                 projections[name] = kind(folder / f"{name}.sqlite")
             events = pipelined(self.log, list(projections.values()), until=position)
         except BaseException:

@@ -46,9 +46,27 @@ WORKING_UTILITY = 0.6
 """A solution whose utility for its problem reached this (or that is established) worked."""
 PAIR_CHUNK = 512
 
-_COLUMNS = ("memory_id", "repo_id", "scope", "kind", "status", "text", "confidence", "truth", "utility_by_problem",
-            "problem_ids", "related_ids", "change_chain", "evidence_refs", "validations", "reinforcements",
-            "last_validated", "maturity", "created", "anchors")
+_COLUMNS = (
+    "memory_id",
+    "repo_id",
+    "scope",
+    "kind",
+    "status",
+    "text",
+    "confidence",
+    "truth",
+    "utility_by_problem",
+    "problem_ids",
+    "related_ids",
+    "change_chain",
+    "evidence_refs",
+    "validations",
+    "reinforcements",
+    "last_validated",
+    "maturity",
+    "created",
+    "anchors",
+)
 
 
 @dataclass
@@ -87,8 +105,12 @@ class Reflection:
             self.vectors.close()
 
     def pools(self) -> list[Pool]:
-        repos = [r[0] for r in self.snapshot.execute(
-            "SELECT DISTINCT repo_id FROM snapshot WHERE scope = 'repo' AND status = 'active' ORDER BY repo_id")]
+        repos = [
+            r[0]
+            for r in self.snapshot.execute(
+                "SELECT DISTINCT repo_id FROM snapshot WHERE scope = 'repo' AND status = 'active' ORDER BY repo_id"
+            )
+        ]
         return [Pool(r) for r in repos] + [Pool(None)]
 
     def report(self, pool: Pool, now: datetime | None = None) -> dict[str, Any]:
@@ -99,12 +121,20 @@ class Reflection:
         groups = self._duplicates(rows, taken)
         links = self._failed_tactics(pool, rows, taken)
         actions = [Action("archive", a["memory_id"], a["reason"]) for a in archive]
-        actions += [Action("merge", m["memory_id"], m["reason"], into=g["keep"]["memory_id"],
-                           similarity=m["similarity"]) for g in groups for m in g["merge"]]
+        actions += [
+            Action("merge", m["memory_id"], m["reason"], into=g["keep"]["memory_id"], similarity=m["similarity"])
+            for g in groups
+            for m in g["merge"]
+        ]
         actions += [Action("link", f["memory_id"], f["reason"], related_id=f["solution_id"]) for f in links]
         return {
-            "repo_id": pool.repo_id, "scope": "global" if pool.repo_id is None else "repo", "as_of": now.isoformat(),
-            "memories": len(rows), "archive": archive, "duplicates": groups, "failed_tactics_solved": links,
+            "repo_id": pool.repo_id,
+            "scope": "global" if pool.repo_id is None else "repo",
+            "as_of": now.isoformat(),
+            "memories": len(rows),
+            "archive": archive,
+            "duplicates": groups,
+            "failed_tactics_solved": links,
             "actions": [{k: v for k, v in asdict(a).items() if v is not None} for a in actions],
         }
 
@@ -117,9 +147,16 @@ class Reflection:
         for r in chained:
             changes = [c["change_memory_id"] for c in r["change_chain"] if c["change_memory_id"] in shown]
             taken.add(r["memory_id"])
-            found.append({**_brief(r), "finding": "superseded", "truth": round(r["truth"], 4), "changes": changes,
-                          "reason": f"changes left it no current truth ({r['truth']:.3f})"
-                                    + (f": {', '.join(changes)}" if changes else "")})
+            found.append(
+                {
+                    **_brief(r),
+                    "finding": "superseded",
+                    "truth": round(r["truth"], 4),
+                    "changes": changes,
+                    "reason": f"changes left it no current truth ({r['truth']:.3f})"
+                    + (f": {', '.join(changes)}" if changes else ""),
+                }
+            )
         return found
 
     def _decayed(self, rows: list[dict[str, Any]], now: datetime, taken: set[str]) -> list[dict[str, Any]]:
@@ -132,10 +169,17 @@ class Reflection:
             decayed = beliefs.decayed(r["truth"], days, self.config.half_life_days)
             if decayed < self.floor:
                 taken.add(r["memory_id"])
-                found.append({**_brief(r), "finding": "decayed", "truth": round(r["truth"], 4),
-                              "decayed_truth": round(decayed, 4), "last_validated": r["last_validated"],
-                              "reason": f"decayed truth {decayed:.3f} below the floor {self.floor} "
-                                        f"(last validated {validated:%Y-%m-%d})"})
+                found.append(
+                    {
+                        **_brief(r),
+                        "finding": "decayed",
+                        "truth": round(r["truth"], 4),
+                        "decayed_truth": round(decayed, 4),
+                        "last_validated": r["last_validated"],
+                        "reason": f"decayed truth {decayed:.3f} below the floor {self.floor} "
+                        f"(last validated {validated:%Y-%m-%d})",
+                    }
+                )
         return found
 
     def _duplicates(self, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
@@ -166,14 +210,21 @@ class Reflection:
         for indices in members.values():
             if len(indices) < 2:
                 continue
-            keep = max(indices, key=lambda i: (live[i]["validations"], live[i]["reinforcements"], live[i]["truth"],
-                                               _older(live[i])))
+            keep = max(
+                indices,
+                key=lambda i: (live[i]["validations"], live[i]["reinforcements"], live[i]["truth"], _older(live[i])),
+            )
             merged = []
             for i in sorted(indices, key=lambda i: live[i]["created"]):
                 similarity = float(matrix[keep] @ matrix[i])
                 if i != keep and self._mergeable(live[keep], live[i], similarity):
-                    merged.append({**_brief(live[i]), "similarity": round(similarity, 4),
-                                   "reason": f"near-duplicate of {live[keep]['memory_id']} (similarity {similarity:.3f})"})
+                    merged.append(
+                        {
+                            **_brief(live[i]),
+                            "similarity": round(similarity, 4),
+                            "reason": f"near-duplicate of {live[keep]['memory_id']} (similarity {similarity:.3f})",
+                        }
+                    )
                     taken.add(live[i]["memory_id"])
             if merged:
                 taken.add(live[keep]["memory_id"])
@@ -182,20 +233,34 @@ class Reflection:
 
     @staticmethod
     def _mergeable(keep: dict[str, Any], other: dict[str, Any], similarity: float) -> bool:
-        return merge_refusal(
-            status=keep["status"], kind=keep["kind"], scope=keep["scope"], text=keep["text"],
-            problem_ids=keep["problem_ids"], anchor_keys=_anchor_keys(keep), new_kind=other["kind"],
-            new_scope=other["scope"], new_text=other["text"],
-            new_problem_id=other["problem_ids"][0] if other["problem_ids"] else None,
-            new_anchor_keys=_anchor_keys(other), similarity=similarity) is None
+        return (
+            merge_refusal(
+                status=keep["status"],
+                kind=keep["kind"],
+                scope=keep["scope"],
+                text=keep["text"],
+                problem_ids=keep["problem_ids"],
+                anchor_keys=_anchor_keys(keep),
+                new_kind=other["kind"],
+                new_scope=other["scope"],
+                new_text=other["text"],
+                new_problem_id=other["problem_ids"][0] if other["problem_ids"] else None,
+                new_anchor_keys=_anchor_keys(other),
+                similarity=similarity,
+            )
+            is None
+        )
 
     def _failed_tactics(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
         tactics = [r for r in rows if r["kind"] == "failed_tactic" and r["memory_id"] not in taken and r["problem_ids"]]
         if not tactics:
             return []
         problems = {p for r in tactics for p in r["problem_ids"]}
-        solutions = [s for s in self._rows(f"{pool.visible} AND kind = 'solution' AND status = 'active'", pool.params)
-                     if problems.intersection(s["problem_ids"])]
+        solutions = [
+            s
+            for s in self._rows(f"{pool.visible} AND kind = 'solution' AND status = 'active'", pool.params)
+            if problems.intersection(s["problem_ids"])
+        ]
         found = []
         for tactic in tactics:
             best = None
@@ -211,27 +276,45 @@ class Reflection:
             if best is not None:
                 _, s, problem = best
                 taken.add(tactic["memory_id"])
-                found.append({**_brief(tactic), "problem_id": problem, "solution_id": s["memory_id"],
-                              "solution_text": short(s["text"]),
-                              "reason": f"problem {problem} was later solved by {s['memory_id']}"})
+                found.append(
+                    {
+                        **_brief(tactic),
+                        "problem_id": problem,
+                        "solution_id": s["memory_id"],
+                        "solution_text": short(s["text"]),
+                        "reason": f"problem {problem} was later solved by {s['memory_id']}",
+                    }
+                )
         return found
 
     # --- reading the projections ------------------------------------------------------------------
 
     def _rows(self, where: str, params: Iterable[Any]) -> list[dict[str, Any]]:
         rows = self.snapshot.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params))
+            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params)
+        )
         return [decoded(dict(zip(_COLUMNS, values, strict=True))) for values in rows]
 
     def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:
-        return {r[0] for r in store.select_in(self.snapshot, f"SELECT memory_id FROM snapshot WHERE {pool.visible}"
-                                              " AND memory_id IN ({marks})", sorted(ids), pool.params)}
+        return {
+            r[0]
+            for r in store.select_in(
+                self.snapshot,
+                f"SELECT memory_id FROM snapshot WHERE {pool.visible} AND memory_id IN ({{marks}})",
+                sorted(ids),
+                pool.params,
+            )
+        }
 
     def _vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         if self.vectors is None or not ids:
             return {}
-        return {m: np.frombuffer(blob, dtype=np.float32) for m, blob in store.select_in(
-            self.vectors, "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})", ids)}
+        return {
+            m: np.frombuffer(blob, dtype=np.float32)
+            for m, blob in store.select_in(
+                self.vectors, "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})", ids
+            )
+        }
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
@@ -249,8 +332,16 @@ def _anchor_keys(row: dict[str, Any]) -> set[str]:
 # --- running it ---------------------------------------------------------------------------------
 
 
-def reflect(memory_log: MemoryLog, projection_dir: Path, truth_floor: float, repo_id: str | None = None, *,
-            everything: bool = False, apply: bool = False, now: datetime | None = None) -> dict[str, Any]:
+def reflect(
+    memory_log: MemoryLog,
+    projection_dir: Path,
+    truth_floor: float,
+    repo_id: str | None = None,
+    *,
+    everything: bool = False,
+    apply: bool = False,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Reports for one repo (`repo_id`), the global pool (`repo_id` None), or every repo and the
     global pool (`everything`), from the projections in `projection_dir`; with `apply`, each report's
     actions are recorded in `memory_log` (MemoryLog.consolidate). The caller brings the projections up
@@ -267,7 +358,14 @@ def reflect(memory_log: MemoryLog, projection_dir: Path, truth_floor: float, rep
             actions = [Action(**a) for a in report["actions"]]
             outcome = memory_log.consolidate(actions, report["repo_id"])
             report.update(applied=True, recorded=outcome.recorded, position=outcome.position)
-        log.info("reflected", repo_id=report["repo_id"], memories=report["memories"], actions=len(report["actions"]),
-                 archive=len(report["archive"]), duplicates=sum(len(g["merge"]) for g in report["duplicates"]),
-                 links=len(report["failed_tactics_solved"]), applied=report["applied"])
+        log.info(
+            "reflected",
+            repo_id=report["repo_id"],
+            memories=report["memories"],
+            actions=len(report["actions"]),
+            archive=len(report["archive"]),
+            duplicates=sum(len(g["merge"]) for g in report["duplicates"]),
+            links=len(report["failed_tactics_solved"]),
+            applied=report["applied"],
+        )
     return {"ok": True, "reports": reports}

@@ -91,17 +91,27 @@ class Runner:
             except Exception as exc:  # a worker must never die of one projection's failure
                 at, error = positions[projection.name] + 1, f"{type(exc).__name__}: {exc}"
                 pause = self._backoff.setdefault(projection.name, _Backoff()).failed(self.retry_base, self.retry_cap)
-                log.error("projection_failed", projection=projection.name, position=at, error=error,
-                          retry_in_s=round(pause, 2))
+                log.error(
+                    "projection_failed",
+                    projection=projection.name,
+                    position=at,
+                    error=error,
+                    retry_in_s=round(pause, 2),
+                )
                 self.errors[projection.name] = (at, error)
                 try:
                     projection.record_error(at, error)
                 except Exception as unrecorded:  # e.g. the disk is full: the retry goes on all the same
-                    log.error("projection_error_unrecorded", projection=projection.name,
-                              error=f"{type(unrecorded).__name__}: {unrecorded}")
+                    log.error(
+                        "projection_error_unrecorded",
+                        projection=projection.name,
+                        error=f"{type(unrecorded).__name__}: {unrecorded}",
+                    )
         return applied
 
-    def catch_up(self, progress: Progress | None = None, stop: threading.Event | None = None, max_failures: int = 3) -> int:
+    def catch_up(
+        self, progress: Progress | None = None, stop: threading.Event | None = None, max_failures: int = 3
+    ) -> int:
         """Run until every projection has reached the head as it was when this started. Unlike a
         worker, which retries forever, this gives up on a projection that keeps failing."""
         head = self.memory_log.position()
@@ -167,8 +177,14 @@ def share_out(names: Sequence[str], processes: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
-def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_size: int = 5000,
-           progress: Progress | None = None) -> dict[str, float]:
+def replay(
+    opener: Opener,
+    names: Sequence[str],
+    *,
+    processes: int = 1,
+    batch_size: int = 5000,
+    progress: Progress | None = None,
+) -> dict[str, float]:
     """Bring projections (already reset) to the head of the log as it is now, with pipelined(): the
     log decoded once per process, each projection fed windows in bulk settings. With more than one
     process the projections are shared out over them (share_out), each process reading the log
@@ -178,8 +194,11 @@ def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_si
     does; a failure raises ProjectionFailed (after the other processes finished). `progress` gets
     the lowest position reached so far. Returns seconds per group of projections."""
     if processes > 1 and threading.active_count() > 1:
-        log.warning("replay_in_one_process", reason="other threads are running: forking is not safe",
-                    threads=threading.active_count())
+        log.warning(
+            "replay_in_one_process",
+            reason="other threads are running: forking is not safe",
+            threads=threading.active_count(),
+        )
         processes = 1
     groups = share_out(names, processes)
     if len(groups) == 1:
@@ -189,8 +208,10 @@ def replay(opener: Opener, names: Sequence[str], *, processes: int = 1, batch_si
     # fork: the opener need not be picklable, and a child inherits only the calling thread
     context = multiprocessing.get_context("fork")
     results = context.Queue()
-    children = [context.Process(target=_replay_child, args=(opener, group, batch_size, results), daemon=True)
-                for group in groups]
+    children = [
+        context.Process(target=_replay_child, args=(opener, group, batch_size, results), daemon=True)
+        for group in groups
+    ]
     for child in children:
         child.start()
     report: dict[str, float] = {}
@@ -219,8 +240,9 @@ def _replay_child(opener: Opener, group: list[str], batch_size: int, results: An
     started = time.perf_counter()
     error = None
     try:
-        _replay_group(opener, group, batch_size,
-                      lambda reached, head: results.put(("progress", name, (reached, head), None)))
+        _replay_group(
+            opener, group, batch_size, lambda reached, head: results.put(("progress", name, (reached, head), None))
+        )
     except BaseException as exc:  # reported to the parent, which raises
         error = f"{type(exc).__name__}: {exc}"
     results.put(("done", name, time.perf_counter() - started, error))
@@ -243,8 +265,14 @@ CPU to apply them: FTS 1.26 s in batches of 5,000, 1.18 s in windows of 40,000; 
 events are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
-def pipelined(memory_log: MemoryLog, projections: Sequence[Projection], batch_size: int = 5000,
-              window: int = REPLAY_WINDOW, progress: Progress | None = None, until: int | None = None) -> int:
+def pipelined(
+    memory_log: MemoryLog,
+    projections: Sequence[Projection],
+    batch_size: int = 5000,
+    window: int = REPLAY_WINDOW,
+    progress: Progress | None = None,
+    until: int | None = None,
+) -> int:
     """Catch projections up to the head as it is now, decoding each batch of the log once for all of
     them. Each projection gathers the batches into windows of `window` events and applies each
     window with its position in one transaction (Projection.handle, in the projection's bulk()
@@ -334,15 +362,21 @@ class _Window:
         self.gathered = 0
         self.reached = projection.position
 
-    def add(self, batch: list[Positioned], through: int, failed: list[tuple[Projection, BaseException]] | None = None,
-            stop: threading.Event | None = None) -> None:
+    def add(
+        self,
+        batch: list[Positioned],
+        through: int,
+        failed: list[tuple[Projection, BaseException]] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.parts.append((batch, through))
         self.gathered += len(batch)
         if self.gathered >= self.size:
             self.flush(failed, stop)
 
-    def flush(self, failed: list[tuple[Projection, BaseException]] | None = None,
-              stop: threading.Event | None = None) -> None:
+    def flush(
+        self, failed: list[tuple[Projection, BaseException]] | None = None, stop: threading.Event | None = None
+    ) -> None:
         """Apply what was gathered. With `failed` and `stop`, a failure is recorded there rather than raised."""
         parts, self.parts, self.gathered = self.parts, [], 0
         if not parts:

@@ -68,7 +68,7 @@ from strata_recall.interface.agents.hook_recall import TOKEN_ENV, base_url
 from strata_recall.interface.app.operations import SESSION_PROTOCOL
 from strata_recall.interface.mcp.stdio_wire import SERVER_NAME
 
-__all__ = ["BEGIN", "END", "CLIENTS", "init"]
+__all__ = ["BEGIN", "CLIENTS", "END", "init"]
 
 HOOK_TIMEOUT_S = 10
 CLIENTS = ("claude-code", "codex", "cursor", "vscode")
@@ -179,8 +179,10 @@ def token_env_for(http_url: str | None, token_env: str | None) -> str | None:
 
 
 def instructions(target: Target) -> str:
-    return (f"## Strata memory\n\nThis repository's memories are filed under repo_id `{target.repo_id}`: pass it to "
-            f"every Strata tool (memory_index, read, write, update, feedback, forget).\n\n{SESSION_PROTOCOL}")
+    return (
+        f"## Strata memory\n\nThis repository's memories are filed under repo_id `{target.repo_id}`: pass it to "
+        f"every Strata tool (memory_index, read, write, update, feedback, forget).\n\n{SESSION_PROTOCOL}"
+    )
 
 
 def mcp_entry(target: Target, typed: bool, env_syntax: str) -> dict[str, Any]:
@@ -199,8 +201,10 @@ def _is_ours(entry: Any, target: Target) -> bool:
     if not isinstance(entry, dict):
         return False
     commands = [entry.get("command")] + [h.get("command") for h in entry.get("hooks", []) if isinstance(h, dict)]
-    return any(isinstance(c, str) and " hook " in c and _program(c) in {PROGRAM, SHELL_PROGRAM, Path(target.command[0]).name}
-               for c in commands)
+    return any(
+        isinstance(c, str) and " hook " in c and _program(c) in {PROGRAM, SHELL_PROGRAM, Path(target.command[0]).name}
+        for c in commands
+    )
 
 
 def _program(command: str) -> str:
@@ -227,9 +231,18 @@ def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[st
                 hooks[event], touched = kept, touched | {event}
         if install:
             for event, matcher, name in CLAUDE_HOOKS:
-                group: dict[str, Any] = {"hooks": [{"type": "command", "command": target.hook_command(name, SHELL_PROGRAM),
-                                                    "timeout": HOOK_TIMEOUT_S}]}
-                config_edits.list_at(hooks, event, path, "hooks").append({"matcher": matcher, **group} if matcher else group)
+                group: dict[str, Any] = {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": target.hook_command(name, SHELL_PROGRAM),
+                            "timeout": HOOK_TIMEOUT_S,
+                        }
+                    ]
+                }
+                config_edits.list_at(hooks, event, path, "hooks").append(
+                    {"matcher": matcher, **group} if matcher else group
+                )
         for event in touched:
             config_edits.prune(hooks, event)
         config_edits.prune(data, "hooks")
@@ -280,17 +293,22 @@ def codex_home() -> Path:
 
 def _claude_code(target: Target, hooks: bool, remove: bool) -> Setup:
     mcp = _in_repo(target, ".mcp.json")
-    plans = [config_edits.edit_json(mcp, config_edits.set_server("mcpServers", None if remove else
-                                                                 mcp_entry(target, True, "${{{}}}"), mcp.path)),
-             config_edits.edit_marked(_in_repo(target, "CLAUDE.md"), None if remove else instructions(target))]
+    plans = [
+        config_edits.edit_json(
+            mcp, config_edits.set_server("mcpServers", None if remove else mcp_entry(target, True, "${{{}}}"), mcp.path)
+        ),
+        config_edits.edit_marked(_in_repo(target, "CLAUDE.md"), None if remove else instructions(target)),
+    ]
     if hooks or remove:  # without --hooks, hooks a earlier run installed are left as they are
         settings = _in_repo(target, ".claude/settings.json")
         local = _in_repo(target, ".claude/settings.local.json")
         env = {} if remove or target.portable else {"STRATA_COMMAND": shlex.join(target.command)}
         if target.data_dir is not None and not remove:
             env["STRATA_DATA_DIR"] = str(target.data_dir)
-        plans += [config_edits.edit_json(settings, claude_hooks(target, not remove, settings.path)),
-                  config_edits.edit_json(local, config_edits.set_env(env, LOCAL_ENV, local.path))]
+        plans += [
+            config_edits.edit_json(settings, claude_hooks(target, not remove, settings.path)),
+            config_edits.edit_json(local, config_edits.set_env(env, LOCAL_ENV, local.path)),
+        ]
         exclude = git_exclude(target, [".claude/settings.local.json"] if env else [])
         if exclude is not None:
             plans.append(exclude)
@@ -306,14 +324,24 @@ def _claude_local_server(target: Target, remove: bool) -> list[LocalStep]:
         entry = {"type": "stdio", "command": target.command[0], "args": [*target.local_command()[1:], "mcp"]}
         if present == entry:
             return []
-        return [LocalStep("claude-code", ["claude", "mcp", "add-json", "--scope", "local", SERVER_NAME,
-                                          json.dumps(entry)],
-                          "this machine starts Strata as " + shlex.join([*target.local_command(), "mcp"]) +
-                          ", not as `strata mcp`: Claude Code's local scope (private to you, for this project) "
-                          "overrides the entry of .mcp.json")]
+        return [
+            LocalStep(
+                "claude-code",
+                ["claude", "mcp", "add-json", "--scope", "local", SERVER_NAME, json.dumps(entry)],
+                "this machine starts Strata as "
+                + shlex.join([*target.local_command(), "mcp"])
+                + ", not as `strata mcp`: Claude Code's local scope (private to you, for this project) "
+                "overrides the entry of .mcp.json",
+            )
+        ]
     if present is not None and _looks_like_ours(present):
-        return [LocalStep("claude-code", ["claude", "mcp", "remove", "--scope", "local", SERVER_NAME],
-                          "the local-scope entry strata init added is no longer needed")]
+        return [
+            LocalStep(
+                "claude-code",
+                ["claude", "mcp", "remove", "--scope", "local", SERVER_NAME],
+                "the local-scope entry strata init added is no longer needed",
+            )
+        ]
     return []
 
 
@@ -341,8 +369,12 @@ def _codex(target: Target, hooks: bool, remove: bool) -> Setup:
     else:
         table = {"command": target.command[0], "args": [*target.local_command()[1:], "mcp"]}
     config = config_files.locate(codex_home(), "config.toml", private=True)
-    return Setup([config_edits.edit_toml_server(config, None if remove else table),
-                  config_edits.edit_marked(_in_repo(target, "AGENTS.md"), None if remove else instructions(target))])
+    return Setup(
+        [
+            config_edits.edit_toml_server(config, None if remove else table),
+            config_edits.edit_marked(_in_repo(target, "AGENTS.md"), None if remove else instructions(target)),
+        ]
+    )
 
 
 CURSOR_RULE_HEAD = "---\ndescription: How to use Strata memory in this repository\nalwaysApply: true\n---\n\n"
@@ -353,8 +385,10 @@ def _elsewhere_note(client: str, target: Target, remove: bool) -> list[str]:
         return []
     wants = []
     if not target.portable:
-        wants.append(f"`strata` on PATH is not {target.command[0]}: install Strata where {client} finds it as "
-                     "`strata` (e.g. `pipx install`), or set STRATA_COMMAND for the hooks")
+        wants.append(
+            f"`strata` on PATH is not {target.command[0]}: install Strata where {client} finds it as "
+            "`strata` (e.g. `pipx install`), or set STRATA_COMMAND for the hooks"
+        )
     if target.data_dir is not None:
         wants.append(f"set STRATA_DATA_DIR={target.data_dir} in the environment {client} starts from")
     return [f"{client} has no per-project local settings, so its files name `strata` only: " + "; ".join(wants)]
@@ -362,41 +396,65 @@ def _elsewhere_note(client: str, target: Target, remove: bool) -> list[str]:
 
 def _cursor(target: Target, hooks: bool, remove: bool) -> Setup:
     mcp = _in_repo(target, ".cursor/mcp.json")
-    plans = [config_edits.edit_json(mcp, config_edits.set_server("mcpServers", None if remove else
-                                                                 mcp_entry(target, False, "${{env:{}}}"), mcp.path)),
-             config_edits.edit_marked(_in_repo(target, ".cursor/rules/strata.mdc"), None if remove else instructions(target),
-                                      CURSOR_RULE_HEAD)]
+    plans = [
+        config_edits.edit_json(
+            mcp,
+            config_edits.set_server(
+                "mcpServers", None if remove else mcp_entry(target, False, "${{env:{}}}"), mcp.path
+            ),
+        ),
+        config_edits.edit_marked(
+            _in_repo(target, ".cursor/rules/strata.mdc"), None if remove else instructions(target), CURSOR_RULE_HEAD
+        ),
+    ]
     hooks_file = _in_repo(target, ".cursor/hooks.json")
     if hooks or remove:
-        plans.append(config_edits.edit_json(hooks_file, cursor_hooks(target, hooks and not remove, hooks_file.path),
-                                            empty=lambda d: not (set(d) - {"version"})))
+        plans.append(
+            config_edits.edit_json(
+                hooks_file,
+                cursor_hooks(target, hooks and not remove, hooks_file.path),
+                empty=lambda d: not (set(d) - {"version"}),
+            )
+        )
     return Setup(plans, notes=_elsewhere_note("Cursor", target, remove))
 
 
 def _vscode(target: Target, hooks: bool, remove: bool) -> Setup:
     mcp = _in_repo(target, ".vscode/mcp.json")
-    return Setup([config_edits.edit_json(mcp, config_edits.set_server("servers", None if remove else
-                                                                      mcp_entry(target, True, "${{env:{}}}"), mcp.path),
-                                         jsonc=True),
-                  config_edits.edit_marked(_in_repo(target, ".github/copilot-instructions.md"),
-                                           None if remove else instructions(target))],
-                 notes=_elsewhere_note("VS Code", target, remove))
+    return Setup(
+        [
+            config_edits.edit_json(
+                mcp,
+                config_edits.set_server(
+                    "servers", None if remove else mcp_entry(target, True, "${{env:{}}}"), mcp.path
+                ),
+                jsonc=True,
+            ),
+            config_edits.edit_marked(
+                _in_repo(target, ".github/copilot-instructions.md"), None if remove else instructions(target)
+            ),
+        ],
+        notes=_elsewhere_note("VS Code", target, remove),
+    )
 
 
 WRITERS: dict[str, Callable[[Target, bool, bool], Setup]] = {
-    "claude-code": _claude_code, "codex": _codex, "cursor": _cursor, "vscode": _vscode,
+    "claude-code": _claude_code,
+    "codex": _codex,
+    "cursor": _cursor,
+    "vscode": _vscode,
 }
 HOOKS = ("claude-code", "cursor")
 """Clients whose lifecycle hooks `--hooks` installs (Codex's are reviewed per hook and VS Code's in
 preview: not installed yet)."""
 APPROVAL = {
     "claude-code": "Claude Code asks once to approve a project's .mcp.json servers (and shows project hooks in "
-                   "/hooks): start `claude` in the repository and accept `strata`",
+    "/hooks): start `claude` in the repository and accept `strata`",
     "codex": "Codex starts the servers of ~/.codex/config.toml without asking; its tools ask per call by its "
-             "approval policy",
+    "approval policy",
     "cursor": "Cursor lists the project's .cursor/mcp.json server under Settings > MCP: enable `strata` there",
     "vscode": "VS Code asks to trust the workspace's .vscode/mcp.json server when it first starts it: choose Trust "
-              "(or start it from the MCP view)",
+    "(or start it from the MCP view)",
 }
 
 
@@ -404,14 +462,21 @@ def plan(client: str, target: Target, hooks: bool = False, remove: bool = False)
     if client not in WRITERS:
         raise InvalidInput("unknown_client", "client", f"no client {client!r}; one of {', '.join(CLIENTS)}")
     if hooks and client not in HOOKS and not remove:
-        raise InvalidInput("hooks_unsupported", "hooks",
-                           f"--hooks is supported for {' and '.join(HOOKS)}; {client} gets its MCP entry and instructions")
+        raise InvalidInput(
+            "hooks_unsupported",
+            "hooks",
+            f"--hooks is supported for {' and '.join(HOOKS)}; {client} gets its MCP entry and instructions",
+        )
     setup = WRITERS[client](target, hooks, remove)
     seen: dict[Path, Path] = {}
     for p in setup.plans:  # two of our files linked to one would overwrite each other's change
         if p.file.real in seen:
-            raise InvalidInput("same_file", str(p.path), f"{p.path} and {seen[p.file.real]} are the same file "
-                               f"({p.file.real}); strata init writes them separately: make them two files")
+            raise InvalidInput(
+                "same_file",
+                str(p.path),
+                f"{p.path} and {seen[p.file.real]} are the same file "
+                f"({p.file.real}); strata init writes them separately: make them two files",
+            )
         seen[p.file.real] = p.path
     return setup
 
@@ -431,9 +496,19 @@ def run_steps(steps: list[LocalStep], root: Path) -> None:
         step.status = "done" if done.returncode == 0 else "failed"
 
 
-def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str | None = None, hooks: bool = False,
-         dry_run: bool = False, command: str | None = None, data_dir: Path | None = None, remove: bool = False,
-         token_env: str | None = None) -> dict[str, Any]:
+def init(
+    client: str,
+    *,
+    root: Path,
+    repo_id: str | None = None,
+    http_url: str | None = None,
+    hooks: bool = False,
+    dry_run: bool = False,
+    command: str | None = None,
+    data_dir: Path | None = None,
+    remove: bool = False,
+    token_env: str | None = None,
+) -> dict[str, Any]:
     from strata_recall.interface.agents.repo_identity import identify, previous_default, repo_root
 
     root = repo_root(root)
@@ -441,9 +516,15 @@ def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str |
     portable = command is None and _same_file(installed[0], shutil.which(PROGRAM))
     identity = identify(root)
     chosen = checked_repo_id(repo_id) if repo_id is not None else identity.repo_id
-    target = Target(root=root, repo_id=chosen, command=tuple(installed), portable=portable,
-                    data_dir=data_dir.expanduser().absolute() if data_dir is not None else None,
-                    http_url=http_url, token_env=token_env_for(http_url, token_env))
+    target = Target(
+        root=root,
+        repo_id=chosen,
+        command=tuple(installed),
+        portable=portable,
+        data_dir=data_dir.expanduser().absolute() if data_dir is not None else None,
+        http_url=http_url,
+        token_env=token_env_for(http_url, token_env),
+    )
     setup = plan(client, target, hooks, remove)
     if not dry_run:
         config_edits.apply(setup.plans)
@@ -453,10 +534,16 @@ def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str |
             step.status = "dry run"
     # files untouched and holding nothing of ours (an absent local settings file, git's exclude list) are not listed
     changed = [p for p in setup.plans if p.action != "unchanged" or (p.before is not None and PROGRAM in p.before)]
-    result: dict[str, Any] = {"ok": True, "client": client, "repo_id": target.repo_id,
-                              "repo_id_source": "--repo-id" if repo_id is not None else identity.source,
-                              "dry_run": dry_run, "removed": remove, "files": [_file_entry(p) for p in changed],
-                              "diff": "".join(p.diff() for p in setup.plans)}
+    result: dict[str, Any] = {
+        "ok": True,
+        "client": client,
+        "repo_id": target.repo_id,
+        "repo_id_source": "--repo-id" if repo_id is not None else identity.source,
+        "dry_run": dry_run,
+        "removed": remove,
+        "files": [_file_entry(p) for p in changed],
+        "diff": "".join(p.diff() for p in setup.plans),
+    }
     if setup.steps:
         result["local"] = [s.as_dict() for s in setup.steps]
     notes = list(setup.notes)
@@ -467,9 +554,12 @@ def init(client: str, *, root: Path, repo_id: str | None = None, http_url: str |
     older = previous_default(root)
     if repo_id is None and older != chosen and not remove:
         result["previous_default"] = older
-        notes.insert(0, f"repo_id {chosen} comes from the {identity.source}. Earlier versions chose {older} here: "
-                        f"if this repository's memories are filed under it, keep it with `strata init {client} "
-                        f"--repo-id {shlex.quote(older)}`")
+        notes.insert(
+            0,
+            f"repo_id {chosen} comes from the {identity.source}. Earlier versions chose {older} here: "
+            f"if this repository's memories are filed under it, keep it with `strata init {client} "
+            f"--repo-id {shlex.quote(older)}`",
+        )
     result["notes"] = notes
     if repo_id is None and older != chosen and not remove:
         result["note"] = notes[0]

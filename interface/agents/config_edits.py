@@ -59,9 +59,12 @@ class Plan:
         return "created" if self.before is None else ("unchanged" if self.before == self.after else "updated")
 
     def diff(self) -> str:
-        lines = difflib.unified_diff((self.before or "").splitlines(keepends=True), (self.after or "").splitlines(keepends=True),
-                                     fromfile=str(self.path) if self.before is not None else "/dev/null",
-                                     tofile=str(self.path) if self.after is not None else "/dev/null")
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            (self.after or "").splitlines(keepends=True),
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path) if self.after is not None else "/dev/null",
+        )
         return "".join(lines)
 
 
@@ -84,11 +87,19 @@ def load_json(path: Path, text: str | None, jsonc_hint: bool = False) -> dict[st
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = (" (comments and trailing commas are allowed there, but strata init would have to drop them: "
-                "remove them or add the entry by hand)") if jsonc_hint else ""
-        raise InvalidInput("malformed_config", str(path),
-                           f"{path} is not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-                           "nothing was written") from None
+        hint = (
+            (
+                " (comments and trailing commas are allowed there, but strata init would have to drop them: "
+                "remove them or add the entry by hand)"
+            )
+            if jsonc_hint
+            else ""
+        )
+        raise InvalidInput(
+            "malformed_config",
+            str(path),
+            f"{path} is not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}; nothing was written",
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput("malformed_config", str(path), f"{path} must hold a JSON object; nothing was written")
     return data
@@ -102,15 +113,18 @@ def _indent_of(text: str | None) -> int:
 def object_at(data: dict[str, Any], key: str, path: Path, create: bool = True) -> dict[str, Any]:
     value = data.setdefault(key, {}) if create else data.get(key, {})
     if not isinstance(value, dict):
-        raise InvalidInput("malformed_config", f"{path}:{key}", f"{key} in {path} must be an object; nothing was written")
+        raise InvalidInput(
+            "malformed_config", f"{path}:{key}", f"{key} in {path} must be an object; nothing was written"
+        )
     return value
 
 
 def list_at(data: dict[str, Any], key: str, path: Path, where: str) -> list[Any]:
     value = data.setdefault(key, [])
     if not isinstance(value, list):
-        raise InvalidInput("malformed_config", f"{path}:{where}.{key}",
-                           f"{where}.{key} in {path} must be a list; nothing was written")
+        raise InvalidInput(
+            "malformed_config", f"{path}:{where}.{key}", f"{where}.{key} in {path} must be a list; nothing was written"
+        )
     return value
 
 
@@ -121,8 +135,12 @@ def prune(data: dict[str, Any], *keys: str) -> None:
             del data[key]
 
 
-def edit_json(file: Located, change: Callable[[dict[str, Any]], None], jsonc: bool = False,
-              empty: Callable[[dict[str, Any]], bool] = lambda data: not data) -> Plan:
+def edit_json(
+    file: Located,
+    change: Callable[[dict[str, Any]], None],
+    jsonc: bool = False,
+    empty: Callable[[dict[str, Any]], bool] = lambda data: not data,
+) -> Plan:
     """Apply `change` to a JSON config. A file that was there and is `empty` afterwards is removed
     (unless it is a link, which is emptied instead); one that was not there and is empty stays absent."""
     before = config_files.read(file)
@@ -169,9 +187,12 @@ def _without_block(path: Path, text: str, begin: str, end: str) -> tuple[str, bo
         return text, False
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
-        raise InvalidInput("malformed_config", str(path),
-                           f"{path} has unbalanced strata markers ({begin!r} ... {end!r}); fix them by hand")
-    head, tail = text[:start], text[stop + len(end):].lstrip("\n")
+        raise InvalidInput(
+            "malformed_config",
+            str(path),
+            f"{path} has unbalanced strata markers ({begin!r} ... {end!r}); fix them by hand",
+        )
+    head, tail = text[:start], text[stop + len(end) :].lstrip("\n")
     if tail:
         return head + tail, True
     head = head.rstrip("\n")
@@ -193,7 +214,7 @@ def edit_marked(file: Located, body: str | None, new_file_head: str = "", begin:
     block = f"{begin}\n{body.rstrip()}\n{end}\n"
     if had and begin in text:
         start, stop = text.find(begin), text.find(end)
-        after = text[:start] + block + text[stop + len(end):].lstrip("\n")
+        after = text[:start] + block + text[stop + len(end) :].lstrip("\n")
     elif text.strip():
         after = text.rstrip("\n") + "\n\n" + block
     else:
@@ -244,13 +265,18 @@ def edit_toml_server(file: Located, table: dict[str, Any] | None) -> Plan:
     try:
         original = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput("malformed_config", str(path), f"{path} is not valid TOML: {exc}; nothing was written") from None
+        raise InvalidInput(
+            "malformed_config", str(path), f"{path} is not valid TOML: {exc}; nothing was written"
+        ) from None
     lines = text.splitlines(keepends=True)
     span = None if TOML_BEGIN in text else _toml_table_span(lines)
     if TOML_BEGIN not in text and span is None and SERVER_NAME in original.get("mcp_servers", {}):
-        raise InvalidInput("unsupported_config", str(path),
-                           f"{path} defines mcp_servers.{SERVER_NAME} in a form strata init cannot rewrite "
-                           "(inline table or dotted keys); remove it, or edit it by hand")
+        raise InvalidInput(
+            "unsupported_config",
+            str(path),
+            f"{path} defines mcp_servers.{SERVER_NAME} in a form strata init cannot rewrite "
+            "(inline table or dotted keys); remove it, or edit it by hand",
+        )
     block = _toml_block(table) if table is not None else ""
     if TOML_BEGIN in text or TOML_END in text:
         if table is None:
@@ -258,15 +284,18 @@ def edit_toml_server(file: Located, table: dict[str, Any] | None) -> Plan:
         else:
             _check_markers(path, text)
             start, stop = text.index(TOML_BEGIN), text.index(TOML_END)
-            after = text[:start] + block.rstrip("\n") + text[stop + len(TOML_END):]
+            after = text[:start] + block.rstrip("\n") + text[stop + len(TOML_END) :]
     elif span is not None:  # a hand-written table: replaced (or taken out) with its sub-tables
         first, end = span
         head, tail = "".join(lines[:first]), "".join(lines[end:])
         if table is not None:
             after = head + block + ("\n" if tail else "") + tail
         else:
-            after = (head.rstrip("\n") + "\n" + ("\n" + tail.lstrip("\n") if tail.strip() else "")) if head.strip() \
+            after = (
+                (head.rstrip("\n") + "\n" + ("\n" + tail.lstrip("\n") if tail.strip() else ""))
+                if head.strip()
                 else tail.lstrip("\n")
+            )
     else:
         after = text if table is None else (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
     try:
@@ -285,9 +314,11 @@ def edit_toml_server(file: Located, table: dict[str, Any] | None) -> Plan:
         else:
             expected["mcp_servers"] = {}
     if result != expected:
-        raise InvalidInput("unsupported_config", str(path),
-                           f"{path} has a layout strata init cannot merge into safely; edit [mcp_servers.{SERVER_NAME}] "
-                           "by hand")
+        raise InvalidInput(
+            "unsupported_config",
+            str(path),
+            f"{path} has a layout strata init cannot merge into safely; edit [mcp_servers.{SERVER_NAME}] by hand",
+        )
     if table is None and not after.strip():
         return Plan(file, before, "" if file.is_link and before is not None else None)
     return Plan(file, before, after if after.endswith("\n") or not after else after + "\n")
@@ -296,5 +327,6 @@ def edit_toml_server(file: Located, table: dict[str, Any] | None) -> Plan:
 def _check_markers(path: Path, text: str) -> None:
     start, stop = text.find(TOML_BEGIN), text.find(TOML_END)
     if start < 0 or stop < start:
-        raise InvalidInput("malformed_config", str(path),
-                           f"{path} has '{TOML_BEGIN}' without '{TOML_END}'; fix the markers by hand")
+        raise InvalidInput(
+            "malformed_config", str(path), f"{path} has '{TOML_BEGIN}' without '{TOML_END}'; fix the markers by hand"
+        )

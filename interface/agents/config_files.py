@@ -81,10 +81,13 @@ def locate(folder: Path, relative: Path | str, private: bool = False) -> Located
                 shown = folder / current.relative_to(base)
                 points = os.readlink(current)
                 points += f" ({target})" if Path(points) != target else ""
-                raise _refuse("link_outside_folder", shown,
-                              f"{shown} is a symbolic link to {points}, which is outside {folder}; "
-                              f"strata init writes only inside {folder}: remove the link or replace it with a "
-                              "regular file")
+                raise _refuse(
+                    "link_outside_folder",
+                    shown,
+                    f"{shown} is a symbolic link to {points}, which is outside {folder}; "
+                    f"strata init writes only inside {folder}: remove the link or replace it with a "
+                    "regular file",
+                )
     real = Path(os.path.realpath(base / relative))
     path = folder / relative
     try:
@@ -94,17 +97,30 @@ def locate(folder: Path, relative: Path | str, private: bool = False) -> Located
     except OSError as exc:
         raise _refuse("unreadable_config", path, f"cannot check {path}: {exc.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise _refuse("not_a_regular_file", path, f"{path} is not a regular file ({_kind(info.st_mode)}); strata init "
-                      "writes only regular files: remove it or replace it with one")
+        raise _refuse(
+            "not_a_regular_file",
+            path,
+            f"{path} is not a regular file ({_kind(info.st_mode)}); strata init "
+            "writes only regular files: remove it or replace it with one",
+        )
     if info.st_nlink > 1:
-        raise _refuse("hard_linked_file", path, f"{path} has {info.st_nlink} names (hard links), so it may be another "
-                      "file's content: make it a file of its own (copy it) and run strata init again")
+        raise _refuse(
+            "hard_linked_file",
+            path,
+            f"{path} has {info.st_nlink} names (hard links), so it may be another "
+            "file's content: make it a file of its own (copy it) and run strata init again",
+        )
     return Located(folder, relative, real, stat.S_IMODE(info.st_mode), private)
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return name
     return "not a file"
@@ -129,8 +145,9 @@ def read(file: Located) -> str | None:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _refuse("unreadable_config", file.path, f"cannot read {file.path}: not UTF-8 ({exc.reason} at byte "
-                      f"{exc.start})") from None
+        raise _refuse(
+            "unreadable_config", file.path, f"cannot read {file.path}: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def _default_mode() -> int:

@@ -21,12 +21,17 @@ from typing import Any
 QUERY_CHARS = 2000
 """A prompt is read by its first 2,000 characters (as ops/eval_coding.py reads task statements)."""
 CODE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./][A-Za-z_][A-Za-z0-9_]*)*")
-CODE_STOPWORDS = frozenset("""self cls none true false print return import from def class init args kwargs obj value
+CODE_STOPWORDS = frozenset(
+    """self cls none true false print return import from def class init args kwargs obj value
 values data result results test tests main np numpy os sys re pd plt fig ax len str int float list dict tuple set
-__init__ __main__ __name__ setup.py http https www com org io""".split())
+__init__ __main__ __name__ setup.py http https www com org io""".split()
+)
 """Code tokens so common in any Python project that sharing them says nothing."""
-ERROR_LINE = re.compile(r"^\s*(?:E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure))"
-                        r"(?::\s*(.*))?$", re.M)
+ERROR_LINE = re.compile(
+    r"^\s*(?:E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure))"
+    r"(?::\s*(.*))?$",
+    re.M,
+)
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.M)
 PYTEST_FRAME = re.compile(r"^([\w./-]+\.py):(\d+): (?:in (\S+)|\w+)", re.M)
 FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+::\S+)|^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.M)
@@ -58,8 +63,14 @@ def code_tokens(text: str) -> frozenset[str]:
             low = part.lower()
             if len(part) < 3 or low in CODE_STOPWORDS:
                 continue
-            if ("_" in part.strip("_") or "." in part or "/" in part or re.search(r"[a-z][A-Z]", part)
-                    or re.search(r"(Error|Exception|Warning)$", part) or re.search(r"[A-Za-z]\d|\d[A-Za-z]", part)):
+            if (
+                "_" in part.strip("_")
+                or "." in part
+                or "/" in part
+                or re.search(r"[a-z][A-Z]", part)
+                or re.search(r"(Error|Exception|Warning)$", part)
+                or re.search(r"[A-Za-z]\d|\d[A-Za-z]", part)
+            ):
                 out.add(low)
     return frozenset(out)
 
@@ -85,7 +96,7 @@ def repo_file(name: str, root: Path) -> str | None:
     part is a folder of the repository, as `pkg/core/basic.py` or its package's `__init__.py`."""
     if "/" in name:
         parts = [p for p in name.split("/") if p not in ("", ".")]
-        for start in range(0, len(parts) - 1):
+        for start in range(len(parts) - 1):
             tail = "/".join(parts[start:])
             if ".." not in parts[start:] and (root / tail).is_file():
                 return tail
@@ -110,7 +121,7 @@ def _paths_in(text: str, root: Path) -> tuple[str, ...]:
     """Files of the repository a text names (`src/db/pool.py`, `pkg.core.basic`, a traceback's frames),
     as they exist under the root."""
     found: list[str] = []
-    for token in dict.fromkeys(CODE_TOKEN.findall(text[:QUERY_CHARS * 2])):
+    for token in dict.fromkeys(CODE_TOKEN.findall(text[: QUERY_CHARS * 2])):
         if "/" in token or "." in token:
             rel = repo_file(token, root)
             if rel and rel not in found:
@@ -143,8 +154,10 @@ def _edited_file(tool_input: dict[str, Any]) -> str | None:
 
 def _replaced_code(tool_input: dict[str, Any]) -> str:
     """The code the edit replaces (old text), or for a new file nothing: it is the agent's answer."""
-    parts = [tool_input.get("old_string"), *(e.get("old_string") for e in tool_input.get("edits") or []
-                                              if isinstance(e, dict))]
+    parts = [
+        tool_input.get("old_string"),
+        *(e.get("old_string") for e in tool_input.get("edits") or [] if isinstance(e, dict)),
+    ]
     return "\n".join(p for p in parts if isinstance(p, str))[:4000]
 
 
@@ -175,8 +188,14 @@ def _output_of(payload: dict[str, Any]) -> tuple[str, bool]:
     response = payload.get("tool_response")
     if isinstance(response, dict):
         text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr", "output", "error"))
-        code = next((response.get(k) for k in ("exit_code", "exitCode", "returncode", "return_code")
-                     if isinstance(response.get(k), int)), None)
+        code = next(
+            (
+                response.get(k)
+                for k in ("exit_code", "exitCode", "returncode", "return_code")
+                if isinstance(response.get(k), int)
+            ),
+            None,
+        )
         failed = bool(code) or bool(response.get("is_error") or response.get("isError"))
         return text, failed or bool(EXIT_CODE.search(str(response.get("returnCodeInterpretation") or "")))
     if isinstance(response, str):

@@ -67,8 +67,14 @@ def _items(results: list[dict[str, Any]]) -> list[Item]:
 
 def _item(result: dict[str, Any], problem_id: str | None = None) -> Item:
     anchors = tuple(a["path"] for a in result.get("anchors") or () if isinstance(a, dict) and a.get("path"))
-    return Item(result["memory_id"], result["kind"], result["text"], anchors,
-                problem_id or result.get("problem_id"), result.get("relevance"))
+    return Item(
+        result["memory_id"],
+        result["kind"],
+        result["text"],
+        anchors,
+        problem_id or result.get("problem_id"),
+        result.get("relevance"),
+    )
 
 
 def base_url(url: str) -> str:
@@ -112,19 +118,29 @@ class HttpReader:
             raise HookReadError(f"{self.base}/v1/{op} answered {response.status} without JSON") from None
         if response.status != 200 or not isinstance(answer, dict):
             error = answer.get("error", {}) if isinstance(answer, dict) else {}
-            raise HookReadError(f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: "
-                                f"{error.get('message')}")
+            raise HookReadError(
+                f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: {error.get('message')}"
+            )
         return answer
 
     def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
         """The read path's answer (`min_relevance` None: the server's default bar)."""
-        body: dict[str, Any] = {"repo_id": repo_id, "query": query, "mode": "targeted", "limit": limit,
-                                "expand": {"semantic_hops": 0}}
+        body: dict[str, Any] = {
+            "repo_id": repo_id,
+            "query": query,
+            "mode": "targeted",
+            "limit": limit,
+            "expand": {"semantic_hops": 0},
+        }
         if min_relevance is not None:
             body["min_relevance"] = min_relevance
         answer = self.call("read", body, timeout)
-        return Answer(answer.get("read_id"), _items(answer.get("results") or []), int(answer.get("position") or 0),
-                      barred=min_relevance != 0)
+        return Answer(
+            answer.get("read_id"),
+            _items(answer.get("results") or []),
+            int(answer.get("position") or 0),
+            barred=min_relevance != 0,
+        )
 
     def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
         return str(self.call("memory_index", {"repo_id": repo_id, "max_tokens": max_tokens}, timeout)["text"])
@@ -166,7 +182,9 @@ class LocalReader:
             marks = ",".join("?" * len(memory_ids))
             found = conn.execute(
                 f"SELECT memory_id, kind, text, anchors, problem_ids, scope, repo_id, status FROM snapshot"
-                f" WHERE memory_id IN ({marks})", memory_ids).fetchall()
+                f" WHERE memory_id IN ({marks})",
+                memory_ids,
+            ).fetchall()
         finally:
             conn.close()
         out = {}
@@ -199,8 +217,9 @@ class LocalReader:
 
         fts, snapshot = FTSProjection(self.folder / "fts.sqlite"), SnapshotProjection(self.folder / "snapshot.sqlite")
         try:  # texts newer than the last snapshot compaction are left out rather than read from the log
-            return str(MemoryIndex(fts, snapshot, lambda ids: {}, TokenCounter()).build(repo_id, max_tokens=max_tokens)["text"])
+            return str(
+                MemoryIndex(fts, snapshot, lambda ids: {}, TokenCounter()).build(repo_id, max_tokens=max_tokens)["text"]
+            )
         finally:
             fts.close()
             snapshot.close()
-

@@ -182,8 +182,9 @@ class Hook:
         if ledger is None:
             return set()
         try:  # a read is rated once feedback credited any memory under it
-            rows = ledger.conn.execute(f"SELECT DISTINCT read_id FROM credits WHERE read_id IN ({','.join('?' * len(reads))})",
-                                       reads)
+            rows = ledger.conn.execute(
+                f"SELECT DISTINCT read_id FROM credits WHERE read_id IN ({','.join('?' * len(reads))})", reads
+            )
             return {row[0] for row in rows}
         finally:
             ledger.close()
@@ -295,8 +296,11 @@ def line_of(item: Item) -> str:
 
 
 def heading(moment: Moment, repo_id: str, read_id: str | None) -> str:
-    about = {"prompt": "this prompt", "edit": f"editing {moment.paths[0] if moment.paths else 'this file'}",
-             "failure": "this failure"}[moment.kind]
+    about = {
+        "prompt": "this prompt",
+        "edit": f"editing {moment.paths[0] if moment.paths else 'this file'}",
+        "failure": "this failure",
+    }[moment.kind]
     cite = f" (read_id {read_id}: cite it in feedback if one helps)" if read_id else ""
     return f"Strata memories for {about}{cite}; cut short (`read` memory_ids for all), check them against the code:"
 
@@ -320,15 +324,21 @@ def render(items: list[Item], moment: Moment, repo_id: str, read_id: str | None,
 
 def reminder(reads: list[str], repo_id: str) -> str:
     cite = ", ".join(f'"{r}"' for r in reads)
-    return (f"Strata memory (repo_id \"{repo_id}\"): before you finish, `write` what this session learned that a "
-            "future session should know (the problem, what worked, what failed and why, facts, preferences, "
-            "changes that make memories stale), then call `feedback` once with read_ids "
-            f"[{cite}] rating only the recalled memories you actually used (1 solved it, 0.5 partly, 0 misleading). "
-            "If nothing was learned or used, say so and stop.")
+    return (
+        f'Strata memory (repo_id "{repo_id}"): before you finish, `write` what this session learned that a '
+        "future session should know (the problem, what worked, what failed and why, facts, preferences, "
+        "changes that make memories stale), then call `feedback` once with read_ids "
+        f"[{cite}] rating only the recalled memories you actually used (1 solved it, 0.5 partly, 0 misleading). "
+        "If nothing was learned or used, say so and stop."
+    )
 
 
-CLAUDE_EVENT = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "edit": "PreToolUse",
-                "after-command": "PostToolUseFailure"}
+CLAUDE_EVENT = {
+    "session-start": "SessionStart",
+    "prompt": "UserPromptSubmit",
+    "edit": "PreToolUse",
+    "after-command": "PostToolUseFailure",
+}
 
 
 def context_reply(hook: Hook, text: str) -> dict[str, Any]:
@@ -348,8 +358,10 @@ def session_start(hook: Hook) -> dict[str, Any] | None:
     else:
         session = Session(hook.repo_id, time.time())
         _prune(hook.state_path.parent)
-    parts = [f"Strata long-term memory is connected. Use repo_id \"{hook.repo_id}\" with its tools. "
-             "Call `read` when a problem starts; memories are hypotheses, the code is the truth."]
+    parts = [
+        f'Strata long-term memory is connected. Use repo_id "{hook.repo_id}" with its tools. '
+        "Call `read` when a problem starts; memories are hypotheses, the code is the truth."
+    ]
     try:
         parts.append(hook.reader().index(hook.repo_id, INDEX_TOKENS, hook.remaining()))
     except HookReadError as exc:  # the rest of the session still works: say why the index is missing
@@ -493,9 +505,18 @@ def _default_data_dir(env: Any) -> Path:
     return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "strata"
 
 
-def run(event: str, *, stdin: IO[str], stdout: IO[str], stderr: IO[str], config: Path | None = None,
-        data_dir: Path | None = None, repo_id: str | None = None, http: str | None = None,
-        token_env: str | None = None) -> int:
+def run(
+    event: str,
+    *,
+    stdin: IO[str],
+    stdout: IO[str],
+    stderr: IO[str],
+    config: Path | None = None,
+    data_dir: Path | None = None,
+    repo_id: str | None = None,
+    http: str | None = None,
+    token_env: str | None = None,
+) -> int:
     """Run one hook; always returns 0 (a hook must never block its client)."""
     seconds = DEADLINE_S.get(event, RECALL_DEADLINE_S)
     started = time.monotonic()
@@ -511,15 +532,23 @@ def run(event: str, *, stdin: IO[str], stdout: IO[str], stderr: IO[str], config:
         if not isinstance(payload, dict):
             raise ValueError("the hook payload on stdin is not a JSON object")
         cwd = payload.get("cwd") or next(iter(payload.get("workspace_roots") or []), None) or os.getcwd()
-        hook = Hook(event, payload, data_dir_of(data_dir, config), repo_id or repo_id_for(Path(cwd)),
-                    repo_root(Path(cwd)), http, token_env or TOKEN_ENV, started + seconds - 0.1)
+        hook = Hook(
+            event,
+            payload,
+            data_dir_of(data_dir, config),
+            repo_id or repo_id_for(Path(cwd)),
+            repo_root(Path(cwd)),
+            http,
+            token_env or TOKEN_ENV,
+            started + seconds - 0.1,
+        )
         reply = HANDLERS[event](hook)
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if reply is not None:
             stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
             stdout.flush()
-    except BaseException as exc:  # noqa: BLE001 - never a traceback, never a non-zero exit at the client
+    except BaseException as exc:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
         reason = f"gave up after {seconds} s" if isinstance(exc, _Deadline) else f"{type(exc).__name__}: {exc}"
@@ -549,8 +578,16 @@ def main(args: list[str]) -> None:
             rest.append(arg)
         i += 1
     event = rest[0] if rest else ""
-    sys.exit(run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr,
-                 config=Path(options["--config"]) if options.get("--config") else None,
-                 data_dir=Path(options["--data-dir"]) if options.get("--data-dir") else None,
-                 repo_id=options.get("--repo-id") or None, http=options.get("--http") or None,
-                 token_env=options.get("--token-env") or None))
+    sys.exit(
+        run(
+            event,
+            stdin=sys.stdin,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            config=Path(options["--config"]) if options.get("--config") else None,
+            data_dir=Path(options["--data-dir"]) if options.get("--data-dir") else None,
+            repo_id=options.get("--repo-id") or None,
+            http=options.get("--http") or None,
+            token_env=options.get("--token-env") or None,
+        )
+    )

@@ -60,7 +60,7 @@ def _git_dir(root: Path) -> Path | None:
     if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
         text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
         if text.startswith("gitdir:"):
-            gitdir = Path(text[len("gitdir:"):].strip())
+            gitdir = Path(text[len("gitdir:") :].strip())
             gitdir = gitdir if gitdir.is_absolute() else (root / gitdir).resolve()
             common = gitdir / "commondir"  # a worktree's config lives in the main repository
             if common.is_file():

@@ -31,12 +31,19 @@ def check(op: Operation, request: BaseModel, principal: Principal, scope_of: Sco
         return
     if not principal.may(op.permission):
         held = ", ".join(sorted(principal.ops)) or "none"
-        raise Forbidden("forbidden_operation", "", f"{_who(principal)} may not call {op.name}: it needs the "
-                        f"{op.permission} permission, and the token has {held} (strata token create --ops ...)")
+        raise Forbidden(
+            "forbidden_operation",
+            "",
+            f"{_who(principal)} may not call {op.name}: it needs the "
+            f"{op.permission} permission, and the token has {held} (strata token create --ops ...)",
+        )
     repo_id = getattr(request, "repo_id", None)
     if repo_id is not None and not principal.may_use(repo_id):
-        raise Forbidden("forbidden_repo", "repo_id", f"{_who(principal)} may not use repo {repo_id!r}: it is limited "
-                        "to the repos it was created for")
+        raise Forbidden(
+            "forbidden_repo",
+            "repo_id",
+            f"{_who(principal)} may not use repo {repo_id!r}: it is limited to the repos it was created for",
+        )
     if principal.may_touch_globals or (not op.touches and op.creates is None):
         return
     if op.creates is not None and _field(request, op.creates) == "global":
@@ -78,8 +85,12 @@ def _who(principal: Principal) -> str:
 
 
 def _forbidden_global(principal: Principal, path: str, what: str) -> Forbidden:
-    return Forbidden("forbidden_global", path, f"{_who(principal)} may not {what}: it may read global memories but not "
-                     "write, change, rate, forget or review them (a token created with --global may)")
+    return Forbidden(
+        "forbidden_global",
+        path,
+        f"{_who(principal)} may not {what}: it may read global memories but not "
+        "write, change, rate, forget or review them (a token created with --global may)",
+    )
 
 
 # --- who asks, over HTTP ---------------------------------------------------------------------------

@@ -24,8 +24,13 @@ GIT_TIMEOUT_S = 5.0
 def git_head(root: Path) -> str | None:
     """The commit checked out in `root`, when it is a git working tree (None otherwise)."""
     try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     head = done.stdout.strip()
@@ -52,24 +57,46 @@ def resolve(anchors: Sequence[AnchorIn], root_text: str | None, workspaces: Work
                 head.append(git_head(root))
             commit = head[0]
         if given.fingerprint is not None:
-            out.append(Anchor(path=given.path, fingerprint=given.fingerprint, symbol=given.symbol, lines=lines,
-                              commit=commit, file_fingerprint=given.file_fingerprint, fingerprinted_by=BY_CLIENT))
+            out.append(
+                Anchor(
+                    path=given.path,
+                    fingerprint=given.fingerprint,
+                    symbol=given.symbol,
+                    lines=lines,
+                    commit=commit,
+                    file_fingerprint=given.file_fingerprint,
+                    fingerprinted_by=BY_CLIENT,
+                )
+            )
             continue
         if root is None:
-            raise InvalidInput("fingerprint_required", f"{path}.fingerprint",
-                               "give the anchor's fingerprint and file_fingerprint (strata fingerprint FILE prints "
-                               "them) or, on the machine Strata runs on, workspace.root: the working tree to read "
-                               "the file in")
+            raise InvalidInput(
+                "fingerprint_required",
+                f"{path}.fingerprint",
+                "give the anchor's fingerprint and file_fingerprint (strata fingerprint FILE prints "
+                "them) or, on the machine Strata runs on, workspace.root: the working tree to read "
+                "the file in",
+            )
         source = workspaces.read(root, given.path)
         if source is None:
             raise not_readable(f"{path}.path", f"file {given.path!r}")
         text = anchored_text(source, given.path, given.symbol, lines)
         if text is None:
             what = f"symbol {given.symbol!r}" if given.symbol else f"lines {lines[0]}-{lines[1]}"
-            raise NotFound("anchor_not_found", f"{path}.{'symbol' if given.symbol else 'lines'}",
-                           f"no {what} in {given.path}")
-        out.append(Anchor(path=given.path, fingerprint=fingerprint(text), symbol=given.symbol, lines=lines,
-                          commit=commit, file_fingerprint=fingerprint(source), fingerprinted_by=BY_STRATA))
+            raise NotFound(
+                "anchor_not_found", f"{path}.{'symbol' if given.symbol else 'lines'}", f"no {what} in {given.path}"
+            )
+        out.append(
+            Anchor(
+                path=given.path,
+                fingerprint=fingerprint(text),
+                symbol=given.symbol,
+                lines=lines,
+                commit=commit,
+                file_fingerprint=fingerprint(source),
+                fingerprinted_by=BY_STRATA,
+            )
+        )
     return tuple(out)
 
 

@@ -17,25 +17,34 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from strata_recall.domain.access import LOCAL, Principal
-from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.unit_of_work import CleanWrite
-from strata_recall.domain.bulk import paused_gc
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.commands import Adjustment, ImportOutcome, NearDuplicate, NewMemory, TruthUpdate, UtilityUpdate, WriteOutcome
+from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.bulk import paused_gc
+from strata_recall.domain.commands import (
+    Adjustment,
+    ImportOutcome,
+    NearDuplicate,
+    NewMemory,
+    TruthUpdate,
+    UtilityUpdate,
+    WriteOutcome,
+)
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id
-from strata_recall.interface.app import access, anchors as anchoring
-from strata_recall.interface.app.workspace import Workspaces
+from strata_recall.domain.unit_of_work import CleanWrite
+from strata_recall.interface.app import access
+from strata_recall.interface.app import anchors as anchoring
 from strata_recall.interface.app.inspector import Inspector
 from strata_recall.interface.app.operations import Operation
+from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates, Similar
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.recall import TEXT_CHARS, ReadQuery, RecallEngine
-from strata_recall.workers.as_of import Moment, PastModels
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
+from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
     MemoriesRequest,
@@ -55,11 +64,17 @@ from strata_recall.schemas.browse import (
 from strata_recall.schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
-from strata_recall.schemas.read import (DEFAULT_TOKEN_BUDGET, ArchetypeUsed, Consistency, ReadRequest, ReadResponse,
-                                        ReadResult)
+from strata_recall.schemas.read import (
+    DEFAULT_TOKEN_BUDGET,
+    ArchetypeUsed,
+    Consistency,
+    ReadRequest,
+    ReadResponse,
+    ReadResult,
+)
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
-from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
+from strata_recall.workers.as_of import Moment, PastModels
 
 M = TypeVar("M", bound=BaseModel)
 log = structlog.get_logger("strata.api")
@@ -100,7 +115,7 @@ def problems_of(exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
         kind = err["type"]
-        code = _CODES.get(kind) or ("wrong_type" if kind.endswith("_type") or kind.endswith("_parsing") else kind)
+        code = _CODES.get(kind) or ("wrong_type" if kind.endswith(("_type", "_parsing")) else kind)
         path = format_path(err["loc"])
         if code == "invalid_json":
             message = f"the request is not valid JSON: {err['msg']}"
@@ -164,10 +179,16 @@ class Reader:
 class CommandAPI:
     """read / write / update / forget / import over one MemoryLog and its projections."""
 
-    def __init__(self, memory_log: MemoryLog, *, review_writes: bool = False, reader: Reader | None = None,
-                 feedback_max_memories: int = 8,
-                 near_duplicates: Callable[[], NearDuplicates | None] | None = None,
-                 workspaces: Workspaces | None = None) -> None:
+    def __init__(
+        self,
+        memory_log: MemoryLog,
+        *,
+        review_writes: bool = False,
+        reader: Reader | None = None,
+        feedback_max_memories: int = 8,
+        near_duplicates: Callable[[], NearDuplicates | None] | None = None,
+        workspaces: Workspaces | None = None,
+    ) -> None:
         self.log = memory_log
         self.workspaces = workspaces or Workspaces.remote()
         """Which of this machine's files the clients of this API may make it read (interface/app/workspace.py):
@@ -208,8 +229,15 @@ class CommandAPI:
         engine = reader.engine() if moment is None else reader.recall_at(moment)
         query = to_read_query(request, self.workspaces)
         recall = engine.read(query) if request.memory_ids is None else engine.read_memories(query, request.memory_ids)
-        log.info("read", repo_id=request.repo_id, mode=request.mode, results=len(recall.results),
-                 position=recall.position, read_id=recall.read_id, as_of=moment and moment.position)
+        log.info(
+            "read",
+            repo_id=request.repo_id,
+            mode=request.mode,
+            results=len(recall.results),
+            position=recall.position,
+            read_id=recall.read_id,
+            as_of=moment and moment.position,
+        )
         return ReadResponse(
             as_of=moment and moment.as_dict(),
             read_id=recall.read_id,
@@ -283,10 +311,16 @@ class CommandAPI:
         request = parse(ReviewRequest, payload)
         # through a token, the reviewer is the token's name, never the client's free text
         reviewer = principal.name if principal.name is not None else request.reviewer
-        outcome = self.log.review(request.memory_id, request.decision, request.note, reviewer,
-                                  repo_id=request.repo_id, actor=principal.name)
-        log.info("review", repo_id=request.repo_id, memory_id=outcome.memory_id, decision=request.decision,
-                 position=outcome.position)
+        outcome = self.log.review(
+            request.memory_id, request.decision, request.note, reviewer, repo_id=request.repo_id, actor=principal.name
+        )
+        log.info(
+            "review",
+            repo_id=request.repo_id,
+            memory_id=outcome.memory_id,
+            decision=request.decision,
+            position=outcome.position,
+        )
         return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
 
     def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
@@ -305,9 +339,16 @@ class CommandAPI:
         similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(clean.mid)) if finder else []
         near = _merge_candidate(cmd, clean, similar)
         outcome = self.log.write(cmd, status=self.status, near=near, clean=clean)
-        log.info("write", repo_id=request.repo_id, memory_id=outcome.memory_id, outcome=outcome.outcome,
-                 position=outcome.position, redactions=outcome.redactions, similar=len(similar),
-                 merged=outcome.duplicate_id is not None)
+        log.info(
+            "write",
+            repo_id=request.repo_id,
+            memory_id=outcome.memory_id,
+            outcome=outcome.outcome,
+            position=outcome.position,
+            redactions=outcome.redactions,
+            similar=len(similar),
+            merged=outcome.duplicate_id is not None,
+        )
         return write_response(outcome, similar if finder else None)
 
     def update(self, payload: Payload, principal: Principal = LOCAL) -> UpdateResponse:
@@ -338,8 +379,9 @@ class CommandAPI:
         )
         if credit is not None and outcome.utility is not None and outcome.utility.recorded:
             self._reader().ledger().credit([credit])
-        log.info("update", repo_id=request.repo_id, memory_id=outcome.memory_id, mode=request.mode,
-                 position=outcome.position)
+        log.info(
+            "update", repo_id=request.repo_id, memory_id=outcome.memory_id, mode=request.mode, position=outcome.position
+        )
         return UpdateResponse(
             memory_id=outcome.memory_id,
             mode=request.mode,
@@ -352,8 +394,13 @@ class CommandAPI:
     def forget(self, payload: Payload, principal: Principal = LOCAL) -> ForgetResponse:
         request = parse(ForgetRequest, payload)
         outcome = self.log.forget(request.repo_id, request.memory_id, request.reason, actor=principal.name)
-        log.info("forget", repo_id=request.repo_id, memory_id=outcome.memory_id, forgotten=outcome.forgotten,
-                 position=outcome.position)
+        log.info(
+            "forget",
+            repo_id=request.repo_id,
+            memory_id=outcome.memory_id,
+            forgotten=outcome.forgotten,
+            position=outcome.position,
+        )
         return ForgetResponse(memory_id=outcome.memory_id, forgotten=outcome.forgotten, position=outcome.position)
 
     def import_lines(self, lines: Iterable[str | bytes]) -> ImportResponse:
@@ -368,8 +415,13 @@ class CommandAPI:
         prepared = map(functools.partial(_prepare_chunk, workspaces=self.workspaces), _chunks(numbered, 2000))
         with paused_gc():  # one pause over parsing and writing: a collection in between would walk it all
             outcome = self._write_prepared(prepared, line_numbers, problems)
-        log.info("import", lines=len(line_numbers), created=outcome.created, reinforced=outcome.reinforced,
-                 position=outcome.position)
+        log.info(
+            "import",
+            lines=len(line_numbers),
+            created=outcome.created,
+            reinforced=outcome.reinforced,
+            position=outcome.position,
+        )
         return ImportResponse(
             lines=len(line_numbers),
             created=outcome.created,
@@ -378,8 +430,9 @@ class CommandAPI:
             position=outcome.position,
         )
 
-    def _write_prepared(self, prepared: Iterable[_Prepared], line_numbers: list[int],
-                        problems: list[Problem]) -> ImportOutcome:
+    def _write_prepared(
+        self, prepared: Iterable[_Prepared], line_numbers: list[int], problems: list[Problem]
+    ) -> ImportOutcome:
         def stream() -> Iterator[tuple[NewMemory, CleanWrite]]:
             for items, chunk_problems in prepared:
                 problems.extend(chunk_problems)
@@ -411,9 +464,12 @@ class CommandAPI:
         for i, read_id in enumerate(request.read_ids):
             returned = ledger.returned(read_id, request.repo_id)
             if returned is None:
-                raise NotFound("read_not_found", f"read_ids[{i}]",
-                               f"no read {read_id!r} was served for repo {request.repo_id!r} here"
-                               " (or it is older than read_retention_days)")
+                raise NotFound(
+                    "read_not_found",
+                    f"read_ids[{i}]",
+                    f"no read {read_id!r} was served for repo {request.repo_id!r} here"
+                    " (or it is older than read_retention_days)",
+                )
             for mid in returned:
                 returned_by.setdefault(mid, read_id)
         wanted: list[str] = []
@@ -421,24 +477,44 @@ class CommandAPI:
             mid = parse_memory_id(used.memory_id)
             key = str(mid) if mid else used.memory_id
             if key not in returned_by:
-                raise InvalidInput("not_in_read", f"used[{i}].memory_id",
-                                   f"no cited read returned memory {used.memory_id}; feedback credits only memories "
-                                   "the session's reads returned")
+                raise InvalidInput(
+                    "not_in_read",
+                    f"used[{i}].memory_id",
+                    f"no cited read returned memory {used.memory_id}; feedback credits only memories "
+                    "the session's reads returned",
+                )
             if key in wanted:
-                raise InvalidInput("duplicate_memory", f"used[{i}].memory_id", f"memory {used.memory_id} is rated twice")
+                raise InvalidInput(
+                    "duplicate_memory", f"used[{i}].memory_id", f"memory {used.memory_id} is rated twice"
+                )
             wanted.append(key)
         moved = self._within_session_limit(ledger, read_ids, wanted, "used")
         ratings = [
-            (key, UtilityUpdate(used.target, request.confidence, used.rationale, request.context_problem_id,
-                                tuple(used.evidence_refs), returned_by[key]))
-            for key, used in zip(wanted, request.used)
+            (
+                key,
+                UtilityUpdate(
+                    used.target,
+                    request.confidence,
+                    used.rationale,
+                    request.context_problem_id,
+                    tuple(used.evidence_refs),
+                    returned_by[key],
+                ),
+            )
+            for key, used in zip(wanted, request.used, strict=True)
         ]
         commit = request.mode == "commit"
         outcomes, position = self.log.rate(request.repo_id, ratings, commit=commit, actor=principal.name)
         if commit:
             ledger.credit([(returned_by[o.memory_id], o.memory_id) for o in outcomes])
-        log.info("feedback", repo_id=request.repo_id, reads=len(read_ids), rated=len(outcomes), mode=request.mode,
-                 position=position)
+        log.info(
+            "feedback",
+            repo_id=request.repo_id,
+            reads=len(read_ids),
+            rated=len(outcomes),
+            mode=request.mode,
+            position=position,
+        )
         return FeedbackResponse(
             mode=request.mode,
             credited=[Credited(memory_id=o.memory_id, utility=_utility_change(o.utility)) for o in outcomes],
@@ -452,8 +528,11 @@ class CommandAPI:
         request = parse(IndexRequest, payload)
         if request.consistency is not None:
             self._wait_consistent(self._reader(), request.consistency)
-        built = self._reader().index().build(request.repo_id, include_global=request.include_global,
-                                             max_tokens=request.max_tokens)
+        built = (
+            self._reader()
+            .index()
+            .build(request.repo_id, include_global=request.include_global, max_tokens=request.max_tokens)
+        )
         return IndexResponse(**built)
 
     def _check_citation(self, repo_id: str, memory_id: str, read_id: str) -> tuple[str, str]:
@@ -463,12 +542,19 @@ class CommandAPI:
         ledger = self._reader().ledger()
         returned = ledger.returned(read_id, repo_id)
         if returned is None:
-            raise NotFound("read_not_found", path, f"no read {read_id!r} was served for repo {repo_id!r} here"
-                           " (or it is older than read_retention_days)")
+            raise NotFound(
+                "read_not_found",
+                path,
+                f"no read {read_id!r} was served for repo {repo_id!r} here (or it is older than read_retention_days)",
+            )
         mid = parse_memory_id(memory_id)
         if mid is None or str(mid) not in returned:
-            raise InvalidInput("not_in_read", path, f"read {read_id} did not return memory {memory_id}; "
-                               "utility is credited only to memories the read returned")
+            raise InvalidInput(
+                "not_in_read",
+                path,
+                f"read {read_id} did not return memory {memory_id}; "
+                "utility is credited only to memories the read returned",
+            )
         self._within_session_limit(ledger, [read_id], [str(mid)], path)
         return read_id, str(mid)
 
@@ -477,9 +563,12 @@ class CommandAPI:
         beyond `feedback_max_memories`, counting what earlier credits on those reads moved."""
         moved = len(ledger.credited(read_ids) | set(memory_ids))
         if moved > self.feedback_max_memories:
-            raise Conflict("session_limit", path,
-                           f"this session would move {moved} memories; one session may move at most "
-                           f"{self.feedback_max_memories}. Rate only the memories you actually used.")
+            raise Conflict(
+                "session_limit",
+                path,
+                f"this session would move {moved} memories; one session may move at most "
+                f"{self.feedback_max_memories}. Rate only the memories you actually used.",
+            )
         return moved
 
 
@@ -531,7 +620,8 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
         semantic_hops=request.expand.semantic_hops,
         include_problem_links=request.expand.include_problem_links,
         include_update_links=request.expand.include_update_links,
-        token_budget=request.token_budget if request.token_budget is not None or "limit" in request.model_fields_set
+        token_budget=request.token_budget
+        if request.token_budget is not None or "limit" in request.model_fields_set
         else DEFAULT_TOKEN_BUDGET,  # a read that sizes its answer neither way gets the default size
         current_problem_id=request.current_problem_id,
         min_relevance=request.min_relevance,
@@ -542,8 +632,9 @@ def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) ->
 def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None, actor: str | None = None) -> NewMemory:
     memory = request.memory
     return NewMemory(
-        anchors=anchoring.resolve(request.anchors, request.workspace.root if request.workspace else None,
-                                  workspaces or Workspaces.remote()),
+        anchors=anchoring.resolve(
+            request.anchors, request.workspace.root if request.workspace else None, workspaces or Workspaces.remote()
+        ),
         repo_id=request.repo_id,
         text=memory.text,
         kind=memory.kind,
@@ -566,19 +657,41 @@ def _merge_candidate(cmd: NewMemory, clean: CleanWrite, similar: list[Similar]) 
     problem = parse_memory_id(cmd.problem_id) if cmd.problem_id else None
     for s in similar:
         refusal = merge_refusal(
-            status=s.status, kind=s.kind, scope=s.scope, text=s.text, problem_ids=s.problem_ids,
-            anchor_keys=s.anchor_keys, new_kind=cmd.kind, new_scope=cmd.scope, new_text=clean.text,
-            new_problem_id=str(problem) if problem else None, new_anchor_keys=keys, similarity=s.similarity)
+            status=s.status,
+            kind=s.kind,
+            scope=s.scope,
+            text=s.text,
+            problem_ids=s.problem_ids,
+            anchor_keys=s.anchor_keys,
+            new_kind=cmd.kind,
+            new_scope=cmd.scope,
+            new_text=clean.text,
+            new_problem_id=str(problem) if problem else None,
+            new_anchor_keys=keys,
+            similarity=s.similarity,
+        )
         if refusal is None:
             return NearDuplicate(s.memory_id, s.similarity)
     return None
 
 
 def write_response(outcome: WriteOutcome, similar: list[Similar] | None = None) -> WriteResponse:
-    shown = [SimilarMemory(memory_id=s.memory_id, kind=s.kind, scope=s.scope, status=s.status, similarity=s.similarity,
-                           text=short(s.text)) for s in (similar or [])[:SIMILAR_SHOWN]]
-    merged = None if outcome.duplicate_id is None or outcome.similarity is None else \
-        Merged(duplicate_id=outcome.duplicate_id, similarity=outcome.similarity)
+    shown = [
+        SimilarMemory(
+            memory_id=s.memory_id,
+            kind=s.kind,
+            scope=s.scope,
+            status=s.status,
+            similarity=s.similarity,
+            text=short(s.text),
+        )
+        for s in (similar or [])[:SIMILAR_SHOWN]
+    ]
+    merged = (
+        None
+        if outcome.duplicate_id is None or outcome.similarity is None
+        else Merged(duplicate_id=outcome.duplicate_id, similarity=outcome.similarity)
+    )
     return WriteResponse(
         similar=shown,
         similarity_checked=similar is not None,

@@ -68,13 +68,26 @@ class Strata:
         """The command API for one kind of client: local (the CLI, `strata mcp` over stdio, in-process
         callers) may make Strata read files under its workspace roots; `remote` (HTTP, MCP over HTTP)
         never does (interface/app/workspace.py)."""
-        reader = Reader(engine=self.recall, wait=self.wait_for, ledger=self.ledger, index=self.memory_index,
-                        moment=self.moment, recall_at=self.recall_at, browser=self.browser, prepare=self.prepare_past,
-                        past=self.past)
+        reader = Reader(
+            engine=self.recall,
+            wait=self.wait_for,
+            ledger=self.ledger,
+            index=self.memory_index,
+            moment=self.moment,
+            recall_at=self.recall_at,
+            browser=self.browser,
+            prepare=self.prepare_past,
+            past=self.past,
+        )
         workspaces = Workspaces.remote() if remote else Workspaces.for_local(self.settings.workspace_roots)
-        return CommandAPI(self.log, review_writes=self.settings.review_writes, reader=reader,
-                          feedback_max_memories=self.settings.feedback_max_memories,
-                          near_duplicates=self.near_duplicates, workspaces=workspaces)
+        return CommandAPI(
+            self.log,
+            review_writes=self.settings.review_writes,
+            reader=reader,
+            feedback_max_memories=self.settings.feedback_max_memories,
+            near_duplicates=self.near_duplicates,
+            workspaces=workspaces,
+        )
 
     @property
     def embedding_cache_path(self) -> Path:
@@ -93,11 +106,16 @@ class Strata:
 
     def memory_index(self) -> MemoryIndex:
         if self._index is None:
+
             def texts(memory_ids: list[str]) -> dict[str, str]:
                 return {mid: self.log.memory(mid).text for mid in memory_ids}
 
-            self._index = MemoryIndex(self.projection("fts"), self.projection("snapshot"), texts,  # type: ignore[arg-type]
-                                      self.tokens)
+            self._index = MemoryIndex(
+                self.projection("fts"),
+                self.projection("snapshot"),
+                texts,  # type: ignore[arg-type]
+                self.tokens,
+            )
         return self._index
 
     def recall(self, config: RecallConfig | None = None) -> RecallEngine:
@@ -134,9 +152,12 @@ class Strata:
     def past(self) -> PastModels:
         """Read models of the log truncated at a position, built on demand and cached."""
         if self._past is None:
-            self._past = PastModels(self.log, lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
-                                    self.embedding_cache_path,
-                                    keep=self.settings.as_of_models)
+            self._past = PastModels(
+                self.log,
+                lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
+                self.embedding_cache_path,
+                keep=self.settings.as_of_models,
+            )
         return self._past
 
     def prepare_past(self, moment: Moment, vectors: bool) -> None:
@@ -150,9 +171,18 @@ class Strata:
         single_threaded_blas()
         model = self.past().at(moment.position)
         vectors = self.projection("vectors")
-        return RecallEngine(fts=model.fts, index=model.vector_index(), links=model.links, state=model.state,
-                            embedder=vectors.embedder, tokens=self.tokens, archetypes=model.classifier(),  # type: ignore[attr-defined]
-                            ledger=None, positions=lambda: model.position, clock=lambda: moment.time)
+        return RecallEngine(
+            fts=model.fts,
+            index=model.vector_index(),
+            links=model.links,
+            state=model.state,
+            embedder=vectors.embedder,
+            tokens=self.tokens,
+            archetypes=model.classifier(),  # type: ignore[attr-defined]
+            ledger=None,
+            positions=lambda: model.position,
+            clock=lambda: moment.time,
+        )
 
     def browser(self, moment: Moment | None = None) -> Browser:
         """Paged views of what the store holds now (the snapshot compacted to the head first), or held
@@ -160,11 +190,23 @@ class Strata:
         if moment is None:
             self.compact()
             snapshot = self.projection("snapshot")
-            return Browser(self.projection("fts"), snapshot, self.projection("links"),  # type: ignore[arg-type]
-                           position=snapshot.position, now=datetime.now(UTC), half_life_days=RecallConfig.half_life_days)
+            return Browser(
+                self.projection("fts"),
+                snapshot,
+                self.projection("links"),  # type: ignore[arg-type]
+                position=snapshot.position,
+                now=datetime.now(UTC),
+                half_life_days=RecallConfig.half_life_days,
+            )
         model = self.past().at(moment.position)
-        return Browser(model.fts, model.snapshot, model.links, position=model.position, now=moment.time,
-                       half_life_days=RecallConfig.half_life_days)
+        return Browser(
+            model.fts,
+            model.snapshot,
+            model.links,
+            position=model.position,
+            now=moment.time,
+            half_life_days=RecallConfig.half_life_days,
+        )
 
     def ledger(self) -> ReadLedger:
         if self._ledger is None:
@@ -182,7 +224,9 @@ class Strata:
 
     def projection(self, name: str) -> Projection:
         if name not in PROJECTIONS:
-            raise InvalidInput("unknown_projection", "projection", f"no projection {name!r}; one of {', '.join(PROJECTIONS)}")
+            raise InvalidInput(
+                "unknown_projection", "projection", f"no projection {name!r}; one of {', '.join(PROJECTIONS)}"
+            )
         if name not in self._projections:
             self._projections[name] = self._open(name)
         return self._projections[name]
@@ -233,18 +277,27 @@ class Strata:
         compaction and the consolidation report (`strata reflect` over every repo: logged, and
         recorded only with settings.reflect_apply)."""
         jobs: dict[str, tuple[Callable[[], object], float]] = {
-            "housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)}
+            "housekeeping": (self.housekeeping, self.settings.housekeeping_interval_seconds)
+        }
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
             jobs["reflect"] = (self.scheduled_reflect, self.settings.reflect_interval_seconds)
         return build_scheduler(jobs)
 
-    def reflect(self, repo_id: str | None = None, *, everything: bool = False, apply: bool = False,
-                now: datetime | None = None) -> dict[str, Any]:
+    def reflect(
+        self, repo_id: str | None = None, *, everything: bool = False, apply: bool = False, now: datetime | None = None
+    ) -> dict[str, Any]:
         """Consolidation reports (workers/consolidation.py) for a repo, the global pool (None), or every
         pool; `apply` records their actions. The caller brings the snapshot up to date first."""
-        return consolidation.reflect(self.log, self.settings.projection_dir, self.settings.reflect_truth_floor,
-                                     repo_id, everything=everything, apply=apply, now=now)
+        return consolidation.reflect(
+            self.log,
+            self.settings.projection_dir,
+            self.settings.reflect_truth_floor,
+            repo_id,
+            everything=everything,
+            apply=apply,
+            now=now,
+        )
 
     def scheduled_reflect(self) -> dict[str, object]:
         """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it
@@ -252,8 +305,11 @@ class Strata:
         the actions are recorded only when settings.reflect_apply is on (otherwise the report is logged
         and nothing changes)."""
         result = self.reflect(everything=True, apply=self.settings.reflect_apply)
-        return {"pools": len(result["reports"]), "actions": sum(len(r["actions"]) for r in result["reports"]),
-                "applied": self.settings.reflect_apply}
+        return {
+            "pools": len(result["reports"]),
+            "actions": sum(len(r["actions"]) for r in result["reports"]),
+            "applied": self.settings.reflect_apply,
+        }
 
     def _open(self, name: str) -> Projection:
         folder = self.settings.projection_dir
@@ -268,7 +324,9 @@ class Strata:
         if name == "archetypes":
             return ArchetypesProjection(path)
         if self.embedder is None:
-            self.embedder = MiniLMEmbedder(model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads)
+            self.embedder = MiniLMEmbedder(
+                model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads
+            )
         if self._cache is None:
             self._cache = EmbeddingCache(self.embedding_cache_path)
         return VectorProjection(path, self.embedder, self._cache)
@@ -325,23 +383,31 @@ def open_log(settings: Settings) -> MemoryLog:
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InvalidInput("invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}") from None
+        raise InvalidInput(
+            "invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}"
+        ) from None
     if settings.event_store == "postgres":
         return _open_postgres_log(settings)
     try:
-        return MemoryLog(env=_log_env({
-            "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
-            "SQLITE_DBNAME": str(settings.event_db),
-            "SQLITE_LOCK_TIMEOUT": "10",
-        }))
+        return MemoryLog(
+            env=_log_env(
+                {
+                    "PERSISTENCE_MODULE": "strata_recall.domain.persistence:TunedSQLiteFactory",
+                    "SQLITE_DBNAME": str(settings.event_db),
+                    "SQLITE_LOCK_TIMEOUT": "10",
+                }
+            )
+        )
     except (sqlite3.OperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
         # held too long (a file that is no database is not something to retry: that stays an internal error)
         # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
         full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""
         raise EventStoreUnavailable(
-            "event_log_unavailable", "",
+            "event_log_unavailable",
+            "",
             f"the event log ({settings.event_db}) cannot be opened right now ({' '.join(str(exc).split())[:300]}{full}); "
-            "nothing was recorded: retry once it is fixed (strata doctor checks the data directory and the log)") from None
+            "nothing was recorded: retry once it is fixed (strata doctor checks the data directory and the log)",
+        ) from None
 
 
 def _disk_full(folder: Path) -> bool:
@@ -362,20 +428,25 @@ def _open_postgres_log(settings: Settings) -> MemoryLog:
     try:
         import psycopg  # noqa: F401 - the driver is an optional dependency
     except ImportError:
-        raise InvalidInput("postgres_not_installed", "event_store",
-                           "the PostgreSQL event log needs its driver: pip install 'strata-recall[postgres]'") from None
+        raise InvalidInput(
+            "postgres_not_installed",
+            "event_store",
+            "the PostgreSQL event log needs its driver: pip install 'strata-recall[postgres]'",
+        ) from None
     password = settings.postgres_password.get_secret_value() if settings.postgres_password else ""
-    env = _log_env({
-        "PERSISTENCE_MODULE": "strata_recall.domain.persistence:StrataPostgresFactory",
-        "POSTGRES_HOST": settings.postgres_host,
-        "POSTGRES_PORT": str(settings.postgres_port),
-        "POSTGRES_DBNAME": settings.postgres_dbname,
-        "POSTGRES_USER": settings.postgres_user,
-        "POSTGRES_PASSWORD": password,
-        "POSTGRES_SCHEMA": settings.postgres_schema,
-        "POSTGRES_POOL_SIZE": str(settings.postgres_pool_size),
-        "CREATE_TABLE": "y",
-    })
+    env = _log_env(
+        {
+            "PERSISTENCE_MODULE": "strata_recall.domain.persistence:StrataPostgresFactory",
+            "POSTGRES_HOST": settings.postgres_host,
+            "POSTGRES_PORT": str(settings.postgres_port),
+            "POSTGRES_DBNAME": settings.postgres_dbname,
+            "POSTGRES_USER": settings.postgres_user,
+            "POSTGRES_PASSWORD": password,
+            "POSTGRES_SCHEMA": settings.postgres_schema,
+            "POSTGRES_POOL_SIZE": str(settings.postgres_pool_size),
+            "CREATE_TABLE": "y",
+        }
+    )
     # tuning keys eventsourcing reads (STRATA_POSTGRES_CONNECT_TIMEOUT, ..._LOCK_TIMEOUT, ..._MAX_OVERFLOW)
     # still pass through from the environment; these are only defaults
     env.setdefault("POSTGRES_CONNECT_TIMEOUT", "10")
@@ -386,8 +457,9 @@ def _open_postgres_log(settings: Settings) -> MemoryLog:
     except PersistenceError as exc:  # reached the server, but could not create or read the log's tables
         where = f"{settings.postgres_user}@{settings.postgres_host}:{settings.postgres_port}/{settings.postgres_dbname}"
         detail = scrub(" ".join(str(exc).split()), password)
-        raise EventStoreUnavailable("event_store_unavailable", "postgres",
-                                    f"cannot use the PostgreSQL event log at {where}: {detail}") from None
+        raise EventStoreUnavailable(
+            "event_store_unavailable", "postgres", f"cannot use the PostgreSQL event log at {where}: {detail}"
+        ) from None
 
 
 def build(settings: Settings, embedder: Embedder | None = None) -> Strata:

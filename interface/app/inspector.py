@@ -54,8 +54,12 @@ _MEMORY_TOPICS = [get_topic(kind) for kind in MEMORY_EVENTS]
 
 
 class Inspector:
-    def __init__(self, memory_log: MemoryLog, moment: Callable[[int | datetime], Moment],
-                 browser: Callable[[Moment | None], Browser]) -> None:
+    def __init__(
+        self,
+        memory_log: MemoryLog,
+        moment: Callable[[int | datetime], Moment],
+        browser: Callable[[Moment | None], Browser],
+    ) -> None:
         self.log, self._moment, self._browser = memory_log, moment, browser
 
     def _at(self, as_of: int | datetime | None) -> tuple[Moment | None, Browser]:
@@ -67,12 +71,24 @@ class Inspector:
     def memories(self, request: MemoriesRequest) -> MemoriesResponse:
         moment, browser = self._at(request.as_of)
         total, rows = browser.memories(
-            request.repo_id, include_global=request.include_global, query=request.query, kinds=request.kinds,
-            statuses=request.statuses, maturities=request.maturities, order=request.order, offset=request.offset,
-            limit=request.limit)
-        return MemoriesResponse(repo_id=request.repo_id, total=total, offset=request.offset,
-                                items=summaries(browser, request.repo_id, rows), position=browser.position,
-                                as_of=moment and moment.as_dict())
+            request.repo_id,
+            include_global=request.include_global,
+            query=request.query,
+            kinds=request.kinds,
+            statuses=request.statuses,
+            maturities=request.maturities,
+            order=request.order,
+            offset=request.offset,
+            limit=request.limit,
+        )
+        return MemoriesResponse(
+            repo_id=request.repo_id,
+            total=total,
+            offset=request.offset,
+            items=summaries(browser, request.repo_id, rows),
+            position=browser.position,
+            as_of=moment and moment.as_dict(),
+        )
 
     def overview(self, request: OverviewRequest) -> OverviewResponse:
         """What the repo sees at a glance: counts by kind, status and maturity, memories written per day,
@@ -87,30 +103,48 @@ class Inspector:
         until = browser.now.date()
         since = until - timedelta(days=request.days - 1)
         per_day = browser.written_per_day(repo, since.isoformat(), include_global=include_global)
-        pending, waiting = browser.memories(repo, include_global=include_global, statuses=["pending"], order="oldest",
-                                            limit=OVERVIEW_LISTED)
+        pending, waiting = browser.memories(
+            repo, include_global=include_global, statuses=["pending"], order="oldest", limit=OVERVIEW_LISTED
+        )
         in_doubt, doubtful = browser.doubtful(repo, IN_DOUBT, OVERVIEW_LISTED, include_global=include_global)
         return OverviewResponse(
-            repo_id=repo, total=sum(counts.values()), global_memories=shared,
+            repo_id=repo,
+            total=sum(counts.values()),
+            global_memories=shared,
             counts=[KindCount(kind=k, status=s, maturity=m, count=n) for (k, s, m), n in sorted(counts.items())],
-            since=since.isoformat(), until=until.isoformat(),
+            since=since.isoformat(),
+            until=until.isoformat(),
             activity=[DayCount(day=d, kind=k, written=n) for (d, k), n in sorted(per_day.items())],
-            pending=pending, review=summaries(browser, repo, waiting), in_doubt=in_doubt,
-            doubtful=summaries(browser, repo, doubtful), position=browser.position, as_of=moment and moment.as_dict())
+            pending=pending,
+            review=summaries(browser, repo, waiting),
+            in_doubt=in_doubt,
+            doubtful=summaries(browser, repo, doubtful),
+            position=browser.position,
+            as_of=moment and moment.as_dict(),
+        )
 
     def review_queue(self, request: ReviewQueueRequest) -> MemoriesResponse:
         """The memories waiting for a person's review, oldest first."""
-        return self.memories(MemoriesRequest(repo_id=request.repo_id, include_global=request.include_global,
-                                             statuses=["pending"], order="oldest", offset=request.offset,
-                                             limit=request.limit, as_of=request.as_of))
+        return self.memories(
+            MemoriesRequest(
+                repo_id=request.repo_id,
+                include_global=request.include_global,
+                statuses=["pending"],
+                order="oldest",
+                offset=request.offset,
+                limit=request.limit,
+                as_of=request.as_of,
+            )
+        )
 
     def repos(self, request: ReposRequest, may_use: Callable[[str], bool] = lambda repo_id: True) -> ReposResponse:
         """The repos with memories of their own (or proposals waiting for review), those `may_use` allows only."""
         moment, browser = self._at(request.as_of)
         repos, shared = browser.repos()
         repos = [r for r in repos if may_use(r["repo_id"])]
-        return ReposResponse(repos=repos, global_memories=shared, position=browser.position,
-                             as_of=moment and moment.as_dict())
+        return ReposResponse(
+            repos=repos, global_memories=shared, position=browser.position, as_of=moment and moment.as_dict()
+        )
 
     # --- one memory ---------------------------------------------------------------------------
 
@@ -124,17 +158,25 @@ class Inspector:
         state["truth_decayed"] = round(beliefs.decayed(memory.truth_value, days, browser.half_life_days), 4)
         positions = self.log.positions(memory.id)
         moved = moves(self.log.history(memory.id))
-        events = [attach({**record, "position": positions.get(record["version"])}, moved.get(record["version"]))
-                  for record in history(self.log, memory, viewer, visible_ids) if record["version"] <= memory.version]
+        events = [
+            attach({**record, "position": positions.get(record["version"])}, moved.get(record["version"]))
+            for record in history(self.log, memory, viewer, visible_ids)
+            if record["version"] <= memory.version
+        ]
 
         def related(ids: Iterable[str]) -> list[MemorySummary]:
             return summaries(browser, viewer, browser.visible(viewer, ids))
 
         return MemoryResponse(
-            memory=state, history=events, case=self._case(browser, viewer, memory, state),
+            memory=state,
+            history=events,
+            case=self._case(browser, viewer, memory, state),
             change_chain=related(c["change_memory_id"] for c in state["change_chain"]),
-            change_targets=related(state["change_targets"]), related=related(state["related_ids"]),
-            position=browser.position, as_of=moment and moment.as_dict())
+            change_targets=related(state["change_targets"]),
+            related=related(state["related_ids"]),
+            position=browser.position,
+            as_of=moment and moment.as_dict(),
+        )
 
     def _memory(self, raw_id: str, viewer: str, browser: Browser, moment: Moment | None) -> Memory:
         if moment is None:
@@ -142,8 +184,9 @@ class Inspector:
         mid = parse_memory_id(raw_id)
         memory = browser.snapshot.load([str(mid)]).get(str(mid)) if mid else None
         if memory is None or not memory.visible_to(viewer):
-            raise NotFound("not_found", "memory_id", f"no memory {raw_id!r} in repo {viewer!r} at log position "
-                           f"{moment.position}")
+            raise NotFound(
+                "not_found", "memory_id", f"no memory {raw_id!r} in repo {viewer!r} at log position {moment.position}"
+            )
         return memory
 
     def _case(self, browser: Browser, viewer: str, memory: Memory, state: dict[str, Any]) -> Case:
@@ -153,9 +196,11 @@ class Inspector:
         if not problem or problem[0]["kind"] != "problem":
             return Case(problem=None, solutions=[], failed_tactics=[])
         attached = browser.attached(problem_id)  # type: ignore[arg-type]
-        return Case(problem=summaries(browser, viewer, problem)[0],
-                    solutions=summaries(browser, viewer, browser.visible(viewer, attached["solves"])),
-                    failed_tactics=summaries(browser, viewer, browser.visible(viewer, attached["failed_on"])))
+        return Case(
+            problem=summaries(browser, viewer, problem)[0],
+            solutions=summaries(browser, viewer, browser.visible(viewer, attached["solves"])),
+            failed_tactics=summaries(browser, viewer, browser.visible(viewer, attached["failed_on"])),
+        )
 
     # --- the timeline -------------------------------------------------------------------------
 
@@ -185,8 +230,12 @@ class Inspector:
             cursor = next_cursor
         rows = browser.rows(str(e.originator_id) for _, e in found)
         events = self._shown(viewer, [(position, event, rows[str(event.originator_id)]) for position, event in found])
-        return TimelineResponse(events=events, next_before=cursor + 1 if cursor >= 1 else None,
-                                position=browser.position, as_of=moment and moment.as_dict())
+        return TimelineResponse(
+            events=events,
+            next_before=cursor + 1 if cursor >= 1 else None,
+            position=browser.position,
+            as_of=moment and moment.as_dict(),
+        )
 
     def _shown(self, viewer: str, found: list[tuple[int, Any, dict[str, Any]]]) -> list[TimelineEvent]:
         """Each event as the viewer may see it; a global memory's events are judged over its whole
@@ -199,8 +248,9 @@ class Inspector:
         for position, event, row in found:
             key = str(event.originator_id)
             if row["scope"] == "global" and key not in full:
-                judged = visibility.history(self.log.history(event.originator_id), row["scope"], row["repo_id"],
-                                            viewer, visible_ids)
+                judged = visibility.history(
+                    self.log.history(event.originator_id), row["scope"], row["repo_id"], viewer, visible_ids
+                )
                 full[key] = {e.originator_version: shown_in_full for e, shown_in_full in judged}
             in_full = full.get(key, {}).get(event.originator_version, True)
             text = row["text"] if len(row["text"]) <= TIMELINE_TEXT else row["text"][: TIMELINE_TEXT - 1] + "…"
@@ -211,15 +261,32 @@ class Inspector:
 
 def summaries(browser: Browser, viewer: str, rows: list[dict[str, Any]]) -> list[MemorySummary]:
     """Summaries as `viewer` sees them: on another repo's global memory, only the changes it may see count."""
-    foreign = {c["change_memory_id"] for r in rows if not (r["scope"] == "repo" and r["repo_id"] == viewer)
-               for c in r["change_chain"]}
+    foreign = {
+        c["change_memory_id"]
+        for r in rows
+        if not (r["scope"] == "repo" and r["repo_id"] == viewer)
+        for c in r["change_chain"]
+    }
     seen = {r["memory_id"] for r in browser.visible(viewer, foreign)} if foreign else set()
     out = []
     for r in rows:
         own = r["scope"] == "repo" and r["repo_id"] == viewer
         changes = len(r["change_chain"]) if own else sum(1 for c in r["change_chain"] if c["change_memory_id"] in seen)
-        out.append(MemorySummary(
-            memory_id=r["memory_id"], kind=r["kind"], scope=r["scope"], status=r["status"], text=r["text"],
-            truth=r["truth"], truth_decayed=r["truth_decayed"], utility=r["utility"], maturity=r["maturity"],
-            validations=r["validations"], created=r["created"], last_validated=r["last_validated"], changes=changes))
+        out.append(
+            MemorySummary(
+                memory_id=r["memory_id"],
+                kind=r["kind"],
+                scope=r["scope"],
+                status=r["status"],
+                text=r["text"],
+                truth=r["truth"],
+                truth_decayed=r["truth_decayed"],
+                utility=r["utility"],
+                maturity=r["maturity"],
+                validations=r["validations"],
+                created=r["created"],
+                last_validated=r["last_validated"],
+                changes=changes,
+            )
+        )
     return out

@@ -33,7 +33,7 @@ def _redacted(key: str, text: str) -> str:
     if key.isidentifier():
         keyed = sanitise(f"{key}={text}").text
         if keyed.startswith(f"{key}="):
-            return keyed[len(key) + 1:]
+            return keyed[len(key) + 1 :]
     return sanitise(text).text
 
 
@@ -93,10 +93,12 @@ def route_stdlib_logging(level: str = "warning", fmt: str = "console") -> None:
     (Done before the SDK's MCPServer is built: it would otherwise install a handler of its own on the
     root logger.)"""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _renderer(fmt)],
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *SHARED],
-    ))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _renderer(fmt)],
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *SHARED],
+        )
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -30,8 +30,11 @@ def moves(events: Iterable[Any]) -> dict[int, dict[str, dict[str, float]]]:
         before = _values(memory, problem)
         memory = event.mutate(memory)
         after = _values(memory, problem)
-        moved = {name: {"before": b, "after": a} for (name, b), a in zip(before.items(), after.values(), strict=True)
-                 if b != a}
+        moved = {
+            name: {"before": b, "after": a}
+            for (name, b), a in zip(before.items(), after.values(), strict=True)
+            if b != a
+        }
         if moved:
             out[event.originator_version] = moved
     return out

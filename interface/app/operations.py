@@ -128,7 +128,9 @@ class Operation:
     the response itself (a read by query answers in brief); the tool then leaves out what says nothing
     (interface/app/lean.py)."""
 
-    def call(self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL) -> BaseModel:
+    def call(
+        self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL
+    ) -> BaseModel:
         """The operation on `api` as `principal` (the caller checked access first: interface/app/access.py)."""
         return getattr(api, self.method)(payload, principal=principal)
 
@@ -383,7 +385,7 @@ OPERATIONS: dict[str, Operation] = {
             response=WhoamiResponse,
             summary="Inspector: the token this request came through: its name, operations and repos.",
             description="The token's name (as events record it), its operations, repo patterns and whether it may "
-                        "touch global memories; the inspector shows only what it may see and do.",
+            "touch global memories; the inspector shows only what it may see and do.",
             example={},
             read_only=True,
             permission=None,

@@ -52,57 +52,84 @@ class Settings(BaseModel):
         8, ge=1, le=100, description="Most memories one session's feedback may move (the reads it cites)."
     )
     read_retention_days: float = Field(
-        30.0, gt=0, description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads."
+        30.0,
+        gt=0,
+        description="How long a read can be cited by feedback or a utility update; housekeeping forgets older reads.",
     )
     near_duplicates: bool = Field(
-        True, description="Check writes against the nearest memories where the embedding model is loaded (serve, "
-                          "mcp): report them in `similar`, and reinforce one the write repeats instead of duplicating it.")
+        True,
+        description="Check writes against the nearest memories where the embedding model is loaded (serve, "
+        "mcp): report them in `similar`, and reinforce one the write repeats instead of duplicating it.",
+    )
     reflect_interval_seconds: float = Field(
-        86400.0, gt=0, description="How often a serving process or worker runs `strata reflect` over every repo.")
+        86400.0, gt=0, description="How often a serving process or worker runs `strata reflect` over every repo."
+    )
     reflect_apply: bool = Field(
-        False, description="Scheduled reflect records its actions (archive, merge, link); by default it only logs "
-                           "its report.")
+        False,
+        description="Scheduled reflect records its actions (archive, merge, link); by default it only logs its report.",
+    )
     reflect_truth_floor: float = Field(
-        0.1, ge=0, le=1, description="Memories whose decayed truth is below this are archived by reflect.")
+        0.1, ge=0, le=1, description="Memories whose decayed truth is below this are archived by reflect."
+    )
     max_waiting_reads: int = Field(
-        32, ge=1, le=10_000,
-        description="Most reads a serving process lets wait for consistency.after_position at once.")
+        32,
+        ge=1,
+        le=10_000,
+        description="Most reads a serving process lets wait for consistency.after_position at once.",
+    )
     read_your_writes_seconds: float = Field(
-        5.0, ge=0, le=300,
+        5.0,
+        ge=0,
+        le=300,
         description="In an MCP session, how long a read or memory_index waits for the projections to reach the "
-                    "session's last write before it answers anyway, saying it is behind (consistency.behind).")
+        "session's last write before it answers anyway, saying it is behind (consistency.behind).",
+    )
     as_of_models: int = Field(
-        1, ge=1, le=16,
+        1,
+        ge=1,
+        le=16,
         description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
-                    "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).")
+        "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).",
+    )
     workspace_roots: list[Path] = Field(
         default_factory=list,
         description="Folders whose files a local client (the CLI, `strata mcp` over stdio) may have Strata read for "
-                    "anchors and workspaces, besides the git working tree the process starts in (comma-separated "
-                    "in STRATA_WORKSPACE_ROOTS). A client over HTTP never makes Strata read a file.")
+        "anchors and workspaces, besides the git working tree the process starts in (comma-separated "
+        "in STRATA_WORKSPACE_ROOTS). A client over HTTP never makes Strata read a file.",
+    )
     request_stall_seconds: float = Field(
-        30.0, gt=0, le=86400,
+        30.0,
+        gt=0,
+        le=86400,
         description="An operation that holds a serving process's lane longer than this is logged "
-                    "(request_stalled) and marks /healthz degraded until it finishes.")
+        "(request_stalled) and marks /healthz degraded until it finishes.",
+    )
     max_as_of_builds: int = Field(
-        2, ge=1, le=16,
+        2,
+        ge=1,
+        le=16,
         description="Most distinct past moments (`as_of`) a serving process builds, waits to build or serves at once; "
-                    "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
-                    "under way shares its build.")
+        "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
+        "under way shares its build.",
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
     token: SecretStr | None = Field(
-        None, description="The single all-powerful bearer token (recorded as `default`); a non-loopback bind needs it "
-                          "or a named token (`strata token create`, docs/SECURITY.md).")
+        None,
+        description="The single all-powerful bearer token (recorded as `default`); a non-loopback bind needs it "
+        "or a named token (`strata token create`, docs/SECURITY.md).",
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host names `strata serve` answers to besides loopback names and its bound address "
-                    "(comma-separated in STRATA_ALLOWED_HOSTS); '*' turns the Host check off.")
+        "(comma-separated in STRATA_ALLOWED_HOSTS); '*' turns the Host check off.",
+    )
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Web origins (scheme://host:port) whose pages may call `strata serve`, besides its own "
-                    "(comma-separated in STRATA_ALLOWED_ORIGINS).")
+        "(comma-separated in STRATA_ALLOWED_ORIGINS).",
+    )
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"
     postgres_host: str = "127.0.0.1"
@@ -143,9 +170,7 @@ def _from_env(environ: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def load_settings(
-    config_file: Path | None = None, environ: dict[str, str] | None = None, **overrides: Any
-) -> Settings:
+def load_settings(config_file: Path | None = None, environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
     env = dict(os.environ if environ is None else environ)
     explicit = config_file or (Path(env["STRATA_CONFIG"]) if env.get("STRATA_CONFIG") else None)
     path = explicit or default_config_file()
@@ -165,5 +190,9 @@ def load_settings(
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise InvalidInput("invalid_config", field, f"setting {field}: {first['msg']}") from exc
-    return settings.model_copy(update={"data_dir": settings.data_dir.expanduser(),
-                                       "workspace_roots": [root.expanduser() for root in settings.workspace_roots]})
+    return settings.model_copy(
+        update={
+            "data_dir": settings.data_dir.expanduser(),
+            "workspace_roots": [root.expanduser() for root in settings.workspace_roots],
+        }
+    )

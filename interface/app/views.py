@@ -51,8 +51,9 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
     links and changes."""
     foreign = viewer is not None and not (m.scope == "repo" and m.repo_id == viewer)
     seen = (visible_ids or (lambda ids: set(ids))) if foreign else (lambda ids: set(ids))
-    linked = seen([*m.utility, *m.problem_ids, *m.related_ids, *m.change_targets,
-                   *(c["change_memory_id"] for c in m.changes)])
+    linked = seen(
+        [*m.utility, *m.problem_ids, *m.related_ids, *m.change_targets, *(c["change_memory_id"] for c in m.changes)]
+    )
     return {
         "memory_id": m.memory_id,
         "kind": m.kind,
@@ -64,7 +65,9 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
         "confidence": m.confidence,
         "truth": round(m.truth_value, 4),
         "utility": round(m.global_utility, 4),
-        "utility_by_problem": {k or "(none)": round(m.utility_for(k or None), 4) for k in m.utility if not k or k in linked},
+        "utility_by_problem": {
+            k or "(none)": round(m.utility_for(k or None), 4) for k in m.utility if not k or k in linked
+        },
         "maturity": beliefs.maturity(m.validations, m.truth_value),
         "validations": m.validations,
         "reinforcements": m.reinforcements,
@@ -75,7 +78,9 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
         "change_chain": [c for c in m.changes if c["change_memory_id"] in linked],
         "evidence_refs": [public_ref(ref) for ref in m.evidence_refs],
         "anchors": [public_anchor(a) for a in m.anchor_list],
-        "merged": [{"duplicate_id": e["duplicate_id"], "similarity": e["similarity"]} for e in getattr(m, "merged", [])],
+        "merged": [
+            {"duplicate_id": e["duplicate_id"], "similarity": e["similarity"]} for e in getattr(m, "merged", [])
+        ],
         "author": m.author,
         "version": m.version,
         "created": m.created_on.isoformat(),
@@ -91,8 +96,10 @@ _EFFECT = ("target", "confidence", "weight", "source")
 def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:
     """The memory's events as `viewer` may see them (domain/visibility.py): in full, or withheld."""
     visible_ids = visible_ids or visible_in_log(log, viewer)
-    return [shown(event, full, viewer)
-            for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids)]
+    return [
+        shown(event, full, viewer)
+        for event, full in visibility.history(log.history(m.id), m.scope, m.repo_id, viewer, visible_ids)
+    ]
 
 
 def shown(event: Any, full: bool, viewer: str | None, position: int | None = None) -> dict[str, Any]:

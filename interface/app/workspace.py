@@ -43,25 +43,37 @@ READ_THREADS = 4
 """Reads in flight at once; a read abandoned while stuck keeps its thread, so once every thread is
 stuck further reads are refused at once instead of piling up."""
 NOT_READABLE = "not_readable"
-_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
-               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 def not_readable(path: str, what: str) -> NotFound:
     """The one refusal for a folder or file Strata will not read, whatever the reason."""
-    return NotFound(NOT_READABLE, path,
-                    f"{what} is not readable here: Strata reads only regular files of at most "
-                    f"{MAX_FILE_BYTES // 1_000_000} MB whose real path lies under a workspace root of this "
-                    "process (the git working tree it was started in, and the workspace_roots setting); "
-                    "missing, outside those roots, not a regular file, too large or unreadable all look alike")
+    return NotFound(
+        NOT_READABLE,
+        path,
+        f"{what} is not readable here: Strata reads only regular files of at most "
+        f"{MAX_FILE_BYTES // 1_000_000} MB whose real path lies under a workspace root of this "
+        "process (the git working tree it was started in, and the workspace_roots setting); "
+        "missing, outside those roots, not a regular file, too large or unreadable all look alike",
+    )
 
 
 def files_required(path: str) -> InvalidInput:
-    return InvalidInput("workspace_files_required", path,
-                        "this Strata does not read its own disk for a client that is not local (HTTP, MCP over "
-                        "HTTP): send workspace.files instead, {\"<path>\": \"<the file's fingerprint>\" or null when "
-                        "it is gone}, and with each anchor its fingerprint and file_fingerprint "
-                        "(`strata fingerprint FILE [--symbol S | --lines A-B]` prints them)")
+    return InvalidInput(
+        "workspace_files_required",
+        path,
+        "this Strata does not read its own disk for a client that is not local (HTTP, MCP over "
+        'HTTP): send workspace.files instead, {"<path>": "<the file\'s fingerprint>" or null when '
+        "it is gone}, and with each anchor its fingerprint and file_fingerprint "
+        "(`strata fingerprint FILE [--symbol S | --lines A-B]` prints them)",
+    )
 
 
 def real(path: str | Path) -> Path | None:
@@ -94,8 +106,9 @@ def git_tree(start: Path) -> Path | None:
 class FileReader:
     """Reads a file under a root, bounded in size and time, regular files only (module docstring)."""
 
-    def __init__(self, max_bytes: int = MAX_FILE_BYTES, timeout_s: float = READ_TIMEOUT_S,
-                 threads: int = READ_THREADS) -> None:
+    def __init__(
+        self, max_bytes: int = MAX_FILE_BYTES, timeout_s: float = READ_TIMEOUT_S, threads: int = READ_THREADS
+    ) -> None:
         self.max_bytes, self.timeout_s = max_bytes, timeout_s
         self._slots = threading.BoundedSemaphore(threads)
 

@@ -30,9 +30,15 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
     counts the others: a client's fingerprints are compared only with what clients send)."""
     root = local_root(root_text, "root")
     strata.compact()  # the snapshot follows the log itself: no model, no other projection needed
-    rows = strata.projection("snapshot").conn.execute(
-        f"SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
-        " AND anchors != '[]' AND status IN ('active', 'pending') ORDER BY created", (repo_id,)).fetchall()
+    rows = (
+        strata.projection("snapshot")
+        .conn.execute(
+            f"SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
+            " AND anchors != '[]' AND status IN ('active', 'pending') ORDER BY created",
+            (repo_id,),
+        )
+        .fetchall()
+    )
     head = git_head(root)
     reader = FileReader()
     tree = Workspace(read=lambda path: reader.read(root, path))
@@ -48,11 +54,27 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
             if state in (CHANGED, MISSING):
                 found.append((anchor, state))
         if found:
-            drifted.append({"memory_id": memory_id, "kind": kind, "status": status, "text": short(text),
-                            "anchors": [{"key": a.key, "state": state, "commit": a.commit} for a, state in found]})
-    report: dict[str, Any] = {"ok": True, "repo_id": repo_id, "root": str(root), "commit": head,
-                              "checked": len(rows), "unjudged": unjudged, "drifted": drifted, "applied": apply,
-                              "recorded": 0, "position": None}
+            drifted.append(
+                {
+                    "memory_id": memory_id,
+                    "kind": kind,
+                    "status": status,
+                    "text": short(text),
+                    "anchors": [{"key": a.key, "state": state, "commit": a.commit} for a, state in found],
+                }
+            )
+    report: dict[str, Any] = {
+        "ok": True,
+        "repo_id": repo_id,
+        "root": str(root),
+        "commit": head,
+        "checked": len(rows),
+        "unjudged": unjudged,
+        "drifted": drifted,
+        "applied": apply,
+        "recorded": 0,
+        "position": None,
+    }
     if apply:
         for item in drifted:
             drifts = [AnchorDrift(a["key"], gone=a["state"] == MISSING) for a in item["anchors"]]
@@ -60,14 +82,23 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
             item["recorded"] = bool(outcome.recorded)
             report["recorded"] += bool(outcome.recorded)
             report["position"] = outcome.position or report["position"]
-        log.info("anchors_checked", repo_id=repo_id, checked=len(rows), drifted=len(drifted),
-                 recorded=report["recorded"], position=report["position"])
+        log.info(
+            "anchors_checked",
+            repo_id=repo_id,
+            checked=len(rows),
+            drifted=len(drifted),
+            recorded=report["recorded"],
+            position=report["position"],
+        )
     return report
 
 
 def render_check(report: dict[str, Any]) -> str:
-    lines = [f"{report['checked']} anchored memories of {report['repo_id']} checked against {report['root']}"
-             + (f" at {report['commit'][:12]}" if report["commit"] else "") + f": {len(report['drifted'])} drifted"]
+    lines = [
+        f"{report['checked']} anchored memories of {report['repo_id']} checked against {report['root']}"
+        + (f" at {report['commit'][:12]}" if report["commit"] else "")
+        + f": {len(report['drifted'])} drifted"
+    ]
     for item in report["drifted"]:
         recorded = ""
         if report["applied"]:
@@ -77,9 +108,11 @@ def render_check(report: dict[str, Any]) -> str:
             since = f" since {a['commit'][:12]}" if a["commit"] else ""
             lines.append(f"    {a['key']}: {'changed' if a['state'] == CHANGED else 'gone'}{since}")
     if report["unjudged"]:
-        lines.append(f"{report['unjudged']} anchors not judged: their fingerprints came from a client (compared only "
-                     "with the file fingerprints a client sends with a read) or were recorded before Strata kept "
-                     "track of that (write the memory again with its anchors to re-anchor it)")
+        lines.append(
+            f"{report['unjudged']} anchors not judged: their fingerprints came from a client (compared only "
+            "with the file fingerprints a client sends with a read) or were recorded before Strata kept "
+            "track of that (write the memory again with its anchors to re-anchor it)"
+        )
     if report["drifted"] and not report["applied"]:
         lines.append("dry run: nothing recorded (add --apply to lower their truth once per drift)")
     return "\n".join(lines)
@@ -98,8 +131,14 @@ def fingerprint_file(file: Path, symbol: str | None = None, lines: str | None = 
     if text is None:
         what = f"symbol {symbol!r}" if symbol else f"lines {lines}"
         raise NotFound("anchor_not_found", "symbol" if symbol else "lines", f"no {what} in {file}")
-    return {"ok": True, "path": file.as_posix(), "symbol": symbol, "lines": list(span) if span else None,
-            "fingerprint": fingerprint(text), "file_fingerprint": fingerprint(source)}
+    return {
+        "ok": True,
+        "path": file.as_posix(),
+        "symbol": symbol,
+        "lines": list(span) if span else None,
+        "fingerprint": fingerprint(text),
+        "file_fingerprint": fingerprint(source),
+    }
 
 
 def _line_range(text: str) -> tuple[int, int]:

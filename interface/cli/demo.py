@@ -45,8 +45,10 @@ def temporary_store(out: IO[str] | None) -> Iterator[Path | None]:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="strata-demo-") as folder:
-        out.write(f"(a temporary store in {folder}, deleted when the demo ends; "
-                  "`strata demo --into-store` writes into your store instead)\n\n")
+        out.write(
+            f"(a temporary store in {folder}, deleted when the demo ends; "
+            "`strata demo --into-store` writes into your store instead)\n\n"
+        )
         yield Path(folder)
 
 
@@ -60,68 +62,165 @@ def refuse_mixing(api: CommandAPI, repo: str, data_dir: Path) -> None:
     held = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
     if listing.global_memories:
         held += (" and " if held else "") + f"{listing.global_memories} global memories"
-    raise Conflict("store_not_empty", "--into-store",
-                   f"the store in {data_dir} already holds memories of other repos ({held}); the demo would add made-up "
-                   f"ones beside them, under repo {repo!r}. Add --force to write them anyway, or name an empty store "
-                   "with --data-dir")
+    raise Conflict(
+        "store_not_empty",
+        "--into-store",
+        f"the store in {data_dir} already holds memories of other repos ({held}); the demo would add made-up "
+        f"ones beside them, under repo {repo!r}. Add --force to write them anyway, or name an empty store "
+        "with --data-dir",
+    )
 
 
-def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str],
-             catch_up: Callable[[], None] | None = None) -> None:
+def run_demo(
+    api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str], catch_up: Callable[[], None] | None = None
+) -> None:
     def say(text: str) -> None:
         out.write(text + "\n")
 
-    def write(kind: str, text: str, confidence: float, evidence: str = "demo:session-1", rationale: str = "",
-              through: CommandAPI = api, **links: object) -> str:
-        response = through.write({"repo_id": repo, "author": AUTHOR, "memory": {
-            "text": text, "kind": kind, "scope": "repo", "confidence": confidence, "rationale": rationale,
-            "links": links, "evidence_refs": [evidence]}})
+    def write(
+        kind: str,
+        text: str,
+        confidence: float,
+        evidence: str = "demo:session-1",
+        rationale: str = "",
+        through: CommandAPI = api,
+        **links: object,
+    ) -> str:
+        response = through.write(
+            {
+                "repo_id": repo,
+                "author": AUTHOR,
+                "memory": {
+                    "text": text,
+                    "kind": kind,
+                    "scope": "repo",
+                    "confidence": confidence,
+                    "rationale": rationale,
+                    "links": links,
+                    "evidence_refs": [evidence],
+                },
+            }
+        )
         say(f"  {render.write(response).splitlines()[0]}")
         if through is api and response.status == "pending":  # this store holds agent writes for review
-            api.review({"repo_id": repo, "memory_id": response.memory_id, "decision": "approved",
-                        "note": "part of the demo", "reviewer": "strata demo"})
+            api.review(
+                {
+                    "repo_id": repo,
+                    "memory_id": response.memory_id,
+                    "decision": "approved",
+                    "note": "part of the demo",
+                    "reviewer": "strata demo",
+                }
+            )
             say("    (approved at once: this store holds agent writes for a person's review)")
         return response.memory_id
 
     say(f"Writing what an agent ({AUTHOR}) learned in repo {repo!r}:")
-    problem = write("problem", "Integration tests hang when the local Postgres is not running", 0.9,
-                    "cmd:pytest -m integration", "the suite stopped at the first database test for 10 minutes")
-    solution = write("solution", "Start Postgres with `make db-up` before running `pytest -m integration`", 0.85,
-                     "file:Makefile#db-up", problem_id=problem)
-    write("failed_tactic", "Raising pytest-timeout does not help: the connection pool retries forever", 0.7,
-          "cmd:pytest --timeout=600", problem_id=problem)
-    quick_fix = write("solution", "Set PGCONNECT_TIMEOUT=5 so a missing database fails fast instead of hanging", 0.6,
-                      "file:tests/conftest.py", problem_id=problem)
-    fact = write("fact", "The test database listens on port 5433, not 5432 (see docker-compose.yml)", 0.9,
-                 "file:docker-compose.yml")
-    write("fact", "The   test database listens on port 5433, not 5432 (see docker-compose.yml)", 0.8,
-          "file:docker-compose.yml")
+    problem = write(
+        "problem",
+        "Integration tests hang when the local Postgres is not running",
+        0.9,
+        "cmd:pytest -m integration",
+        "the suite stopped at the first database test for 10 minutes",
+    )
+    solution = write(
+        "solution",
+        "Start Postgres with `make db-up` before running `pytest -m integration`",
+        0.85,
+        "file:Makefile#db-up",
+        problem_id=problem,
+    )
+    write(
+        "failed_tactic",
+        "Raising pytest-timeout does not help: the connection pool retries forever",
+        0.7,
+        "cmd:pytest --timeout=600",
+        problem_id=problem,
+    )
+    quick_fix = write(
+        "solution",
+        "Set PGCONNECT_TIMEOUT=5 so a missing database fails fast instead of hanging",
+        0.6,
+        "file:tests/conftest.py",
+        problem_id=problem,
+    )
+    fact = write(
+        "fact",
+        "The test database listens on port 5433, not 5432 (see docker-compose.yml)",
+        0.9,
+        "file:docker-compose.yml",
+    )
+    write(
+        "fact",
+        "The   test database listens on port 5433, not 5432 (see docker-compose.yml)",
+        0.8,
+        "file:docker-compose.yml",
+    )
     say("  (the same fact written twice is one memory: the second write reinforced it)")
-    write("change", "docker-compose.yml now maps the test database to port 5432", 0.95, "commit:4f2a9c1",
-          change_targets=[fact])
-    write("preference", "Prefer `make` targets over raw docker compose commands in scripts and docs", 0.8,
-          "user:review comment")
-    zones = write("problem", "Snapshot tests pass locally but fail on CI: dates render in the machine's time zone",
-                  0.85, "ci:job 1842")
-    write("solution", "Set TZ=UTC in the test runner's environment (the env section of pytest.ini)", 0.8,
-          "file:pytest.ini", problem_id=zones)
-    write("failed_tactic", "Re-running the failing snapshot tests until they pass only hides the time zone bug", 0.75,
-          "ci:job 1843", problem_id=zones)
+    write(
+        "change",
+        "docker-compose.yml now maps the test database to port 5432",
+        0.95,
+        "commit:4f2a9c1",
+        change_targets=[fact],
+    )
+    write(
+        "preference",
+        "Prefer `make` targets over raw docker compose commands in scripts and docs",
+        0.8,
+        "user:review comment",
+    )
+    zones = write(
+        "problem",
+        "Snapshot tests pass locally but fail on CI: dates render in the machine's time zone",
+        0.85,
+        "ci:job 1842",
+    )
+    write(
+        "solution",
+        "Set TZ=UTC in the test runner's environment (the env section of pytest.ini)",
+        0.8,
+        "file:pytest.ini",
+        problem_id=zones,
+    )
+    write(
+        "failed_tactic",
+        "Re-running the failing snapshot tests until they pass only hides the time zone bug",
+        0.75,
+        "ci:job 1843",
+        problem_id=zones,
+    )
 
     say("\nA secret in a write never reaches the log:")
     secret: WriteResponse | None = None
     try:
-        written = api.write({"repo_id": repo, "author": AUTHOR, "memory": {
-            "text": "CI deploys with the token ghp_" + "x1Y2z3" * 6 + " from the vault", "kind": "fact",
-            "scope": "repo", "confidence": 0.6}})
+        written = api.write(
+            {
+                "repo_id": repo,
+                "author": AUTHOR,
+                "memory": {
+                    "text": "CI deploys with the token ghp_" + "x1Y2z3" * 6 + " from the vault",
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.6,
+                },
+            }
+        )
     except Conflict as exc:  # an earlier run of the demo forgot it: a forgotten memory is not written again
         say(f"  (not written again: {exc.message})")
     else:
         secret = written
         say(f"  {secret.redactions} redaction(s); stored text: {memory_log.memory(secret.memory_id).text!r}")
         if secret.status == "pending":
-            api.review({"repo_id": repo, "memory_id": secret.memory_id, "decision": "approved",
-                        "note": "part of the demo", "reviewer": "strata demo"})
+            api.review(
+                {
+                    "repo_id": repo,
+                    "memory_id": secret.memory_id,
+                    "decision": "approved",
+                    "note": "part of the demo",
+                    "reviewer": "strata demo",
+                }
+            )
 
     cited: dict[str, str] = {}
     if catch_up is not None:
@@ -133,40 +232,85 @@ def run_demo(api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str],
 
     say("\nThe solution worked on this problem; the agent rates it (dry run first, then commit):")
     for mode in ("dry_run", "commit"):
-        response = api.update({"repo_id": repo, "memory_id": solution, "mode": mode, "updates": {
-            "utility": {"target": 1.0, "confidence": 0.9, "rationale": "tests ran after make db-up",
-                        "context_problem_id": problem, "evidence_refs": ["demo:pytest-run"], **cited}}})
+        response = api.update(
+            {
+                "repo_id": repo,
+                "memory_id": solution,
+                "mode": mode,
+                "updates": {
+                    "utility": {
+                        "target": 1.0,
+                        "confidence": 0.9,
+                        "rationale": "tests ran after make db-up",
+                        "context_problem_id": problem,
+                        "evidence_refs": ["demo:pytest-run"],
+                        **cited,
+                    }
+                },
+            }
+        )
         say("  " + render.update(response).replace("\n", "\n  "))
 
     say("\nThe quick fix did not hold: its truth is lowered, with the evidence:")
-    lowered = api.update({"repo_id": repo, "memory_id": quick_fix, "mode": "commit", "updates": {"truth": {
-        "target": 0.1, "confidence": 0.9, "rationale": "the pool ignores PGCONNECT_TIMEOUT: the tests still hung",
-        "evidence_refs": ["cmd:pytest -m integration", "file:tests/conftest.py#L40"]}}})
+    lowered = api.update(
+        {
+            "repo_id": repo,
+            "memory_id": quick_fix,
+            "mode": "commit",
+            "updates": {
+                "truth": {
+                    "target": 0.1,
+                    "confidence": 0.9,
+                    "rationale": "the pool ignores PGCONNECT_TIMEOUT: the tests still hung",
+                    "evidence_refs": ["cmd:pytest -m integration", "file:tests/conftest.py#L40"],
+                }
+            },
+        }
+    )
     say("  " + render.update(lowered).replace("\n", "\n  "))
 
     if secret is not None:
         say("\nThe memory that held a token is of no use (the token was redacted): it is forgotten:")
-        say("  " + render.forget(api.forget({"repo_id": repo, "memory_id": secret.memory_id,
-                                             "reason": "a credential does not belong in memory, even redacted"})))
+        say(
+            "  "
+            + render.forget(
+                api.forget(
+                    {
+                        "repo_id": repo,
+                        "memory_id": secret.memory_id,
+                        "reason": "a credential does not belong in memory, even redacted",
+                    }
+                )
+            )
+        )
 
     say("\nA proposal waits for a person's review (every agent write does, with review_writes = true):")
     proposals = CommandAPI(memory_log, review_writes=True, reader=api.reader)
     try:
-        write("fact", "CI caches the virtualenv keyed on the hash of requirements.lock", 0.7,
-              "file:.github/workflows/ci.yml", through=proposals)
+        write(
+            "fact",
+            "CI caches the virtualenv keyed on the hash of requirements.lock",
+            0.7,
+            "file:.github/workflows/ci.yml",
+            through=proposals,
+        )
         say("  (approve or reject it in the inspector's Review tab)")
     except Conflict as exc:  # decided in an earlier run of the demo
         say(f"  (not proposed again: {exc.message})")
 
     say("\nWhat the fact looks like now (note the change chain and the lowered truth):")
-    view: dict[str, Any] = {"memory": memory_state(memory_log.memory(fact)),
-                            "history": [event_record(e) for e in memory_log.history(memory_log.memory(fact).id)]}
+    view: dict[str, Any] = {
+        "memory": memory_state(memory_log.memory(fact)),
+        "history": [event_record(e) for e in memory_log.history(memory_log.memory(fact).id)],
+    }
     say("  " + render.show(view).replace("\n", "\n  "))
     say(f"\nThe log now holds {memory_log.position()} events. Try: strata log --limit 10")
 
 
 def into_store_epilogue(data_dir: Path, repo: str) -> str:
     """What to do after `strata demo --into-store`: see it in the inspector."""
-    return (f"\nThe demo's memories are in the store in {data_dir}, under repo {repo!r}. See them in the inspector: "
-            f"run `strata serve` and open http://127.0.0.1:7411/#/overview?repo={repo}\n"
-            "(a `strata serve` already running on this store shows them as soon as its workers catch up).")
+    return (
+        f"\nThe demo's memories are in the store in {data_dir}, under repo {repo!r}. See them in the inspector: "
+        f"run `strata serve` and open http://127.0.0.1:7411/#/overview?repo={repo}\n"
+        "(a `strata serve` already running on this store shows them as soon as its workers catch up)."
+    )

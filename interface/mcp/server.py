@@ -8,6 +8,7 @@ projection workers of a serving process, is the serving runtime (interface/runti
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 import anyio
 import orjson
 import structlog
-from pydantic import BaseModel
 from mcp.server.mcpserver import Context, MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
@@ -23,20 +23,18 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
-from strata_recall.domain.errors import StrataError
-from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.domain.access import LOCAL, Principal
-from strata_recall.interface.mcp import stdio_wire, tool_schema
-from strata_recall.interface.runtime.consistency import PROCESS, Session, TrackedPositions
+from strata_recall.domain.errors import StrataError
 from strata_recall.interface.app.access import principal_in
+from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.app.lean import lean
 from strata_recall.interface.app.logs import route_stdlib_logging
-from strata_recall.interface.runtime.background import Background
-from strata_recall.interface.runtime.dispatcher import Dispatcher, error_response, serving_dispatcher
-from strata_recall.interface.mcp.resources import add_inspector_resources
 from strata_recall.interface.app.operations import AGENT_TOOLS, INSPECTOR, OPERATIONS, SESSION_PROTOCOL, Operation
-from strata_recall.interface.mcp.stdio_wire import (  # noqa: F401 - INSTRUCTIONS and version are this module's API too
+from strata_recall.interface.mcp import stdio_wire, tool_schema
+from strata_recall.interface.mcp.resources import add_inspector_resources
+from strata_recall.interface.mcp.stdio_wire import (
     INDEX_URI,
     INSTRUCTIONS,
     PROMPT_NAME,
@@ -47,6 +45,9 @@ from strata_recall.interface.mcp.stdio_wire import (  # noqa: F401 - INSTRUCTION
     Wire,
     version,
 )
+from strata_recall.interface.runtime.background import Background
+from strata_recall.interface.runtime.consistency import PROCESS, Session, TrackedPositions
+from strata_recall.interface.runtime.dispatcher import Dispatcher, error_response, serving_dispatcher
 
 log = structlog.get_logger("strata.mcp")
 
@@ -99,12 +100,14 @@ def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dic
     properties = request_schema.get("properties", {})
     out = dict(arguments)
     for key, value in arguments.items():
-        if isinstance(value, str) and value.lstrip()[:1] in ("{", "[") and key in properties:
-            if not _accepts_string(properties[key]):
-                try:
-                    out[key] = orjson.loads(value)
-                except orjson.JSONDecodeError:
-                    pass
+        if (
+            isinstance(value, str)
+            and value.lstrip()[:1] in ("{", "[")
+            and key in properties
+            and not _accepts_string(properties[key])
+        ):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                out[key] = orjson.loads(value)
     return out
 
 
@@ -123,8 +126,9 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         data = tool_answer(op, arguments, response)
         log.info("tool", op=op.name, ok=True, ms=round((time.perf_counter() - started) * 1000, 2))
-        return CallToolResult(content=[TextContent(type="text", text=orjson.dumps(data).decode())],
-                              structured_content=data)
+        return CallToolResult(
+            content=[TextContent(type="text", text=orjson.dumps(data).decode())], structured_content=data
+        )
 
     return OperationTool(
         fn=call,
@@ -154,8 +158,11 @@ def tool_annotations(op: Operation) -> ToolAnnotations:
     (destructiveHint, idempotentHint), and openWorldHint (no client we know acts on it): the tool
     list is in every session's context."""
     changes = not op.read_only
-    return ToolAnnotations(read_only_hint=op.read_only or None, destructive_hint=op.destructive if changes else None,
-                           idempotent_hint=(changes and op.idempotent) or None)
+    return ToolAnnotations(
+        read_only_hint=op.read_only or None,
+        destructive_hint=op.destructive if changes else None,
+        idempotent_hint=(changes and op.idempotent) or None,
+    )
 
 
 def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MCPServer:
@@ -173,38 +180,57 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
     )
     index_op = OPERATIONS["memory_index"]
     # the inspector's read-only views: resource templates, not tools (nothing in an agent's context)
-    add_inspector_resources(server, list(INSPECTOR.values()), dispatcher.call,
-                            lambda exc: error_response(exc).model_dump_json(), principal_of)
+    add_inspector_resources(
+        server,
+        list(INSPECTOR.values()),
+        dispatcher.call,
+        lambda exc: error_response(exc).model_dump_json(),
+        principal_of,
+    )
 
     async def index_text(repo_id: str, context: Any) -> str:
         try:
-            response = await dispatcher.call(index_op, orjson.dumps({"repo_id": repo_id}), principal_of(context),
-                                             session_of(context))
+            response = await dispatcher.call(
+                index_op, orjson.dumps({"repo_id": repo_id}), principal_of(context), session_of(context)
+            )
         except StrataError as exc:
             raise ResourceError(error_response(exc).model_dump_json()) from None
-        return str(getattr(response, "text"))
+        return str(response.text)
 
-    @server.resource(PROTOCOL_URI, name="session_protocol", title="How to use Strata memory in a session",
-                     description="The session protocol: when to read, what to write, how to rate what was used.",
-                     mime_type="text/markdown")
+    @server.resource(
+        PROTOCOL_URI,
+        name="session_protocol",
+        title="How to use Strata memory in a session",
+        description="The session protocol: when to read, what to write, how to rate what was used.",
+        mime_type="text/markdown",
+    )
     def protocol() -> str:
         return SESSION_PROTOCOL
 
-    @server.resource(INDEX_URI, name="memory_index", title="Memory index of a repo",
-                     description="A compact table (about 300 tokens) of what a repo's memory holds: topics, kinds, "
-                                 "counts, tags. Load it at session start. Example: strata://index/acme/api",
-                     mime_type="text/markdown", security=ResourceSecurity(exempt_params={"repo_id"}))
+    @server.resource(
+        INDEX_URI,
+        name="memory_index",
+        title="Memory index of a repo",
+        description="A compact table (about 300 tokens) of what a repo's memory holds: topics, kinds, "
+        "counts, tags. Load it at session start. Example: strata://index/acme/api",
+        mime_type="text/markdown",
+        security=ResourceSecurity(exempt_params={"repo_id"}),
+    )
     async def memory_index(repo_id: str, ctx: Context) -> str:
         return await index_text(repo_id, ctx)
 
-    @server.prompt(PROMPT_NAME, title="Strata session protocol",
-                   description="How to use Strata memory in a coding session; with repo_id, followed by that "
-                               "repo's memory index.")
+    @server.prompt(
+        PROMPT_NAME,
+        title="Strata session protocol",
+        description="How to use Strata memory in a coding session; with repo_id, followed by that repo's memory index.",
+    )
     async def session_protocol(ctx: Context, repo_id: str | None = None) -> list[UserMessage]:
         messages = [UserMessage(SESSION_PROTOCOL)]
         if repo_id:
             try:
-                messages.append(UserMessage(f"What the memory of {repo_id} holds now:\n\n{await index_text(repo_id, ctx)}"))
+                messages.append(
+                    UserMessage(f"What the memory of {repo_id} holds now:\n\n{await index_text(repo_id, ctx)}")
+                )
             except ResourceError as exc:
                 messages.append(UserMessage(f"(the memory index of {repo_id} is unavailable: {exc})"))
         return messages
@@ -222,7 +248,7 @@ class _WireLines:
     def __init__(self, wire: Wire) -> None:
         self.wire = wire
 
-    def _next(self) -> str | None | bool:
+    def _next(self) -> str | bool | None:
         try:
             return self.wire.lines.get(timeout=stdio_wire.POLL_S)
         except Exception:  # queue.Empty: nothing yet
@@ -254,8 +280,13 @@ class _WireOut:
         if early is not None:
             method, result = early
             if message.get("result") != result:
-                log.error("early_answer_differs", method=method, early=result, sdk=message.get("result", message.get("error")),
-                          fix="python ops/gen_stdio_answers.py" if method != "initialize" else "interface/mcp/stdio_wire.py")
+                log.error(
+                    "early_answer_differs",
+                    method=method,
+                    early=result,
+                    sdk=message.get("result", message.get("error")),
+                    fix="python ops/gen_stdio_answers.py" if method != "initialize" else "interface/mcp/stdio_wire.py",
+                )
             if not self.wire.early:
                 log.info("early_answers_checked", answered_early=self.wire.answered_early)
             return
@@ -283,16 +314,24 @@ def run_stdio(strata: Strata) -> None:
     background = Background(strata)
     positions = TrackedPositions(strata.settings.projection_dir, PROJECTIONS)
     try:
-        background.prepare(load_model=False)  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
+        background.prepare(
+            load_model=False
+        )  # a failure here is reported by the CLI (on stdout if no protocol was spoken)
         dispatcher = serving_dispatcher(strata, positions, remote=False)
         server = build_mcp_server(strata, dispatcher)
         wire = stdio_wire.claim()
-        wire.on_stop(lambda deadline: _quiesce(dispatcher, wire, deadline),
-                     lambda reason: log.info("mcp_stdio_stopped", reason=reason, answered_early=wire.answered_early))
+        wire.on_stop(
+            lambda deadline: _quiesce(dispatcher, wire, deadline),
+            lambda reason: log.info("mcp_stdio_stopped", reason=reason, answered_early=wire.answered_early),
+        )
         wire.start_protocol()
         background.start()
-        log.info("mcp_stdio_started", data_dir=str(strata.settings.data_dir),
-                 initialize_answered_early="initialize" in wire.answered_early, answered_early=wire.answered_early)
+        log.info(
+            "mcp_stdio_started",
+            data_dir=str(strata.settings.data_dir),
+            initialize_answered_early="initialize" in wire.answered_early,
+            answered_early=wire.answered_early,
+        )
         anyio.run(_serve_stdio, server, wire)
         wire.stop("stdin_closed")  # the wire's thread ends the process
         threading.Event().wait()

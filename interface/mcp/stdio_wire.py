@@ -58,7 +58,9 @@ if TYPE_CHECKING:  # `typing` costs ~10 ms to import on a loaded machine: annota
 DISTRIBUTION = "strata-recall"
 SERVER_NAME = "strata"
 SERVER_TITLE = "Strata memory"
-SERVER_DESCRIPTION = "Long-term memory for coding agents: recall what earlier sessions learned, record what this one did."
+SERVER_DESCRIPTION = (
+    "Long-term memory for coding agents: recall what earlier sessions learned, record what this one did."
+)
 PROTOCOL_URI = "strata://protocol"
 INDEX_URI = "strata://index/{+repo_id}"  # {+...}: repo ids such as acme/api contain slashes
 PROMPT_NAME = "session_protocol"
@@ -81,8 +83,11 @@ the resource strata://index/<repo_id>.
 # the client asks for another (the SDK's mcp_types.version; tests/e2e/test_mcp.py keeps them equal).
 HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
-CAPABILITIES = {"prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
-                "tools": {"listChanged": False}}
+CAPABILITIES = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
 
 POLL_S = 0.5
 """How long a reader of the line queue blocks before it looks again (so it can be abandoned)."""
@@ -126,9 +131,17 @@ def initialize_result(params: dict[str, Any], server_version: str | None = None)
     """The `initialize` result for a request's params, as the SDK's server answers it."""
     requested = params.get("protocolVersion") if isinstance(params, dict) else None
     negotiated = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
-    return {"capabilities": CAPABILITIES, "instructions": INSTRUCTIONS, "protocolVersion": negotiated,
-            "serverInfo": {"description": SERVER_DESCRIPTION, "name": SERVER_NAME, "title": SERVER_TITLE,
-                           "version": server_version or version()}}
+    return {
+        "capabilities": CAPABILITIES,
+        "instructions": INSTRUCTIONS,
+        "protocolVersion": negotiated,
+        "serverInfo": {
+            "description": SERVER_DESCRIPTION,
+            "name": SERVER_NAME,
+            "title": SERVER_TITLE,
+            "version": server_version or version(),
+        },
+    }
 
 
 class Wire:
@@ -186,7 +199,7 @@ class Wire:
             self._claim_stdout()
             view = memoryview(data)
             while view:
-                view = view[os.write(self.fd_out, view):]
+                view = view[os.write(self.fd_out, view) :]
             if answers is not None:
                 self.pending.discard(answers)
 
@@ -247,7 +260,7 @@ class Wire:
                 rest, self._buffer = self._buffer, b""
                 return rest.decode("utf-8", "replace") if rest.strip() else None
             self._buffer += chunk
-        line, self._buffer = self._buffer[:end + 1], self._buffer[end + 1:]
+        line, self._buffer = self._buffer[: end + 1], self._buffer[end + 1 :]
         return line.decode("utf-8", "replace")
 
     def _accept(self, line: str) -> None:
@@ -282,8 +295,11 @@ class Wire:
         self.answered_early.setdefault(method, round(time.monotonic() - self.started, 3))
         if method == "tools/list":
             self.opened.set()
-        self.write_line(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result},
-                                   separators=(",", ":"), ensure_ascii=False))
+        self.write_line(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": message["id"], "result": result}, separators=(",", ":"), ensure_ascii=False
+            )
+        )
 
     # --- stopping ------------------------------------------------------------------------------------
 

@@ -26,8 +26,9 @@ from pydantic import BaseModel
 
 from strata_recall.schemas.common import VALIDATION_NOTE
 
-_VALIDATOR_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "pattern", "additionalProperties", "$defs",
-                             "allOf"})
+_VALIDATOR_ONLY = frozenset(
+    {"title", "maxLength", "minLength", "maxItems", "pattern", "additionalProperties", "$defs", "allOf"}
+)
 ENVELOPE = ("op",)
 """Top-level request fields no tool advertises: `op` names the operation, which the tool name already
 does (still accepted and ignored, for clients that send it; see schemas/common.py Request)."""

@@ -54,8 +54,11 @@ class Background:
             try:
                 self.workers.projection(name).follow()  # `strata replay` refuses while we follow
             except ProjectionBusy:
-                raise Conflict("projection_busy", "projection",
-                               f"projection {name!r} is being rebuilt (strata replay); start again when it is done") from None
+                raise Conflict(
+                    "projection_busy",
+                    "projection",
+                    f"projection {name!r} is being rebuilt (strata replay); start again when it is done",
+                ) from None
         self.scheduler = self.workers.scheduler(compaction=True)
 
     def start(self) -> None:

@@ -84,9 +84,12 @@ class PositionWaiters:
         if self.waiting >= self.limit:
             if await self._until(wanted, min(timeout, self.grace)):
                 return
-            raise Unavailable("too_many_waiting", "consistency.after_position",
-                              f"{self.waiting} calls already wait for the projections to catch up (the most this "
-                              "server lets wait at once: max_waiting_reads); retry shortly")
+            raise Unavailable(
+                "too_many_waiting",
+                "consistency.after_position",
+                f"{self.waiting} calls already wait for the projections to catch up (the most this "
+                "server lets wait at once: max_waiting_reads); retry shortly",
+            )
         self.waiting += 1
         try:
             if not await self._until(wanted, timeout):

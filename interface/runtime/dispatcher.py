@@ -85,8 +85,14 @@ class Dispatcher:
     Whether its clients are local (stdio) or not (HTTP) is the API's (`Strata.api(remote=...)`):
     it decides whether a request may make Strata read files (interface/app/workspace.py)."""
 
-    def __init__(self, api: CommandAPI, waiters: PositionWaiters | None = None, stall_seconds: float = 30.0,
-                 writes: ReadYourWrites | None = None, max_past: int = 2) -> None:
+    def __init__(
+        self,
+        api: CommandAPI,
+        waiters: PositionWaiters | None = None,
+        stall_seconds: float = 30.0,
+        writes: ReadYourWrites | None = None,
+        max_past: int = 2,
+    ) -> None:
         self.api = api
         self.waiters = waiters
         self.writes = writes
@@ -100,8 +106,13 @@ class Dispatcher:
         self._lane: anyio.CapacityLimiter | None = None
         self._past: anyio.CapacityLimiter | None = None  # builds read models of the past, beside the lane
 
-    async def call(self, op: Operation, payload: str | bytes | dict[str, Any], principal: Principal = LOCAL,
-                   session: Session | None = None) -> BaseModel:
+    async def call(
+        self,
+        op: Operation,
+        payload: str | bytes | dict[str, Any],
+        principal: Principal = LOCAL,
+        session: Session | None = None,
+    ) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error).
         `principal` is who asks (domain/access.py): admitted first (CommandAPI.admit), before anything
         waits or is built on its behalf. `session`: the MCP session it comes from (None: HTTP JSON,
@@ -123,7 +134,9 @@ class Dispatcher:
             self.writes.wrote(session, getattr(response, "position", None))
         return response
 
-    async def _call(self, op: Operation, request: BaseModel, principal: Principal, session: Session | None) -> BaseModel:
+    async def _call(
+        self, op: Operation, request: BaseModel, principal: Principal, session: Session | None
+    ) -> BaseModel:
         behind = None
         if self.waiters is not None and op.method in ("read", "index"):
             consistency = getattr(request, "consistency", None)
@@ -158,10 +171,13 @@ class Dispatcher:
         use = self._moments.get(position)
         if use is None:
             if len(self._moments) >= self.max_past:
-                raise Unavailable("too_many_as_of", "as_of",
-                                  f"{len(self._moments)} other past moments are being built or read now (the most this "
-                                  "server handles at once: max_as_of_builds); building another means replaying the "
-                                  "log: retry in a few seconds, or ask for a moment already in use")
+                raise Unavailable(
+                    "too_many_as_of",
+                    "as_of",
+                    f"{len(self._moments)} other past moments are being built or read now (the most this "
+                    "server handles at once: max_as_of_builds); building another means replaying the "
+                    "log: retry in a few seconds, or ask for a moment already in use",
+                )
             use = self._moments[position] = _PastUse()
             if models is not None:
                 models.pin(position)
@@ -187,5 +203,10 @@ def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: b
     machine (`strata serve`), so no request makes it read a file."""
     waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
     writes = ReadYourWrites(waiters, strata.log.position, strata.settings.read_your_writes_seconds)
-    return Dispatcher(strata.api(remote=remote), waiters, strata.settings.request_stall_seconds, writes,
-                      strata.settings.max_as_of_builds)
+    return Dispatcher(
+        strata.api(remote=remote),
+        waiters,
+        strata.settings.request_stall_seconds,
+        writes,
+        strata.settings.max_as_of_builds,
+    )

@@ -53,8 +53,13 @@ class StallWatch:
                 self._running = None
                 reported = running.reported
             if reported:
-                log.warning("request_stalled", op=op, seconds=round(time.monotonic() - running.started, 1),
-                            limit_s=self.limit_s, finished=True)
+                log.warning(
+                    "request_stalled",
+                    op=op,
+                    seconds=round(time.monotonic() - running.started, 1),
+                    limit_s=self.limit_s,
+                    finished=True,
+                )
 
     def stalled(self) -> dict[str, Any] | None:
         """The operation stuck past the limit, with its age in seconds; None when there is none."""
@@ -80,5 +85,10 @@ class StallWatch:
                 if running is None or running.reported or time.monotonic() - running.started < self.limit_s:
                     continue
                 running.reported = True
-            log.warning("request_stalled", op=running.op, seconds=round(time.monotonic() - running.started, 1),
-                        limit_s=self.limit_s, finished=False)
+            log.warning(
+                "request_stalled",
+                op=running.op,
+                seconds=round(time.monotonic() - running.started, 1),
+                limit_s=self.limit_s,
+                finished=False,
+            )

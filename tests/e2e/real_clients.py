@@ -31,12 +31,27 @@ def client_bin(name: str) -> Path:
     with open(CACHE / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not program.exists():
-            done = subprocess.run([npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--loglevel=error",
-                                   *PACKAGES.values()], capture_output=True, text=True, timeout=900)
+            done = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(CACHE),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    *PACKAGES.values(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             if done.returncode != 0 or not program.exists():
                 pytest.skip(f"could not install {PACKAGES[name]} from npm: {(done.stderr or done.stdout)[-500:]}")
     return program
 
 
-def run(program: Path, *args: str, env: dict[str, str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def run(
+    program: Path, *args: str, env: dict[str, str], cwd: Path, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(program), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)

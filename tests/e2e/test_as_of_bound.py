@@ -27,21 +27,27 @@ def _fill(env: dict[str, str], tmp_path: Path) -> None:
     with lines.open("w", encoding="utf-8") as out:
         for i in range(MEMORIES):
             out.write(json.dumps(write_request(REPO, f"note {i}: service {i % 97} answers on port {4000 + i}")) + "\n")
-    done = subprocess.run([STRATA_COMMAND, "--json", "import", str(lines)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [STRATA_COMMAND, "--json", "import", str(lines)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _built(served: Served) -> list[int]:
     """The positions whose past model the server built, from its log lines."""
-    return [int(m.group(1)) for line in served.stderr if "as_of_built" in line
-            for m in [re.search(r"position=(\d+)", line)] if m]
+    return [
+        int(m.group(1))
+        for line in served.stderr
+        if "as_of_built" in line
+        for m in [re.search(r"position=(\d+)", line)]
+        if m
+    ]
 
 
 @pytest.mark.slow
-def test_distinct_past_moments_beyond_the_bound_are_refused_at_once(serve: Callable[..., Served],
-                                                                    strata_env: dict[str, str],
-                                                                    tmp_path: Path) -> None:
+def test_distinct_past_moments_beyond_the_bound_are_refused_at_once(
+    serve: Callable[..., Served], strata_env: dict[str, str], tmp_path: Path
+) -> None:
     _fill(strata_env, tmp_path)
     served = serve(env={"STRATA_MAX_AS_OF_BUILDS": "3", "STRATA_LOG_LEVEL": "info"})
     finished: list[tuple[int, httpx.Response]] = []

@@ -28,13 +28,17 @@ def claude() -> Path:
 
 
 @pytest.mark.slow
-def test_claude_mcp_list_sees_strata_connected_with_its_tools(claude: Path, strata_env: dict[str, str],
-                                                              tmp_path: Path) -> None:
+def test_claude_mcp_list_sees_strata_connected_with_its_tools(
+    claude: Path, strata_env: dict[str, str], tmp_path: Path
+) -> None:
     """Claude Code waits 5 s for `tools/list` after launching the server; the issue saw "Connected · tools
     fetch failed" in 4 of 6 runs on a loaded machine, when the SDK answered it seconds after launch. Three
     runs, the first on a data directory that does not exist yet (as for a new user)."""
-    env = {"STRATA_DATA_DIR": strata_env["STRATA_DATA_DIR"], "HOME": strata_env["HOME"],
-           "XDG_CONFIG_HOME": strata_env["XDG_CONFIG_HOME"]}
+    env = {
+        "STRATA_DATA_DIR": strata_env["STRATA_DATA_DIR"],
+        "HOME": strata_env["HOME"],
+        "XDG_CONFIG_HOME": strata_env["XDG_CONFIG_HOME"],
+    }
     where = claude_code.project(tmp_path / "claude", STRATA_COMMAND, ["mcp"], env)
     for _ in range(3):
         listed = claude_code.mcp_list(claude, where)

@@ -31,8 +31,10 @@ def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in result.stdout + result.stderr
 
 
-WRITE = {"repo_id": "acme/api", "memory": {"text": "Lint with ruff", "kind": "preference", "scope": "repo",
-                                            "confidence": 0.8}}
+WRITE = {
+    "repo_id": "acme/api",
+    "memory": {"text": "Lint with ruff", "kind": "preference", "scope": "repo", "confidence": 0.8},
+}
 
 
 def test_write_from_argument_stdin_and_file(env: dict[str, str], tmp_path: Path) -> None:
@@ -47,22 +49,46 @@ def test_write_from_argument_stdin_and_file(env: dict[str, str], tmp_path: Path)
 
 
 def test_exit_codes_are_distinct_and_errors_structured(env: dict[str, str]) -> None:
-    invalid = run(env, "write", '{"repo_id": "r", "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 1}}')
+    invalid = run(
+        env, "write", '{"repo_id": "r", "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 1}}'
+    )
     assert invalid.returncode == 2
     error = json.loads(invalid.stdout)
-    assert error["ok"] is False and error["error"]["code"] == "invalid_choice" and error["error"]["path"] == "memory.kind"
+    assert (
+        error["ok"] is False and error["error"]["code"] == "invalid_choice" and error["error"]["path"] == "memory.kind"
+    )
 
     malformed = run(env, "write", "{oops")
     assert malformed.returncode == 2 and json.loads(malformed.stdout)["error"]["code"] == "invalid_json"
 
-    missing = run(env, "update", json.dumps({"repo_id": "r", "memory_id": "00000000-0000-0000-0000-000000000000",
-                                              "mode": "commit", "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}}))
+    missing = run(
+        env,
+        "update",
+        json.dumps(
+            {
+                "repo_id": "r",
+                "memory_id": "00000000-0000-0000-0000-000000000000",
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}},
+            }
+        ),
+    )
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"
 
     mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
     ok_json(run(env, "forget", json.dumps({"repo_id": "acme/api", "memory_id": mid})))
-    conflict = run(env, "update", json.dumps({"repo_id": "acme/api", "memory_id": mid, "mode": "commit",
-                                               "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}}))
+    conflict = run(
+        env,
+        "update",
+        json.dumps(
+            {
+                "repo_id": "acme/api",
+                "memory_id": mid,
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}},
+            }
+        ),
+    )
     assert conflict.returncode == 4 and json.loads(conflict.stdout)["error"]["code"] == "memory_forgotten"
     for result in (invalid, malformed, missing, conflict):
         no_traceback(result)
@@ -80,8 +106,18 @@ def test_internal_errors_are_structured_without_traceback(env: dict[str, str], t
 
 def test_update_dry_run_then_commit(env: dict[str, str]) -> None:
     mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
-    request = {"repo_id": "acme/api", "memory_id": mid, "updates": {"truth": {
-        "target": 0.0, "confidence": 1.0, "rationale": "the repo uses black", "evidence_refs": ["pyproject.toml"]}}}
+    request = {
+        "repo_id": "acme/api",
+        "memory_id": mid,
+        "updates": {
+            "truth": {
+                "target": 0.0,
+                "confidence": 1.0,
+                "rationale": "the repo uses black",
+                "evidence_refs": ["pyproject.toml"],
+            }
+        },
+    }
     dry = ok_json(run(env, "update", json.dumps({**request, "mode": "dry_run"})))
     assert dry["position"] is None and dry["truth"]["after"] < dry["truth"]["before"]
     assert ok_json(run(env, "log"))["position"] == 1
@@ -166,8 +202,19 @@ def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
     from strata_recall.interface.cli.main import app
 
     commands = [c.name or c.callback.__name__ for c in app.registered_commands]
-    assert {"write", "update", "forget", "show", "log", "import", "schema", "worker", "replay", "projections",
-            "compact"} <= set(commands)
+    assert {
+        "write",
+        "update",
+        "forget",
+        "show",
+        "log",
+        "import",
+        "schema",
+        "worker",
+        "replay",
+        "projections",
+        "compact",
+    } <= set(commands)
     for name in commands:
         result = run(env, name, "--help")
         assert result.returncode == 0, name
@@ -175,16 +222,48 @@ def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
 
 
 def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
-    problem = ok_json(run(env, "write", json.dumps({"repo_id": "acme/api", "memory": {
-        "text": "Integration tests hang when Postgres is down", "kind": "problem", "scope": "repo", "confidence": 0.9}})))
-    ok_json(run(env, "write", json.dumps({"repo_id": "acme/api", "memory": {
-        "text": "Run make db-up before the integration tests", "kind": "solution", "scope": "repo", "confidence": 0.9,
-        "links": {"problem_id": problem["memory_id"]}}})))
+    problem = ok_json(
+        run(
+            env,
+            "write",
+            json.dumps(
+                {
+                    "repo_id": "acme/api",
+                    "memory": {
+                        "text": "Integration tests hang when Postgres is down",
+                        "kind": "problem",
+                        "scope": "repo",
+                        "confidence": 0.9,
+                    },
+                }
+            ),
+        )
+    )
+    ok_json(
+        run(
+            env,
+            "write",
+            json.dumps(
+                {
+                    "repo_id": "acme/api",
+                    "memory": {
+                        "text": "Run make db-up before the integration tests",
+                        "kind": "solution",
+                        "scope": "repo",
+                        "confidence": 0.9,
+                        "links": {"problem_id": problem["memory_id"]},
+                    },
+                }
+            ),
+        )
+    )
     answer = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"})))
     assert answer["ok"] and answer["position"] == 2 and answer["read_id"]
     assert [r["kind"] for r in answer["results"]] == ["problem"]  # one case: the solution comes nested in it
     assert [s["kind"] for s in answer["results"][0]["solutions"]] == ["solution"]
-    assert ok_json(run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))["results"] == []
+    assert (
+        ok_json(run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))["results"] == []
+    )
     bad = run(env, "read", json.dumps({"repo_id": "acme/api", "query": ""}))
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "empty_text"
 
@@ -193,23 +272,34 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
     seeded = ok_json(run(env, "archetypes", "seed"))
     assert set(seeded["archetypes"].values()) == {"created"}
     assert set(ok_json(run(env, "archetypes", "seed"))["archetypes"].values()) == {"unchanged"}
-    changed = ok_json(run(env, "archetypes", "set", json.dumps({"name": "debugging", "examples": ["it crashes"],
-                                                                   "profile": {"limit": 3}})))
+    changed = ok_json(
+        run(
+            env,
+            "archetypes",
+            "set",
+            json.dumps({"name": "debugging", "examples": ["it crashes"], "profile": {"limit": 3}}),
+        )
+    )
     assert changed["outcome"] == "changed"
-    auto = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "it crashes on start", "mode": "auto"})))
+    auto = ok_json(
+        run(env, "read", json.dumps({"repo_id": "acme/api", "query": "it crashes on start", "mode": "auto"}))
+    )
     assert auto["archetype"]["name"] == "debugging" and auto["archetype"]["profile"]["limit"] == 3
     listing = ok_json(run(env, "archetypes", "list"))
     assert listing["source"] == "log"
     assert next(a for a in listing["archetypes"] if a["name"] == "debugging")["matches"] == 1
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["nosuch"], "No such command 'nosuch'"),
-    (["index"], "Missing option '--repo'"),
-    (["write", "--bogus"], "No such option: --bogus"),
-    (["show"], "Missing argument"),
-    (["--data-dir"], "requires an argument"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["nosuch"], "No such command 'nosuch'"),
+        (["index"], "Missing option '--repo'"),
+        (["write", "--bogus"], "No such option: --bogus"),
+        (["show"], "Missing argument"),
+        (["--data-dir"], "requires an argument"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(env: dict[str, str], args: list[str], says: str) -> None:
     result = run(env, *args)
     assert result.returncode == 2, result.stdout + result.stderr

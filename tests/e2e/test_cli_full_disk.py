@@ -29,8 +29,9 @@ def fill(path: Path) -> None:
             pass
 
 
-def test_a_cli_write_on_a_full_disk_is_unavailable_and_records_nothing(strata_env: dict[str, str],
-                                                                       tiny_disk: Path) -> None:
+def test_a_cli_write_on_a_full_disk_is_unavailable_and_records_nothing(
+    strata_env: dict[str, str], tiny_disk: Path
+) -> None:
     env = {**strata_env, "STRATA_DATA_DIR": str(tiny_disk / "data")}
     first = strata(env, "--json", "write", json.dumps(write_request(REPO, "The test database listens on 5433")))
     assert first.returncode == 0, first.stdout + first.stderr

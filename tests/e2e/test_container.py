@@ -18,8 +18,9 @@ def _engine() -> str | None:
     if shutil.which("docker") is None:
         return "no docker command on this machine"
     try:
-        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=30)
+        info = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30
+        )
     except subprocess.TimeoutExpired:
         return "the Docker engine did not answer within 30 s"
     if info.returncode != 0:
@@ -41,8 +42,9 @@ def test_the_image_builds_and_runs_strata(engine: None) -> None:
     build = subprocess.run(["docker", "build", "-t", IMAGE, str(ROOT)], capture_output=True, text=True, timeout=1800)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     try:
-        ran = subprocess.run(["docker", "run", "--rm", IMAGE, "strata", "--text", "doctor"], capture_output=True,
-                             text=True, timeout=300)
+        ran = subprocess.run(
+            ["docker", "run", "--rm", IMAGE, "strata", "--text", "doctor"], capture_output=True, text=True, timeout=300
+        )
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert "embedding_model" in ran.stdout
         refused = subprocess.run(["docker", "run", "--rm", IMAGE], capture_output=True, text=True, timeout=300)
@@ -53,9 +55,19 @@ def test_the_image_builds_and_runs_strata(engine: None) -> None:
 
 def test_the_compose_file_is_valid_and_builds(engine: None) -> None:
     env = {"POSTGRES_PASSWORD": "test-only", "STRATA_TOKEN": "test-only-token", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    config = subprocess.run(["docker", "compose", "-f", str(ROOT / "compose.yaml"), "config", "--quiet"],
-                            capture_output=True, text=True, timeout=120, env=env)
+    config = subprocess.run(
+        ["docker", "compose", "-f", str(ROOT / "compose.yaml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert config.returncode == 0, config.stderr
-    build = subprocess.run(["docker", "compose", "-f", str(ROOT / "compose.yaml"), "build"], capture_output=True,
-                           text=True, timeout=1800, env=env)
+    build = subprocess.run(
+        ["docker", "compose", "-f", str(ROOT / "compose.yaml"), "build"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]

@@ -30,8 +30,11 @@ def overview(data_dir: Path, repo: str = DEMO) -> dict:
         view["cases"] = [api.memory({"repo_id": repo, "memory_id": p.memory_id}).case.model_dump() for p in problems]
         facts = api.memories({"repo_id": repo, "kinds": ["fact"], "statuses": ["active"]}).items
         view["chains"] = [len(api.memory({"repo_id": repo, "memory_id": f.memory_id}).change_chain) for f in facts]
-        view["history"] = [e.model_dump() for p in view["doubtful"]
-                           for e in api.memory({"repo_id": repo, "memory_id": p["memory_id"]}).history]
+        view["history"] = [
+            e.model_dump()
+            for p in view["doubtful"]
+            for e in api.memory({"repo_id": repo, "memory_id": p["memory_id"]}).history
+        ]
         view["position"] = app.log.position()
         view["repos"] = [r.repo_id for r in api.repos({}).repos]
         return view
@@ -67,8 +70,21 @@ def test_the_demo_fills_the_configured_store_for_the_inspector(strata_env: dict[
 @pytest.mark.slow
 def test_a_store_with_other_repos_is_refused_unless_forced(strata_env: dict[str, str]) -> None:
     data_dir = Path(strata_env["STRATA_DATA_DIR"])
-    mine = strata(strata_env, "write", json.dumps({"repo_id": "acme/api", "memory": {
-        "text": "The API's tests need Postgres 15", "kind": "fact", "scope": "repo", "confidence": 0.9}}))
+    mine = strata(
+        strata_env,
+        "write",
+        json.dumps(
+            {
+                "repo_id": "acme/api",
+                "memory": {
+                    "text": "The API's tests need Postgres 15",
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                },
+            }
+        ),
+    )
     assert mine.returncode == 0, mine.stderr
 
     refused = strata(strata_env, "--json", "demo", "--into-store")

@@ -18,7 +18,9 @@ from tests.conftest import STRATA_COMMAND, Served
 @pytest.mark.slow
 def test_demo_uses_a_temporary_store_unless_one_is_named(strata_env: dict[str, str], tmp_path: Path) -> None:
     unnamed = {k: v for k, v in strata_env.items() if k != "STRATA_DATA_DIR"}
-    result = subprocess.run([STRATA_COMMAND, "--text", "demo"], env=unnamed, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [STRATA_COMMAND, "--text", "demo"], env=unnamed, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert "a temporary store in " in result.stdout and "reinforced fact" in result.stdout
     scratch = Path(result.stdout.split("a temporary store in ", 1)[1].split(",", 1)[0])
@@ -26,14 +28,21 @@ def test_demo_uses_a_temporary_store_unless_one_is_named(strata_env: dict[str, s
     assert not any(Path(strata_env["HOME"]).rglob("events.sqlite"))  # nothing in the user's data directory
 
     named = tmp_path / "kept"
-    kept = subprocess.run([STRATA_COMMAND, "--text", "--data-dir", str(named), "demo"], env=unnamed,
-                          capture_output=True, text=True, timeout=300)
+    kept = subprocess.run(
+        [STRATA_COMMAND, "--text", "--data-dir", str(named), "demo"],
+        env=unnamed,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert kept.returncode == 0 and "temporary store" not in kept.stdout
     assert (named / "events.sqlite").exists()
 
 
 @pytest.mark.slow
-def test_serve_says_where_its_data_is_and_how_to_connect(serve: Callable[..., Served], strata_env: dict[str, str]) -> None:
+def test_serve_says_where_its_data_is_and_how_to_connect(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
     served = serve()
     deadline = time.monotonic() + 20
     while "connect an agent" not in "".join(served.stderr) and time.monotonic() < deadline:

@@ -34,8 +34,9 @@ def repo(git_repo: Path) -> Path:
 
 def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
     text = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run([STRATA_COMMAND, *extra, "hook", event], input=text, env=env, capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(
+        [STRATA_COMMAND, *extra, "hook", event], input=text, env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 def reply(result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
@@ -45,8 +46,13 @@ def reply(result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
 
 def claude(event: str, repo: Path, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
     """A Claude Code hook payload (code.claude.com/docs/en/hooks)."""
-    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": str(repo),
-            "hook_event_name": event, **fields}
+    return {
+        "session_id": session,
+        "transcript_path": f"/tmp/{session}.jsonl",
+        "cwd": str(repo),
+        "hook_event_name": event,
+        **fields,
+    }
 
 
 def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -56,8 +62,11 @@ def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
 
 
 def write(env: dict[str, str], text: str, kind: str = "problem") -> dict[str, Any]:
-    return cli(env, "write", json.dumps({"repo_id": REPO, "memory": {"text": text, "kind": kind, "scope": "repo",
-                                                                       "confidence": 0.9}}))
+    return cli(
+        env,
+        "write",
+        json.dumps({"repo_id": REPO, "memory": {"text": text, "kind": kind, "scope": "repo", "confidence": 0.9}}),
+    )
 
 
 @pytest.mark.slow
@@ -90,8 +99,11 @@ def test_a_session_gets_the_index_then_one_reminder_naming_its_reads(strata_env:
     reply(hook(strata_env, "session-start", claude("SessionStart", repo, "sess-2", source="startup")))
     third = cli(strata_env, "read", json.dumps({"repo_id": REPO, "query": "integration tests"}))
     used = next(r["memory_id"] for r in third["results"] if r["memory_id"] == problem["memory_id"])
-    cli(strata_env, "feedback", json.dumps({"repo_id": REPO, "read_ids": [third["read_id"]],
-                                            "used": [{"memory_id": used, "target": 1.0}]}))
+    cli(
+        strata_env,
+        "feedback",
+        json.dumps({"repo_id": REPO, "read_ids": [third["read_id"]], "used": [{"memory_id": used, "target": 1.0}]}),
+    )
     assert reply(hook(strata_env, "stop", claude("Stop", repo, "sess-2", stop_hook_active=False))) is None
 
 
@@ -100,7 +112,10 @@ def test_reads_survive_a_compaction(strata_env: dict[str, str], repo: Path) -> N
     write(strata_env, "The CI runners have 2 cores", kind="fact")
     reply(hook(strata_env, "session-start", claude("SessionStart", repo, source="startup")))
     read = cli(strata_env, "read", json.dumps({"repo_id": REPO, "query": "CI runners cores"}))
-    assert reply(hook(strata_env, "pre-compact", claude("PreCompact", repo, trigger="auto", custom_instructions=""))) is None
+    assert (
+        reply(hook(strata_env, "pre-compact", claude("PreCompact", repo, trigger="auto", custom_instructions="")))
+        is None
+    )
     after = reply(hook(strata_env, "session-start", claude("SessionStart", repo, source="compact")))
     assert after is not None and read["read_id"] in after["hookSpecificOutput"]["additionalContext"]
     again = reply(hook(strata_env, "session-start", claude("SessionStart", repo, source="resume")))
@@ -122,23 +137,31 @@ def test_cursor_payloads_get_cursor_replies(strata_env: dict[str, str], repo: Pa
     assert stop is not None and read["read_id"] in stop["followup_message"]
 
 
-@pytest.mark.parametrize("event, payload", [
-    ("stop", "this is not json"),
-    ("stop", "[1, 2, 3]"),
-    ("session-start", "null"),
-    ("no-such-event", "{}"),
-])
+@pytest.mark.parametrize(
+    "event, payload",
+    [
+        ("stop", "this is not json"),
+        ("stop", "[1, 2, 3]"),
+        ("session-start", "null"),
+        ("no-such-event", "{}"),
+    ],
+)
 def test_a_hook_never_fails_its_client(strata_env: dict[str, str], event: str, payload: str) -> None:
     result = hook(strata_env, event, payload)
     assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
     assert json.loads(result.stderr.splitlines()[-1])["event"] == "hook_failed"
 
 
-def test_an_unusable_data_dir_is_not_the_clients_problem(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+def test_an_unusable_data_dir_is_not_the_clients_problem(
+    strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    result = hook({**strata_env, "STRATA_DATA_DIR": str(blocked / "data")}, "session-start",
-                  claude("SessionStart", repo, source="startup"))
+    result = hook(
+        {**strata_env, "STRATA_DATA_DIR": str(blocked / "data")},
+        "session-start",
+        claude("SessionStart", repo, source="startup"),
+    )
     assert result.returncode == 0 and result.stdout == "" and "hook_failed" in result.stderr
 
 
@@ -148,7 +171,9 @@ def test_an_empty_store_says_so(strata_env: dict[str, str], repo: Path) -> None:
 
 
 def test_hook_help_goes_through_the_cli(strata_env: dict[str, str]) -> None:
-    result = subprocess.run([STRATA_COMMAND, "hook", "--help"], env=strata_env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [STRATA_COMMAND, "hook", "--help"], env=strata_env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and "session-start" in result.stdout
 
 
@@ -161,8 +186,15 @@ def repo_id_of(env: dict[str, str], folder: Path, session: str = "sess-id") -> s
     return found.group(1)
 
 
-@pytest.mark.parametrize("url", ["git@github.com:acme/api.git", "https://github.com/acme/api",
-                                 "https://ci:token@GitHub.com:443/acme/api.git/", "ssh://git@github.com:22/acme/api"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@github.com:acme/api.git",
+        "https://github.com/acme/api",
+        "https://ci:token@GitHub.com:443/acme/api.git/",
+        "ssh://git@github.com:22/acme/api",
+    ],
+)
 def test_the_repo_id_keeps_the_git_host(strata_env: dict[str, str], tmp_path: Path, url: str) -> None:
     folder = tmp_path / "checkout"
     subprocess.run(["git", "init", "-q", str(folder)], check=True)
@@ -174,8 +206,9 @@ def test_the_repo_id_keeps_the_git_host(strata_env: dict[str, str], tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_two_folders_named_alike_without_a_remote_do_not_share_memory(strata_env: dict[str, str],
-                                                                       tmp_path: Path) -> None:
+def test_two_folders_named_alike_without_a_remote_do_not_share_memory(
+    strata_env: dict[str, str], tmp_path: Path
+) -> None:
     first, second = tmp_path / "work" / "api", tmp_path / "play" / "api"
     first.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(second)], check=True)  # a repository without a remote
@@ -184,8 +217,21 @@ def test_two_folders_named_alike_without_a_remote_do_not_share_memory(strata_env
     assert first_id.startswith("local/api-") and second_id.startswith("local/api-")
     assert repo_id_of(strata_env, first, "s3") == first_id  # stable
 
-    cli(strata_env, "write", json.dumps({"repo_id": first_id, "memory": {
-        "text": "The api folder at work deploys with make ship", "kind": "fact", "scope": "repo", "confidence": 0.9}}))
+    cli(
+        strata_env,
+        "write",
+        json.dumps(
+            {
+                "repo_id": first_id,
+                "memory": {
+                    "text": "The api folder at work deploys with make ship",
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                },
+            }
+        ),
+    )
     cli(strata_env, "index", "--repo", first_id)  # brings the projections up to date
     start = reply(hook(strata_env, "session-start", claude("SessionStart", first, "s4", source="startup")))
     assert start is not None and f"Memory of {first_id}: 1 memories" in start["hookSpecificOutput"]["additionalContext"]
@@ -195,8 +241,10 @@ def test_two_folders_named_alike_without_a_remote_do_not_share_memory(strata_env
 
 # --- proactive recall: prompt, edit, failed command ----------------------------------------------------------
 
-PROBLEM = ("Checkout tests hang: db_pool.acquire waits forever when Postgres is down "
-           "(tests/test_orders.py::test_checkout raises PoolTimeoutError after 300 s)")
+PROBLEM = (
+    "Checkout tests hang: db_pool.acquire waits forever when Postgres is down "
+    "(tests/test_orders.py::test_checkout raises PoolTimeoutError after 300 s)"
+)
 SOLUTION = "Give db_pool.acquire a timeout in src/db/pool.py and run make db-up before pytest"
 FAILED = "Raising the pytest timeout in setup.cfg did not help: db_pool.acquire still hangs in src/db/pool.py"
 
@@ -209,11 +257,31 @@ def seed(env: dict[str, str], repo: Path) -> dict[str, str]:
     problem = write(env, PROBLEM)["memory_id"]
     ids = {"problem": problem}
     for kind, text in (("solution", SOLUTION), ("failed_tactic", FAILED)):
-        extra = {"anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}]} \
-            if kind == "solution" else {}
-        ids[kind] = cli(env, "write", json.dumps({"repo_id": REPO, "memory": {
-            "text": text, "kind": kind, "scope": "repo", "confidence": 0.9, "links": {"problem_id": problem}}, **extra}))["memory_id"]
-    ids["fact"] = write(env, "The web/static/app.css file is generated by make css: never edit it by hand", "fact")["memory_id"]
+        extra = (
+            {"anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}]}
+            if kind == "solution"
+            else {}
+        )
+        ids[kind] = cli(
+            env,
+            "write",
+            json.dumps(
+                {
+                    "repo_id": REPO,
+                    "memory": {
+                        "text": text,
+                        "kind": kind,
+                        "scope": "repo",
+                        "confidence": 0.9,
+                        "links": {"problem_id": problem},
+                    },
+                    **extra,
+                }
+            ),
+        )["memory_id"]
+    ids["fact"] = write(env, "The web/static/app.css file is generated by make css: never edit it by hand", "fact")[
+        "memory_id"
+    ]
     cli(env, "index", "--repo", REPO)
     return ids
 
@@ -224,8 +292,9 @@ def context_of(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.slow
-def test_a_prompt_gets_what_clears_the_bar_once_and_the_stop_hook_asks_to_rate_it(strata_env: dict[str, str],
-                                                                                  repo: Path) -> None:
+def test_a_prompt_gets_what_clears_the_bar_once_and_the_stop_hook_asks_to_rate_it(
+    strata_env: dict[str, str], repo: Path
+) -> None:
     ids = seed(strata_env, repo)
     reply(hook(strata_env, "session-start", claude("SessionStart", repo, source="startup")))
     prompt = claude("UserPromptSubmit", repo, prompt="tests/test_orders.py hangs in db_pool.acquire again, why?")
@@ -243,8 +312,11 @@ def test_a_prompt_gets_what_clears_the_bar_once_and_the_stop_hook_asks_to_rate_i
     # the injection is a read of the ledger: the stop hook names it, and feedback may cite it
     stop = reply(hook(strata_env, "stop", claude("Stop", repo, stop_hook_active=False)))
     assert stop is not None and read_id in stop["reason"]
-    rated = cli(strata_env, "feedback", json.dumps({"repo_id": REPO, "read_ids": [read_id],
-                                                   "used": [{"memory_id": ids["solution"], "target": 1.0}]}))
+    rated = cli(
+        strata_env,
+        "feedback",
+        json.dumps({"repo_id": REPO, "read_ids": [read_id], "used": [{"memory_id": ids["solution"], "target": 1.0}]}),
+    )
     assert rated["ok"] and ids["solution"] in json.dumps(rated)
     reply(hook(strata_env, "session-start", claude("SessionStart", repo, "sess-9", source="startup")))
     assert reply(hook(strata_env, "stop", claude("Stop", repo, "sess-9", stop_hook_active=False))) is None
@@ -253,18 +325,33 @@ def test_a_prompt_gets_what_clears_the_bar_once_and_the_stop_hook_asks_to_rate_i
 @pytest.mark.slow
 def test_an_edit_gets_the_memories_of_that_file_failed_tactics_first(strata_env: dict[str, str], repo: Path) -> None:
     ids = seed(strata_env, repo)
-    edit = claude("PreToolUse", repo, tool_name="Edit", tool_use_id="t1", tool_input={
-        "file_path": str(repo / "src" / "db" / "pool.py"), "old_string": "def acquire(timeout=None):\n    return None",
-        "new_string": "def acquire(timeout=5.0):\n    ..."})
+    edit = claude(
+        "PreToolUse",
+        repo,
+        tool_name="Edit",
+        tool_use_id="t1",
+        tool_input={
+            "file_path": str(repo / "src" / "db" / "pool.py"),
+            "old_string": "def acquire(timeout=None):\n    return None",
+            "new_string": "def acquire(timeout=5.0):\n    ...",
+        },
+    )
     answer = reply(hook(strata_env, "edit", edit))
     assert answer is not None and answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "src/db/pool.py" in context and ids["fact"] not in context
     assert context.index(ids["failed_tactic"]) < context.index(ids["solution"])
-    elsewhere = claude("PreToolUse", repo, "sess-2", tool_name="Write", tool_input={
-        "file_path": str(repo / "docs" / "index.md"), "content": "# Docs\n"})
+    elsewhere = claude(
+        "PreToolUse",
+        repo,
+        "sess-2",
+        tool_name="Write",
+        tool_input={"file_path": str(repo / "docs" / "index.md"), "content": "# Docs\n"},
+    )
     assert context_of(hook(strata_env, "edit", elsewhere)) == ""  # no memory of that file
-    outside = claude("PreToolUse", repo, "sess-3", tool_name="Edit", tool_input={"file_path": "/etc/hosts", "old_string": "x"})
+    outside = claude(
+        "PreToolUse", repo, "sess-3", tool_name="Edit", tool_input={"file_path": "/etc/hosts", "old_string": "x"}
+    )
     assert context_of(hook(strata_env, "edit", outside)) == ""  # not the repository's file
 
 
@@ -297,38 +384,79 @@ FAILED tests/test_orders.py::test_checkout - src.db.pool.PoolTimeoutError: could
 def test_a_failed_command_is_recognised_by_its_distinctive_lines(strata_env: dict[str, str], repo: Path) -> None:
     ids = seed(strata_env, repo)
     log = PYTEST_LOG.format(venv=repo / ".venv")
-    failed = claude("PostToolUseFailure", repo, tool_name="Bash", tool_use_id="t2",
-                    tool_input={"command": "pytest -x"}, error=f"Exit code 1\n{log}", is_interrupt=False)
+    failed = claude(
+        "PostToolUseFailure",
+        repo,
+        tool_name="Bash",
+        tool_use_id="t2",
+        tool_input={"command": "pytest -x"},
+        error=f"Exit code 1\n{log}",
+        is_interrupt=False,
+    )
     answer = reply(hook(strata_env, "after-command", failed))
     assert answer is not None and answer["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert ids["problem"] in context and ids["fact"] not in context
     assert "this failure" in context
     # a command that worked, or one the user interrupted, says nothing
-    worked = claude("PostToolUse", repo, "sess-2", tool_name="Bash", tool_input={"command": "pytest -q"},
-                    tool_response={"stdout": "48 passed in 2.1s", "stderr": "", "interrupted": False})
+    worked = claude(
+        "PostToolUse",
+        repo,
+        "sess-2",
+        tool_name="Bash",
+        tool_input={"command": "pytest -q"},
+        tool_response={"stdout": "48 passed in 2.1s", "stderr": "", "interrupted": False},
+    )
     assert context_of(hook(strata_env, "after-command", worked)) == ""
-    interrupted = claude("PostToolUseFailure", repo, "sess-3", tool_name="Bash", tool_input={"command": "pytest"},
-                         error="Interrupted by user", is_interrupt=True)
+    interrupted = claude(
+        "PostToolUseFailure",
+        repo,
+        "sess-3",
+        tool_name="Bash",
+        tool_input={"command": "pytest"},
+        error="Interrupted by user",
+        is_interrupt=True,
+    )
     assert context_of(hook(strata_env, "after-command", interrupted)) == ""
 
 
 @pytest.mark.slow
-def test_hooks_read_the_server_they_are_set_up_for(serve: Callable[..., Served], strata_env: dict[str, str],
-                                                   repo: Path, tmp_path: Path) -> None:
+def test_hooks_read_the_server_they_are_set_up_for(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
     """The hooks of a client set up for a server read that server with the token from STRATA_TOKEN, under
     the repo id they were given, and keep their session on the client's machine."""
     token = "hooks-test-token"
     served = serve(env={"STRATA_TOKEN": token})
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:
-        problem = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": PROBLEM, "kind": "problem", "scope": "repo", "confidence": 0.9}}).json()
-        solution = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": SOLUTION, "kind": "solution", "scope": "repo", "confidence": 0.9,
-            "links": {"problem_id": problem["memory_id"]}}}).json()
-        http.post("/v1/memory_index", json={"repo_id": "team/backend", "consistency": {
-            "after_position": solution["position"], "timeout_ms": 30000}}).raise_for_status()
+        problem = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {"text": PROBLEM, "kind": "problem", "scope": "repo", "confidence": 0.9},
+            },
+        ).json()
+        solution = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {
+                    "text": SOLUTION,
+                    "kind": "solution",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "links": {"problem_id": problem["memory_id"]},
+                },
+            },
+        ).json()
+        http.post(
+            "/v1/memory_index",
+            json={
+                "repo_id": "team/backend",
+                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
+            },
+        ).raise_for_status()
     client = {**strata_env, "STRATA_DATA_DIR": str(tmp_path / "client-data"), "STRATA_TOKEN": token}
     options = ("--repo-id", "team/backend", "--http", f"{served.url}/mcp")
 
@@ -341,21 +469,36 @@ def test_hooks_read_the_server_they_are_set_up_for(serve: Callable[..., Served],
     stop = reply(hook_with(client, "stop", claude("Stop", repo, stop_hook_active=False), *options))
     assert stop is not None and read_id in stop["reason"]
     with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:  # the server's ledger has it
-        rated = http.post("/v1/feedback", json={"repo_id": "team/backend", "read_ids": [read_id], "used": [
-            {"memory_id": solution["memory_id"], "target": 1.0}]})
+        rated = http.post(
+            "/v1/feedback",
+            json={
+                "repo_id": "team/backend",
+                "read_ids": [read_id],
+                "used": [{"memory_id": solution["memory_id"], "target": 1.0}],
+            },
+        )
         assert rated.status_code == 200, rated.text
     assert not (tmp_path / "client-data" / "projections").exists()  # nothing local but the session's state
 
     # without the token the server refuses: the hook says why on stderr and injects nothing
-    refused = hook_with({**client, "STRATA_TOKEN": ""}, "prompt",
-                        claude("UserPromptSubmit", repo, "sess-2", prompt="db_pool.acquire hangs in tests/test_orders.py"),
-                        *options)
+    refused = hook_with(
+        {**client, "STRATA_TOKEN": ""},
+        "prompt",
+        claude("UserPromptSubmit", repo, "sess-2", prompt="db_pool.acquire hangs in tests/test_orders.py"),
+        *options,
+    )
     assert refused.returncode == 0 and refused.stdout == "" and "401" in refused.stderr
 
 
 def hook_with(env: dict[str, str], event: str, payload: Any, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([STRATA_COMMAND, "hook", event, *options], input=json.dumps(payload), env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [STRATA_COMMAND, "hook", event, *options],
+        input=json.dumps(payload),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict[str, str], repo: Path) -> None:
@@ -365,8 +508,13 @@ def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict
     silent.listen(8)
     try:
         port = silent.getsockname()[1]
-        result = hook_with(strata_env, "prompt", claude("UserPromptSubmit", repo, prompt="db_pool.acquire hangs again"),
-                           "--http", f"http://127.0.0.1:{port}")
+        result = hook_with(
+            strata_env,
+            "prompt",
+            claude("UserPromptSubmit", repo, prompt="db_pool.acquire hangs again"),
+            "--http",
+            f"http://127.0.0.1:{port}",
+        )
         assert result.returncode == 0 and result.stdout == ""
         failure = json.loads(result.stderr.splitlines()[-1])
         assert failure["event"] == "hook_failed" and ("timed out" in failure["error"] or "gave up" in failure["error"])
@@ -375,8 +523,9 @@ def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict
 
 
 @pytest.mark.slow
-def test_the_real_claude_code_runs_the_hooks_against_the_server(serve: Callable[..., Served], strata_env: dict[str, str],
-                                                                repo: Path, tmp_path: Path) -> None:
+def test_the_real_claude_code_runs_the_hooks_against_the_server(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
     """`strata init claude-code --hooks --http URL --repo-id ID`, then the real Claude Code in the repository
     (`claude -p` runs the session's hooks even without a login): its transcript shows the server's index at
     session start and the server's memory for the prompt."""
@@ -384,18 +533,50 @@ def test_the_real_claude_code_runs_the_hooks_against_the_server(serve: Callable[
     token = "claude-hooks-token"
     served = serve(env={"STRATA_TOKEN": token})
     with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        written = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": SOLUTION, "kind": "fact", "scope": "repo", "confidence": 0.9}}).json()
-        http.post("/v1/memory_index", json={"repo_id": "team/backend", "consistency": {
-            "after_position": written["position"], "timeout_ms": 30000}}).raise_for_status()
+        written = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {"text": SOLUTION, "kind": "fact", "scope": "repo", "confidence": 0.9},
+            },
+        ).json()
+        http.post(
+            "/v1/memory_index",
+            json={
+                "repo_id": "team/backend",
+                "consistency": {"after_position": written["position"], "timeout_ms": 30000},
+            },
+        ).raise_for_status()
     home = tmp_path / "home"
     home.mkdir()
-    path = os.pathsep.join([str(claude_cli.parent)] + [d for d in os.environ.get("PATH", "").split(os.pathsep)
-                                                         if d and not (Path(d) / "strata").exists()])
-    env = {**{k: v for k, v in strata_env.items() if k != "STRATA_DATA_DIR"}, "HOME": str(home), "PATH": path,
-           "STRATA_TOKEN": token}
-    init = subprocess.run([STRATA_COMMAND, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp",
-                           "--repo-id", "team/backend"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    path = os.pathsep.join(
+        [str(claude_cli.parent)]
+        + [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "strata").exists()]
+    )
+    env = {
+        **{k: v for k, v in strata_env.items() if k != "STRATA_DATA_DIR"},
+        "HOME": str(home),
+        "PATH": path,
+        "STRATA_TOKEN": token,
+    }
+    init = subprocess.run(
+        [
+            STRATA_COMMAND,
+            "--json",
+            "init",
+            "claude-code",
+            "--hooks",
+            "--http",
+            f"{served.url}/mcp",
+            "--repo-id",
+            "team/backend",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert init.returncode == 0, init.stdout + init.stderr
     ran = real_clients.run(claude_cli, "-p", "Why does db_pool.acquire hang in src/db/pool.py?", env=env, cwd=repo)
     transcripts = list((home / ".claude" / "projects").glob("*/*.jsonl"))
@@ -424,11 +605,16 @@ def seed_topics(env: dict[str, str], tmp_path: Path) -> None:
     lines = []
     for topic, (first, second) in TOPICS.items():
         for n in range(5):
-            text = (f"{first} and {second} note {n}: the {topic} code path rounds, caches and retries in its own "
-                    f"way, so read the module docstring before changing either; variant {n} of the {topic} rule "
-                    f"is kept for the nightly job")
-            lines.append(json.dumps({"repo_id": REPO, "memory": {"text": text, "kind": "fact", "scope": "repo",
-                                                                 "confidence": 0.9}}))
+            text = (
+                f"{first} and {second} note {n}: the {topic} code path rounds, caches and retries in its own "
+                f"way, so read the module docstring before changing either; variant {n} of the {topic} rule "
+                f"is kept for the nightly job"
+            )
+            lines.append(
+                json.dumps(
+                    {"repo_id": REPO, "memory": {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}}
+                )
+            )
     batch = tmp_path / "topics.jsonl"
     batch.write_text("\n".join(lines) + "\n")
     cli(env, "import", str(batch))
@@ -446,18 +632,23 @@ def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], r
     budget (400 tokens), the second only what the session has left of its 600, the third nothing; a new
     session gets the third topic's memories (it was the budget, not the bar)."""
     seed_topics(strata_env, tmp_path)
-    contexts = [context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-1", prompt=topic_prompt(t))))
-                for t in TOPICS]
+    contexts = [
+        context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-1", prompt=topic_prompt(t))))
+        for t in TOPICS
+    ]
     shown = [len(re.findall(r"^- fact ", c, re.M)) for c in contexts]
     assert 0 < shown[0] < 5 and 0 < shown[1] < shown[0] and shown[2] == 0, contexts
     assert len(contexts[0]) / 2.5 <= 400 and sum(len(c) for c in contexts) / 2.5 <= 600
-    fresh = context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-2", prompt=topic_prompt("mailer"))))
+    fresh = context_of(
+        hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-2", prompt=topic_prompt("mailer")))
+    )
     assert "mailer.send_digest" in fresh
 
 
 @pytest.mark.slow
-def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(serve: Callable[..., Served], strata_env: dict[str, str],
-                                                                 repo: Path, tmp_path: Path) -> None:
+def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
     """`strata init claude-code --hooks --http URL --repo-id team/backend`, then the hook commands exactly as
     written in .claude/settings.json, run by a shell as Claude Code runs them (the token only in the
     environment): the prompt, the edit of the anchored file and a failed test run each get the server's
@@ -470,50 +661,139 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(serve: Callabl
     (repo / "docs").mkdir()
     (repo / "docs" / "index.md").write_text("# Docs\n")
     with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        problem = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": PROBLEM, "kind": "problem", "scope": "repo", "confidence": 0.9}}).json()
-        failed = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": FAILED, "kind": "failed_tactic", "scope": "repo", "confidence": 0.9,
-            "links": {"problem_id": problem["memory_id"]}}}).json()
-        solution = http.post("/v1/write", json={"repo_id": "team/backend", "memory": {
-            "text": SOLUTION, "kind": "solution", "scope": "repo", "confidence": 0.9,
-            "links": {"problem_id": problem["memory_id"]}},
-            "anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}]}).json()
-        http.post("/v1/memory_index", json={"repo_id": "team/backend", "consistency": {
-            "after_position": solution["position"], "timeout_ms": 30000}}).raise_for_status()
+        problem = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {"text": PROBLEM, "kind": "problem", "scope": "repo", "confidence": 0.9},
+            },
+        ).json()
+        failed = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {
+                    "text": FAILED,
+                    "kind": "failed_tactic",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "links": {"problem_id": problem["memory_id"]},
+                },
+            },
+        ).json()
+        solution = http.post(
+            "/v1/write",
+            json={
+                "repo_id": "team/backend",
+                "memory": {
+                    "text": SOLUTION,
+                    "kind": "solution",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "links": {"problem_id": problem["memory_id"]},
+                },
+                "anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}],
+            },
+        ).json()
+        http.post(
+            "/v1/memory_index",
+            json={
+                "repo_id": "team/backend",
+                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
+            },
+        ).raise_for_status()
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")  # the client's own: the hooks must not read it
-    init = subprocess.run([STRATA_COMMAND, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp",
-                           "--repo-id", "team/backend"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    init = subprocess.run(
+        [
+            STRATA_COMMAND,
+            "--json",
+            "init",
+            "claude-code",
+            "--hooks",
+            "--http",
+            f"{served.url}/mcp",
+            "--repo-id",
+            "team/backend",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert init.returncode == 0, init.stdout + init.stderr
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     assert token not in (repo / ".claude" / "settings.json").read_text() + (repo / ".mcp.json").read_text()
-    commands = {event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-                for event, groups in settings["hooks"].items()}
+    commands = {
+        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
+        for event, groups in settings["hooks"].items()
+    }
     client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
 
     def run(event: str, session: str, **fields: Any) -> str:
-        done = subprocess.run(["sh", "-c", commands[event]], input=json.dumps(claude(event, repo, session, **fields)),
-                              env=client, cwd=repo, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["sh", "-c", commands[event]],
+            input=json.dumps(claude(event, repo, session, **fields)),
+            env=client,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
         return "" if not done.stdout.strip() else json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 
     assert "Memory of team/backend: 3 memories" in run("SessionStart", "s1", source="startup")
-    prompt = run("UserPromptSubmit", "s1", prompt="tests/test_orders.py hangs in db_pool.acquire with PoolTimeoutError, why?")
+    prompt = run(
+        "UserPromptSubmit", "s1", prompt="tests/test_orders.py hangs in db_pool.acquire with PoolTimeoutError, why?"
+    )
     assert problem["memory_id"] in prompt or solution["memory_id"] in prompt, prompt
-    edit = run("PreToolUse", "s2", tool_name="Edit", tool_input={"file_path": str(repo / "src" / "db" / "pool.py"),
-                                                                  "old_string": "def acquire(timeout=None):", "new_string": "x"})
+    edit = run(
+        "PreToolUse",
+        "s2",
+        tool_name="Edit",
+        tool_input={
+            "file_path": str(repo / "src" / "db" / "pool.py"),
+            "old_string": "def acquire(timeout=None):",
+            "new_string": "x",
+        },
+    )
     assert solution["memory_id"] in edit and "src/db/pool.py" in edit, edit
     log = PYTEST_LOG.format(venv=repo / ".venv")
-    failure = run("PostToolUseFailure", "s3", tool_name="Bash", tool_input={"command": "pytest -x"},
-                  error=f"Exit code 1\n{log}", is_interrupt=False)
-    assert problem["memory_id"] in failure or solution["memory_id"] in failure or failed["memory_id"] in failure, failure
+    failure = run(
+        "PostToolUseFailure",
+        "s3",
+        tool_name="Bash",
+        tool_input={"command": "pytest -x"},
+        error=f"Exit code 1\n{log}",
+        is_interrupt=False,
+    )
+    assert problem["memory_id"] in failure or solution["memory_id"] in failure or failed["memory_id"] in failure, (
+        failure
+    )
 
     other = "s4"
     assert run("UserPromptSubmit", other, prompt="How do I center a div with flexbox on the landing page?") == ""
-    assert run("PreToolUse", other, tool_name="Write", tool_input={"file_path": str(repo / "docs" / "index.md"),
-                                                                    "content": "# Docs\n"}) == ""
-    assert run("PostToolUseFailure", other, tool_name="Bash", tool_input={"command": "pytest tests/test_i18n.py"},
-               is_interrupt=False, error="Exit code 1\nE   KeyError: 'currency_symbol'\nFAILED "
-               "tests/test_i18n.py::test_locale_names_render_in_french - KeyError: 'currency_symbol'") == ""
+    assert (
+        run(
+            "PreToolUse",
+            other,
+            tool_name="Write",
+            tool_input={"file_path": str(repo / "docs" / "index.md"), "content": "# Docs\n"},
+        )
+        == ""
+    )
+    assert (
+        run(
+            "PostToolUseFailure",
+            other,
+            tool_name="Bash",
+            tool_input={"command": "pytest tests/test_i18n.py"},
+            is_interrupt=False,
+            error="Exit code 1\nE   KeyError: 'currency_symbol'\nFAILED "
+            "tests/test_i18n.py::test_locale_names_render_in_french - KeyError: 'currency_symbol'",
+        )
+        == ""
+    )
     assert not (tmp_path / "client-data" / "projections").exists()  # the server was read, not this machine

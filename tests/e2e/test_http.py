@@ -45,45 +45,129 @@ def refused(response: httpx.Response, status: int) -> dict[str, Any]:
 def test_every_operation_and_error_status(serve: Callable[..., Served]) -> None:
     served = serve()
     with httpx.Client(base_url=served.url, timeout=60) as http:
+
         def post(op: str, body: Any) -> httpx.Response:
             return http.post(f"/v1/{op}", json=body)
 
-        problem = ok(post("write", {"repo_id": REPO, "memory": {
-            "text": "Integration tests hang when the local Postgres is not running", "kind": "problem",
-            "scope": "repo", "confidence": 0.9}}), "write")
-        solution = ok(post("write", {"repo_id": REPO, "memory": {
-            "text": "Run make db-up before pytest -m integration", "kind": "solution", "scope": "repo",
-            "confidence": 0.85, "links": {"problem_id": problem["memory_id"]}}}), "write")
-        read = ok(post("read", {"repo_id": REPO, "query": "integration tests hang",
-                                "consistency": {"after_position": solution["position"]}}), "read")
+        problem = ok(
+            post(
+                "write",
+                {
+                    "repo_id": REPO,
+                    "memory": {
+                        "text": "Integration tests hang when the local Postgres is not running",
+                        "kind": "problem",
+                        "scope": "repo",
+                        "confidence": 0.9,
+                    },
+                },
+            ),
+            "write",
+        )
+        solution = ok(
+            post(
+                "write",
+                {
+                    "repo_id": REPO,
+                    "memory": {
+                        "text": "Run make db-up before pytest -m integration",
+                        "kind": "solution",
+                        "scope": "repo",
+                        "confidence": 0.85,
+                        "links": {"problem_id": problem["memory_id"]},
+                    },
+                },
+            ),
+            "write",
+        )
+        read = ok(
+            post(
+                "read",
+                {
+                    "repo_id": REPO,
+                    "query": "integration tests hang",
+                    "consistency": {"after_position": solution["position"]},
+                },
+            ),
+            "read",
+        )
         case = next(r for r in read["results"] if r["memory_id"] == problem["memory_id"])
         assert solution["memory_id"] in {s["memory_id"] for s in case["solutions"]}
-        feedback = ok(post("feedback", {"repo_id": REPO, "read_ids": [read["read_id"]],
-                                        "used": [{"memory_id": solution["memory_id"], "target": 1.0}]}), "feedback")
+        feedback = ok(
+            post(
+                "feedback",
+                {
+                    "repo_id": REPO,
+                    "read_ids": [read["read_id"]],
+                    "used": [{"memory_id": solution["memory_id"], "target": 1.0}],
+                },
+            ),
+            "feedback",
+        )
         assert len(feedback["credited"]) == 1
-        update = ok(post("update", {"repo_id": REPO, "memory_id": problem["memory_id"], "mode": "commit",
-                                    "updates": {"truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen again",
-                                                          "evidence_refs": ["cmd:pytest"]}}}), "update")
+        update = ok(
+            post(
+                "update",
+                {
+                    "repo_id": REPO,
+                    "memory_id": problem["memory_id"],
+                    "mode": "commit",
+                    "updates": {
+                        "truth": {
+                            "target": 1.0,
+                            "confidence": 0.9,
+                            "rationale": "seen again",
+                            "evidence_refs": ["cmd:pytest"],
+                        }
+                    },
+                },
+            ),
+            "update",
+        )
         assert update["truth"]["recorded"] is True
         index = ok(post("memory_index", {"repo_id": REPO}), "memory_index")
         assert index["memories"] == 2
         assert ok(post("forget", {"repo_id": REPO, "memory_id": solution["memory_id"]}), "forget")["forgotten"] is True
 
         # every error status, in the CLI's shape
-        assert refused(post("write", {"repo_id": REPO, "memory": {"text": "x", "kind": "nope", "scope": "repo",
-                                                                  "confidence": 1}}), 400)["path"] == "memory.kind"
+        assert (
+            refused(
+                post(
+                    "write",
+                    {"repo_id": REPO, "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 1}},
+                ),
+                400,
+            )["path"]
+            == "memory.kind"
+        )
         malformed = http.post("/v1/write", content=b"{oops", headers={"content-type": "application/json"})
         assert refused(malformed, 400)["code"] == "invalid_json"
         assert refused(http.post("/v1/read", content=b"", headers=JSON), 400)["code"] == "invalid_json"
-        missing = post("update", {"repo_id": REPO, "memory_id": "00000000-0000-0000-0000-000000000000", "mode": "commit",
-                                  "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}})
+        missing = post(
+            "update",
+            {
+                "repo_id": REPO,
+                "memory_id": "00000000-0000-0000-0000-000000000000",
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}},
+            },
+        )
         assert refused(missing, 404)["path"] == "memory_id"
-        gone = post("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
-                               "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}})
+        gone = post(
+            "update",
+            {
+                "repo_id": REPO,
+                "memory_id": solution["memory_id"],
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}},
+            },
+        )
         refused(gone, 409)
         assert refused(http.post("/v1/nope", json={}), 404)["code"] == "unknown_route"
         assert refused(http.get("/v1/read"), 405)["code"] == "method_not_allowed"
-        assert refused(http.post("/v1/write", content=b" " * (2 << 20), headers=JSON), 413)["code"] == "request_too_large"
+        assert (
+            refused(http.post("/v1/write", content=b" " * (2 << 20), headers=JSON), 413)["code"] == "request_too_large"
+        )
         for name, op in OPERATIONS.items():
             if op.request.model_json_schema().get("required"):
                 assert refused(post(name, {}), 400)["code"] == "missing_field", name
@@ -118,8 +202,11 @@ def test_openapi_describes_every_operation(serve: Callable[..., Served]) -> None
         assert success["$ref"].removeprefix("#/components/schemas/") in components
         for status in ("400", "401", "404", "409", "500"):
             error = post["responses"][status]["content"]["application/json"]["schema"]
-            validator(error).validate(ErrorResponse.model_validate(
-                {"error": {"code": "c", "path": "", "message": "m"}, "errors": []}).model_dump(mode="json"))
+            validator(error).validate(
+                ErrorResponse.model_validate(
+                    {"error": {"code": "c", "path": "", "message": "m"}, "errors": []}
+                ).model_dump(mode="json")
+            )
     assert "/healthz" in document["paths"] and "security" not in document  # no token configured
 
     # the served document says what the endpoint accepts (tests/integration/test_schema_agrees.py has the
@@ -152,7 +239,9 @@ def test_bearer_token_guards_every_route_but_health(serve: Callable[..., Served]
     with httpx.Client(base_url=served.url, timeout=60) as http:
         for path, method in (("/v1/read", "POST"), ("/openapi.json", "GET"), ("/mcp", "POST")):
             anonymous = http.request(method, path, json=body)
-            assert refused(anonymous, 401)["code"] == "token_required" and anonymous.headers["www-authenticate"].startswith("Bearer")
+            assert refused(anonymous, 401)["code"] == "token_required" and anonymous.headers[
+                "www-authenticate"
+            ].startswith("Bearer")
             wrong = http.request(method, path, json=body, headers={"Authorization": f"Bearer {TOKEN}x"})
             assert refused(wrong, 401)["code"] == "invalid_token"
             basic = http.request(method, path, json=body, headers={"Authorization": f"Basic {TOKEN}"})
@@ -167,8 +256,10 @@ def test_bearer_token_guards_every_route_but_health(serve: Callable[..., Served]
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with (create_mcp_http_client(headers=good) as http_client,
-                    Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client):
+        async with (
+            create_mcp_http_client(headers=good) as http_client,
+            Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client,
+        ):
             return [t.name for t in (await client.list_tools()).tools]
 
     assert set(anyio.run(mcp_with_token)) == set(AGENT_TOOLS)
@@ -179,8 +270,13 @@ def test_bearer_token_guards_every_route_but_health(serve: Callable[..., Served]
 
 def test_non_loopback_bind_without_token_is_refused(strata_env: dict[str, str]) -> None:
     for host in ("0.0.0.0", "::"):
-        result = subprocess.run([STRATA_COMMAND, "--json", "serve", "--host", host, "--port", "0"], env=strata_env,
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [STRATA_COMMAND, "--json", "serve", "--host", host, "--port", "0"],
+            env=strata_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 2, result.stderr
         error = json.loads(result.stdout)["error"]
         assert error["code"] == "token_required" and "STRATA_TOKEN" in error["message"]

@@ -19,8 +19,15 @@ from tests.conftest import Served
 
 REPO = "acme/api"
 READ = {"repo_id": REPO, "query": "integration tests hang"}
-WRITE = {"repo_id": REPO, "memory": {"text": "Integration tests hang without Postgres", "kind": "problem",
-                                     "scope": "repo", "confidence": 0.9}}
+WRITE = {
+    "repo_id": REPO,
+    "memory": {
+        "text": "Integration tests hang without Postgres",
+        "kind": "problem",
+        "scope": "repo",
+        "confidence": 0.9,
+    },
+}
 
 
 @pytest.mark.slow
@@ -33,6 +40,7 @@ def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Serv
     async def scenario() -> None:
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
         async with httpx.AsyncClient(base_url=served.url, timeout=60, limits=limits) as http:
+
             async def wait_one() -> None:
                 answers.append(await http.post("/v1/read", json=waiting))
 
@@ -50,8 +58,12 @@ def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Serv
                 assert health.status_code == 200 and health.json()["ok"] is True
                 write = await timed("write", lambda: http.post("/v1/write", json=WRITE))
                 assert write.status_code == 200, write.text
-                read = await timed("read", lambda: http.post("/v1/read", json={
-                    **READ, "consistency": {"after_position": write.json()["position"]}}))
+                read = await timed(
+                    "read",
+                    lambda: http.post(
+                        "/v1/read", json={**READ, "consistency": {"after_position": write.json()["position"]}}
+                    ),
+                )
                 assert read.status_code == 200, read.text
                 assert len(answers) == 5  # only the refused ones have answered yet
 
@@ -79,12 +91,24 @@ def _raw(url: str, data: bytes, *, hang_up: bool) -> bytes:
 def test_a_broken_upload_is_the_clients_error_and_its_body_never_reaches_the_log(serve: Callable[..., Served]) -> None:
     served = serve(env={"STRATA_LOG_LEVEL": "debug"})
     host = urlsplit(served.url).netloc
-    body = ('{"repo_id": "acme/api", "memory": {"text": "the admin password=' + SECRET
-            + '", "kind": "fact", "scope": "repo", "confidence": 0.5}}').encode()
+    body = (
+        '{"repo_id": "acme/api", "memory": {"text": "the admin password='
+        + SECRET
+        + '", "kind": "fact", "scope": "repo", "confidence": 0.5}}'
+    ).encode()
     head = f"POST /v1/write HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n".encode()
     # a chunked body whose second chunk size is not hexadecimal
-    malformed = _raw(served.url, head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body) // 2:x}\r\n".encode()
-                     + body[: len(body) // 2] + b"\r\nZZ\r\n" + body[len(body) // 2:] + b"\r\n0\r\n\r\n", hang_up=False)
+    malformed = _raw(
+        served.url,
+        head
+        + b"Transfer-Encoding: chunked\r\n\r\n"
+        + f"{len(body) // 2:x}\r\n".encode()
+        + body[: len(body) // 2]
+        + b"\r\nZZ\r\n"
+        + body[len(body) // 2 :]
+        + b"\r\n0\r\n\r\n",
+        hang_up=False,
+    )
     assert malformed.startswith(b"HTTP/1.1 400"), malformed
     # a client that promises more than it sends and hangs up
     _raw(served.url, head + f"Content-Length: {len(body) + 500}\r\n\r\n".encode() + body, hang_up=True)
@@ -101,8 +125,9 @@ def test_a_broken_upload_is_the_clients_error_and_its_body_never_reaches_the_log
 
 
 @pytest.mark.slow
-def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(serve: Callable[..., Served], tiny_disk: Path,
-                                                                tmp_path: Path) -> None:
+def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(
+    serve: Callable[..., Served], tiny_disk: Path, tmp_path: Path
+) -> None:
     from strata_recall.projections.embedder import assemble_model_dir
 
     model = assemble_model_dir(tmp_path / "model")  # 23 MB: not on the tiny disk
@@ -112,9 +137,18 @@ def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(serve: Callable
     with httpx.Client(base_url=served.url, timeout=60) as http:
         refusal = None
         for i in range(2000):
-            response = http.post("/v1/write", json={"repo_id": REPO, "memory": {
-                "text": f"note {i}: " + "the integration suite needs the local database " * 40, "kind": "fact",
-                "scope": "repo", "confidence": 0.5}})
+            response = http.post(
+                "/v1/write",
+                json={
+                    "repo_id": REPO,
+                    "memory": {
+                        "text": f"note {i}: " + "the integration suite needs the local database " * 40,
+                        "kind": "fact",
+                        "scope": "repo",
+                        "confidence": 0.5,
+                    },
+                },
+            )
             if response.status_code != 200:
                 refusal = response
                 break

@@ -28,19 +28,40 @@ def test_every_status_the_server_answers_is_documented(serve: Callable[..., Serv
         return response
 
     with httpx.Client(base_url=served.url, timeout=60, headers=AUTH) as http:
-        written = record(http.post("/v1/write", json=write_request(REPO, "The staging database is reset nightly"))).json()
+        written = record(
+            http.post("/v1/write", json=write_request(REPO, "The staging database is reset nightly"))
+        ).json()
         memory_id = written["memory_id"]
         record(http.post("/v1/read", json={"repo_id": REPO}))  # 400: no query
         record(http.post("/v1/read", json={"repo_id": REPO, "query": "database"}, headers={"Authorization": ""}))
-        record(http.post("/v1/read", json={"repo_id": REPO, "query": "database"},
-                         headers={"Origin": "https://evil.example"}))  # 403
+        record(
+            http.post(
+                "/v1/read", json={"repo_id": REPO, "query": "database"}, headers={"Origin": "https://evil.example"}
+            )
+        )  # 403
         record(http.post("/v1/memory", json={"repo_id": REPO, "memory_id": UNKNOWN}))  # 404
-        record(http.post("/v1/read", json={"repo_id": REPO, "query": "database", "as_of": 10**6}))  # 404: no such moment
+        record(
+            http.post("/v1/read", json={"repo_id": REPO, "query": "database", "as_of": 10**6})
+        )  # 404: no such moment
         record(http.post("/v1/forget", json={"repo_id": REPO, "memory_id": memory_id, "reason": "wrong"}))
-        record(http.post("/v1/update", json={"repo_id": REPO, "memory_id": memory_id, "mode": "commit", "updates": {
-            "utility": {"target": 1, "confidence": 1, "rationale": "helped"}}}))  # 409: forgotten
-        record(http.post("/v1/write", content=b'{"repo_id": "' + b"x" * (2 << 20) + b'"}',
-                         headers={"Content-Type": "application/json"}))  # 413
+        record(
+            http.post(
+                "/v1/update",
+                json={
+                    "repo_id": REPO,
+                    "memory_id": memory_id,
+                    "mode": "commit",
+                    "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "helped"}},
+                },
+            )
+        )  # 409: forgotten
+        record(
+            http.post(
+                "/v1/write",
+                content=b'{"repo_id": "' + b"x" * (2 << 20) + b'"}',
+                headers={"Content-Type": "application/json"},
+            )
+        )  # 413
         record(http.post("/v1/write", content=b"{}", headers={"Content-Type": "text/plain"}))  # 415
         record(http.post("/v1/read", json={"repo_id": REPO, "query": "database"}, headers={"Host": "evil.example"}))
         record(http.get("/healthz", headers={"Host": "evil.example"}))  # 421 before any route
@@ -51,8 +72,10 @@ def test_every_status_the_server_answers_is_documented(serve: Callable[..., Serv
 
     async def two_waiting() -> None:  # 503: one read may wait for a far position, the second is refused
         far = {"repo_id": REPO, "query": "database", "consistency": {"after_position": 10**9, "timeout_ms": 3000}}
-        async with (httpx.AsyncClient(base_url=served.url, timeout=60, headers=AUTH) as http,
-                    anyio.create_task_group() as group):
+        async with (
+            httpx.AsyncClient(base_url=served.url, timeout=60, headers=AUTH) as http,
+            anyio.create_task_group() as group,
+        ):
             for _ in range(2):
                 group.start_soon(lambda: _post(http, far))
 
@@ -64,8 +87,11 @@ def test_every_status_the_server_answers_is_documented(serve: Callable[..., Serv
 
     statuses = {status for _, _, status, _ in seen}
     assert statuses >= {200, 400, 401, 403, 404, 409, 413, 415, 421, 503}, seen
-    undocumented = [(m, path, status, code) for m, path, status, code in seen
-                    if str(status) not in document["paths"][path][m.lower()]["responses"]]
+    undocumented = [
+        (m, path, status, code)
+        for m, path, status, code in seen
+        if str(status) not in document["paths"][path][m.lower()]["responses"]
+    ]
     assert not undocumented, undocumented
     for response in (put, post):
         assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed", response.text

@@ -19,8 +19,9 @@ REPO = "acme/api"
 
 
 def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, timeout=120,
-                          cwd=cwd)
+    return subprocess.run(
+        [STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, timeout=120, cwd=cwd
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -34,8 +35,9 @@ def refused(result: subprocess.CompletedProcess[str], exit_code: int, code: str)
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_a_near_copy_written_to_a_server_reinforces_and_unmerge_undoes_it(serve: Callable[..., Served],
-                                                                           strata_env: dict[str, str]) -> None:
+def test_a_near_copy_written_to_a_server_reinforces_and_unmerge_undoes_it(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
     served = serve()
 
     def post(op: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -44,10 +46,23 @@ def test_a_near_copy_written_to_a_server_reinforces_and_unmerge_undoes_it(serve:
         return response.json()
 
     problem = post("write", write_request(REPO, "terraform plan fails on provider versions", "problem"))
-    first = post("write", write_request(REPO, "Run terraform init -upgrade when the provider lock file is out of date",
-                                        "solution", links={"problem_id": problem["memory_id"]}))
-    post("read", {"repo_id": REPO, "query": "terraform", "consistency": {"after_position": first["position"],
-                                                                        "timeout_ms": 30000}})
+    first = post(
+        "write",
+        write_request(
+            REPO,
+            "Run terraform init -upgrade when the provider lock file is out of date",
+            "solution",
+            links={"problem_id": problem["memory_id"]},
+        ),
+    )
+    post(
+        "read",
+        {
+            "repo_id": REPO,
+            "query": "terraform",
+            "consistency": {"after_position": first["position"], "timeout_ms": 30000},
+        },
+    )
     text = "If the Terraform provider lock file is stale, run `terraform init -upgrade`"
     second = post("write", write_request(REPO, text, "solution", links={"problem_id": problem["memory_id"]}))
     assert second["similarity_checked"] is True
@@ -81,14 +96,22 @@ def test_reflect_restore_and_their_errors(strata_env: dict[str, str]) -> None:
     refused(run(env, "restore", "00000000-0000-0000-0000-000000000000"), 3, "not_found")
     refused(run(env, "reflect", "--repo", REPO, "--global"), 2, "conflicting_options")
     refused(run(env, "reflect", "--as-of", "next tuesday"), 2, "invalid_date")
-    text = subprocess.run([STRATA_COMMAND, "--text", "reflect", "--repo", REPO, "--as-of", later], capture_output=True,
-                          text=True, env=env, timeout=120)
+    text = subprocess.run(
+        [STRATA_COMMAND, "--text", "reflect", "--repo", REPO, "--as-of", later],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert text.returncode == 0 and f"repo {REPO}" in text.stdout
 
 
 def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str], tmp_path: Path) -> None:
@@ -100,14 +123,24 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "initial")
-    request = {**write_request(REPO, "connect() retries three times"), "anchors": [{"path": "src/db.py", "symbol": "connect"}],
-               "workspace": {"root": str(root)}}
+    request = {
+        **write_request(REPO, "connect() retries three times"),
+        "anchors": [{"path": "src/db.py", "symbol": "connect"}],
+        "workspace": {"root": str(root)},
+    }
     memory = ok(run(env, "write", json.dumps(request), cwd=root))  # the write is made in the repo: its root is readable
-    printed = subprocess.run([STRATA_COMMAND, "--json", "fingerprint", "src/db.py", "--symbol", "connect"],
-                             capture_output=True, text=True, env=env, cwd=root, timeout=60)
+    printed = subprocess.run(
+        [STRATA_COMMAND, "--json", "fingerprint", "src/db.py", "--symbol", "connect"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=60,
+    )
     shown = ok(run(env, "show", memory["memory_id"]))
-    assert shown["memory"]["anchors"] == [{"path": "src/db.py", "symbol": "connect", "lines": None,
-                                           "commit": shown["memory"]["anchors"][0]["commit"]}]
+    assert shown["memory"]["anchors"] == [
+        {"path": "src/db.py", "symbol": "connect", "lines": None, "commit": shown["memory"]["anchors"][0]["commit"]}
+    ]
     assert "ws1:" not in json.dumps(shown)  # views never show a fingerprint
     log = subprocess.run([STRATA_COMMAND, "export"], capture_output=True, text=True, env=env, timeout=60).stdout
     assert f'"fingerprint":"{json.loads(printed.stdout)["fingerprint"]}"' in log.replace(" ", "")  # what the log keeps

@@ -21,13 +21,20 @@ from tests.conftest import STRATA_COMMAND
 from tests.e2e import real_clients
 
 # Sample files in the clients' documented formats, with settings that are not ours.
-CLAUDE_MCP = {"mcpServers": {"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
-                             "fs": {"type": "stdio", "command": "npx", "args": ["-y", "server-filesystem", "."],
-                                    "env": {"DEBUG": "1"}}}}
-CLAUDE_SETTINGS = {"permissions": {"allow": ["Bash(npm run test:*)"], "deny": ["Read(./.env)"]},
-                   "hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write"}]}],
-                             "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
-CODEX_TOML = '''model = "gpt-5-codex"
+CLAUDE_MCP = {
+    "mcpServers": {
+        "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
+        "fs": {"type": "stdio", "command": "npx", "args": ["-y", "server-filesystem", "."], "env": {"DEBUG": "1"}},
+    }
+}
+CLAUDE_SETTINGS = {
+    "permissions": {"allow": ["Bash(npm run test:*)"], "deny": ["Read(./.env)"]},
+    "hooks": {
+        "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+CODEX_TOML = """model = "gpt-5-codex"
 approval_policy = "on-request"
 
 [profiles.fast]
@@ -43,22 +50,35 @@ DOCS_TOKEN_ENV = "DOCS_TOKEN"
 
 [tui]
 notifications = true
-'''
-CURSOR_MCP = {"mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"},
-                             "local": {"command": "python", "args": ["server.py"], "env": {"A": "b"}}}}
-CURSOR_HOOKS = {"version": 1, "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}],
-                                        "stop": [{"command": "./hooks/audit.sh"}]}}
-VSCODE_MCP = {"inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": True}],
-              "servers": {"memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
-                          "remote": {"type": "http", "url": "https://example.com/mcp",
-                                     "headers": {"Authorization": "Bearer ${input:api-key}"}}}}
-VSCODE_JSONC = '''{
+"""
+CURSOR_MCP = {
+    "mcpServers": {
+        "linear": {"url": "https://mcp.linear.app/sse"},
+        "local": {"command": "python", "args": ["server.py"], "env": {"A": "b"}},
+    }
+}
+CURSOR_HOOKS = {
+    "version": 1,
+    "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}], "stop": [{"command": "./hooks/audit.sh"}]},
+}
+VSCODE_MCP = {
+    "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": True}],
+    "servers": {
+        "memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+        "remote": {
+            "type": "http",
+            "url": "https://example.com/mcp",
+            "headers": {"Authorization": "Bearer ${input:api-key}"},
+        },
+    },
+}
+VSCODE_JSONC = """{
   // my servers
   "servers": {
     "memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
   }
 }
-'''
+"""
 
 
 @pytest.fixture
@@ -69,8 +89,9 @@ def repo(git_repo: Path) -> Path:
 def path_without_strata() -> str:
     """The PATH of the tests minus any folder holding a `strata`: this installation is then not the `strata`
     on PATH (a checkout's venv), so init keeps its path out of the repository's files."""
-    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                           if d and not (Path(d) / "strata").exists())
+    return os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "strata").exists()
+    )
 
 
 @pytest.fixture
@@ -90,8 +111,9 @@ def on_path(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 
 def init(env: dict[str, str], repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([STRATA_COMMAND, "--json", "init", *args], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [STRATA_COMMAND, "--json", "init", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> dict:
@@ -121,8 +143,13 @@ def test_claude_code_fresh_then_rerun(env: dict[str, str], repo: Path) -> None:
     first = ok(init(env, repo, "claude-code", "--hooks"))
     assert first["repo_id"] == "github.com/acme/api" and first["repo_id_source"] == "origin remote"
     assert first["previous_default"] == "acme/api" and "--repo-id acme/api" in first["note"]
-    assert actions(first) == {".mcp.json": "created", "CLAUDE.md": "created", "settings.json": "created",
-                              "settings.local.json": "created", "exclude": "updated"}
+    assert actions(first) == {
+        ".mcp.json": "created",
+        "CLAUDE.md": "created",
+        "settings.json": "created",
+        "settings.local.json": "created",
+        "exclude": "updated",
+    }
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
     claude_md = (repo / "CLAUDE.md").read_text()
     assert claude_md.count(BEGIN) == 1 and "`github.com/acme/api`" in claude_md and "feedback" in claude_md
@@ -138,8 +165,13 @@ def test_claude_code_fresh_then_rerun(env: dict[str, str], repo: Path) -> None:
     assert first["local"][0]["command"].startswith("claude mcp add-json --scope local strata ")
     assert first["local"][0]["status"] == "to run"  # no `claude` on this PATH
 
-    files = snapshot(repo / ".mcp.json", repo / "CLAUDE.md", repo / ".claude" / "settings.json",
-                     repo / ".claude" / "settings.local.json", repo / ".git" / "info" / "exclude")
+    files = snapshot(
+        repo / ".mcp.json",
+        repo / "CLAUDE.md",
+        repo / ".claude" / "settings.json",
+        repo / ".claude" / "settings.local.json",
+        repo / ".git" / "info" / "exclude",
+    )
     again = ok(init(env, repo, "claude-code", "--hooks"))
     assert set(actions(again).values()) == {"unchanged"}
     assert snapshot(*files) == files
@@ -153,8 +185,9 @@ def test_an_installation_on_path_needs_nothing_local(on_path: dict[str, str], re
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
 
 
-def test_the_repository_files_are_the_same_on_every_machine(env: dict[str, str], on_path: dict[str, str],
-                                                           tmp_path: Path) -> None:
+def test_the_repository_files_are_the_same_on_every_machine(
+    env: dict[str, str], on_path: dict[str, str], tmp_path: Path
+) -> None:
     """Two teammates: one with Strata on PATH, one running it from a checkout with a data directory of
     their own. What goes to git is identical; the second one's paths are in their local settings."""
     shared = (".mcp.json", "CLAUDE.md", ".claude/settings.json")
@@ -163,8 +196,14 @@ def test_the_repository_files_are_the_same_on_every_machine(env: dict[str, str],
         clone = tmp_path / name / "api"
         subprocess.run(["git", "init", "-q", str(clone)], check=True)
         subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
-        result = subprocess.run([STRATA_COMMAND, "--json", *extra, "init", "claude-code", "--hooks"], cwd=clone,
-                                env=environ, capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [STRATA_COMMAND, "--json", *extra, "init", "claude-code", "--hooks"],
+            cwd=clone,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         ok(result)
         trees[name] = {f: (clone / f).read_bytes() for f in shared}
         for f in shared:
@@ -180,8 +219,13 @@ def test_claude_code_keeps_unrelated_settings(env: dict[str, str], repo: Path) -
     (repo / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
     (repo / "CLAUDE.md").write_text("# API\n\nRun `make test` before pushing.\n")
     result = ok(init(env, repo, "claude-code", "--hooks", "--http", "http://127.0.0.1:7411/mcp"))
-    assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated", "settings.json": "updated",
-                               "settings.local.json": "created", "exclude": "updated"}
+    assert actions(result) == {
+        ".mcp.json": "updated",
+        "CLAUDE.md": "updated",
+        "settings.json": "updated",
+        "settings.local.json": "created",
+        "exclude": "updated",
+    }
 
     mcp = json.loads((repo / ".mcp.json").read_text())
     assert mcp["mcpServers"]["strata"] == {"type": "http", "url": "http://127.0.0.1:7411/mcp"}  # loopback, no token
@@ -214,15 +258,26 @@ def test_a_server_token_is_referenced_in_each_clients_syntax(env: dict[str, str]
     ok(init(token_env, repo, "vscode", "--http", url, "--repo-id", "team/backend"))
     ok(init(token_env, repo, "codex", "--http", url, "--repo-id", "team/backend"))
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == {
-        "type": "http", "url": url, "headers": {"Authorization": "Bearer ${STRATA_TOKEN}"}}
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": "Bearer ${STRATA_TOKEN}"},
+    }
     assert json.loads((repo / ".cursor" / "mcp.json").read_text())["mcpServers"]["strata"] == {
-        "url": url, "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"}}
+        "url": url,
+        "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"},
+    }
     assert json.loads((repo / ".vscode" / "mcp.json").read_text())["servers"]["strata"] == {
-        "type": "http", "url": url, "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"}}
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": "Bearer ${env:STRATA_TOKEN}"},
+    }
     codex = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())["mcp_servers"]["strata"]
     assert codex == {"url": url, "bearer_token_env_var": "STRATA_TOKEN"}
     hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
-    assert hook_command(hooks, "Stop") == "${STRATA_COMMAND:-strata} hook stop --repo-id team/backend --http http://10.1.2.3:7411"
+    assert (
+        hook_command(hooks, "Stop")
+        == "${STRATA_COMMAND:-strata} hook stop --repo-id team/backend --http http://10.1.2.3:7411"
+    )
     cursor_hooks = json.loads((repo / ".cursor" / "hooks.json").read_text())["hooks"]
     assert cursor_hooks["stop"][0]["command"] == "strata hook stop --repo-id team/backend --http http://10.1.2.3:7411"
     everything = "".join(p.read_text() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
@@ -230,7 +285,8 @@ def test_a_server_token_is_referenced_in_each_clients_syntax(env: dict[str, str]
 
     ok(init(env, repo, "claude-code", "--hooks", "--http", url, "--token-env", "ACME_STRATA_TOKEN"))
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"]["headers"] == {
-        "Authorization": "Bearer ${ACME_STRATA_TOKEN}"}
+        "Authorization": "Bearer ${ACME_STRATA_TOKEN}"
+    }
     hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
     assert hook_command(hooks, "Stop").endswith("--http http://10.1.2.3:7411 --token-env ACME_STRATA_TOKEN")
 
@@ -245,7 +301,9 @@ def test_codex_merges_toml_and_agents_md(env: dict[str, str], repo: Path, tmp_pa
     # Codex keeps its servers in the user's own configuration: this machine's command is right there
     assert parsed["mcp_servers"]["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]}
     original = tomllib.loads(CODEX_TOML)
-    assert {k: v for k, v in parsed.items() if k != "mcp_servers"} == {k: v for k, v in original.items() if k != "mcp_servers"}
+    assert {k: v for k, v in parsed.items() if k != "mcp_servers"} == {
+        k: v for k, v in original.items() if k != "mcp_servers"
+    }
     assert parsed["mcp_servers"]["docs"] == original["mcp_servers"]["docs"]
     assert config.read_text().startswith(CODEX_TOML.rstrip("\n"))  # appended, the rest untouched byte for byte
 
@@ -260,8 +318,10 @@ def test_codex_merges_toml_and_agents_md(env: dict[str, str], repo: Path, tmp_pa
 def test_codex_replaces_a_hand_written_table(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     config = tmp_path / "codex-home" / "config.toml"
     config.parent.mkdir()
-    config.write_text(CODEX_TOML + '\n[mcp_servers.strata]\ncommand = "old-strata"\n\n[mcp_servers.strata.env]\nX = "1"\n\n'
-                      '[history]\npersistence = "none"\n')
+    config.write_text(
+        CODEX_TOML + '\n[mcp_servers.strata]\ncommand = "old-strata"\n\n[mcp_servers.strata.env]\nX = "1"\n\n'
+        '[history]\npersistence = "none"\n'
+    )
     ok(init(env, repo, "codex"))
     parsed = tomllib.loads(config.read_text())
     assert parsed["mcp_servers"]["strata"] == {"command": STRATA_COMMAND, "args": ["mcp"]}
@@ -275,16 +335,23 @@ def test_cursor_mcp_rule_and_hooks(env: dict[str, str], repo: Path) -> None:
     result = ok(init(env, repo, "cursor", "--hooks"))
     assert actions(result) == {"mcp.json": "updated", "strata.mdc": "created", "hooks.json": "updated"}
     mcp = json.loads((repo / ".cursor" / "mcp.json").read_text())["mcpServers"]
-    assert mcp["strata"] == {"command": "strata", "args": ["mcp"]} and mcp["linear"] == CURSOR_MCP["mcpServers"]["linear"]
+    assert (
+        mcp["strata"] == {"command": "strata", "args": ["mcp"]} and mcp["linear"] == CURSOR_MCP["mcpServers"]["linear"]
+    )
     rule = (repo / ".cursor" / "rules" / "strata.mdc").read_text()
     assert rule.startswith("---\ndescription: ") and "alwaysApply: true\n---\n" in rule and BEGIN in rule
     hooks = json.loads((repo / ".cursor" / "hooks.json").read_text())
     assert hooks["version"] == 1 and hooks["hooks"]["afterFileEdit"] == CURSOR_HOOKS["hooks"]["afterFileEdit"]
-    assert [h["command"] for h in hooks["hooks"]["stop"]] == ["./hooks/audit.sh", "strata hook stop --repo-id github.com/acme/api"]
+    assert [h["command"] for h in hooks["hooks"]["stop"]] == [
+        "./hooks/audit.sh",
+        "strata hook stop --repo-id github.com/acme/api",
+    ]
     assert hooks["hooks"]["sessionStart"] == [{"command": "strata hook session-start --repo-id github.com/acme/api"}]
     # Cursor has no per-project local settings: what this machine needs is said, not written
     assert any("Cursor has no per-project local settings" in n and STRATA_COMMAND in n for n in result["notes"])
-    files = snapshot(repo / ".cursor" / "mcp.json", repo / ".cursor" / "hooks.json", repo / ".cursor" / "rules" / "strata.mdc")
+    files = snapshot(
+        repo / ".cursor" / "mcp.json", repo / ".cursor" / "hooks.json", repo / ".cursor" / "rules" / "strata.mdc"
+    )
     assert set(actions(ok(init(env, repo, "cursor", "--hooks"))).values()) == {"unchanged"}
     assert snapshot(*files) == files
 
@@ -307,14 +374,18 @@ def test_vscode_servers_key_and_jsonc_refused(env: dict[str, str], repo: Path) -
     assert mcp.read_text() == VSCODE_JSONC
 
 
-@pytest.mark.parametrize("client, path, text", [
-    ("claude-code", ".mcp.json", '{"mcpServers": {"x": '),
-    ("claude-code", ".mcp.json", '["not", "an", "object"]'),
-    ("claude-code", "CLAUDE.md", f"# notes\n{BEGIN}\nhalf a block\n"),
-    ("cursor", ".cursor/mcp.json", '{"mcpServers": []}'),
-])
-def test_malformed_files_are_refused_and_nothing_is_written(env: dict[str, str], repo: Path, client: str,
-                                                            path: str, text: str) -> None:
+@pytest.mark.parametrize(
+    "client, path, text",
+    [
+        ("claude-code", ".mcp.json", '{"mcpServers": {"x": '),
+        ("claude-code", ".mcp.json", '["not", "an", "object"]'),
+        ("claude-code", "CLAUDE.md", f"# notes\n{BEGIN}\nhalf a block\n"),
+        ("cursor", ".cursor/mcp.json", '{"mcpServers": []}'),
+    ],
+)
+def test_malformed_files_are_refused_and_nothing_is_written(
+    env: dict[str, str], repo: Path, client: str, path: str, text: str
+) -> None:
     target = repo / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
@@ -341,8 +412,14 @@ def test_malformed_codex_toml_is_refused(env: dict[str, str], repo: Path, tmp_pa
 
 def test_dry_run_shows_the_diff_and_writes_nothing(env: dict[str, str], repo: Path) -> None:
     (repo / "CLAUDE.md").write_text("# API\n")
-    result = subprocess.run([STRATA_COMMAND, "--text", "init", "claude-code", "--hooks", "--dry-run"], cwd=repo, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [STRATA_COMMAND, "--text", "init", "claude-code", "--hooks", "--dry-run"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "+++ " + str(repo / ".mcp.json") in result.stdout and "+" + BEGIN in result.stdout and END in result.stdout
     assert "dry run: claude mcp add-json --scope local strata" in result.stdout
@@ -350,18 +427,39 @@ def test_dry_run_shows_the_diff_and_writes_nothing(env: dict[str, str], repo: Pa
     assert not (repo / ".claude").exists() and "strata" not in (repo / ".git" / "info" / "exclude").read_text()
 
 
-def test_data_dir_and_repo_id_reach_the_local_settings_and_hooks(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+def test_data_dir_and_repo_id_reach_the_local_settings_and_hooks(
+    env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
     data = tmp_path / "shared-data"
-    result = subprocess.run([STRATA_COMMAND, "--json", "--data-dir", str(data), "init", "claude-code", "--hooks",
-                             "--repo-id", "acme/api-v2"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            STRATA_COMMAND,
+            "--json",
+            "--data-dir",
+            str(data),
+            "init",
+            "claude-code",
+            "--hooks",
+            "--repo-id",
+            "acme/api-v2",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ok(result)["repo_id"] == "acme/api-v2"
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["strata"] == STRATA_MCP
     hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
     assert hook_command(hooks, "Stop") == "${STRATA_COMMAND:-strata} hook stop --repo-id acme/api-v2"
     assert json.loads((repo / ".claude" / "settings.local.json").read_text())["env"]["STRATA_DATA_DIR"] == str(data)
     step = json.loads(result.stdout)["local"][0]
-    assert json.loads(shlex.split(step["command"])[-1]) == {"type": "stdio", "command": STRATA_COMMAND,
-                                                           "args": ["--data-dir", str(data), "mcp"]}
+    assert json.loads(shlex.split(step["command"])[-1]) == {
+        "type": "stdio",
+        "command": STRATA_COMMAND,
+        "args": ["--data-dir", str(data), "mcp"],
+    }
     assert "`acme/api-v2`" in (repo / "CLAUDE.md").read_text()
 
 
@@ -377,8 +475,11 @@ def test_unknown_client_and_unsupported_hooks(env: dict[str, str], repo: Path) -
 
 
 def everything(repo: Path, codex_home: Path) -> dict[str, bytes]:
-    files = {str(p.relative_to(repo)): p.read_bytes() for p in repo.rglob("*") if p.is_file()
-             and (".git" not in p.relative_to(repo).parts or p.name == "exclude")}
+    files = {
+        str(p.relative_to(repo)): p.read_bytes()
+        for p in repo.rglob("*")
+        if p.is_file() and (".git" not in p.relative_to(repo).parts or p.name == "exclude")
+    }
     files.update({f"codex:{p.name}": p.read_bytes() for p in codex_home.glob("*") if p.is_file()})
     return files
 
@@ -387,13 +488,21 @@ def folders(repo: Path) -> set[str]:
     return {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_dir() and ".git" not in p.relative_to(repo).parts}
 
 
-@pytest.mark.parametrize("client, options", [
-    ("claude-code", ["--hooks"]), ("claude-code", ["--hooks", "--http", "http://10.1.2.3:7411/mcp"]),
-    ("codex", []), ("codex", ["--http", "http://127.0.0.1:7411/mcp"]), ("cursor", ["--hooks"]), ("vscode", []),
-])
+@pytest.mark.parametrize(
+    "client, options",
+    [
+        ("claude-code", ["--hooks"]),
+        ("claude-code", ["--hooks", "--http", "http://10.1.2.3:7411/mcp"]),
+        ("codex", []),
+        ("codex", ["--http", "http://127.0.0.1:7411/mcp"]),
+        ("cursor", ["--hooks"]),
+        ("vscode", []),
+    ],
+)
 @pytest.mark.parametrize("start", ["fresh", "with the user's own settings"])
-def test_remove_undoes_exactly_what_init_wrote(env: dict[str, str], repo: Path, tmp_path: Path, client: str,
-                                              options: list[str], start: str) -> None:
+def test_remove_undoes_exactly_what_init_wrote(
+    env: dict[str, str], repo: Path, tmp_path: Path, client: str, options: list[str], start: str
+) -> None:
     codex_home = tmp_path / "codex-home"
     if start != "fresh":
         codex_home.mkdir()
@@ -434,7 +543,10 @@ def test_claude_code_uses_the_local_scope_for_this_machines_command(env: dict[st
     assert "strata" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
     # --remove takes the local entry out again through the client's own command
     removed = ok(init(environ, repo, "claude-code", "--hooks", "--remove"))
-    assert removed["local"][0]["command"] == "claude mcp remove --scope local strata" and removed["local"][0]["status"] == "done"
+    assert (
+        removed["local"][0]["command"] == "claude mcp remove --scope local strata"
+        and removed["local"][0]["status"] == "done"
+    )
     assert not (repo / ".mcp.json").exists()
     assert "strata" not in real_clients.run(claude, "mcp", "list", env=environ, cwd=repo).stdout
 
@@ -456,12 +568,16 @@ def test_codex_reads_the_token_variable(env: dict[str, str], repo: Path) -> None
     codex = real_clients.client_bin("codex")
     ok(init(env, repo, "codex", "--http", "http://10.1.2.3:7411/mcp"))
     got = real_clients.run(codex, "mcp", "get", "strata", "--json", env=env, cwd=repo)
-    transport = json.loads(got.stdout[got.stdout.index("{"):])["transport"]
-    assert transport == {**transport, "type": "streamable_http", "url": "http://10.1.2.3:7411/mcp",
-                         "bearer_token_env_var": "STRATA_TOKEN"}
+    transport = json.loads(got.stdout[got.stdout.index("{") :])["transport"]
+    assert transport == {
+        **transport,
+        "type": "streamable_http",
+        "url": "http://10.1.2.3:7411/mcp",
+        "bearer_token_env_var": "STRATA_TOKEN",
+    }
     ok(init(env, repo, "codex"))
     listed = real_clients.run(codex, "mcp", "list", "--json", env=env, cwd=repo)
-    server = json.loads(listed.stdout[listed.stdout.index("["):])[0]
+    server = json.loads(listed.stdout[listed.stdout.index("[") :])[0]
     assert server["name"] == "strata" and server["transport"]["command"] == STRATA_COMMAND
 
 
@@ -520,8 +636,10 @@ def test_a_link_to_a_file_inside_the_repo_is_written_through(env: dict[str, str]
     result = ok(init(env, repo, "claude-code"))
     assert actions(result) == {".mcp.json": "updated", "CLAUDE.md": "updated"}
     written = {Path(f["path"]).name: f.get("written_to") for f in result["files"]}
-    assert written == {".mcp.json": str((repo / "config" / "mcp.json").resolve()),
-                       "CLAUDE.md": str((repo / "docs" / "AGENT.md").resolve())}
+    assert written == {
+        ".mcp.json": str((repo / "config" / "mcp.json").resolve()),
+        "CLAUDE.md": str((repo / "docs" / "AGENT.md").resolve()),
+    }
     assert (repo / "CLAUDE.md").is_symlink() and os.readlink(repo / "CLAUDE.md") == str(Path("docs") / "AGENT.md")
     notes = (repo / "docs" / "AGENT.md").read_text()
     assert notes.startswith("# Shared agent notes\n\n" + BEGIN) and "github.com/acme/api" in notes
@@ -532,8 +650,9 @@ def test_a_link_to_a_file_inside_the_repo_is_written_through(env: dict[str, str]
 
 
 @pytest.mark.parametrize("plant", ["file link", "folder link", "link chain", "hard link"])
-def test_a_link_out_of_the_repo_is_refused_and_nothing_changes(env: dict[str, str], repo: Path, tmp_path: Path,
-                                                               plant: str) -> None:
+def test_a_link_out_of_the_repo_is_refused_and_nothing_changes(
+    env: dict[str, str], repo: Path, tmp_path: Path, plant: str
+) -> None:
     settings = home_settings(tmp_path)
     outside_notes = tmp_path / "notes.md"
     outside_notes.write_text("# my private notes\n")
@@ -619,10 +738,17 @@ def test_a_codex_config_linked_out_of_codex_home_is_refused(env: dict[str, str],
 
 
 def test_the_repo_id_keeps_the_host_and_says_how_to_keep_the_old_one(env: dict[str, str], repo: Path) -> None:
-    subprocess.run(["git", "-C", str(repo), "remote", "set-url", "origin", "https://me:tok@GitHub.com:443/acme/api/"],
-                   check=True)
-    result = subprocess.run([STRATA_COMMAND, "--text", "init", "cursor", "--dry-run"], cwd=repo, env=env,
-                            capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "set-url", "origin", "https://me:tok@GitHub.com:443/acme/api/"], check=True
+    )
+    result = subprocess.run(
+        [STRATA_COMMAND, "--text", "init", "cursor", "--dry-run"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "repo_id github.com/acme/api, from the origin remote" in result.stdout
     assert "--repo-id acme/api" in result.stdout
@@ -644,8 +770,11 @@ def test_a_folder_without_a_remote_gets_an_id_of_its_own(env: dict[str, str], tm
 def test_a_repo_id_option_is_normalised_and_checked(env: dict[str, str], repo: Path) -> None:
     decomposed = unicodedata.normalize("NFD", "acme/café")
     assert ok(init(env, repo, "cursor", "--dry-run", "--repo-id", decomposed))["repo_id"] == "acme/café"
-    for bad, code in (("acme/a\u200bpi", "invisible_characters"), ("acme/\u202eipa", "invisible_characters"),
-                      ("acme/\u0430pi", "mixed_scripts")):
+    for bad, code in (
+        ("acme/a\u200bpi", "invisible_characters"),
+        ("acme/\u202eipa", "invisible_characters"),
+        ("acme/\u0430pi", "mixed_scripts"),
+    ):
         result = init(env, repo, "cursor", "--repo-id", bad)
         assert result.returncode == 2 and json.loads(result.stdout)["error"]["code"] == code
         assert not (repo / ".cursor").exists()

@@ -39,8 +39,10 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     STRATA_REQUIRE_BROWSER=1, as in CI)."""
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
     if missing:
-        reason = (f"browser tests NOT RUN: {', '.join(missing)} missing; install the Debian packages chromium and "
-                  "chromium-driver (.ci/run does)")
+        reason = (
+            f"browser tests NOT RUN: {', '.join(missing)} missing; install the Debian packages chromium and "
+            "chromium-driver (.ci/run does)"
+        )
         if os.environ.get("STRATA_REQUIRE_BROWSER") == "1":
             pytest.fail(f"STRATA_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
         warnings.warn(pytest.PytestWarning(reason), stacklevel=1)
@@ -50,10 +52,20 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,1000",
-                 f"--user-data-dir={tmp_path / 'profile'}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -75,8 +87,9 @@ def wait(driver: Any, condition: Callable[[Any], Any]) -> Any:
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
-                         ).until(condition)
+    return WebDriverWait(
+        driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    ).until(condition)
 
 
 def find(driver: Any, css: str) -> Any:
@@ -111,32 +124,54 @@ def dialog(driver: Any, answer: str | None = None) -> str:
 def seed(http: httpx.Client) -> dict[str, Any]:
     """A repo's memory written as agents write it (with review_writes on, so everything lands pending),
     then approved through the API, but for two proposals left for the page to decide."""
+
     def write(text: str, kind: str = "fact", scope: str = "repo", **links: Any) -> dict[str, Any]:
-        response = http.post("/v1/write", json={"repo_id": REPO, "memory": {
-            "text": text, "kind": kind, "scope": scope, "confidence": 0.85, "links": links}})
+        response = http.post(
+            "/v1/write",
+            json={
+                "repo_id": REPO,
+                "memory": {"text": text, "kind": kind, "scope": scope, "confidence": 0.85, "links": links},
+            },
+        )
         assert response.status_code == 200, response.text
         return response.json()
 
     ids: dict[str, Any] = {}
     ids["problem"] = write("Integration tests hang when the local Postgres is not running", "problem")
-    ids["solution"] = write("Run make db-up before pytest -m integration", "solution", problem_id=ids["problem"]["memory_id"])
-    ids["failed"] = write("Raising the pytest timeout did not help: the connection never opens", "failed_tactic",
-                          problem_id=ids["problem"]["memory_id"])
+    ids["solution"] = write(
+        "Run make db-up before pytest -m integration", "solution", problem_id=ids["problem"]["memory_id"]
+    )
+    ids["failed"] = write(
+        "Raising the pytest timeout did not help: the connection never opens",
+        "failed_tactic",
+        problem_id=ids["problem"]["memory_id"],
+    )
     ids["fact"] = write("The test database listens on port 5433")
     ids["xss"] = write(XSS)
     ids["global"] = write("Prefer small focused commits", "preference", "global")
     for key in ("problem", "solution", "failed", "fact", "xss", "global"):
-        decided = http.post("/v1/review", json={"repo_id": REPO, "memory_id": ids[key]["memory_id"], "decision": "approved"})
+        decided = http.post(
+            "/v1/review", json={"repo_id": REPO, "memory_id": ids[key]["memory_id"], "decision": "approved"}
+        )
         assert decided.status_code == 200 and decided.json()["status"] == "active", decided.text
     ids["before_change"] = decided.json()["position"]
-    ids["change"] = write("The test database moved to port 5434 in docker-compose.yml", "change",
-                          change_targets=[ids["fact"]["memory_id"]])
+    ids["change"] = write(
+        "The test database moved to port 5434 in docker-compose.yml",
+        "change",
+        change_targets=[ids["fact"]["memory_id"]],
+    )
     http.post("/v1/review", json={"repo_id": REPO, "memory_id": ids["change"]["memory_id"], "decision": "approved"})
     ids["keep"] = write("CI caches the virtualenv keyed on the lockfile hash")
     ids["drop"] = write("The staging VPN must be on to run tests")
     head = http.get("/healthz").json()["head"]
-    read = http.post("/v1/read", json={"repo_id": REPO, "query": "integration tests hang",
-                                       "consistency": {"after_position": head, "timeout_ms": 20000}})
+    read = http.post(
+        "/v1/read",
+        json={
+            "repo_id": REPO,
+            "query": "integration tests hang",
+            "consistency": {"after_position": head, "timeout_ms": 20000},
+        },
+    )
     assert read.status_code == 200, read.text
     return ids
 
@@ -184,8 +219,10 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         assert "Reject this memory" in dialog(driver, "we have no VPN")
         find(driver, "#review-empty")
         shot(driver, "05-review-decided")
-        states = {key: http.post("/v1/memory", json={"repo_id": REPO, "memory_id": ids[key]["memory_id"]}).json()
-                  for key in ("keep", "drop")}
+        states = {
+            key: http.post("/v1/memory", json={"repo_id": REPO, "memory_id": ids[key]["memory_id"]}).json()
+            for key in ("keep", "drop")
+        }
         assert states["keep"]["memory"]["status"] == "active" and states["drop"]["memory"]["status"] == "rejected"
         assert states["drop"]["history"][-1]["fields"]["note"] == "we have no VPN"
 
@@ -196,7 +233,9 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         reasons = texts(driver, "#read-results .reason")
         assert reasons and all(r for r in reasons)
         assert "Postgres is not running" in find(driver, "#read-results").text
-        assert "make db-up" in " ".join(texts(driver, "#read-results .item.member .item-text"))  # a case shows its solution
+        assert "make db-up" in " ".join(
+            texts(driver, "#read-results .item.member .item-text")
+        )  # a case shows its solution
         shot(driver, "06-read")
 
         # the whole page switches to a past moment: before the change was written
@@ -206,8 +245,13 @@ def test_browse_search_history_review_read_and_as_of(serve: Callable[..., Served
         field = find(driver, "#as-of")
         field.send_keys(str(ids["before_change"]))
         find(driver, "#as-of-apply").click()
-        wait(driver, lambda d: d.find_element("id", "past").is_displayed()
-             and f"position {ids['before_change']}" in d.find_element("id", "past").text)
+        wait(
+            driver,
+            lambda d: (
+                d.find_element("id", "past").is_displayed()
+                and f"position {ids['before_change']}" in d.find_element("id", "past").text
+            ),
+        )
         wait(driver, lambda d: len(texts(d, "#memory-list .item")) == 6)
         assert len(texts(driver, "#memory-list .item")) < now
         assert "port 5434" not in " ".join(texts(driver, "#memory-list .item-text"))
@@ -243,8 +287,19 @@ def test_a_server_with_a_token(serve: Callable[..., Served], browser: Any) -> No
     served = serve(env={"STRATA_TOKEN": TOKEN})
     good = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=served.url, timeout=60) as http:
-        written = http.post("/v1/write", headers=good, json={"repo_id": REPO, "memory": {
-            "text": "Only a token holder reads this", "kind": "fact", "scope": "repo", "confidence": 0.9}})
+        written = http.post(
+            "/v1/write",
+            headers=good,
+            json={
+                "repo_id": REPO,
+                "memory": {
+                    "text": "Only a token holder reads this",
+                    "kind": "fact",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                },
+            },
+        )
         assert written.status_code == 200, written.text
         page = http.get("/")  # the shell holds no data: served without the token
         assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
@@ -267,8 +322,9 @@ def test_a_server_with_a_token(serve: Callable[..., Served], browser: Any) -> No
 
 
 @pytest.mark.slow
-def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Served], browser: Any,
-                                                        strata_env: dict[str, str]) -> None:
+def test_a_read_only_token_sees_its_repos_and_no_actions(
+    serve: Callable[..., Served], browser: Any, strata_env: dict[str, str]
+) -> None:
     """A named token limited to acme/* with read only: the page asks for it, lists only its repos, says who
     it is, offers no review and no forget; revoked, the page asks for a token again."""
     import subprocess
@@ -276,17 +332,27 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
     from tests.conftest import STRATA_COMMAND
 
     def token(name: str, repos: str, ops: str) -> str:
-        made = subprocess.run([STRATA_COMMAND, "--json", "token", "create", name, "--repos", repos, "--ops", ops],
-                              env=strata_env, capture_output=True, text=True, timeout=120)
+        made = subprocess.run(
+            [STRATA_COMMAND, "--json", "token", "create", name, "--repos", repos, "--ops", ops],
+            env=strata_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert made.returncode == 0, made.stdout + made.stderr
         return json.loads(made.stdout)["token"]
 
     admin, viewer = token("admin", "**", "operator"), token("viewer", "acme/*", "read")
     served = serve(env={"STRATA_REVIEW_WRITES": "true"})
     with httpx.Client(base_url=served.url, timeout=60, headers={"Authorization": f"Bearer {admin}"}) as http:
-        for repo, text in ((REPO, "The API's tests need Postgres 15"), ("other/secret", "Project Nightshade ships in May")):
-            written = http.post("/v1/write", json={"repo_id": repo, "memory": {
-                "text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}})
+        for repo, text in (
+            (REPO, "The API's tests need Postgres 15"),
+            ("other/secret", "Project Nightshade ships in May"),
+        ):
+            written = http.post(
+                "/v1/write",
+                json={"repo_id": repo, "memory": {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}},
+            )
             assert written.status_code == 200, written.text
 
     driver = browser
@@ -311,8 +377,13 @@ def test_a_read_only_token_sees_its_repos_and_no_actions(serve: Callable[..., Se
     find(driver, "#history li.ev")
     assert not find(driver, "#forget").is_enabled()
 
-    revoked = subprocess.run([STRATA_COMMAND, "--json", "token", "revoke", "viewer"], env=strata_env,
-                             capture_output=True, text=True, timeout=120)
+    revoked = subprocess.run(
+        [STRATA_COMMAND, "--json", "token", "revoke", "viewer"],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert revoked.returncode == 0, revoked.stdout
 
     with httpx.Client(base_url=served.url, timeout=60) as http:  # the server refuses it within a second
@@ -360,7 +431,8 @@ def console_errors(driver: Any) -> list[str]:
 def fits(driver: Any) -> None:
     """No horizontal scroll and no ordinary word broken over two lines."""
     assert driver.execute_script(NO_SIDEWAYS_SCROLL), driver.execute_script(
-        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
     assert driver.execute_script(BROKEN_WORDS) == []
 
 
@@ -371,10 +443,12 @@ def memory_ids(http: httpx.Client) -> Callable[[str], str]:
 
 
 @pytest.mark.slow
-def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Served], browser: Any,
-                                                       strata_env: dict[str, str]) -> None:
-    demo = subprocess.run([STRATA_COMMAND, "--text", "demo", "--into-store"], env=strata_env, capture_output=True,
-                          text=True, timeout=600)
+def test_the_demo_store_in_a_wide_and_a_narrow_window(
+    serve: Callable[..., Served], browser: Any, strata_env: dict[str, str]
+) -> None:
+    demo = subprocess.run(
+        [STRATA_COMMAND, "--text", "demo", "--into-store"], env=strata_env, capture_output=True, text=True, timeout=600
+    )
     assert demo.returncode == 0, demo.stderr
     served = serve()
     with httpx.Client(base_url=served.url, timeout=60) as http:
@@ -395,7 +469,8 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
     assert "wait for review" in tiles and "in doubt" in tiles
     bars = driver.find_elements("css selector", "#activity-chart g.day rect[class^='fill-']")
     assert bars and "written" in driver.execute_script(
-        "return [...document.querySelectorAll('#activity-chart g.day title')].map(t => t.textContent).join(' ')")
+        "return [...document.querySelectorAll('#activity-chart g.day title')].map(t => t.textContent).join(' ')"
+    )
     assert len(driver.find_elements("css selector", "#overview-review li")) == 1
     find(driver, f"#overview-doubt li[data-memory='{quick_fix}']")
     wait(driver, lambda d: "Written by claude-code" in d.find_element("id", "recent").text)
@@ -408,7 +483,8 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
     assert "Written by claude-code as a solution of Integration tests hang" in history
     assert "Truth lowered from 0.60 to 0.34" in history and "(evidence: cmd:pytest -m integration" in history
     assert [" ".join(m.text.split()) for m in driver.find_elements("css selector", "#history .move.down")] == [
-        "truth 0.60 ▼ 0.34"]
+        "truth 0.60 ▼ 0.34"
+    ]
     wait(driver, lambda d: len(d.find_elements("css selector", "#case-graph a.node")) == 4)
     assert len(driver.find_elements("css selector", "#case-graph path.edge-solves")) == 2
     assert len(driver.find_elements("css selector", "#case-graph path.edge-failed")) == 1
@@ -427,9 +503,14 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
     shot(driver, "22-change-chain-1400")
 
     driver.set_window_size(420, 1400)
-    for name, route in (("overview", f"#/overview?repo={DEMO}"), ("memories", f"#/memories?repo={DEMO}"),
-                        ("memory", f"#/memory/{quick_fix}?repo={DEMO}"), ("timeline", f"#/timeline?repo={DEMO}"),
-                        ("read", f"#/read?repo={DEMO}&q=integration%20tests%20hang"), ("review", f"#/review?repo={DEMO}")):
+    for name, route in (
+        ("overview", f"#/overview?repo={DEMO}"),
+        ("memories", f"#/memories?repo={DEMO}"),
+        ("memory", f"#/memory/{quick_fix}?repo={DEMO}"),
+        ("timeline", f"#/timeline?repo={DEMO}"),
+        ("read", f"#/read?repo={DEMO}&q=integration%20tests%20hang"),
+        ("review", f"#/review?repo={DEMO}"),
+    ):
         driver.get(f"{served.url}/{route}")
         find(driver, f"main[data-view='{name}'] > *")
         if name == "memory":
@@ -438,7 +519,9 @@ def test_the_demo_store_in_a_wide_and_a_narrow_window(serve: Callable[..., Serve
         fits(driver)
         shot(driver, f"23-{name}-420")
 
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
     driver.set_window_size(1400, 1150)
     driver.get(f"{served.url}/#/overview?repo={DEMO}")
     find(driver, "main[data-view='overview'] #holdings li")

@@ -20,23 +20,60 @@ B_WORDS = ("billing-ledger", "PRIVATE-B-rationale", "file:services/billing/ledge
 
 
 def write(env: dict[str, str], repo: str, text: str, kind: str = "fact", scope: str = "repo", **extra: object) -> dict:
-    return ok_json(run(env, "write", json.dumps({"repo_id": repo, "memory": {
-        "text": text, "kind": kind, "scope": scope, "confidence": 0.8, **extra}})))
+    return ok_json(
+        run(
+            env,
+            "write",
+            json.dumps(
+                {"repo_id": repo, "memory": {"text": text, "kind": kind, "scope": scope, "confidence": 0.8, **extra}}
+            ),
+        )
+    )
 
 
 def seeded(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """A global memory written from A; B's problem, its truth update and utility rating on that memory,
     and a global change re-scoped to repo B in the exported log (what an older Strata recorded for a
     repo change of a global memory), restored into a fresh store."""
-    shared = write(env, "acme/a", "Retry flaky HTTP calls with exponential backoff", "preference", "global")["memory_id"]
+    shared = write(env, "acme/a", "Retry flaky HTTP calls with exponential backoff", "preference", "global")[
+        "memory_id"
+    ]
     problem = write(env, "corp/b", "Our invoice totals drift after retries in billing-ledger", "problem")["memory_id"]
-    ok_json(run(env, "update", json.dumps({"repo_id": "corp/b", "memory_id": shared, "mode": "commit", "updates": {
-        "truth": {"target": 1.0, "confidence": 0.9, "rationale": "PRIVATE-B-rationale: held in billing-ledger",
-                  "evidence_refs": ["file:services/billing/ledger.py"]},
-        "utility": {"target": 0.0, "confidence": 0.9, "rationale": "PRIVATE-B-rationale: made invoice totals drift",
-                    "context_problem_id": problem}}})))
-    change = write(env, "corp/b", "billing-ledger retries are idempotent now, backoff no longer needed", "change",
-                   "global", links={"change_targets": [shared]})["memory_id"]
+    ok_json(
+        run(
+            env,
+            "update",
+            json.dumps(
+                {
+                    "repo_id": "corp/b",
+                    "memory_id": shared,
+                    "mode": "commit",
+                    "updates": {
+                        "truth": {
+                            "target": 1.0,
+                            "confidence": 0.9,
+                            "rationale": "PRIVATE-B-rationale: held in billing-ledger",
+                            "evidence_refs": ["file:services/billing/ledger.py"],
+                        },
+                        "utility": {
+                            "target": 0.0,
+                            "confidence": 0.9,
+                            "rationale": "PRIVATE-B-rationale: made invoice totals drift",
+                            "context_problem_id": problem,
+                        },
+                    },
+                }
+            ),
+        )
+    )
+    change = write(
+        env,
+        "corp/b",
+        "billing-ledger retries are idempotent now, backoff no longer needed",
+        "change",
+        "global",
+        links={"change_targets": [shared]},
+    )["memory_id"]
     backup = tmp_path / "backup.jsonl"
     ok_json(run(env, "export", "-o", str(backup)))
     lines = []
@@ -78,15 +115,29 @@ def test_operator_views_as_another_repo_show_nothing_of_b(strata_env: dict[str, 
     index = ok_json(run(env, "index", "--repo", "acme/a"))
     assert not any(word in json.dumps(index) for word in ("billing", "invoice", "ledger"))
 
-    refused = run(env, "write", json.dumps({"repo_id": "corp/b", "memory": {
-        "text": "billing moved to a queue", "kind": "change", "scope": "repo", "confidence": 0.9,
-        "links": {"change_targets": [shared]}}}))
+    refused = run(
+        env,
+        "write",
+        json.dumps(
+            {
+                "repo_id": "corp/b",
+                "memory": {
+                    "text": "billing moved to a queue",
+                    "kind": "change",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "links": {"change_targets": [shared]},
+                },
+            }
+        ),
+    )
     assert refused.returncode == 2 and json.loads(refused.stdout)["error"]["code"] == "change_of_global_memory"
 
 
 @pytest.mark.slow
-def test_reads_of_another_repo_see_nothing_of_b(serve: Callable[..., Served], strata_env: dict[str, str],
-                                                 tmp_path: Path) -> None:
+def test_reads_of_another_repo_see_nothing_of_b(
+    serve: Callable[..., Served], strata_env: dict[str, str], tmp_path: Path
+) -> None:
     store = seeded(strata_env, tmp_path)
     served = serve(env={"STRATA_DATA_DIR": store["env"]["STRATA_DATA_DIR"]})
     query = {"repo_id": "acme/a", "query": "retry flaky HTTP calls backoff", "consistency": {"after_position": 1}}

@@ -30,8 +30,14 @@ def test_lines_that_differ_in_a_literal_value_are_never_merged(serve: Callable[.
             assert response.status_code == 200, response.text
             written.append(response.json())
             # the next write must find this one: wait until the vector projection holds it
-            seen = http.post("/v1/read", json={"repo_id": REPO, "query": "fixture", "consistency": {
-                "after_position": written[-1]["position"], "timeout_ms": 30000}})
+            seen = http.post(
+                "/v1/read",
+                json={
+                    "repo_id": REPO,
+                    "query": "fixture",
+                    "consistency": {"after_position": written[-1]["position"], "timeout_ms": 30000},
+                },
+            )
             assert seen.status_code == 200, seen.text
     assert served.stop() == 0
 

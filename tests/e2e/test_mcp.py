@@ -81,66 +81,149 @@ async def session(client: Client) -> None:
         called.add(op)
         return await client.call_tool(op, arguments)
 
-    problem = structured(await call("write", {"repo_id": REPO, "memory": {
-        "text": "Integration tests hang when the local Postgres is not running", "kind": "problem",
-        "scope": "repo", "confidence": 0.9, "evidence_refs": ["cmd:pytest -m integration"]}}), "write")
-    solution = structured(await call("write", {"repo_id": REPO, "memory": {
-        "text": "Run make db-up before pytest -m integration", "kind": "solution", "scope": "repo",
-        "confidence": 0.85, "links": {"problem_id": problem["memory_id"]}}}), "write")
+    problem = structured(
+        await call(
+            "write",
+            {
+                "repo_id": REPO,
+                "memory": {
+                    "text": "Integration tests hang when the local Postgres is not running",
+                    "kind": "problem",
+                    "scope": "repo",
+                    "confidence": 0.9,
+                    "evidence_refs": ["cmd:pytest -m integration"],
+                },
+            },
+        ),
+        "write",
+    )
+    solution = structured(
+        await call(
+            "write",
+            {
+                "repo_id": REPO,
+                "memory": {
+                    "text": "Run make db-up before pytest -m integration",
+                    "kind": "solution",
+                    "scope": "repo",
+                    "confidence": 0.85,
+                    "links": {"problem_id": problem["memory_id"]},
+                },
+            },
+        ),
+        "write",
+    )
     assert problem["outcome"] == solution["outcome"] == "created"
 
-    read = structured(await call("read", {"repo_id": REPO, "query": "integration tests hang", "mode": "targeted",
-                                          "consistency": {"after_position": solution["position"]}}), "read")
+    read = structured(
+        await call(
+            "read",
+            {
+                "repo_id": REPO,
+                "query": "integration tests hang",
+                "mode": "targeted",
+                "consistency": {"after_position": solution["position"]},
+            },
+        ),
+        "read",
+    )
     case = next(r for r in read["results"] if r["memory_id"] == problem["memory_id"])
     assert solution["memory_id"] in {s["memory_id"] for s in case["solutions"]}  # nested in its problem's case
     assert read["guidance"] and "score" not in case and "kind" not in case["solutions"][0]  # in brief
     whole = structured(await call("read", {"repo_id": REPO, "memory_ids": [problem["memory_id"]]}), "read", whole=True)
     assert whole["position"] >= solution["position"] and whole["results"][0]["score"] > 0  # the whole view
 
-    feedback = structured(await call("feedback", {
-        "repo_id": REPO, "read_ids": [read["read_id"]], "context_problem_id": problem["memory_id"],
-        "used": [{"memory_id": solution["memory_id"], "target": 1.0, "rationale": "the tests ran"}]}), "feedback")
+    feedback = structured(
+        await call(
+            "feedback",
+            {
+                "repo_id": REPO,
+                "read_ids": [read["read_id"]],
+                "context_problem_id": problem["memory_id"],
+                "used": [{"memory_id": solution["memory_id"], "target": 1.0, "rationale": "the tests ran"}],
+            },
+        ),
+        "feedback",
+    )
     assert [c["memory_id"] for c in feedback["credited"]] == [solution["memory_id"]]
 
-    update = structured(await call("update", {"repo_id": REPO, "memory_id": problem["memory_id"], "mode": "dry_run",
-                                              "updates": {"truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen again",
-                                                                    "evidence_refs": ["cmd:pytest -m integration"]}}}), "update")
+    update = structured(
+        await call(
+            "update",
+            {
+                "repo_id": REPO,
+                "memory_id": problem["memory_id"],
+                "mode": "dry_run",
+                "updates": {
+                    "truth": {
+                        "target": 1.0,
+                        "confidence": 0.9,
+                        "rationale": "seen again",
+                        "evidence_refs": ["cmd:pytest -m integration"],
+                    }
+                },
+            },
+        ),
+        "update",
+    )
     assert update["mode"] == "dry_run" and update["truth"] is not None
 
     index = structured(await call("memory_index", {"repo_id": REPO}), "memory_index")
     assert index["repo_id"] == REPO and index["memories"] >= 2 and index["text"]
 
-    forgotten = structured(await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"],
-                                                 "reason": "test"}), "forget")
+    forgotten = structured(
+        await call("forget", {"repo_id": REPO, "memory_id": solution["memory_id"], "reason": "test"}), "forget"
+    )
     assert forgotten["forgotten"] is True
     assert called == set(AGENT_TOOLS), "every tool must be exercised here"
 
     # the inspector's views: resource templates answering the operations' JSON
-    listed = json.loads((await client.read_resource(f"strata://inspect/memories/{REPO}?kinds=problem,solution"
-                                                    )).contents[0].text)  # type: ignore[union-attr]
+    listed = json.loads(
+        (await client.read_resource(f"strata://inspect/memories/{REPO}?kinds=problem,solution")).contents[0].text
+    )  # type: ignore[union-attr]
     OPERATIONS["memories"].response.model_validate(listed)
     assert listed["items"] and {m["kind"] for m in listed["items"]} <= {"problem", "solution"}
-    one = json.loads((await client.read_resource(f"strata://inspect/memory/{problem['memory_id']}/{REPO}"
-                                                 )).contents[0].text)  # type: ignore[union-attr]
+    one = json.loads(
+        (await client.read_resource(f"strata://inspect/memory/{problem['memory_id']}/{REPO}")).contents[0].text
+    )  # type: ignore[union-attr]
     assert one["memory"]["memory_id"] == problem["memory_id"] and one["history"][0]["type"] == "MemoryWritten"
 
     # refusals: the CLI's code / path / message
-    invalid = tool_error(await client.call_tool("write", {"repo_id": REPO, "memory": {
-        "text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}))
+    invalid = tool_error(
+        await client.call_tool(
+            "write", {"repo_id": REPO, "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 0.5}}
+        )
+    )
     assert (invalid["code"], invalid["path"]) == ("invalid_choice", "memory.kind")
     for name in AGENT_TOOLS:  # every tool refuses an empty request the same way
         missing = tool_error(await client.call_tool(name, {}))
         assert (missing["code"], missing["path"]) == ("missing_field", "repo_id"), name
-    conflict = tool_error(await client.call_tool("update", {"repo_id": REPO, "memory_id": solution["memory_id"], "mode": "commit",
-                                                            "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}}}))
+    conflict = tool_error(
+        await client.call_tool(
+            "update",
+            {
+                "repo_id": REPO,
+                "memory_id": solution["memory_id"],
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": "x"}},
+            },
+        )
+    )
     assert conflict["path"] == "memory_id"
     # early clients sent the operation's name as `op`: still accepted (not advertised); a wrong one is refused
     structured(await client.call_tool("memory_index", {"op": "index", "repo_id": REPO}), "memory_index")
     wrong_op = tool_error(await client.call_tool("memory_index", {"op": "read", "repo_id": REPO}))
     assert (wrong_op["code"], wrong_op["path"]) == ("invalid_choice", "op")
     # a client that sends a nested object as JSON text still gets through
-    as_text = await client.call_tool("write", {"repo_id": REPO, "memory": json.dumps({
-        "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7})})
+    as_text = await client.call_tool(
+        "write",
+        {
+            "repo_id": REPO,
+            "memory": json.dumps(
+                {"text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7}
+            ),
+        },
+    )
     structured(as_text, "write")
 
     # the session protocol: a prompt and a resource; the index: a resource template
@@ -191,7 +274,11 @@ def test_http_server_serves_every_tool(serve: Callable[..., Served], mode: str) 
 def test_tool_and_prompt_names_are_stable() -> None:
     """Agents' configurations name these; renaming one is a breaking change."""
     assert set(AGENT_TOOLS) == {"read", "write", "update", "feedback", "forget", "memory_index"}
-    assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == ("session_protocol", "strata://protocol", "strata://index/{+repo_id}")
+    assert (PROMPT_NAME, PROTOCOL_URI, INDEX_URI) == (
+        "session_protocol",
+        "strata://protocol",
+        "strata://index/{+repo_id}",
+    )
     assert os.path.basename(STRATA_COMMAND) == "strata"
 
 
@@ -201,13 +288,27 @@ def test_a_write_never_waits_for_the_model(strata_env: dict[str, str], tmp_path:
     writes are still acknowledged, and a read says what is wrong instead of hanging."""
     broken = tmp_path / "not-a-model-folder"
     broken.write_text("a file where the model folder should be")
-    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"],
-                                   env={**strata_env, "STRATA_MODEL_DIR": str(broken)})
+    params = StdioServerParameters(
+        command=STRATA_COMMAND, args=["mcp"], env={**strata_env, "STRATA_MODEL_DIR": str(broken)}
+    )
 
     async def main() -> None:
         async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
-            written = structured(await client.call_tool("write", {"repo_id": REPO, "memory": {
-                "text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.7}}), "write")
+            written = structured(
+                await client.call_tool(
+                    "write",
+                    {
+                        "repo_id": REPO,
+                        "memory": {
+                            "text": "The CI runners have 2 cores",
+                            "kind": "fact",
+                            "scope": "repo",
+                            "confidence": 0.7,
+                        },
+                    },
+                ),
+                "write",
+            )
             assert written["outcome"] == "created" and written["position"] == 1
             refused = tool_error(await client.call_tool("read", {"repo_id": REPO, "query": "CI runners"}))
             assert refused["code"] == "internal_error"

@@ -29,8 +29,13 @@ class Stdio:
     """A `strata mcp` process spoken to over newline-delimited JSON-RPC; its stderr is collected."""
 
     def __init__(self, env: dict[str, str], command: list[str] | None = None) -> None:
-        self.process = subprocess.Popen(command or [STRATA_COMMAND, "mcp"], env=env, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            command or [STRATA_COMMAND, "mcp"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.err: list[str] = []
         self.out: list[dict[str, Any]] = []
         self._changed = threading.Condition()
@@ -95,8 +100,12 @@ class Stdio:
 
 
 def initialize(version: str = "2025-11-25", request_id: Any = 0) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+    }
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -172,10 +181,28 @@ def test_the_start_is_answered_before_the_sdk_and_as_the_sdk_answers(strata_env:
 def test_calls_before_the_sdk_runs_are_answered_when_it_runs(strata_env: dict[str, str]) -> None:
     server = Stdio(strata_env)
     try:
-        server.send(initialize(), INITIALIZED, *listings(), {
-            "jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "write", "arguments": {
-                "repo_id": "acme/api", "memory": {"text": "The CI runners have 2 cores", "kind": "fact",
-                                                  "scope": "repo", "confidence": 0.7}}}})
+        server.send(
+            initialize(),
+            INITIALIZED,
+            *listings(),
+            {
+                "jsonrpc": "2.0",
+                "id": "w",
+                "method": "tools/call",
+                "params": {
+                    "name": "write",
+                    "arguments": {
+                        "repo_id": "acme/api",
+                        "memory": {
+                            "text": "The CI runners have 2 cores",
+                            "kind": "fact",
+                            "scope": "repo",
+                            "confidence": 0.7,
+                        },
+                    },
+                },
+            },
+        )
         written = server.answer("w")
         server.close_stdin()
         server.exited_within(60)
@@ -230,9 +257,26 @@ def test_a_stop_amid_writes_loses_no_acknowledged_write(strata_env: dict[str, st
     """A stream of writes, stopped in the middle: every write the client got an answer for is in the log,
     and the log holds nothing half-written (every event reads back; the store opens and serves)."""
     server = Stdio(strata_env)
-    calls = [{"jsonrpc": "2.0", "id": f"w{n}", "method": "tools/call", "params": {"name": "write", "arguments": {
-        "repo_id": "acme/api", "memory": {"text": f"Fact number {n} about the build", "kind": "fact", "scope": "repo",
-                                          "confidence": 0.6}}}} for n in range(300)]
+    calls = [
+        {
+            "jsonrpc": "2.0",
+            "id": f"w{n}",
+            "method": "tools/call",
+            "params": {
+                "name": "write",
+                "arguments": {
+                    "repo_id": "acme/api",
+                    "memory": {
+                        "text": f"Fact number {n} about the build",
+                        "kind": "fact",
+                        "scope": "repo",
+                        "confidence": 0.6,
+                    },
+                },
+            },
+        }
+        for n in range(300)
+    ]
     try:
         server.send(initialize(), INITIALIZED)
         server.answer(0)
@@ -245,22 +289,39 @@ def test_a_stop_amid_writes_loses_no_acknowledged_write(strata_env: dict[str, st
     finally:
         server.kill()
     answered = [m for m in server.out if str(m.get("id", "")).startswith("w")]
-    refused = {m["id"] for m in answered if "result" in m and m["result"].get("isError")
-               and json.loads(m["result"]["content"][0]["text"])["error"]["code"] == "stopping"}
-    acked = {m["result"]["structuredContent"]["memory_id"] for m in answered
-             if "result" in m and not m["result"].get("isError")}
+    refused = {
+        m["id"]
+        for m in answered
+        if "result" in m
+        and m["result"].get("isError")
+        and json.loads(m["result"]["content"][0]["text"])["error"]["code"] == "stopping"
+    }
+    acked = {
+        m["result"]["structuredContent"]["memory_id"]
+        for m in answered
+        if "result" in m and not m["result"].get("isError")
+    }
     assert len(acked) >= 21
-    listed = subprocess.run([STRATA_COMMAND, "--json", "log", "--limit", "1000"], env=strata_env, capture_output=True,
-                            text=True, timeout=120)
+    listed = subprocess.run(
+        [STRATA_COMMAND, "--json", "log", "--limit", "1000"],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listed.returncode == 0, listed.stderr
     events = json.loads(listed.stdout)["events"]
     recorded = {event["memory_id"] for event in events}
     assert acked <= recorded  # every acknowledged write is in the log
     texts = {event["fields"].get("text") for event in events}
     assert not {call["params"]["arguments"]["memory"]["text"] for call in calls if call["id"] in refused} & texts
-    read = subprocess.run([STRATA_COMMAND, "--json", "read", json.dumps({"repo_id": "acme/api", "query": "fact build",
-                                                                         "limit": 5})],
-                          env=strata_env, capture_output=True, text=True, timeout=300)
+    read = subprocess.run(
+        [STRATA_COMMAND, "--json", "read", json.dumps({"repo_id": "acme/api", "query": "fact build", "limit": 5})],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert read.returncode == 0 and json.loads(read.stdout)["results"], read.stderr
 
 

@@ -71,13 +71,25 @@ def test_export_then_import_into_an_empty_store_gives_equal_projections(tmp_path
     try:
         api = original.api()
         problem = api.write(write_request("acme", "Integration tests hang without Postgres", "problem")).memory_id
-        fix = api.write(write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem})).memory_id
+        fix = api.write(
+            write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem})
+        ).memory_id
         fact = api.write(write_request("acme", "The test database listens on port 5433")).memory_id
         api.write(write_request("acme", "The test database listens on port 5433"))  # reinforced
-        api.write(write_request("acme", "Compose maps the test database to 5432", "change", links={"change_targets": [fact]}))
+        api.write(
+            write_request("acme", "Compose maps the test database to 5432", "change", links={"change_targets": [fact]})
+        )
         api.write(write_request("other", "Deploys are manual", scope="global"))
-        api.update({"repo_id": "acme", "memory_id": fix, "mode": "commit", "updates": {"utility": {
-            "target": 1.0, "confidence": 0.9, "rationale": "worked", "context_problem_id": problem}}})
+        api.update(
+            {
+                "repo_id": "acme",
+                "memory_id": fix,
+                "mode": "commit",
+                "updates": {
+                    "utility": {"target": 1.0, "confidence": 0.9, "rationale": "worked", "context_problem_id": problem}
+                },
+            }
+        )
         api.forget({"repo_id": "other", "memory_id": api.write(write_request("other", "Obsolete note")).memory_id})
         api.define_archetype({"name": "deploys", "examples": ["how do we deploy"], "profile": {"limit": 5}})
         expected = digests(original)
@@ -90,7 +102,11 @@ def test_export_then_import_into_an_empty_store_gives_equal_projections(tmp_path
     assert len(backup.read_text().splitlines()) == head
 
     restored_env = {**env, "STRATA_DATA_DIR": str(tmp_path / "restored")}
-    assert ok_json(run(restored_env, "import", "--events", str(backup))) == {"ok": True, "events": head, "position": head}
+    assert ok_json(run(restored_env, "import", "--events", str(backup))) == {
+        "ok": True,
+        "events": head,
+        "position": head,
+    }
     again = run(restored_env, "import", "--events", str(backup))
     assert again.returncode == 4 and json.loads(again.stdout)["error"]["code"] == "store_not_empty"
 
@@ -128,7 +144,9 @@ def test_markdown_digest_groups_a_repos_memory(tmp_path: Path, env: dict[str, st
         api = store.api()
         problem = api.write(write_request("acme", "Integration tests hang without Postgres", "problem")).memory_id
         api.write(write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem}))
-        api.write(write_request("acme", "Raising the timeout did not help", "failed_tactic", links={"problem_id": problem}))
+        api.write(
+            write_request("acme", "Raising the timeout did not help", "failed_tactic", links={"problem_id": problem})
+        )
         api.write(write_request("acme", "Prefer small commits", "preference"))
         api.write(write_request("other", "Secret project detail"))
     finally:
@@ -166,8 +184,14 @@ def test_review_mode_from_the_command_line(env: dict[str, str]) -> None:
 def test_doctor_says_plainly_what_is_wrong(env: dict[str, str]) -> None:
     healthy = ok_json(run(env, "doctor"))
     assert healthy["ok"] is True
-    assert {c["check"] for c in healthy["checks"]} >= {"versions", "data_dir", "event_log", "sqlite_extensions",
-                                                       "embedding_model", "projections"}
+    assert {c["check"] for c in healthy["checks"]} >= {
+        "versions",
+        "data_dir",
+        "event_log",
+        "sqlite_extensions",
+        "embedding_model",
+        "projections",
+    }
     exposed = run({**env, "STRATA_HOST": "0.0.0.0"}, "doctor")
     assert exposed.returncode == 1
     failed = [c for c in json.loads(exposed.stdout)["checks"] if not c["ok"]]

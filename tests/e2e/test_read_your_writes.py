@@ -26,9 +26,34 @@ PATIENT = {"STRATA_READ_YOUR_WRITES_SECONDS": "120"}
 """The bound is generous here (the default is a few seconds): these tests check that reads wait for the
 session's writes, not how fast a loaded machine embeds them."""
 
-WORDS = ("amber", "basalt", "cobalt", "delta", "ember", "fjord", "granite", "harbor", "indigo", "juniper", "krypton",
-         "lagoon", "meadow", "nickel", "onyx", "prairie", "quartz", "raven", "sierra", "tundra", "umber", "violet",
-         "walrus", "xenon", "yarrow", "zephyr")
+WORDS = (
+    "amber",
+    "basalt",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "granite",
+    "harbor",
+    "indigo",
+    "juniper",
+    "krypton",
+    "lagoon",
+    "meadow",
+    "nickel",
+    "onyx",
+    "prairie",
+    "quartz",
+    "raven",
+    "sierra",
+    "tundra",
+    "umber",
+    "violet",
+    "walrus",
+    "xenon",
+    "yarrow",
+    "zephyr",
+)
 
 
 def lesson(n: int) -> str:
@@ -38,8 +63,13 @@ def lesson(n: int) -> str:
 
 
 async def write(client: Client, n: int) -> dict[str, Any]:
-    return structured(await client.call_tool("write", {"repo_id": REPO, "memory": {
-        "text": lesson(n), "kind": "fact", "scope": "repo", "confidence": 0.8}}), "write")
+    return structured(
+        await client.call_tool(
+            "write",
+            {"repo_id": REPO, "memory": {"text": lesson(n), "kind": "fact", "scope": "repo", "confidence": 0.8}},
+        ),
+        "write",
+    )
 
 
 async def pairs(client: Client, count: int = PAIRS) -> list[int]:
@@ -60,8 +90,10 @@ async def pairs(client: Client, count: int = PAIRS) -> list[int]:
 async def forgotten_is_gone(client: Client) -> None:
     """Anything that appended counts: a read right after a forget no longer returns the memory."""
     written = await write(client, 1000)
-    structured(await client.call_tool("forget", {"repo_id": REPO, "memory_id": written["memory_id"],
-                                                 "reason": "test"}), "forget")
+    structured(
+        await client.call_tool("forget", {"repo_id": REPO, "memory_id": written["memory_id"], "reason": "test"}),
+        "forget",
+    )
     read = structured(await client.call_tool("read", {"repo_id": REPO, "query": lesson(1000)}), "read")
     assert written["memory_id"] not in {r["memory_id"] for r in read.get("results", [])}
 
@@ -107,8 +139,9 @@ def test_a_read_that_cannot_wait_longer_says_it_is_behind(strata_env: dict[str, 
     projections.mkdir(parents=True)
     runner_lock = FileLock(projections / "followers.lock")
     runner_lock.acquire(exclusive=True)  # as another `strata mcp` leading the projections would
-    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"],
-                                   env={**strata_env, "STRATA_READ_YOUR_WRITES_SECONDS": "0.5"})
+    params = StdioServerParameters(
+        command=STRATA_COMMAND, args=["mcp"], env={**strata_env, "STRATA_READ_YOUR_WRITES_SECONDS": "0.5"}
+    )
 
     async def main() -> None:
         async with Client(params, read_timeout_seconds=300, mode="legacy") as client:
@@ -148,8 +181,13 @@ def test_the_cli_reads_its_writes(strata_env: dict[str, str], serve: Callable[..
     runs the projections there meanwhile (the CLI's read brings them up to the log's head first)."""
     served = serve() if server == "serve" else None
     for n in range(3):
-        written = cli(strata_env, "write", json.dumps({"repo_id": REPO, "memory": {
-            "text": lesson(n), "kind": "fact", "scope": "repo", "confidence": 0.8}}))
+        written = cli(
+            strata_env,
+            "write",
+            json.dumps(
+                {"repo_id": REPO, "memory": {"text": lesson(n), "kind": "fact", "scope": "repo", "confidence": 0.8}}
+            ),
+        )
         read = cli(strata_env, "read", json.dumps({"repo_id": REPO, "query": lesson(n)}))
         assert written["memory_id"] in {r["memory_id"] for r in read["results"]}
         assert read["position"] >= written["position"]

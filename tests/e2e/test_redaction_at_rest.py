@@ -31,8 +31,11 @@ def _fake(alphabet: str, n: int, rng: random.Random) -> str:
 
 def _data_bytes(data_dir: Path) -> bytes:
     """Every byte Strata wrote under its data directory (the model's files excepted: they are the model)."""
-    return b"".join(path.read_bytes() for path in sorted(data_dir.rglob("*"))
-                    if path.is_file() and "models" not in path.relative_to(data_dir).parts)
+    return b"".join(
+        path.read_bytes()
+        for path in sorted(data_dir.rglob("*"))
+        if path.is_file() and "models" not in path.relative_to(data_dir).parts
+    )
 
 
 def test_no_secret_in_any_field_reaches_a_file(serve: Callable[..., Served], strata_env: dict[str, str]) -> None:
@@ -48,10 +51,18 @@ def test_no_secret_in_any_field_reaches_a_file(serve: Callable[..., Served], str
         "forget reason key": "sk_" + "live_" + _fake(alnum, 24, rng),
         "archetype example password": _fake(alnum, 12, rng),
     }
-    archetype = {"name": "database access", "description": "how to reach the databases",
-                 "examples": [f"mysql -u root -p'{secrets['archetype example password']}' fails with 1045"]}
-    made = subprocess.run([STRATA_COMMAND, "--json", "archetypes", "set", json.dumps(archetype)], env=strata_env,
-                          capture_output=True, text=True, timeout=120)
+    archetype = {
+        "name": "database access",
+        "description": "how to reach the databases",
+        "examples": [f"mysql -u root -p'{secrets['archetype example password']}' fails with 1045"],
+    }
+    made = subprocess.run(
+        [STRATA_COMMAND, "--json", "archetypes", "set", json.dumps(archetype)],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stdout + made.stderr
 
     served = serve(env={"STRATA_REVIEW_WRITES": "true", "STRATA_LOG_LEVEL": "debug"})
@@ -61,20 +72,41 @@ def test_no_secret_in_any_field_reaches_a_file(serve: Callable[..., Served], str
         assert response.status_code == 200, response.text
         return response.json()
 
-    text = (f"Restore the dump with mysql -h db.internal -u root -p'{secrets['mysql password']}' shop; the Twilio "
-            f"auth token is {secrets['twilio auth token']}")
+    text = (
+        f"Restore the dump with mysql -h db.internal -u root -p'{secrets['mysql password']}' shop; the Twilio "
+        f"auth token is {secrets['twilio auth token']}"
+    )
     written = post("write", {**write_request(REPO, text), "author": secrets["author token"]})
     assert written["redactions"] == 3 and written["status"] == "pending"
-    reviewed = post("review", {"repo_id": REPO, "memory_id": written["memory_id"], "decision": "approved",
-                               "reviewer": secrets["reviewer token"],
-                               "note": f"fine, though the admin password={secrets['review note password']} is old"})
+    reviewed = post(
+        "review",
+        {
+            "repo_id": REPO,
+            "memory_id": written["memory_id"],
+            "decision": "approved",
+            "reviewer": secrets["reviewer token"],
+            "note": f"fine, though the admin password={secrets['review note password']} is old",
+        },
+    )
     assert reviewed["status"] == "active"
-    read = post("read", {"repo_id": REPO, "query": f"mysql -u root -p{secrets['query password']} denied",
-                         "consistency": {"after_position": reviewed["position"], "timeout_ms": 30000}})
+    read = post(
+        "read",
+        {
+            "repo_id": REPO,
+            "query": f"mysql -u root -p{secrets['query password']} denied",
+            "consistency": {"after_position": reviewed["position"], "timeout_ms": 30000},
+        },
+    )
     assert read["read_id"]
     other = post("write", write_request(REPO, "The staging database is reset every night"))
-    post("forget", {"repo_id": REPO, "memory_id": other["memory_id"],
-                    "reason": f"wrong, and it came with {secrets['forget reason key']}"})
+    post(
+        "forget",
+        {
+            "repo_id": REPO,
+            "memory_id": other["memory_id"],
+            "reason": f"wrong, and it came with {secrets['forget reason key']}",
+        },
+    )
     assert served.stop() == 0
 
     stored = _data_bytes(Path(strata_env["STRATA_DATA_DIR"]))

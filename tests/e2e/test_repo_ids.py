@@ -80,8 +80,10 @@ def test_repo_ids_over_http(serve: Callable[..., Served], strata_env: dict[str, 
         again = http.post("/v1/write", json=write_request(COMPOSED))
         assert again.status_code == 200 and again.json()["memory_id"] == first.json()["memory_id"]
         assert again.json()["outcome"] == "reinforced"
-        index = http.post("/v1/memory_index", json={"repo_id": DECOMPOSED,
-                                                    "consistency": {"after_position": again.json()["position"]}})
+        index = http.post(
+            "/v1/memory_index",
+            json={"repo_id": DECOMPOSED, "consistency": {"after_position": again.json()["position"]}},
+        )
         assert index.status_code == 200 and f"Memory of {COMPOSED}: 1 memories" in index.json()["text"]
 
         position = again.json()["position"]

@@ -39,11 +39,18 @@ def test_a_wildcard_bind_names_an_address_clients_can_use(serve: Callable[..., S
         other = http.get(f"http://127.0.0.1:{port}/healthz", headers={"Host": f"strata.example.internal:{port}"})
         assert other.status_code == 421
     served.stop()
-    allowed = serve("--host", "0.0.0.0", env={"STRATA_TOKEN": "banner-test-token",
-                                              "STRATA_ALLOWED_HOSTS": "strata.example.internal"})
+    allowed = serve(
+        "--host",
+        "0.0.0.0",
+        env={"STRATA_TOKEN": "banner-test-token", "STRATA_ALLOWED_HOSTS": "strata.example.internal"},
+    )
     port = allowed.url.rsplit(":", 1)[1]
-    assert httpx.get(f"http://127.0.0.1:{port}/healthz", headers={"Host": f"strata.example.internal:{port}"},
-                     timeout=30).status_code == 200
+    assert (
+        httpx.get(
+            f"http://127.0.0.1:{port}/healthz", headers={"Host": f"strata.example.internal:{port}"}, timeout=30
+        ).status_code
+        == 200
+    )
 
 
 @pytest.mark.slow

@@ -107,12 +107,27 @@ def test_a_repo_limited_token_over_http_and_mcp(serve: Callable[..., Served], st
         accepted(http, alice)
 
         written = ok(call(http, "write", fact(ACME, "The API's tests need Postgres 15"), alice))
-        head = ok(call(http, "read", {"repo_id": ACME, "query": "Postgres tests", "consistency": {
-            "after_position": written["position"], "timeout_ms": 30000}}, alice))
+        head = ok(
+            call(
+                http,
+                "read",
+                {
+                    "repo_id": ACME,
+                    "query": "Postgres tests",
+                    "consistency": {"after_position": written["position"], "timeout_ms": 30000},
+                },
+                alice,
+            )
+        )
         assert [r["memory_id"] for r in head["results"]] == [written["memory_id"]]
-        for op, body in (("write", fact(OTHER, "planted")), ("read", {"repo_id": OTHER, "query": "deploy key"}),
-                         ("memory_index", {"repo_id": OTHER}), ("memories", {"repo_id": OTHER}),
-                         ("review_queue", {"repo_id": OTHER}), ("write", fact("acme/api/deeper", "one level too deep"))):
+        for op, body in (
+            ("write", fact(OTHER, "planted")),
+            ("read", {"repo_id": OTHER, "query": "deploy key"}),
+            ("memory_index", {"repo_id": OTHER}),
+            ("memories", {"repo_id": OTHER}),
+            ("review_queue", {"repo_id": OTHER}),
+            ("write", fact("acme/api/deeper", "one level too deep")),
+        ):
             error = refused(call(http, op, body, alice), 403, "forbidden_repo")
             assert "secret/project" not in json.dumps(error) and "Nightshade" not in json.dumps(error)
         error = refused(call(http, "write", fact(ACME, "true everywhere", "global"), alice), 403, "forbidden_global")
@@ -120,20 +135,33 @@ def test_a_repo_limited_token_over_http_and_mcp(serve: Callable[..., Served], st
         # the repos it may see, and only those; and who it is
         assert [r["repo_id"] for r in ok(call(http, "repos", {}, alice))["repos"]] == [ACME]
         assert {r["repo_id"] for r in ok(call(http, "repos", {}, admin))["repos"]} == {ACME, OTHER, "secret/project"}
-        assert ok(call(http, "whoami", {}, alice)) == {"ok": True, "name": "alice", "operations": ["read", "write"],
-                                                       "repos": ["acme/*"], "global_memories": False}
+        assert ok(call(http, "whoami", {}, alice)) == {
+            "ok": True,
+            "name": "alice",
+            "operations": ["read", "write"],
+            "repos": ["acme/*"],
+            "global_memories": False,
+        }
         other_id = ok(call(http, "memories", {"repo_id": OTHER}, admin))["items"][0]["memory_id"]
 
     async def over_mcp() -> None:
         async with mcp_client(served.url, alice) as client:
             assert not (await client.call_tool("write", {**fact(ACME, "Run make db-up first")})).is_error
-            assert tool_error(await client.call_tool("read", {"repo_id": OTHER, "query": "deploy"}))["code"] == \
-                "forbidden_repo"
-            assert tool_error(await client.call_tool("forget", {"repo_id": OTHER, "memory_id": other_id}))["code"] == \
-                "forbidden_repo"
+            assert (
+                tool_error(await client.call_tool("read", {"repo_id": OTHER, "query": "deploy"}))["code"]
+                == "forbidden_repo"
+            )
+            assert (
+                tool_error(await client.call_tool("forget", {"repo_id": OTHER, "memory_id": other_id}))["code"]
+                == "forbidden_repo"
+            )
             assert ACME in (await client.read_resource(f"strata://index/{ACME}")).contents[0].text
-            for uri in (f"strata://index/{OTHER}", f"strata://inspect/memories/{OTHER}",
-                        f"strata://inspect/memory/{other_id}/{OTHER}", f"strata://inspect/timeline/{OTHER}"):
+            for uri in (
+                f"strata://index/{OTHER}",
+                f"strata://inspect/memories/{OTHER}",
+                f"strata://inspect/memory/{other_id}/{OTHER}",
+                f"strata://inspect/timeline/{OTHER}",
+            ):
                 with pytest.raises(Exception) as raised:
                     await client.read_resource(uri)
                 assert "forbidden_repo" in str(raised.value) and "deploy key" not in str(raised.value), uri
@@ -148,8 +176,9 @@ def test_a_repo_limited_token_over_http_and_mcp(serve: Callable[..., Served], st
 
 
 @pytest.mark.slow
-def test_read_write_and_review_are_separate_permissions(serve: Callable[..., Served],
-                                                         strata_env: dict[str, str]) -> None:
+def test_read_write_and_review_are_separate_permissions(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
     served = serve(env={"STRATA_REVIEW_WRITES": "true"})
     reader = create(strata_env, "reader", "acme/*", "read")
     writer = create(strata_env, "writer", "acme/*", "read,write")
@@ -169,19 +198,25 @@ def test_read_write_and_review_are_separate_permissions(serve: Callable[..., Ser
         for token in (reader, writer):
             refused(call(http, "review", decision, token), 403, "forbidden_operation")
         refused(call(http, "read", {"repo_id": ACME, "query": "anything"}, reviewer), 403, "forbidden_operation")
-        refused(call(http, "forget", {"repo_id": ACME, "memory_id": pending["memory_id"]}, reader), 403,
-                "forbidden_operation")
+        refused(
+            call(http, "forget", {"repo_id": ACME, "memory_id": pending["memory_id"]}, reader),
+            403,
+            "forbidden_operation",
+        )
         assert ok(call(http, "review", {**decision, "reviewer": "mallory"}, reviewer))["status"] == "active"
         history = ok(call(http, "memory", {"repo_id": ACME, "memory_id": pending["memory_id"]}, reader))["history"]
-        assert [(e["type"], e["fields"]["actor"]) for e in history] == [("MemoryWritten", "writer"),
-                                                                         ("MemoryReviewed", "reviewer")]
+        assert [(e["type"], e["fields"]["actor"]) for e in history] == [
+            ("MemoryWritten", "writer"),
+            ("MemoryReviewed", "reviewer"),
+        ]
         assert history[1]["fields"]["reviewer"] == "reviewer"  # the token's name, not the client's free text
     assert served.stop() == 0
 
 
 @pytest.mark.slow
-def test_revoking_a_token_takes_effect_on_the_running_server(serve: Callable[..., Served],
-                                                             strata_env: dict[str, str]) -> None:
+def test_revoking_a_token_takes_effect_on_the_running_server(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
     served = serve()
     bob = create(strata_env, "bob", "acme/*", "read,write")
     with httpx.Client(base_url=served.url, timeout=60) as http:
@@ -189,8 +224,10 @@ def test_revoking_a_token_takes_effect_on_the_running_server(serve: Callable[...
         ok(call(http, "write", fact(ACME, "bob was here"), bob))
         revoked = strata(strata_env, "token", "revoke", "bob", "--reason", "left the team")
         assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked"] is True, revoked.stdout
-        took = until(lambda: call(http, "read", {"repo_id": ACME, "query": "bob"}, bob).status_code == 401,
-                     "the revocation to take effect")
+        took = until(
+            lambda: call(http, "read", {"repo_id": ACME, "query": "bob"}, bob).status_code == 401,
+            "the revocation to take effect",
+        )
         refused(call(http, "write", fact(ACME, "after revocation"), bob), 401, "invalid_token")
         print(f"revocation took effect after {took:.2f} s")
 
@@ -226,55 +263,88 @@ def test_the_review_gate(serve: Callable[..., Served], strata_env: dict[str, str
         for token in (ana, rex, gil, ben):
             accepted(http, token)
         own = ok(call(http, "write", fact(ACME, "Deploys need the VPN"), ana))["memory_id"]
-        error = refused(call(http, "review", {"repo_id": ACME, "memory_id": own, "decision": "approved"}, ana), 403,
-                        "self_review")
+        error = refused(
+            call(http, "review", {"repo_id": ACME, "memory_id": own, "decision": "approved"}, ana), 403, "self_review"
+        )
         assert "'ana'" in error["message"]
-        assert ok(call(http, "review", {"repo_id": ACME, "memory_id": own, "decision": "approved"}, rex))["status"] \
+        assert (
+            ok(call(http, "review", {"repo_id": ACME, "memory_id": own, "decision": "approved"}, rex))["status"]
             == "active"
+        )
 
         shared = ok(call(http, "write", fact(ACME, "Prefer structured logs", "global"), ana))["memory_id"]
-        refused(call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, rex), 403,
-                "forbidden_global")
-        refused(call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, ana), 403,
-                "self_review")
+        refused(
+            call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, rex),
+            403,
+            "forbidden_global",
+        )
+        refused(
+            call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, ana),
+            403,
+            "self_review",
+        )
 
         # beta's proposal of a global memory: acme's tokens neither see it nor decide it
         proposal = ok(call(http, "write", fact(BETA, "Pin every base image by digest", "global"), ben))["memory_id"]
-        until(lambda: [m["memory_id"] for m in ok(call(http, "memories", {"repo_id": BETA, "query": "base image digest"},
-                                                       gil))["items"]] == [proposal], "the search to find the proposal")
+        until(
+            lambda: (
+                [
+                    m["memory_id"]
+                    for m in ok(call(http, "memories", {"repo_id": BETA, "query": "base image digest"}, gil))["items"]
+                ]
+                == [proposal]
+            ),
+            "the search to find the proposal",
+        )
         for token in (ana, rex):
             queue = ok(call(http, "review_queue", {"repo_id": ACME}, token))["items"]
             assert proposal not in [m["memory_id"] for m in queue] and shared in [m["memory_id"] for m in queue]
             listed = ok(call(http, "memories", {"repo_id": ACME, "query": "base image digest"}, token))["items"]
             assert listed == []
             refused(call(http, "memory", {"repo_id": ACME, "memory_id": proposal}, token), 404, "not_found")
-            refused(call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token),
-                    404, "not_found")
-            refused(call(http, "review", {"repo_id": BETA, "memory_id": proposal, "decision": "rejected"}, token),
-                    403, "forbidden_repo")
+            refused(
+                call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token),
+                404,
+                "not_found",
+            )
+            refused(
+                call(http, "review", {"repo_id": BETA, "memory_id": proposal, "decision": "rejected"}, token),
+                403,
+                "forbidden_repo",
+            )
         assert proposal in [m["memory_id"] for m in ok(call(http, "review_queue", {"repo_id": BETA}, gil))["items"]]
-        assert ok(call(http, "review", {"repo_id": BETA, "memory_id": proposal, "decision": "approved"}, gil))[
-            "status"] == "active"
-        assert ok(call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, gil))[
-            "status"] == "active"
+        assert (
+            ok(call(http, "review", {"repo_id": BETA, "memory_id": proposal, "decision": "approved"}, gil))["status"]
+            == "active"
+        )
+        assert (
+            ok(call(http, "review", {"repo_id": ACME, "memory_id": shared, "decision": "approved"}, gil))["status"]
+            == "active"
+        )
         # approved, beta's global memory is acme's to see; which token wrote it is not
         seen = ok(call(http, "memory", {"repo_id": ACME, "memory_id": proposal}, rex))
         written = seen["history"][0]
         assert written["type"] == "MemoryWritten" and written["fields"]["actor"] is None
-        assert ok(call(http, "memory", {"repo_id": BETA, "memory_id": proposal}, ben))["history"][0]["fields"][
-            "actor"] == "ben"
+        assert (
+            ok(call(http, "memory", {"repo_id": BETA, "memory_id": proposal}, ben))["history"][0]["fields"]["actor"]
+            == "ben"
+        )
     assert served.stop() == 0
 
 
 @pytest.mark.slow
 def test_the_single_strata_token_does_everything_but_approve_its_own_writes(
-        serve: Callable[..., Served], strata_env: dict[str, str]) -> None:
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
     token = "one-shared-token-0123456789abcdef"
     served = serve(env={"STRATA_TOKEN": token, "STRATA_REVIEW_WRITES": "true"})
     with httpx.Client(base_url=served.url, timeout=60) as http:
         mine = ok(call(http, "write", fact(ACME, "The staging database is read-only on Fridays"), token))
-        error = refused(call(http, "review", {"repo_id": ACME, "memory_id": mine["memory_id"], "decision": "approved"},
-                             token), 403, "self_review")
+        error = refused(
+            call(http, "review", {"repo_id": ACME, "memory_id": mine["memory_id"], "decision": "approved"}, token),
+            403,
+            "self_review",
+        )
         assert "strata review approve" in error["message"] and "STRATA_TOKEN" in error["message"]
         assert ok(call(http, "whoami", {}, token))["name"] == "default"
         approved = strata(strata_env, "review", "approve", mine["memory_id"])  # the operator, on the machine
@@ -296,9 +366,14 @@ def test_a_repo_cannot_see_or_decide_another_repos_global_proposal(serve: Callab
         assert ok(call(http, "review_queue", {"repo_id": ACME}, token))["items"] == []
         assert ok(call(http, "memories", {"repo_id": ACME, "statuses": ["pending"]}, token))["items"] == []
         refused(call(http, "memory", {"repo_id": ACME, "memory_id": proposal}, token), 404, "not_found")
-        refused(call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token), 404,
-                "not_found")
-        assert ok(call(http, "memory", {"repo_id": BETA, "memory_id": proposal}, token))["memory"]["status"] == "pending"
+        refused(
+            call(http, "review", {"repo_id": ACME, "memory_id": proposal, "decision": "rejected"}, token),
+            404,
+            "not_found",
+        )
+        assert (
+            ok(call(http, "memory", {"repo_id": BETA, "memory_id": proposal}, token))["memory"]["status"] == "pending"
+        )
     assert served.stop() == 0
 
 
@@ -306,8 +381,14 @@ def test_a_repo_cannot_see_or_decide_another_repos_global_proposal(serve: Callab
 def test_named_tokens_alone_guard_a_server_on_every_address(strata_env: dict[str, str]) -> None:
     """No STRATA_TOKEN: a named token lets `strata serve` bind beyond loopback, and every request then needs one."""
     carol = create(strata_env, "carol", "acme/*", "read")
-    process = subprocess.Popen([STRATA_COMMAND, "serve", "--host", "0.0.0.0", "--port", "0"], env=strata_env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [STRATA_COMMAND, "serve", "--host", "0.0.0.0", "--port", "0"],
+        env=strata_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stderr is not None
         url = ""

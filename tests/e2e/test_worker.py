@@ -46,9 +46,17 @@ def test_killed_worker_resumes_without_gaps_or_duplicates(tmp_path: Path) -> Non
     strata = build(load_settings(environ={}, data_dir=data))
     api = CommandAPI(strata.log)
     problem = api.write(write_request("r", "cold start is slow", "problem")).memory_id
-    lines = [json.dumps(write_request("r", f"tactic number {i} for cold starts", "solution" if i % 2 else "fact",
-                                      **({"links": {"problem_id": problem}} if i % 2 else {})))
-             for i in range(30000)]
+    lines = [
+        json.dumps(
+            write_request(
+                "r",
+                f"tactic number {i} for cold starts",
+                "solution" if i % 2 else "fact",
+                **({"links": {"problem_id": problem}} if i % 2 else {}),
+            )
+        )
+        for i in range(30000)
+    ]
     api.import_lines(lines)
     head = strata.log.position()
     strata.close()
@@ -120,8 +128,13 @@ def test_worker_compacts_the_snapshot_on_schedule(tmp_path: Path) -> None:
     CommandAPI(strata.log).import_lines([json.dumps(write_request("r", f"fact {i}")) for i in range(50)])
     strata.close()
     env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_COMPACT_INTERVAL_SECONDS": "0.2"}
-    process = subprocess.Popen([STRATA, "worker", "--projection", "snapshot"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [STRATA, "worker", "--projection", "snapshot"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     conn = None
     try:
         deadline = time.monotonic() + 30
@@ -150,15 +163,20 @@ def test_replay_refuses_while_a_worker_follows_the_projection(tmp_path: Path) ->
     CommandAPI(strata.log).import_lines([json.dumps(write_request("r", f"fact {i}")) for i in range(20)])
     strata.close()
     env = {**os.environ, "STRATA_DATA_DIR": str(data)}
-    worker = subprocess.Popen([STRATA, "worker", "--projection", "fts"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [STRATA, "worker", "--projection", "fts"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and positions(data)["fts"] < 20:
             time.sleep(0.05)
-        busy = subprocess.run([STRATA, "--json", "replay", "--projection", "fts"], env=env, capture_output=True, text=True)
+        busy = subprocess.run(
+            [STRATA, "--json", "replay", "--projection", "fts"], env=env, capture_output=True, text=True
+        )
         assert busy.returncode == 4 and json.loads(busy.stdout)["error"]["code"] == "projection_busy"
-        links = subprocess.run([STRATA, "--json", "replay", "--projection", "links"], env=env, capture_output=True, text=True)
+        links = subprocess.run(
+            [STRATA, "--json", "replay", "--projection", "links"], env=env, capture_output=True, text=True
+        )
         assert links.returncode == 0  # only the followed projection is protected
     finally:
         worker.send_signal(signal.SIGTERM)

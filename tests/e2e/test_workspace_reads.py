@@ -50,10 +50,20 @@ def allowed_root(tmp_path: Path) -> Path:
 
 def attempts(root: Path) -> list[tuple[str, str]]:
     """(workspace root, anchored path): the issue's attacks, and an honest root for comparison."""
-    return [("/", "etc/passwd"), ("/etc", "shadow"), ("/etc", "no-such-file"), ("/proc", "kmsg"),
-            ("/proc", "self/environ"), (str(root), "etc/passwd"), (str(root), "passwd"), (str(root), "pipe.py"),
-            (str(root / "etc"), "passwd"), ("/nonexistent", "x.py"), (str(root), "secret.env"),
-            (str(root), "src/db.py")]
+    return [
+        ("/", "etc/passwd"),
+        ("/etc", "shadow"),
+        ("/etc", "no-such-file"),
+        ("/proc", "kmsg"),
+        ("/proc", "self/environ"),
+        (str(root), "etc/passwd"),
+        (str(root), "passwd"),
+        (str(root), "pipe.py"),
+        (str(root / "etc"), "passwd"),
+        ("/nonexistent", "x.py"),
+        (str(root), "secret.env"),
+        (str(root), "src/db.py"),
+    ]
 
 
 def serving(serve: Callable[..., Served], root: Path, **env: str) -> Served:
@@ -72,8 +82,11 @@ def test_over_http_no_request_makes_the_server_read_its_disk(serve: Callable[...
     with httpx.Client(base_url=served.url, headers=AUTH, timeout=30) as http:
         before = head(http)
         for workspace_root, path in attempts(root):
-            write = {**write_request(REPO, f"anchored to {path}"), "anchors": [{"path": path}],
-                     "workspace": {"root": workspace_root}}
+            write = {
+                **write_request(REPO, f"anchored to {path}"),
+                "anchors": [{"path": path}],
+                "workspace": {"root": workspace_root},
+            }
             read = {"repo_id": REPO, "query": "password", "workspace": {"root": workspace_root}}
             for op, body in (("write", write), ("read", read)):
                 answer = http.post(f"/v1/{op}", json=body)
@@ -86,12 +99,19 @@ def test_over_http_no_request_makes_the_server_read_its_disk(serve: Callable[...
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         seen = set()
-        async with (create_mcp_http_client(headers=AUTH) as http_client,
-                    Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client):
+        async with (
+            create_mcp_http_client(headers=AUTH) as http_client,
+            Client(streamable_http_client(f"{served.url}/mcp", http_client=http_client)) as client,
+        ):
             for workspace_root, path in attempts(root):
-                result = await client.call_tool("write", {**write_request(REPO, f"anchored to {path}"),
-                                                          "anchors": [{"path": path}],
-                                                          "workspace": {"root": workspace_root}})
+                result = await client.call_tool(
+                    "write",
+                    {
+                        **write_request(REPO, f"anchored to {path}"),
+                        "anchors": [{"path": path}],
+                        "workspace": {"root": workspace_root},
+                    },
+                )
                 assert result.is_error
                 error = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
                 seen.add((error["code"], error["message"]))
@@ -99,7 +119,8 @@ def test_over_http_no_request_makes_the_server_read_its_disk(serve: Callable[...
 
     # one answer, whatever the root names: allowed or not, there or not, a file, a FIFO, /proc
     assert {(status, code, message) for status, code, _, message in refusals} == {
-        (400, "workspace_files_required", next(iter(refusals))[3])}
+        (400, "workspace_files_required", next(iter(refusals))[3])
+    }
     assert "workspace.files" in next(iter(refusals))[3] and "strata fingerprint" in next(iter(refusals))[3]
     assert anyio.run(over_mcp) == {("workspace_files_required", next(iter(refusals))[3])}
     assert served.stop() == 0
@@ -113,23 +134,42 @@ def test_a_guessed_fingerprint_tells_nothing_about_a_file(serve: Callable[..., S
     root = allowed_root(tmp_path)
     served = serving(serve, root)
     right, wrong = fingerprint("db_password=h"), fingerprint("db_password=x")
-    texts = {"right": "The database password setting is documented in the env file",
-             "wrong": "The service port is configured next to the credentials"}
+    texts = {
+        "right": "The database password setting is documented in the env file",
+        "wrong": "The service port is configured next to the credentials",
+    }
     with httpx.Client(base_url=served.url, headers=AUTH, timeout=60) as http:
         ids = {}
         for name, guess in (("right", right), ("wrong", wrong)):
-            written = http.post("/v1/write", json={**write_request(REPO, texts[name]),
-                                                   "anchors": [{"path": "secret.env", "lines": [1, 1], "fingerprint": guess}]})
+            written = http.post(
+                "/v1/write",
+                json={
+                    **write_request(REPO, texts[name]),
+                    "anchors": [{"path": "secret.env", "lines": [1, 1], "fingerprint": guess}],
+                },
+            )
             assert written.status_code == 200, written.text
             ids[name] = written.json()["memory_id"]
         position = written.json()["position"]
-        workspaces = [{"root": str(root)}, {"root": str(root), "files": {"secret.env": right}},
-                      {"files": {"secret.env": right}}, {"files": {"secret.env": wrong}}, {"files": {"secret.env": None}}]
+        workspaces = [
+            {"root": str(root)},
+            {"root": str(root), "files": {"secret.env": right}},
+            {"files": {"secret.env": right}},
+            {"files": {"secret.env": wrong}},
+            {"files": {"secret.env": None}},
+        ]
         for workspace in workspaces:
             seen = []
             for name in ("right", "wrong"):
-                answer = http.post("/v1/read", json={"repo_id": REPO, "query": texts[name], "workspace": workspace,
-                                                     "consistency": {"after_position": position}})
+                answer = http.post(
+                    "/v1/read",
+                    json={
+                        "repo_id": REPO,
+                        "query": texts[name],
+                        "workspace": workspace,
+                        "consistency": {"after_position": position},
+                    },
+                )
                 if answer.status_code != 200:
                     seen.append((answer.status_code, answer.json()["error"]["code"]))
                     continue
@@ -143,9 +183,9 @@ def test_a_guessed_fingerprint_tells_nothing_about_a_file(serve: Callable[..., S
 
 
 @pytest.mark.slow
-def test_a_stuck_operation_marks_health_degraded_and_health_keeps_answering(serve: Callable[..., Served],
-                                                                            strata_env: dict[str, str],
-                                                                            tmp_path: Path) -> None:
+def test_a_stuck_operation_marks_health_degraded_and_health_keeps_answering(
+    serve: Callable[..., Served], strata_env: dict[str, str], tmp_path: Path
+) -> None:
     """Deterministically stuck: another process holds the write lock of the read ledger, so a read
     (which records itself there) waits on the lane until the lock is released."""
     served = serving(serve, tmp_path, STRATA_REQUEST_STALL_SECONDS="0.5")
@@ -165,7 +205,9 @@ def test_a_stuck_operation_marks_health_degraded_and_health_keeps_answering(serv
         stuck = threading.Thread(target=read_on_its_own_connection)
         stuck.start()
         try:
-            health = wait_for(lambda: http.get("/healthz").json(), lambda h: h["status"] == "degraded")  # answers meanwhile
+            health = wait_for(
+                lambda: http.get("/healthz").json(), lambda h: h["status"] == "degraded"
+            )  # answers meanwhile
             assert health["ok"] is True and health["stalled"]["op"] == "read" and health["stalled"]["seconds"] >= 0.5
             assert not answered  # the read is still held
             wait_for(lambda: served.stderr, lambda lines: logged(lines, finished=False))
@@ -205,8 +247,9 @@ def wait_for(probe: Callable[[], Any], until: Callable[[Any], bool], timeout: fl
 
 
 def strata(env: dict[str, str], *args: str, cwd: Path) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run([STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=60)
+    done = subprocess.run(
+        [STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
+    )
     assert "Traceback" not in done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -221,26 +264,52 @@ def test_a_local_write_reads_only_under_its_roots(strata_env: dict[str, str], gi
     (git_repo / "escape").symlink_to(outside)
     (git_repo / "secret.env").symlink_to(outside / "secret.env")
 
-    def write(root: str, path: str, cwd: Path = git_repo, env: dict[str, str] = strata_env) -> tuple[int, dict[str, Any]]:
-        return strata(env, "write", json.dumps({**write_request(REPO, f"connect() returns one ({path})"),
-                                                "anchors": [{"path": path}], "workspace": {"root": root}}), cwd=cwd)
+    def write(
+        root: str, path: str, cwd: Path = git_repo, env: dict[str, str] = strata_env
+    ) -> tuple[int, dict[str, Any]]:
+        return strata(
+            env,
+            "write",
+            json.dumps(
+                {
+                    **write_request(REPO, f"connect() returns one ({path})"),
+                    "anchors": [{"path": path}],
+                    "workspace": {"root": root},
+                }
+            ),
+            cwd=cwd,
+        )
 
     code, written = write(str(git_repo), "src/db.py")  # the repo the command runs in
     assert code == 0, written
     code, written = write(str(git_repo / "src"), "db.py")
     assert code == 0, written
     refusals = set()
-    for root, path in (("/", "etc/passwd"), ("/etc", "shadow"), ("/proc", "kmsg"), (str(outside), "secret.env"),
-                       (str(git_repo), "escape/secret.env"), (str(git_repo), "secret.env"), (str(git_repo), "pipe.py"),
-                       (str(git_repo), "gone.py"), (str(git_repo / "escape"), "secret.env")):
+    for root, path in (
+        ("/", "etc/passwd"),
+        ("/etc", "shadow"),
+        ("/proc", "kmsg"),
+        (str(outside), "secret.env"),
+        (str(git_repo), "escape/secret.env"),
+        (str(git_repo), "secret.env"),
+        (str(git_repo), "pipe.py"),
+        (str(git_repo), "gone.py"),
+        (str(git_repo / "escape"), "secret.env"),
+    ):
         code, refused = write(root, path)
         assert code == 3, (root, path, refused)
-        refusals.add((refused["error"]["code"], refused["error"]["message"].replace(repr(root), "R").replace(repr(path), "P")))
+        refusals.add(
+            (refused["error"]["code"], refused["error"]["message"].replace(repr(root), "R").replace(repr(path), "P"))
+        )
     assert {c for c, _ in refusals} == {"not_readable"} and len(refusals) == 2  # a folder's message and a file's
     code, _ = write(str(git_repo), "src/db.py", cwd=tmp_path)  # run elsewhere, the repo is no root of the command
     assert code == 3
-    code, written = write(str(outside), "secret.env", cwd=tmp_path,
-                          env={**strata_env, "STRATA_WORKSPACE_ROOTS": f"{tmp_path / 'nowhere'},{outside}"})
+    code, written = write(
+        str(outside),
+        "secret.env",
+        cwd=tmp_path,
+        env={**strata_env, "STRATA_WORKSPACE_ROOTS": f"{tmp_path / 'nowhere'},{outside}"},
+    )
     assert code == 0, written  # a configured root
 
 
@@ -248,18 +317,32 @@ def test_a_guess_read_locally_tells_nothing_either(strata_env: dict[str, str], g
     """A local client's reads of its own tree judge only fingerprints Strata computed: a client's
     guessed fingerprints are neither searched for nor compared with the file."""
     (git_repo / "secret.env").write_text(SECRET)
-    texts = ["The database password setting is documented in the env file",
-             "The service port is configured next to the credentials",
-             "Local secrets live in an env file at the root of the repository"]
+    texts = [
+        "The database password setting is documented in the env file",
+        "The service port is configured next to the credentials",
+        "Local secrets live in an env file at the root of the repository",
+    ]
     guesses = [fingerprint("db_password=h"), fingerprint("db_password=x"), fingerprint(SECRET.splitlines()[0])]
     judged = []
     for text, guess in zip(texts, guesses, strict=True):
-        code, written = strata(strata_env, "write", json.dumps({
-            **write_request(REPO, text), "anchors": [{"path": "secret.env", "lines": [1, 1], "fingerprint": guess}]}),
-            cwd=git_repo)
+        code, written = strata(
+            strata_env,
+            "write",
+            json.dumps(
+                {
+                    **write_request(REPO, text),
+                    "anchors": [{"path": "secret.env", "lines": [1, 1], "fingerprint": guess}],
+                }
+            ),
+            cwd=git_repo,
+        )
         assert code == 0, written
-        code, read = strata(strata_env, "read", json.dumps({"repo_id": REPO, "query": text,
-                                                             "workspace": {"root": str(git_repo)}}), cwd=git_repo)
+        code, read = strata(
+            strata_env,
+            "read",
+            json.dumps({"repo_id": REPO, "query": text, "workspace": {"root": str(git_repo)}}),
+            cwd=git_repo,
+        )
         assert code == 0, read
         result = next(r for r in read["results"] if r["memory_id"] == written["memory_id"])
         judged.append((result["anchor_changed"], result["anchor_missing"]))
@@ -276,10 +359,20 @@ def test_strata_mcp_over_stdio_reads_the_repo_it_was_started_in(strata_env: dict
 
     async def main() -> list[Any]:
         async with Client(params, read_timeout_seconds=60) as client:
-            answers = [await client.call_tool("write", {
-                **write_request(REPO, f"connect() returns one ({path})"), "anchors": [{"path": path}],
-                "workspace": {"root": str(git_repo)}}) for path in ("src/db.py", "pipe.py")]
-            answers.append(await client.call_tool("read", {"repo_id": REPO, "query": "connect", "workspace": {"root": "/"}}))
+            answers = [
+                await client.call_tool(
+                    "write",
+                    {
+                        **write_request(REPO, f"connect() returns one ({path})"),
+                        "anchors": [{"path": path}],
+                        "workspace": {"root": str(git_repo)},
+                    },
+                )
+                for path in ("src/db.py", "pipe.py")
+            ]
+            answers.append(
+                await client.call_tool("read", {"repo_id": REPO, "query": "connect", "workspace": {"root": "/"}})
+            )
             return answers
 
     fine, fifo, outside = anyio.run(main)

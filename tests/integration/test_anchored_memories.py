@@ -91,7 +91,7 @@ def test_an_anchored_memory_flips_with_the_code_and_back(strata: Strata, tree: P
     memory_id = anchored(api, tree)
     stored = strata.log.memory(memory_id).anchor_list
     assert stored[0]["commit"] == git(tree, "rev-parse", "HEAD")
-    connect = DB[DB.index("def connect"):DB.index("def close")]
+    connect = DB[DB.index("def connect") : DB.index("def close")]
     assert (stored[0]["fingerprint"], stored[0]["file_fingerprint"]) == (fingerprint(connect), fingerprint(DB))
     strata.catch_up()
 
@@ -141,9 +141,13 @@ def test_a_client_can_send_file_fingerprints_instead_of_a_root(strata: Strata, t
     its reads the files' fingerprints now. Strata reads no file for it, and its fingerprints are never
     judged against a file Strata reads (that would test a client's guess against the file)."""
     api = strata.api()
-    connect = DB[DB.index("def connect"):DB.index("def close")]
-    anchor = {"path": "src/db.py", "symbol": "connect", "fingerprint": fingerprint(connect),
-              "file_fingerprint": fingerprint(DB)}
+    connect = DB[DB.index("def connect") : DB.index("def close")]
+    anchor = {
+        "path": "src/db.py",
+        "symbol": "connect",
+        "fingerprint": fingerprint(connect),
+        "file_fingerprint": fingerprint(DB),
+    }
     memory_id = api.write({**write_request(REPO, TEXT), "anchors": [anchor]}).memory_id
     assert strata.log.memory(memory_id).anchor_list[0]["fingerprinted_by"] == "client"
     strata.catch_up()
@@ -178,8 +182,13 @@ def test_views_show_where_a_memory_is_anchored_never_its_fingerprints(strata: St
 def test_check_reports_drift_and_apply_records_it_once(strata: Strata, tree: Path) -> None:
     api = strata.api()
     memory_id = anchored(api, tree)
-    other_repo = api.write({**write_request("acme/web", "close() is idempotent"),
-                            "anchors": [{"path": "src/db.py", "symbol": "close"}], "workspace": {"root": str(tree)}}).memory_id
+    other_repo = api.write(
+        {
+            **write_request("acme/web", "close() is idempotent"),
+            "anchors": [{"path": "src/db.py", "symbol": "close"}],
+            "workspace": {"root": str(tree)},
+        }
+    ).memory_id
     assert check(strata, REPO, str(tree))["drifted"] == []
     (tree / "src" / "db.py").write_text(DB.replace("range(3)", "range(5)").replace("conn.close()", "conn.shutdown()"))
     report = check(strata, REPO, str(tree))
@@ -195,19 +204,28 @@ def test_check_reports_drift_and_apply_records_it_once(strata: Strata, tree: Pat
     assert [d["memory_id"] for d in check(strata, "acme/web", str(tree))["drifted"]] == [other_repo]
 
 
-@pytest.mark.parametrize(("change", "code"), [
-    (lambda r: {**r, "memory": {**r["memory"], "scope": "global"}}, "anchors_on_global_memory"),
-    (lambda r: {k: v for k, v in r.items() if k != "workspace"}, "fingerprint_required"),
-    (lambda r: {**r, "anchors": [{"path": "../etc/passwd"}]}, "invalid_path"),
-    (lambda r: {**r, "anchors": [{"path": "src/db.py", "symbol": "nope"}]}, "anchor_not_found"),
-    (lambda r: {**r, "workspace": {"root": "relative/path"}}, "string_pattern_mismatch"),
-    (lambda r: {**r, "anchors": [{"path": "src/db.py", "fingerprint": "abc"}]}, "string_pattern_mismatch"),
-    (lambda r: {**r, "anchors": [{"path": "src/db.py", "file_fingerprint": fingerprint(DB)}]}, "fingerprint_required"),
-])
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda r: {**r, "memory": {**r["memory"], "scope": "global"}}, "anchors_on_global_memory"),
+        (lambda r: {k: v for k, v in r.items() if k != "workspace"}, "fingerprint_required"),
+        (lambda r: {**r, "anchors": [{"path": "../etc/passwd"}]}, "invalid_path"),
+        (lambda r: {**r, "anchors": [{"path": "src/db.py", "symbol": "nope"}]}, "anchor_not_found"),
+        (lambda r: {**r, "workspace": {"root": "relative/path"}}, "string_pattern_mismatch"),
+        (lambda r: {**r, "anchors": [{"path": "src/db.py", "fingerprint": "abc"}]}, "string_pattern_mismatch"),
+        (
+            lambda r: {**r, "anchors": [{"path": "src/db.py", "file_fingerprint": fingerprint(DB)}]},
+            "fingerprint_required",
+        ),
+    ],
+)
 def test_bad_anchors_are_refused_with_nothing_recorded(strata: Strata, tree: Path, change, code: str) -> None:
     api = strata.api()
-    request = {**write_request(REPO, "connect() retries"), "anchors": [{"path": "src/db.py", "symbol": "connect"}],
-               "workspace": {"root": str(tree)}}
+    request = {
+        **write_request(REPO, "connect() retries"),
+        "anchors": [{"path": "src/db.py", "symbol": "connect"}],
+        "workspace": {"root": str(tree)},
+    }
     head = strata.log.position()
     with pytest.raises((InvalidInput, NotFound)) as refused:
         api.write(change(request))
@@ -224,13 +242,20 @@ def unreadable_cases(tree: Path) -> dict[str, tuple[str, str]]:
     (outside / "secret.txt").write_text("db_password=hunter2\n")
     (tree / "escape").symlink_to(outside)
     (tree / "link.txt").symlink_to(outside / "secret.txt")
-    return {"missing file": (str(tree), "src/gone.py"), "missing root": ("/nonexistent/tree", "src/db.py"),
-            "root outside the roots": (str(outside), "secret.txt"), "the filesystem root": ("/", "etc/passwd"),
-            "/etc": ("/etc", "passwd"), "/proc": ("/proc", "kmsg"), "a FIFO": (str(tree), "pipe.py"),
-            "a folder": (str(tree), "src"), "too large": (str(tree), "big.py"),
-            "a symlinked folder out of the root": (str(tree), "escape/secret.txt"),
-            "a symlink out of the root": (str(tree), "link.txt"),
-            "a root through a symlink out of the roots": (str(tree / "escape"), "secret.txt")}
+    return {
+        "missing file": (str(tree), "src/gone.py"),
+        "missing root": ("/nonexistent/tree", "src/db.py"),
+        "root outside the roots": (str(outside), "secret.txt"),
+        "the filesystem root": ("/", "etc/passwd"),
+        "/etc": ("/etc", "passwd"),
+        "/proc": ("/proc", "kmsg"),
+        "a FIFO": (str(tree), "pipe.py"),
+        "a folder": (str(tree), "src"),
+        "too large": (str(tree), "big.py"),
+        "a symlinked folder out of the root": (str(tree), "escape/secret.txt"),
+        "a symlink out of the root": (str(tree), "link.txt"),
+        "a root through a symlink out of the roots": (str(tree / "escape"), "secret.txt"),
+    }
 
 
 def test_every_file_strata_will_not_read_is_one_refusal(strata: Strata, tree: Path) -> None:
@@ -239,7 +264,9 @@ def test_every_file_strata_will_not_read_is_one_refusal(strata: Strata, tree: Pa
     answers = set()
     for reason, (root, path) in unreadable_cases(tree).items():
         with pytest.raises(NotFound) as refused:
-            api.write({**write_request(REPO, "connect() retries"), "anchors": [{"path": path}], "workspace": {"root": root}})
+            api.write(
+                {**write_request(REPO, "connect() retries"), "anchors": [{"path": path}], "workspace": {"root": root}}
+            )
         error = refused.value
         answers.add((error.code, error.message.replace(repr(root), "ROOT").replace(repr(path), "PATH")))
         assert error.code == "not_readable", reason

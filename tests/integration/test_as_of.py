@@ -96,11 +96,14 @@ def test_inspector_views_as_of_equal_the_truncated_store(store: Strata, tmp_path
         assert then["position"] == rebuilt["position"] == position
         now = api.memories({"repo_id": "repo-0", "limit": 200}).model_dump()
         assert now["total"] > then["total"]  # memories written later are absent from the past
-        for request in ({"repo_id": "repo-1", "statuses": ["pending", "rejected"]},
-                        {"repo_id": "repo-2", "kinds": ["fact"], "order": "truth"},
-                        {"repo_id": "repo-0", "query": "build step", "maturities": ["candidate"]}):
+        for request in (
+            {"repo_id": "repo-1", "statuses": ["pending", "rejected"]},
+            {"repo_id": "repo-2", "kinds": ["fact"], "order": "truth"},
+            {"repo_id": "repo-0", "query": "build step", "maturities": ["candidate"]},
+        ):
             assert strip(api.memories({**request, "as_of": position}).model_dump()) == strip(
-                past.memories(request).model_dump()), request
+                past.memories(request).model_dump()
+            ), request
         for item in then["items"][:25]:
             request = {"repo_id": "repo-0", "memory_id": item["memory_id"]}
             one = api.memory({**request, "as_of": position}).model_dump()
@@ -109,7 +112,9 @@ def test_inspector_views_as_of_equal_the_truncated_store(store: Strata, tmp_path
             assert one["history"] == other["history"] and one["case"] == other["case"]
             assert one["change_chain"] == other["change_chain"]
         timeline = api.timeline({"repo_id": "repo-1", "limit": 30, "as_of": position}).model_dump()
-        assert without(timeline, "as_of") == without(past.timeline({"repo_id": "repo-1", "limit": 30}).model_dump(), "as_of")
+        assert without(timeline, "as_of") == without(
+            past.timeline({"repo_id": "repo-1", "limit": 30}).model_dump(), "as_of"
+        )
         assert timeline["events"][0]["position"] <= position
     finally:
         reference.close()
@@ -129,8 +134,12 @@ def test_a_time_means_the_last_event_at_or_before_it(store: Strata) -> None:
     assert read.as_of is not None and read.as_of.position == position
     # a malformed as_of is invalid input; a well-formed one naming no moment of the log (beyond its head,
     # before its first event) is not found: a matter of the log's state, which no schema can know
-    for wrong, error in ((0, InvalidInput), ("yesterday", InvalidInput), (store.log.position() + 1, NotFound),
-                         ((events[0][1].timestamp - timedelta(seconds=1)).isoformat(), NotFound)):
+    for wrong, error in (
+        (0, InvalidInput),
+        ("yesterday", InvalidInput),
+        (store.log.position() + 1, NotFound),
+        ((events[0][1].timestamp - timedelta(seconds=1)).isoformat(), NotFound),
+    ):
         with pytest.raises(error) as refused:
             store.api().read({"repo_id": "repo-0", "query": "x", "as_of": wrong})
         assert refused.value.problems[0].path == "as_of"
@@ -144,9 +153,22 @@ def test_a_global_memory_another_repo_rated_shows_only_its_effect(strata: Strata
     shared = api.write(write_request("acme/api", "Pin the CI image to a digest", scope="global")).memory_id
     theirs = api.write(write_request("other/app", "other/app deploys with its secret pipeline")).memory_id
     problem = api.write(write_request("other/app", "other/app builds break on Fridays", "problem")).memory_id
-    api.update({"repo_id": "other/app", "memory_id": shared, "mode": "commit", "updates": {"utility": {
-        "target": 0.1, "confidence": 0.9, "rationale": "other/app found it useless for the Friday breakage",
-        "context_problem_id": problem, "evidence_refs": ["other/app#ci-run-42"]}}})
+    api.update(
+        {
+            "repo_id": "other/app",
+            "memory_id": shared,
+            "mode": "commit",
+            "updates": {
+                "utility": {
+                    "target": 0.1,
+                    "confidence": 0.9,
+                    "rationale": "other/app found it useless for the Friday breakage",
+                    "context_problem_id": problem,
+                    "evidence_refs": ["other/app#ci-run-42"],
+                }
+            },
+        }
+    )
     strata.catch_up()
 
     seen = api.memory({"repo_id": "acme/api", "memory_id": shared}).model_dump()

@@ -49,14 +49,21 @@ def test_a_token_is_issued_once_stored_hashed_and_revoked(hashed: Strata) -> Non
     assert hashlib.sha256(issued.secret.encode()).hexdigest().encode() in stored
     credentials = Credentials(hashed.log)
     credentials.refresh()
-    assert credentials.principal(issued.secret.encode()) == Principal("alice", frozenset({"read", "write"}),
-                                                                      ("acme/*",), False)
+    assert credentials.principal(issued.secret.encode()) == Principal(
+        "alice", frozenset({"read", "write"}), ("acme/*",), False
+    )
     assert credentials.principal(b"strata_not-a-token") is None
     with pytest.raises(Conflict) as taken:
         hashed.log.issue_token("alice", ["**"], ["operator"], True)
     assert taken.value.code == "token_exists"
-    for bad in ({"name": "bad name"}, {"name": "default"}, {"ops": ["read", "admin"]}, {"ops": []},
-                {"repos": []}, {"repos": ["acme /api"]}):
+    for bad in (
+        {"name": "bad name"},
+        {"name": "default"},
+        {"ops": ["read", "admin"]},
+        {"ops": []},
+        {"repos": []},
+        {"repos": ["acme /api"]},
+    ):
         args = {"name": "bob", "repos": ["acme/*"], "ops": ["read"], **bad}
         with pytest.raises(InvalidInput):
             hashed.log.issue_token(args["name"], args["repos"], args["ops"], False)
@@ -103,8 +110,11 @@ def test_every_operation_names_its_permission_and_the_check_follows_it(hashed: S
     api = CommandAPI(hashed.log, review_writes=True)
     shared = api.write(write_request("acme/api", "Prefer small commits", scope="global")).memory_id
     own = api.write(write_request("acme/api", "The API listens on 8000"), principal=ALICE).memory_id
-    update = {"repo_id": "acme/api", "mode": "commit", "updates": {"truth": {
-        "target": 0.2, "confidence": 0.9, "rationale": "moved", "evidence_refs": ["x"]}}}
+    update = {
+        "repo_id": "acme/api",
+        "mode": "commit",
+        "updates": {"truth": {"target": 0.2, "confidence": 0.9, "rationale": "moved", "evidence_refs": ["x"]}},
+    }
     api.admit(OPERATIONS["update"], {**update, "memory_id": own}, ALICE)
     refusals = [
         ("update", {**update, "memory_id": shared}, "forbidden_global", "memory_id"),
@@ -112,9 +122,16 @@ def test_every_operation_names_its_permission_and_the_check_follows_it(hashed: S
         ("write", write_request("acme/api", "global", scope="global"), "forbidden_global", "memory.scope"),
         ("write", write_request("acme", "not under acme/"), "forbidden_repo", "repo_id"),
         ("review", {"repo_id": "acme/api", "memory_id": own, "decision": "approved"}, "forbidden_operation", ""),
-        ("feedback", {"repo_id": "acme/api", "read_ids": ["r"], "used": [
-            {"memory_id": own, "target": 1.0}, {"memory_id": shared, "target": 1.0}]}, "forbidden_global",
-         "used[1].memory_id"),
+        (
+            "feedback",
+            {
+                "repo_id": "acme/api",
+                "read_ids": ["r"],
+                "used": [{"memory_id": own, "target": 1.0}, {"memory_id": shared, "target": 1.0}],
+            },
+            "forbidden_global",
+            "used[1].memory_id",
+        ),
     ]
     for name, request, code, path in refusals:
         with pytest.raises(Forbidden) as refused:

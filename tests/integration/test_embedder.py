@@ -186,9 +186,7 @@ def test_loads_offline_without_hf_env_and_without_network(model_dir: Path) -> No
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "FASTEMBED_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
-    )
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["dim"] == 384
@@ -213,14 +211,13 @@ def test_hash_embedder_is_deterministic_and_normalised() -> None:
 
 
 def test_hash_embedder_is_stable_across_processes() -> None:
-    code = (
-        "from projections.embedder import HashEmbedder;"
-        f"print(repr(HashEmbedder().embed_query({FAILED!r}).tolist()))"
-    )
+    code = f"from projections.embedder import HashEmbedder;print(repr(HashEmbedder().embed_query({FAILED!r}).tolist()))"
     outs = set()
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO_ROOT))
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        outs.add(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     assert len(outs) == 1
     np.testing.assert_allclose(eval(outs.pop()), HashEmbedder().embed_query(FAILED), atol=0)
 

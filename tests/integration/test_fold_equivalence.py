@@ -45,18 +45,42 @@ def every_event(strata: Strata, seed: int = 1) -> list[tuple[int, Any]]:
     for i in range(6):  # reinforcements, some bringing links the memory did not have (LinksAdded)
         links = {"related_memory_ids": [problem]} if i % 2 else {}
         api.write(write_request("repo-0", f"the cache lives in redis ({seed})", links=links))
-    api.update({"repo_id": "repo-0", "memory_id": fact, "mode": "commit", "updates": {
-        "utility": {"target": 0.9, "confidence": 0.7, "rationale": "no problem named"}}})
+    api.update(
+        {
+            "repo_id": "repo-0",
+            "memory_id": fact,
+            "mode": "commit",
+            "updates": {"utility": {"target": 0.9, "confidence": 0.7, "rationale": "no problem named"}},
+        }
+    )
     for i in range(5):  # validations in a row (last_validated moves)
-        api.update({"repo_id": "repo-0", "memory_id": fact, "mode": "commit", "updates": {
-            "truth": {"target": rnd.choice([0.2, 0.95]), "confidence": 0.9, "rationale": "checked",
-                      "evidence_refs": [f"ci#{i}"]}}})
+        api.update(
+            {
+                "repo_id": "repo-0",
+                "memory_id": fact,
+                "mode": "commit",
+                "updates": {
+                    "truth": {
+                        "target": rnd.choice([0.2, 0.95]),
+                        "confidence": 0.9,
+                        "rationale": "checked",
+                        "evidence_refs": [f"ci#{i}"],
+                    }
+                },
+            }
+        )
     reviewed = CommandAPI(strata.log, review_writes=True)
     pending = [reviewed.write(write_request("repo-1", f"proposal {seed}-{i}")).memory_id for i in range(4)]
     strata.log.review(pending[0], "approved", note="fine")
     strata.log.review(pending[1], "rejected", note="wrong", reviewer="ana")
-    api.update({"repo_id": "repo-1", "memory_id": pending[0], "mode": "commit", "updates": {
-        "truth": {"target": 0.8, "confidence": 0.6, "rationale": "ok", "evidence_refs": ["x"]}}})
+    api.update(
+        {
+            "repo_id": "repo-1",
+            "memory_id": pending[0],
+            "mode": "commit",
+            "updates": {"truth": {"target": 0.8, "confidence": 0.6, "rationale": "ok", "evidence_refs": ["x"]}},
+        }
+    )
     api.forget({"repo_id": "repo-1", "memory_id": pending[0]})
     through_tokens(strata, seed)
     hygiene(strata, seed)
@@ -71,8 +95,15 @@ def through_tokens(strata: Strata, seed: int) -> None:
     mid = proposals.write(write_request("repo-3", f"written by a token ({seed})"), principal=writer).memory_id
     proposals.write(write_request("repo-3", f"written by a token ({seed})"), principal=writer)  # reinforced
     proposals.review({"repo_id": "repo-3", "memory_id": mid, "decision": "approved"}, principal=reviewer)
-    proposals.update({"repo_id": "repo-3", "memory_id": mid, "mode": "commit", "updates": {
-        "truth": {"target": 0.3, "confidence": 0.8, "rationale": "moved", "evidence_refs": ["x"]}}}, principal=writer)
+    proposals.update(
+        {
+            "repo_id": "repo-3",
+            "memory_id": mid,
+            "mode": "commit",
+            "updates": {"truth": {"target": 0.3, "confidence": 0.8, "rationale": "moved", "evidence_refs": ["x"]}},
+        },
+        principal=writer,
+    )
     gone = proposals.write(write_request("repo-3", f"to forget ({seed})", scope="global"), principal=writer).memory_id
     proposals.forget({"repo_id": "repo-3", "memory_id": gone}, principal=writer)
 
@@ -83,27 +114,45 @@ def hygiene(strata: Strata, seed: int) -> None:
     api, log = CommandAPI(strata.log), strata.log
     fp = fingerprint(f"def connect(): pass  # {seed}")
     anchor = {"path": "src/db.py", "symbol": "connect", "fingerprint": fp, "commit": "abc1234"}
-    anchored = api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
-                          "anchors": [anchor]}).memory_id
-    api.write({**write_request("repo-2", f"connect() retries three times ({seed})"),
-               "anchors": [{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}]})
+    anchored = api.write(
+        {**write_request("repo-2", f"connect() retries three times ({seed})"), "anchors": [anchor]}
+    ).memory_id
+    api.write(
+        {
+            **write_request("repo-2", f"connect() retries three times ({seed})"),
+            "anchors": [{**anchor, "fingerprint": fingerprint(f"def connect(): retry() # {seed}")}],
+        }
+    )
     log.anchor_drift("repo-2", anchored, [AnchorDrift("src/db.py#connect", gone=True)], "def5678")
     kept = api.write(write_request("repo-2", f"the cache lives in redis, db {seed}")).memory_id
     near = NearDuplicate(kept, 0.93)
-    first = log.write(to_new_memory(parse(WriteRequest, write_request("repo-2", f"the cache is in redis, db {seed}"))),
-                      near=near)
-    log.write(to_new_memory(parse(WriteRequest, write_request("repo-2", f"cache: it lives in redis, db {seed}",
-                                                              confidence=0.3))), near=near)
+    first = log.write(
+        to_new_memory(parse(WriteRequest, write_request("repo-2", f"the cache is in redis, db {seed}"))), near=near
+    )
+    log.write(
+        to_new_memory(
+            parse(WriteRequest, write_request("repo-2", f"cache: it lives in redis, db {seed}", confidence=0.3))
+        ),
+        near=near,
+    )
     assert first.duplicate_id is not None and first.memory_id == kept
     log.unmerge(kept, first.duplicate_id, "two lessons after all")
     problem = api.write(write_request("repo-2", f"the deploy of {seed} times out", "problem")).memory_id
-    tactic = api.write(write_request("repo-2", f"raise the timeout for {seed}", "failed_tactic",
-                                     links={"problem_id": problem})).memory_id
-    solution = api.write(write_request("repo-2", f"split the migration of {seed}", "solution",
-                                       links={"problem_id": problem})).memory_id
+    tactic = api.write(
+        write_request("repo-2", f"raise the timeout for {seed}", "failed_tactic", links={"problem_id": problem})
+    ).memory_id
+    solution = api.write(
+        write_request("repo-2", f"split the migration of {seed}", "solution", links={"problem_id": problem})
+    ).memory_id
     stale = api.write(write_request("repo-2", f"the queue is called jobs-{seed}")).memory_id
-    log.consolidate([Action("archive", stale, "decayed"), Action("link", tactic, "solved", related_id=solution),
-                     Action("merge", first.duplicate_id, "near-duplicate", into=kept, similarity=0.93)], "repo-2")
+    log.consolidate(
+        [
+            Action("archive", stale, "decayed"),
+            Action("link", tactic, "solved", related_id=solution),
+            Action("merge", first.duplicate_id, "near-duplicate", into=kept, similarity=0.93),
+        ],
+        "repo-2",
+    )
     log.restore(stale, "still true")
     log.consolidate([Action("archive", stale, "decayed again")], None)
 
@@ -121,15 +170,26 @@ def original_row_of(memory: Memory) -> dict[str, Any]:
 
     truth = memory.truth_value
     return {
-        "memory_id": memory.memory_id, "repo_id": memory.repo_id, "scope": memory.scope, "kind": memory.kind,
-        "status": memory.status, "text": memory.text, "confidence": memory.confidence, "truth": truth,
+        "memory_id": memory.memory_id,
+        "repo_id": memory.repo_id,
+        "scope": memory.scope,
+        "kind": memory.kind,
+        "status": memory.status,
+        "text": memory.text,
+        "confidence": memory.confidence,
+        "truth": truth,
         "utility": memory.global_utility,
         "utility_by_problem": _json({k: memory.utility_for(k) for k in memory.utility if k}),
-        "problem_ids": _json(memory.problem_ids), "related_ids": _json(memory.related_ids),
-        "change_chain": _json(memory.changes), "evidence_refs": _json(memory.evidence_refs),
-        "validations": memory.validations, "reinforcements": memory.reinforcements,
-        "last_validated": memory.last_validated.isoformat(), "maturity": beliefs.maturity(memory.validations, truth),
-        "created": memory.created_on.isoformat(), "version": memory.version,
+        "problem_ids": _json(memory.problem_ids),
+        "related_ids": _json(memory.related_ids),
+        "change_chain": _json(memory.changes),
+        "evidence_refs": _json(memory.evidence_refs),
+        "validations": memory.validations,
+        "reinforcements": memory.reinforcements,
+        "last_validated": memory.last_validated.isoformat(),
+        "maturity": beliefs.maturity(memory.validations, truth),
+        "created": memory.created_on.isoformat(),
+        "version": memory.version,
         "anchors": _json(memory.anchor_list) if memory.anchor_list else "[]",
     }
 
@@ -183,8 +243,11 @@ def test_folding_in_batches_through_frozen_states_is_the_same(hashed: Strata, si
 
 def test_an_event_without_a_handler_is_folded_by_the_aggregate(hashed: Strata, monkeypatch: pytest.MonkeyPatch) -> None:
     events = [e for _, e in every_event(hashed, seed=3) if isinstance(e, MEMORY_EVENTS)]
-    monkeypatch.setattr(snap, "HANDLERS", {k: v for k, v in snap.HANDLERS.items()
-                                          if k not in (Memory.TruthAdjusted, Memory.MemoryReviewed)})
+    monkeypatch.setattr(
+        snap,
+        "HANDLERS",
+        {k: v for k, v in snap.HANDLERS.items() if k not in (Memory.TruthAdjusted, Memory.MemoryReviewed)},
+    )
     assert_same(fold({}, events), fold_states({}, events))
 
 

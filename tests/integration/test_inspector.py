@@ -28,11 +28,21 @@ def api(strata: Strata) -> CommandAPI:
 
 def test_pages_filters_search_and_orders(strata: Strata, api: CommandAPI) -> None:
     problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
-    api.write(write_request(REPO, "Run make db-up before the integration tests", "solution", links={"problem_id": problem}))
+    api.write(
+        write_request(REPO, "Run make db-up before the integration tests", "solution", links={"problem_id": problem})
+    )
     facts = [api.write(write_request(REPO, f"Service {i} listens on port {8000 + i}")).memory_id for i in range(7)]
     api.write(write_request("other/app", "Service zero of other/app listens on port 9000"))
-    api.update({"repo_id": REPO, "memory_id": facts[3], "mode": "commit", "updates": {"truth": {
-        "target": 1.0, "confidence": 1.0, "rationale": "checked", "evidence_refs": ["netstat"]}}})
+    api.update(
+        {
+            "repo_id": REPO,
+            "memory_id": facts[3],
+            "mode": "commit",
+            "updates": {
+                "truth": {"target": 1.0, "confidence": 1.0, "rationale": "checked", "evidence_refs": ["netstat"]}
+            },
+        }
+    )
     api.forget({"repo_id": REPO, "memory_id": facts[0], "reason": "moved"})
     strata.catch_up()
 
@@ -49,7 +59,9 @@ def test_pages_filters_search_and_orders(strata: Strata, api: CommandAPI) -> Non
     assert found.total == 7 and all("listens on port 800" in m.text for m in found.items)
     assert api.memories({"repo_id": REPO, "query": "integration hang"}).items[0].memory_id == problem
     assert api.memories({"repo_id": REPO, "query": "other/app"}).total == 0
-    assert api.memories({"repo_id": REPO, "query": "listens", "statuses": ["active"], "limit": 2, "offset": 5}).total == 6
+    assert (
+        api.memories({"repo_id": REPO, "query": "listens", "statuses": ["active"], "limit": 2, "offset": 5}).total == 6
+    )
 
     repos = api.repos({})
     assert [(r.repo_id, r.memories) for r in repos.repos] == [(REPO, 9), ("other/app", 1)]
@@ -90,7 +102,9 @@ def test_timeline_pages_back_through_the_repos_events(strata: Strata, api: Comma
     rest = api.timeline({"repo_id": REPO, "limit": 4, "before": first.next_before})
     assert [e.position for e in rest.events] == [mine[1].position, mine[0].position]
     assert rest.next_before is None
-    assert [e.position for e in api.timeline({"repo_id": REPO, "include_global": False, "limit": 1}).events] == [mine[4].position]
+    assert [e.position for e in api.timeline({"repo_id": REPO, "include_global": False, "limit": 1}).events] == [
+        mine[4].position
+    ]
     as_of = api.timeline({"repo_id": REPO, "as_of": mine[2].position})
     assert [e.position for e in as_of.events] == [m.position for m in reversed(mine[:3])]
     assert as_of.as_of is not None and as_of.as_of.position == mine[2].position
@@ -120,8 +134,14 @@ def test_overview_counts_what_the_repo_sees(strata: Strata) -> None:
     view = api.overview({"repo_id": REPO})
     by = {(c.kind, c.status): c.count for c in view.counts}
     assert view.total == 7 and sum(by.values()) == 7 and view.global_memories == 2
-    assert by == {("problem", "forgotten"): 1, ("solution", "active"): 1, ("failed_tactic", "active"): 1,
-                  ("fact", "active"): 1, ("preference", "active"): 1, ("fact", "pending"): 2}
+    assert by == {
+        ("problem", "forgotten"): 1,
+        ("solution", "active"): 1,
+        ("failed_tactic", "active"): 1,
+        ("fact", "active"): 1,
+        ("preference", "active"): 1,
+        ("fact", "pending"): 2,
+    }
     assert "Their" not in " ".join(m.text for m in view.review + view.doubtful)
     today = datetime.now(UTC).date().isoformat()
     assert view.until == today and {d.day for d in view.activity} == {today}
@@ -157,12 +177,21 @@ def test_overview_is_checked_like_every_inspector_operation(strata: Strata) -> N
 def test_history_says_how_each_event_moved_truth_and_utility(strata: Strata, api: CommandAPI) -> None:
     api = strata.api()
     problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
-    solution = api.write(write_request(REPO, "Run make db-up first", "solution", links={"problem_id": problem},
-                                       confidence=0.8)).memory_id
+    solution = api.write(
+        write_request(REPO, "Run make db-up first", "solution", links={"problem_id": problem}, confidence=0.8)
+    ).memory_id
     fact = api.write(write_request(REPO, "The test database listens on port 5433", confidence=0.8)).memory_id
     api.write(write_request(REPO, "The test database moved to port 5432", "change", links={"change_targets": [fact]}))
-    api.update({"repo_id": REPO, "memory_id": solution, "mode": "commit", "updates": {"utility": {
-        "target": 1.0, "confidence": 0.9, "rationale": "tests ran", "context_problem_id": problem}}})
+    api.update(
+        {
+            "repo_id": REPO,
+            "memory_id": solution,
+            "mode": "commit",
+            "updates": {
+                "utility": {"target": 1.0, "confidence": 0.9, "rationale": "tests ran", "context_problem_id": problem}
+            },
+        }
+    )
     strata.catch_up()
 
     history = api.memory({"repo_id": REPO, "memory_id": fact}).history

@@ -48,15 +48,28 @@ def first(app: Strata, query: str) -> str | None:
     return hits[0][0] if hits else None
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("readcsv", "csv"), ("ReadCsv problem", "csv"), ("read_csv", "csv"),
-    ("type error", "type"), ("TypeError", "type"),
-    ("logisticpy", "path"), ("where is _logistic.py", "path"), ("linear_model", "path"),
-    ("nodeps", "flag"), ("--no-deps", "flag"),
-    ("ospathjoin", "dotted"), ("os.path.join", "dotted"),
-    ("connection pool leaks", "camel"), ("http_connection_pool", "camel"),
-])
-def test_identifiers_are_found_whole_and_in_parts(store: tuple[Strata, dict[str, str]], query: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("readcsv", "csv"),
+        ("ReadCsv problem", "csv"),
+        ("read_csv", "csv"),
+        ("type error", "type"),
+        ("TypeError", "type"),
+        ("logisticpy", "path"),
+        ("where is _logistic.py", "path"),
+        ("linear_model", "path"),
+        ("nodeps", "flag"),
+        ("--no-deps", "flag"),
+        ("ospathjoin", "dotted"),
+        ("os.path.join", "dotted"),
+        ("connection pool leaks", "camel"),
+        ("http_connection_pool", "camel"),
+    ],
+)
+def test_identifiers_are_found_whole_and_in_parts(
+    store: tuple[Strata, dict[str, str]], query: str, expected: str
+) -> None:
     app, ids = store
     assert first(app, query) == ids[expected]
 
@@ -85,7 +98,8 @@ def test_code_words_for_queries_and_memories_agree() -> None:
 
 
 def test_a_store_indexed_before_code_words_rebuilds_from_the_log(
-        store: tuple[Strata, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: tuple[Strata, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The migration empties the text table and replays: the result equals a fresh replay."""
     app, ids = store
     path = tmp_path / "fts.sqlite"

@@ -34,8 +34,14 @@ def test_state_survives_close_and_reopen(data_dir: Path) -> None:
     solution = api.write(
         write_request("acme/api", "Run make generate first", "solution", links={"problem_id": problem})
     ).memory_id
-    api.update({"repo_id": "acme/api", "memory_id": solution, "mode": "commit",
-                "updates": {"truth": {"target": 1.0, "confidence": 1.0, "rationale": "worked", "evidence_refs": ["ci#12"]}}})
+    api.update(
+        {
+            "repo_id": "acme/api",
+            "memory_id": solution,
+            "mode": "commit",
+            "updates": {"truth": {"target": 1.0, "confidence": 1.0, "rationale": "worked", "evidence_refs": ["ci#12"]}},
+        }
+    )
     before = truth(first, solution)
     first.close()
 
@@ -98,14 +104,26 @@ def test_another_repos_memory_is_not_found_and_never_revealed(api: CommandAPI) -
     with pytest.raises(NotFound) as linked:
         api.write(write_request("other/repo", "Add an index", "solution", links={"problem_id": secret_problem}))
     with pytest.raises(NotFound) as updated:
-        api.update({"repo_id": "other/repo", "memory_id": secret_problem, "mode": "dry_run",
-                    "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}})
+        api.update(
+            {
+                "repo_id": "other/repo",
+                "memory_id": secret_problem,
+                "mode": "dry_run",
+                "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}},
+            }
+        )
     with pytest.raises(NotFound):
         api.forget({"repo_id": "other/repo", "memory_id": secret_problem})
     missing = "00000000-0000-0000-0000-000000000001"
     with pytest.raises(NotFound) as absent:
-        api.update({"repo_id": "other/repo", "memory_id": missing, "mode": "dry_run",
-                    "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}})
+        api.update(
+            {
+                "repo_id": "other/repo",
+                "memory_id": missing,
+                "mode": "dry_run",
+                "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}},
+            }
+        )
     for caught in (linked, updated):
         assert "Payroll" not in caught.value.message
         assert "private/repo" not in caught.value.message
@@ -117,9 +135,13 @@ def test_global_memory_may_not_point_at_a_repo_memory(api: CommandAPI) -> None:
     repo_problem = api.write(write_request("r", "Flaky login test", "problem")).memory_id
     global_problem = api.write(write_request("r", "Flaky tests in general", "problem", "global")).memory_id
     with pytest.raises(InvalidInput) as caught:
-        api.write(write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": repo_problem}))
+        api.write(
+            write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": repo_problem})
+        )
     assert (caught.value.code, caught.value.path) == ("global_links_repo_memory", "memory.links.problem_id")
-    ok = api.write(write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": global_problem}))
+    ok = api.write(
+        write_request("r", "Retry with a fixed seed", "solution", "global", links={"problem_id": global_problem})
+    )
     assert ok.outcome == "created"
     # a repo memory may point at a global one
     assert api.write(write_request("r", "Seed 42 works here", "solution", links={"problem_id": global_problem})).ok
@@ -129,8 +151,15 @@ def test_change_records_on_every_target_in_the_same_transaction(api: CommandAPI,
     fact = api.write(write_request("r", "The API listens on port 8000", confidence=0.9)).memory_id
     tactic_problem = api.write(write_request("r", "Local API unreachable", "problem")).memory_id
     before = truth(strata, fact)
-    change = api.write(write_request("r", "The API moved to port 9000", "change", confidence=0.9,
-                                     links={"change_targets": [fact, tactic_problem]}))
+    change = api.write(
+        write_request(
+            "r",
+            "The API moved to port 9000",
+            "change",
+            confidence=0.9,
+            links={"change_targets": [fact, tactic_problem]},
+        )
+    )
     for target in (fact, tactic_problem):
         memory = strata.log.memory(target)
         assert memory.changes == [{"change_memory_id": change.memory_id, "summary": "The API moved to port 9000"}]
@@ -139,7 +168,12 @@ def test_change_records_on_every_target_in_the_same_transaction(api: CommandAPI,
     # one transaction: the change and both targets' events are contiguous, ending at the acknowledged position
     assert strata.log.position() == change.position
     assert [type(e).__name__ for e in events[-5:]] == [
-        "MemoryWritten", "ChangeRecorded", "TruthAdjusted", "ChangeRecorded", "TruthAdjusted"]
+        "MemoryWritten",
+        "ChangeRecorded",
+        "TruthAdjusted",
+        "ChangeRecorded",
+        "TruthAdjusted",
+    ]
 
 
 def test_a_repo_change_may_not_change_a_global_memory(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
@@ -148,29 +182,58 @@ def test_a_repo_change_may_not_change_a_global_memory(api: CommandAPI, strata: S
     shared = api.write(write_request("b", "Use requests for HTTP calls", "preference", "global")).memory_id
     before, log = truth(strata, shared), log_bytes(data_dir)
     with pytest.raises(InvalidInput) as caught:
-        api.write(write_request("b", "We moved to httpx in the billing service", "change",
-                                links={"change_targets": [shared]}))
+        api.write(
+            write_request("b", "We moved to httpx in the billing service", "change", links={"change_targets": [shared]})
+        )
     assert (caught.value.code, caught.value.path) == ("change_of_global_memory", "memory.links.change_targets[0]")
     assert "scope 'global'" in caught.value.message and "related_memory_ids" in caught.value.message
     assert log_bytes(data_dir) == log and truth(strata, shared) == before
     # the two ways: a global change, or a repo memory that records the local exception
-    assert api.write(write_request("b", "httpx replaced requests everywhere", "change", "global",
-                                   links={"change_targets": [shared]})).outcome == "created"
-    assert api.write(write_request("b", "The billing service uses httpx", "fact",
-                                   links={"related_memory_ids": [shared]})).outcome == "created"
+    assert (
+        api.write(
+            write_request(
+                "b", "httpx replaced requests everywhere", "change", "global", links={"change_targets": [shared]}
+            )
+        ).outcome
+        == "created"
+    )
+    assert (
+        api.write(
+            write_request("b", "The billing service uses httpx", "fact", links={"related_memory_ids": [shared]})
+        ).outcome
+        == "created"
+    )
 
 
 def test_events_made_from_a_repo_record_it(api: CommandAPI, strata: Strata) -> None:
     shared = api.write(write_request("a", "Pin the linter version", "preference", "global")).memory_id
     problem = api.write(write_request("b", "Lint results differ between machines", "problem")).memory_id
-    api.update({"repo_id": "b", "memory_id": shared, "mode": "commit", "updates": {
-        "truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen in b", "evidence_refs": ["ci:b#1"]},
-        "utility": {"target": 1.0, "confidence": 0.9, "rationale": "fixed b's lint", "context_problem_id": problem}}})
+    api.update(
+        {
+            "repo_id": "b",
+            "memory_id": shared,
+            "mode": "commit",
+            "updates": {
+                "truth": {"target": 1.0, "confidence": 0.9, "rationale": "seen in b", "evidence_refs": ["ci:b#1"]},
+                "utility": {
+                    "target": 1.0,
+                    "confidence": 0.9,
+                    "rationale": "fixed b's lint",
+                    "context_problem_id": problem,
+                },
+            },
+        }
+    )
     api.write(write_request("c", "Pin the linter version", "preference", "global"))  # a reinforcement from c
     api.forget({"repo_id": "a", "memory_id": shared, "reason": "we stopped linting"})
     origins = [(type(e).__name__, getattr(e, "repo_id", "-")) for e in strata.log.history(strata.log.memory(shared).id)]
-    assert origins == [("MemoryWritten", "a"), ("TruthAdjusted", "b"), ("UtilityObserved", "b"),
-                       ("TruthAdjusted", "c"), ("MemoryForgotten", "a")]
+    assert origins == [
+        ("MemoryWritten", "a"),
+        ("TruthAdjusted", "b"),
+        ("UtilityObserved", "b"),
+        ("TruthAdjusted", "c"),
+        ("MemoryForgotten", "a"),
+    ]
 
 
 def test_change_needs_targets_and_only_changes_have_them(api: CommandAPI) -> None:
@@ -187,8 +250,18 @@ def test_dry_run_changes_nothing_and_commit_records_exactly_what_it_showed(
     api: CommandAPI, strata: Strata, data_dir: Path
 ) -> None:
     mid = api.write(write_request("r", "Tests need Docker", confidence=0.9)).memory_id
-    request = {"repo_id": "r", "memory_id": mid, "updates": {
-        "truth": {"target": 0.0, "confidence": 0.9, "rationale": "tests run fine without it", "evidence_refs": ["ci#7"]}}}
+    request = {
+        "repo_id": "r",
+        "memory_id": mid,
+        "updates": {
+            "truth": {
+                "target": 0.0,
+                "confidence": 0.9,
+                "rationale": "tests run fine without it",
+                "evidence_refs": ["ci#7"],
+            }
+        },
+    }
     before = log_bytes(data_dir)
     preview = api.update({**request, "mode": "dry_run"})
     assert log_bytes(data_dir) == before
@@ -201,8 +274,14 @@ def test_dry_run_changes_nothing_and_commit_records_exactly_what_it_showed(
 
 def test_tiny_moves_record_nothing(api: CommandAPI, strata: Strata) -> None:
     mid = api.write(write_request("r", "It is what it is", confidence=0.5)).memory_id
-    response = api.update({"repo_id": "r", "memory_id": mid, "mode": "commit", "updates": {
-        "truth": {"target": 0.5, "confidence": 1.0, "rationale": "", "evidence_refs": ["x"]}}})
+    response = api.update(
+        {
+            "repo_id": "r",
+            "memory_id": mid,
+            "mode": "commit",
+            "updates": {"truth": {"target": 0.5, "confidence": 1.0, "rationale": "", "evidence_refs": ["x"]}},
+        }
+    )
     assert not response.truth.recorded and response.position is None
     assert strata.log.memory(mid).version == 1
 
@@ -213,9 +292,22 @@ def test_utility_is_kept_per_problem(api: CommandAPI, strata: Strata) -> None:
     tactic = api.write(write_request("r", "Cache the pip wheels", "solution", links={"problem_id": p1})).memory_id
 
     def rate(problem: str, target: float) -> None:
-        api.update({"repo_id": "r", "memory_id": tactic, "mode": "commit", "updates": {
-            "utility": {"target": target, "confidence": 1.0, "rationale": "", "context_problem_id": problem,
-                        "evidence_refs": ["session"]}}})
+        api.update(
+            {
+                "repo_id": "r",
+                "memory_id": tactic,
+                "mode": "commit",
+                "updates": {
+                    "utility": {
+                        "target": target,
+                        "confidence": 1.0,
+                        "rationale": "",
+                        "context_problem_id": problem,
+                        "evidence_refs": ["session"],
+                    }
+                },
+            }
+        )
 
     rate(p1, 1.0)
     rate(p2, 0.0)
@@ -232,8 +324,14 @@ def test_forgotten_memories_cannot_be_updated_linked_or_rewritten(api: CommandAP
     assert api.forget({"repo_id": "r", "memory_id": problem}).forgotten is False
     assert strata.log.memory(problem).status == "forgotten"
     with pytest.raises(Conflict) as caught:
-        api.update({"repo_id": "r", "memory_id": problem, "mode": "commit",
-                    "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}})
+        api.update(
+            {
+                "repo_id": "r",
+                "memory_id": problem,
+                "mode": "commit",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}},
+            }
+        )
     assert caught.value.code == "memory_forgotten"
     with pytest.raises(Conflict):
         api.write(write_request("r", "fix", "solution", links={"problem_id": problem}))
@@ -249,12 +347,26 @@ REJECTED = [
     lambda ids: write_request("r", "y", "change", links={"change_targets": [ids["problem"], "nope"]}),
     lambda ids: write_request("r", "x", confidence=2),
     lambda ids: write_request("r", "bad\x00byte"),
-    lambda ids: {"repo_id": "r", "memory_id": ids["problem"], "mode": "commit",
-                 "updates": {"truth": {"target": 0, "confidence": 1, "rationale": "", "evidence_refs": []}}},
-    lambda ids: {"repo_id": "r", "memory_id": ids["forgotten"], "mode": "commit",
-                 "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}}},
-    lambda ids: {"repo_id": "r", "memory_id": ids["problem"], "mode": "commit", "updates": {
-        "utility": {"target": 1, "confidence": 1, "rationale": "", "context_problem_id": ids["other_repo"]}}},
+    lambda ids: {
+        "repo_id": "r",
+        "memory_id": ids["problem"],
+        "mode": "commit",
+        "updates": {"truth": {"target": 0, "confidence": 1, "rationale": "", "evidence_refs": []}},
+    },
+    lambda ids: {
+        "repo_id": "r",
+        "memory_id": ids["forgotten"],
+        "mode": "commit",
+        "updates": {"utility": {"target": 0, "confidence": 1, "rationale": ""}},
+    },
+    lambda ids: {
+        "repo_id": "r",
+        "memory_id": ids["problem"],
+        "mode": "commit",
+        "updates": {
+            "utility": {"target": 1, "confidence": 1, "rationale": "", "context_problem_id": ids["other_repo"]}
+        },
+    },
 ]
 
 
@@ -279,12 +391,31 @@ def test_rejected_requests_leave_the_log_byte_identical(make, api: CommandAPI, s
 def test_secrets_never_reach_the_log_file(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
     token = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
     aws = "AKIA" + "IOSFODNN7EXAMPLE"
-    response = api.write(write_request(
-        "r", f"deploy with {token}", rationale=f"key {aws} worked", evidence_refs=["postgres://app:hunter2pass@db/prod"]))
+    response = api.write(
+        write_request(
+            "r",
+            f"deploy with {token}",
+            rationale=f"key {aws} worked",
+            evidence_refs=["postgres://app:hunter2pass@db/prod"],
+        )
+    )
     assert response.redactions == 3
     mid = response.memory_id
-    api.update({"repo_id": "r", "memory_id": mid, "mode": "commit", "updates": {"truth": {
-        "target": 1, "confidence": 1, "rationale": f"still {token}", "evidence_refs": [f"Authorization: Bearer {token}"]}}})
+    api.update(
+        {
+            "repo_id": "r",
+            "memory_id": mid,
+            "mode": "commit",
+            "updates": {
+                "truth": {
+                    "target": 1,
+                    "confidence": 1,
+                    "rationale": f"still {token}",
+                    "evidence_refs": [f"Authorization: Bearer {token}"],
+                }
+            },
+        }
+    )
     strata.log.close()
     raw = b"".join(p.read_bytes() for p in data_dir.glob("events.sqlite*"))
     for secret in (token, aws, "hunter2pass"):
@@ -302,7 +433,10 @@ def test_import_is_all_or_nothing_and_may_link_to_earlier_lines(api: CommandAPI,
         "",
         '{"repo_id": "r", "memory": {"text": "Docs build breaks", "kind": "problem", "scope": "repo", "confidence": 0.9}}',
     ]
-    bad = [*good, '{"repo_id": "r", "memory": {"text": "orphan", "kind": "solution", "scope": "repo", "confidence": 0.5}}']
+    bad = [
+        *good,
+        '{"repo_id": "r", "memory": {"text": "orphan", "kind": "solution", "scope": "repo", "confidence": 0.5}}',
+    ]
     with pytest.raises(InvalidInput) as caught:
         api.import_lines(bad)
     assert caught.value.path == "5:memory.links.problem_id"
@@ -335,7 +469,9 @@ def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path)
         for t in threads:
             t.join()
         assert sorted(outcomes) == ["created"] + ["reinforced"] * 7
-        memory = apps[0].log.memory(str(__import__("strata_recall.domain.ids", fromlist=["x"]).memory_id("Same lesson", "fact", "repo", "r")))
+        memory = apps[0].log.memory(
+            str(__import__("strata_recall.domain.ids", fromlist=["x"]).memory_id("Same lesson", "fact", "repo", "r"))
+        )
         assert memory.reinforcements == 7
         assert apps[0].log.position() == 8
     finally:

@@ -59,7 +59,11 @@ def test_a_near_copy_is_reported_and_reinforces_the_memory_it_repeats(strata: St
     merged = strata.log.history(after.id)[-1]
     assert isinstance(merged, Memory.DuplicateMerged)
     assert (merged.duplicate_id, merged.similarity, merged.text, merged.repo_id) == (
-        again.merged.duplicate_id, again.merged.similarity, "Run `make db-up` before running pytest", REPO)
+        again.merged.duplicate_id,
+        again.merged.similarity,
+        "Run `make db-up` before running pytest",
+        REPO,
+    )
 
 
 def test_a_related_but_different_lesson_is_shown_but_stands_on_its_own(strata: Strata) -> None:
@@ -70,20 +74,26 @@ def test_a_related_but_different_lesson_is_shown_but_stands_on_its_own(strata: S
     assert second.outcome == "created" and second.merged is None
     assert [s.memory_id for s in second.similar] == [first.memory_id]
     assert second.similar[0].similarity > MERGE_COSINE  # closer than the threshold, and still two lessons
-    other_kind = api.write(write_request(REPO, "The iOS app is built with Xcode 15 on the macos-14 runners", "preference"))
+    other_kind = api.write(
+        write_request(REPO, "The iOS app is built with Xcode 15 on the macos-14 runners", "preference")
+    )
     assert other_kind.outcome == "created"  # a merge keeps kind
 
 
 def test_similar_names_only_memories_of_the_same_repo_and_scope(strata: Strata) -> None:
     api = loaded(strata)
     api.write(write_request(OTHER, "Run make db-up before pytest"))
-    global_one = api.write(write_request(REPO, "Prefer small pull requests with one concern each", "preference", "global"))
+    global_one = api.write(
+        write_request(REPO, "Prefer small pull requests with one concern each", "preference", "global")
+    )
     strata.catch_up()
     mine = api.write(write_request(REPO, "Run `make db-up` before running pytest"))
     assert mine.outcome == "created" and mine.similar == []  # the other repo's memory is not this repo's
     repo_pref = api.write(write_request(REPO, "Prefer small pull requests, one concern each", "preference"))
     assert repo_pref.outcome == "created" and repo_pref.similar == []  # a repo write is not checked against global ones
-    global_again = api.write(write_request(OTHER, "Prefer small pull requests, with one concern each", "preference", "global"))
+    global_again = api.write(
+        write_request(OTHER, "Prefer small pull requests, with one concern each", "preference", "global")
+    )
     assert (global_again.outcome, global_again.memory_id) == ("reinforced", global_one.memory_id)
 
 
@@ -108,13 +118,22 @@ def test_where_the_model_is_not_loaded_writes_are_not_checked(strata: Strata, da
 def test_unmerge_gives_back_two_memories(strata: Strata) -> None:
     api = loaded(strata)
     problem = api.write(write_request(REPO, "terraform plan fails on provider versions", "problem")).memory_id
-    original = api.write(write_request(REPO, "Run terraform init -upgrade when the provider lock file is out of date",
-                                       "solution", links={"problem_id": problem}))
+    original = api.write(
+        write_request(
+            REPO,
+            "Run terraform init -upgrade when the provider lock file is out of date",
+            "solution",
+            links={"problem_id": problem},
+        )
+    )
     strata.catch_up()
     before = strata.log.memory(original.memory_id)
     text = "If the Terraform provider lock file is stale, run `terraform init -upgrade`"
-    merged = api.write(write_request(REPO, text, "solution", links={"problem_id": problem},
-                                     evidence_refs=["cmd:terraform init -upgrade"]))
+    merged = api.write(
+        write_request(
+            REPO, text, "solution", links={"problem_id": problem}, evidence_refs=["cmd:terraform init -upgrade"]
+        )
+    )
     assert merged.merged is not None
     duplicate = merged.merged.duplicate_id
     with pytest.raises(NotFound) as missing:
@@ -124,9 +143,16 @@ def test_unmerge_gives_back_two_memories(strata: Strata) -> None:
     assert [r["event"] for r in outcome.recorded] == ["DuplicateUnmerged", "MemoryWritten"]
     restored, kept = strata.log.memory(duplicate), strata.log.memory(original.memory_id)
     assert (restored.text, restored.kind, restored.problem_id, restored.evidence_refs) == (
-        text, "solution", problem, ["cmd:terraform init -upgrade"])
+        text,
+        "solution",
+        problem,
+        ["cmd:terraform init -upgrade"],
+    )
     assert (kept.reinforcements, kept.validations, kept.last_validated) == (
-        before.reinforcements, before.validations, before.last_validated)
+        before.reinforcements,
+        before.validations,
+        before.last_validated,
+    )
     assert kept.truth_value == pytest.approx(before.truth_value)
     strata.catch_up()
     read = api.read({"repo_id": REPO, "query": "terraform provider lock file out of date"})
@@ -140,8 +166,15 @@ def test_other_repos_see_a_global_merge_as_a_global_write_and_not_its_writer(str
     api = loaded(strata)
     shared = api.write(write_request(REPO, "Prefer small pull requests with one concern each", "preference", "global"))
     strata.catch_up()
-    merged = api.write(write_request(REPO, "Prefer small pull requests, with one concern each", "preference", "global",
-                                     rationale="our reviewers said so"))
+    merged = api.write(
+        write_request(
+            REPO,
+            "Prefer small pull requests, with one concern each",
+            "preference",
+            "global",
+            rationale="our reviewers said so",
+        )
+    )
     assert merged.merged is not None
     strata.log.consolidate([Action("archive", shared.memory_id, "stale")], None)  # an operator's (global) reflect
     strata.log.restore(shared.memory_id, "asked by acme/api's lead", repo_id=REPO)

@@ -39,8 +39,13 @@ from tests.conftest import write_request
 from tests.integration.test_projections import populate
 
 STRATA = str(Path(sys.executable).parent / "strata")
-DIGESTS = {"fts": FTSProjection, "vectors": VectorProjection, "links": LinksProjection,
-           "archetypes": ArchetypesProjection, "snapshot": SnapshotProjection}
+DIGESTS = {
+    "fts": FTSProjection,
+    "vectors": VectorProjection,
+    "links": LinksProjection,
+    "archetypes": ArchetypesProjection,
+    "snapshot": SnapshotProjection,
+}
 
 
 class Shared:
@@ -58,8 +63,14 @@ class Shared:
         return load_settings(environ={}, data_dir=data_dir, **self.overrides(**extra))
 
     def env(self, data_dir: Path, **extra: str) -> dict[str, str]:
-        return {**os.environ, **self.server.env(), "STRATA_POSTGRES_SCHEMA": self.schema, "STRATA_DATA_DIR": str(data_dir),
-                "STRATA_MODEL_DIR": str(self.model_dir), **extra}
+        return {
+            **os.environ,
+            **self.server.env(),
+            "STRATA_POSTGRES_SCHEMA": self.schema,
+            "STRATA_DATA_DIR": str(data_dir),
+            "STRATA_MODEL_DIR": str(self.model_dir),
+            **extra,
+        }
 
 
 @pytest.fixture(scope="session")
@@ -75,24 +86,57 @@ def pg(postgres_server: Any, shared_model_dir: Path) -> Shared:
 def test_round_trip_through_the_command_api_with_the_real_model(pg: Shared, tmp_path: Path) -> None:
     strata = build(pg.settings(tmp_path / "node-1"))
     api = strata.api()
-    problem = api.write(write_request("acme/api", "Integration tests hang when the database container is down", "problem"))
-    solution = api.write(write_request("acme/api", "Run make db-up before pytest -m integration", "solution",
-                                       links={"problem_id": problem.memory_id}))
-    again = api.write(write_request("acme/api", "Run  make db-up before pytest -m integration ", "solution",
-                                    links={"problem_id": problem.memory_id}))
+    problem = api.write(
+        write_request("acme/api", "Integration tests hang when the database container is down", "problem")
+    )
+    solution = api.write(
+        write_request(
+            "acme/api",
+            "Run make db-up before pytest -m integration",
+            "solution",
+            links={"problem_id": problem.memory_id},
+        )
+    )
+    again = api.write(
+        write_request(
+            "acme/api",
+            "Run  make db-up before pytest -m integration ",
+            "solution",
+            links={"problem_id": problem.memory_id},
+        )
+    )
     assert (problem.outcome, solution.outcome, again.outcome) == ("created", "created", "reinforced")
     assert again.memory_id == solution.memory_id and again.position > solution.position > problem.position
 
     strata.catch_up()
-    answer = api.read({"repo_id": "acme/api", "query": "why do the integration tests hang?", "mode": "targeted",
-                       "consistency": {"after_position": again.position}})
+    answer = api.read(
+        {
+            "repo_id": "acme/api",
+            "query": "why do the integration tests hang?",
+            "mode": "targeted",
+            "consistency": {"after_position": again.position},
+        }
+    )
     case = next(r for r in answer.results if r.memory_id == problem.memory_id)  # the solution comes in its case
     assert solution.memory_id in [s.memory_id for s in case.solutions]
     assert answer.position >= again.position
 
-    update = api.update({"repo_id": "acme/api", "memory_id": solution.memory_id, "mode": "commit", "updates": {
-        "utility": {"target": 1.0, "confidence": 0.9, "rationale": "the tests ran", "read_id": answer.read_id,
-                    "context_problem_id": problem.memory_id}}})
+    update = api.update(
+        {
+            "repo_id": "acme/api",
+            "memory_id": solution.memory_id,
+            "mode": "commit",
+            "updates": {
+                "utility": {
+                    "target": 1.0,
+                    "confidence": 0.9,
+                    "rationale": "the tests ran",
+                    "read_id": answer.read_id,
+                    "context_problem_id": problem.memory_id,
+                }
+            },
+        }
+    )
     assert update.utility is not None and update.utility.recorded
     history = strata.log.history(uuid.UUID(solution.memory_id))
     assert [type(e).__name__ for e in history] == ["MemoryWritten", "TruthAdjusted", "UtilityObserved"]
@@ -105,11 +149,16 @@ def test_round_trip_through_the_command_api_with_the_real_model(pg: Shared, tmp_
     query = {"repo_id": "acme/api", "query": "why do the integration tests hang?", "mode": "targeted"}
     here, there = api.read(query), other.api().read(query)
     assert here.position == there.position == update.position
+
     def members(results: list) -> list:
         return [m for r in results for m in (r, *r.solutions, *r.failed_tactics)]
 
-    assert [(r.memory_id, r.utility) for r in members(here.results)] == [(r.memory_id, r.utility) for r in members(there.results)]
-    assert next(r.utility for r in members(there.results) if r.memory_id == solution.memory_id) > 0.5  # the update, seen there
+    assert [(r.memory_id, r.utility) for r in members(here.results)] == [
+        (r.memory_id, r.utility) for r in members(there.results)
+    ]
+    assert (
+        next(r.utility for r in members(there.results) if r.memory_id == solution.memory_id) > 0.5
+    )  # the update, seen there
     assert not (tmp_path / "node-1" / "events.sqlite").exists()  # the log is on the server
     other.close()
     strata.close()
@@ -171,8 +220,21 @@ def _writer(args: tuple[dict[str, Any], str, int, int, float]) -> list[tuple[str
         if i % 3 == 0:
             own = api.write(write_request("team/app", f"writer {me} learned fact {i}"))
             acks.append((own.memory_id, own.outcome, own.position))
-            u = api.update({"repo_id": "team/app", "memory_id": own.memory_id, "mode": "commit", "updates": {
-                "truth": {"target": 0.1, "confidence": 0.9, "rationale": "checked", "evidence_refs": [f"ci#{i}"]}}})
+            u = api.update(
+                {
+                    "repo_id": "team/app",
+                    "memory_id": own.memory_id,
+                    "mode": "commit",
+                    "updates": {
+                        "truth": {
+                            "target": 0.1,
+                            "confidence": 0.9,
+                            "rationale": "checked",
+                            "evidence_refs": [f"ci#{i}"],
+                        }
+                    },
+                }
+            )
             acks.append((u.memory_id, "updated", u.position))
     strata.close()
     return acks
@@ -271,8 +333,9 @@ class Node:
 
     def start(self) -> None:
         env = self.pg.env(self.data, STRATA_POLL_INTERVAL_SECONDS="0.02", STRATA_LOG_LEVEL="info")
-        self.process = subprocess.Popen([STRATA, "--json", "worker"], env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [STRATA, "--json", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def stop(self) -> dict:
         assert self.process is not None
@@ -301,8 +364,9 @@ def nodes(pg: Shared, tmp_path: Path) -> Iterator[list[Node]]:
 
 
 @pytest.mark.slow
-def test_read_nodes_converge_including_a_late_joiner_and_a_restarted_one(pg: Shared, tmp_path: Path,
-                                                                          nodes: list[Node]) -> None:
+def test_read_nodes_converge_including_a_late_joiner_and_a_restarted_one(
+    pg: Shared, tmp_path: Path, nodes: list[Node]
+) -> None:
     a, b = nodes
     writer = build(pg.settings(tmp_path / "writer"))
     api = CommandAPI(writer.log)
@@ -343,8 +407,14 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_password_appears_in_no_output_log_error_or_repr(pg: Shared, tmp_path: Path) -> None:
     password = pg.server.password
     strata = build(pg.settings(tmp_path / "data"))
-    for text in (repr(strata), repr(strata.settings), repr(strata.log.env), repr(strata.log.factory.datastore.pool),
-                 str(strata.log.factory.env), json.dumps(strata.settings.model_dump(mode="json"))):
+    for text in (
+        repr(strata),
+        repr(strata.settings),
+        repr(strata.log.env),
+        repr(strata.log.factory.datastore.pool),
+        str(strata.log.factory.env),
+        json.dumps(strata.settings.model_dump(mode="json")),
+    ):
         assert password not in text
     strata.close()
 
@@ -381,7 +451,8 @@ def test_an_unreachable_server_is_a_clear_error_at_once(pg: Shared, tmp_path: Pa
 
 @pytest.mark.slow
 def test_two_read_nodes_learn_of_a_token_and_of_its_revocation_from_the_log(
-        pg: Shared, tmp_path: Path, serve: Any) -> None:
+    pg: Shared, tmp_path: Path, serve: Any
+) -> None:
     """Tokens are events of the one log: made on a writer-only host, every `strata serve` node accepts them,
     and refuses them once revoked, without a restart."""
     import httpx
@@ -398,8 +469,10 @@ def test_two_read_nodes_learn_of_a_token_and_of_its_revocation_from_the_log(
         return [httpx.post(f"{n.url}/v1/read", json=request, headers=headers, timeout=60).status_code for n in nodes]
 
     _wait_until(lambda: statuses() == [200, 200], 60, "both nodes to accept the token")
-    assert [httpx.post(f"{n.url}/v1/read", json={**request, "repo_id": "beta/app"}, headers=headers,
-                       timeout=60).status_code for n in nodes] == [403, 403]
+    assert [
+        httpx.post(f"{n.url}/v1/read", json={**request, "repo_id": "beta/app"}, headers=headers, timeout=60).status_code
+        for n in nodes
+    ] == [403, 403]
     assert _cli(operator, "token", "revoke", "ana").returncode == 0
     _wait_until(lambda: statuses() == [401, 401], 60, "both nodes to refuse the revoked token")
     for node in nodes:

@@ -34,39 +34,77 @@ def hashed(data_dir: Path) -> Iterator[Strata]:
 def populate(api: CommandAPI, n: int, seed: int = 3) -> None:
     """A mixed history: problems, linked solutions and failed tactics, facts, changes, updates, forgets."""
     rnd = random.Random(seed)
-    api.define_archetype({"name": f"archetype-{seed % 3}", "examples": [f"example {seed}"], "profile": {"limit": 3 + seed % 5}})
+    api.define_archetype(
+        {"name": f"archetype-{seed % 3}", "examples": [f"example {seed}"], "profile": {"limit": 3 + seed % 5}}
+    )
     problems: dict[str, list[str]] = {}
     facts: dict[str, list[str]] = {}
     for i in range(n):
         repo = f"repo-{i % 3}"
         roll = rnd.random()
         if roll < 0.25 or not problems.get(repo):
-            problems.setdefault(repo, []).append(api.write(write_request(repo, f"build step {i}-{seed} fails on arm", "problem")).memory_id)
+            problems.setdefault(repo, []).append(
+                api.write(write_request(repo, f"build step {i}-{seed} fails on arm", "problem")).memory_id
+            )
         elif roll < 0.45:
-            api.write(write_request(repo, f"pin the toolchain for step {i}", rnd.choice(["solution", "failed_tactic"]),
-                                    links={"problem_id": rnd.choice(problems[repo])}))
+            api.write(
+                write_request(
+                    repo,
+                    f"pin the toolchain for step {i}",
+                    rnd.choice(["solution", "failed_tactic"]),
+                    links={"problem_id": rnd.choice(problems[repo])},
+                )
+            )
         elif roll < 0.65:
-            facts.setdefault(repo, []).append(api.write(write_request(repo, f"service {i}-{seed} listens on port {8000 + i}")).memory_id)
+            facts.setdefault(repo, []).append(
+                api.write(write_request(repo, f"service {i}-{seed} listens on port {8000 + i}")).memory_id
+            )
         elif roll < 0.72 and facts.get(repo):
-            api.write(write_request(repo, f"service moved, change {i}", "change", links={"change_targets": [rnd.choice(facts[repo])]}))
+            api.write(
+                write_request(
+                    repo, f"service moved, change {i}", "change", links={"change_targets": [rnd.choice(facts[repo])]}
+                )
+            )
         elif roll < 0.85 and facts.get(repo):
-            api.update({"repo_id": repo, "memory_id": rnd.choice(facts[repo]), "mode": "commit", "updates": {
-                "truth": {"target": rnd.random(), "confidence": 0.9, "rationale": "checked", "evidence_refs": [f"ci#{i}"]},
-                "utility": {"target": rnd.random(), "confidence": 0.8, "rationale": "used",
-                            "context_problem_id": rnd.choice(problems[repo])}}})
+            api.update(
+                {
+                    "repo_id": repo,
+                    "memory_id": rnd.choice(facts[repo]),
+                    "mode": "commit",
+                    "updates": {
+                        "truth": {
+                            "target": rnd.random(),
+                            "confidence": 0.9,
+                            "rationale": "checked",
+                            "evidence_refs": [f"ci#{i}"],
+                        },
+                        "utility": {
+                            "target": rnd.random(),
+                            "confidence": 0.8,
+                            "rationale": "used",
+                            "context_problem_id": rnd.choice(problems[repo]),
+                        },
+                    },
+                }
+            )
         elif roll < 0.9 and facts.get(repo):
             api.forget({"repo_id": repo, "memory_id": facts[repo].pop()})
         else:
-            api.write(write_request(repo, f"prefer small commits ({i % 5})", "preference",
-                                    "global" if i % 2 else "repo"))
+            api.write(
+                write_request(repo, f"prefer small commits ({i % 5})", "preference", "global" if i % 2 else "repo")
+            )
 
 
 def fresh_copy(strata: Strata, name: str, folder: Path) -> Projection:
     folder.mkdir(exist_ok=True)
     if name == "vectors":
         return VectorProjection(folder / "vectors.sqlite", strata.embedder, EmbeddingCache(folder / "cache.sqlite"))
-    return {"fts": FTSProjection, "links": LinksProjection, "snapshot": SnapshotProjection,
-            "archetypes": ArchetypesProjection}[name](folder / f"{name}.sqlite")
+    return {
+        "fts": FTSProjection,
+        "links": LinksProjection,
+        "snapshot": SnapshotProjection,
+        "archetypes": ArchetypesProjection,
+    }[name](folder / f"{name}.sqlite")
 
 
 def test_incremental_projections_equal_replayed_ones(hashed: Strata, tmp_path: Path) -> None:
@@ -244,9 +282,15 @@ def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tm
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=MiniLMEmbedder(model_dir=tmp_path / "model"))
     try:
         api = CommandAPI(strata.log)
-        target = api.write(write_request("r", "The CI pipeline fails because the docker build cache filled the disk")).memory_id
-        for text in ("Use ruff for linting", "The staging database is refreshed every night",
-                     "Payments are retried three times before giving up", "The login page is rendered server side"):
+        target = api.write(
+            write_request("r", "The CI pipeline fails because the docker build cache filled the disk")
+        ).memory_id
+        for text in (
+            "Use ruff for linting",
+            "The staging database is refreshed every night",
+            "Payments are retried three times before giving up",
+            "The login page is rendered server side",
+        ):
             api.write(write_request("r", text))
         strata.runner(["vectors"]).catch_up()
         vectors: VectorProjection = strata.projection("vectors")  # type: ignore[assignment]

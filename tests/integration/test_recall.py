@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
-from strata_recall.interface.mcp.server import tool_answer
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.mcp.server import tool_answer
 from strata_recall.projections.embedder import HashEmbedder, MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.tokens import TokenCounter
@@ -55,16 +55,30 @@ def flat(response: dict) -> list[dict]:
 
 def seed_debugging(api: CommandAPI) -> dict[str, str]:
     m = {}
-    m["problem"] = api.write(write_request("acme", "Integration tests hang when Postgres is not running", "problem")).memory_id
-    m["solution"] = api.write(write_request("acme", "Run make db-up before pytest", "solution",
-                                            links={"problem_id": m["problem"]})).memory_id
-    m["failed"] = api.write(write_request("acme", "Raising the pytest timeout did not help", "failed_tactic",
-                                          links={"problem_id": m["problem"]})).memory_id
+    m["problem"] = api.write(
+        write_request("acme", "Integration tests hang when Postgres is not running", "problem")
+    ).memory_id
+    m["solution"] = api.write(
+        write_request("acme", "Run make db-up before pytest", "solution", links={"problem_id": m["problem"]})
+    ).memory_id
+    m["failed"] = api.write(
+        write_request(
+            "acme", "Raising the pytest timeout did not help", "failed_tactic", links={"problem_id": m["problem"]}
+        )
+    ).memory_id
     m["fact"] = api.write(write_request("acme", "The test database listens on port 5433", confidence=0.9)).memory_id
-    m["change"] = api.write(write_request("acme", "docker-compose now maps the test database to port 5432", "change",
-                                          links={"change_targets": [m["fact"]]})).memory_id
+    m["change"] = api.write(
+        write_request(
+            "acme",
+            "docker-compose now maps the test database to port 5432",
+            "change",
+            links={"change_targets": [m["fact"]]},
+        )
+    ).memory_id
     m["other_repo"] = api.write(write_request("secret-corp", "Integration tests hang because the VPN drops")).memory_id
-    m["pref"] = api.write(write_request("acme", "Prefer pytest fixtures over setUp methods", "preference", "global")).memory_id
+    m["pref"] = api.write(
+        write_request("acme", "Prefer pytest fixtures over setUp methods", "preference", "global")
+    ).memory_id
     return m
 
 
@@ -97,18 +111,31 @@ def test_a_limit_counts_cases_and_the_budget_counts_the_answer_as_received(real:
     problems = {}
     for service in ("billing", "search", "upload", "login", "export"):
         problem = api.write(write_request("acme", f"The {service} service times out under load", "problem")).memory_id
-        api.write(write_request("acme", f"Raise the {service} worker pool to 16 to stop the timeouts", "solution",
-                                links={"problem_id": problem}))
-        api.write(write_request("acme", f"Retrying {service} requests made the timeouts worse", "failed_tactic",
-                                links={"problem_id": problem}))
+        api.write(
+            write_request(
+                "acme",
+                f"Raise the {service} worker pool to 16 to stop the timeouts",
+                "solution",
+                links={"problem_id": problem},
+            )
+        )
+        api.write(
+            write_request(
+                "acme",
+                f"Retrying {service} requests made the timeouts worse",
+                "failed_tactic",
+                links={"problem_id": problem},
+            )
+        )
         problems[problem] = service
     response = read(real, repo_id="acme", query="a service times out under load", limit=3)
     assert len(response["results"]) == 3 and {r["memory_id"] for r in response["results"]} <= problems.keys()
     assert all(len(r["solutions"]) == 1 and len(r["failed_tactics"]) == 1 for r in response["results"])
     assert len(ids(response)) == 9
     _, whole = as_received(real, repo_id="acme", query="a service times out under load", limit=3)
-    tight, tokens = as_received(real, repo_id="acme", query="a service times out under load", limit=3,
-                                token_budget=whole - 1)
+    tight, tokens = as_received(
+        real, repo_id="acme", query="a service times out under load", limit=3, token_budget=whole - 1
+    )
     assert tokens <= whole - 1 and tight["suppressed"]["over_token_budget"] >= 1
     assert tight["results"]  # what fits is kept
 
@@ -130,9 +157,13 @@ def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata)
     response = read(real, repo_id="acme", query="make db-up", expand={"semantic_hops": 0})
     got = {r["memory_id"]: r["retrieval_reason"] for r in response["results"]}
     assert got[m["problem"]] == "problem_link"
-    without = read(real, repo_id="acme", query="make db-up",
-                   expand={"include_problem_links": False, "semantic_hops": 0})
-    assert m["problem"] not in ids(without) or without["results"][ids(without).index(m["problem"])]["retrieval_reason"] != "problem_link"
+    without = read(
+        real, repo_id="acme", query="make db-up", expand={"include_problem_links": False, "semantic_hops": 0}
+    )
+    assert (
+        m["problem"] not in ids(without)
+        or without["results"][ids(without).index(m["problem"])]["retrieval_reason"] != "problem_link"
+    )
 
 
 def test_nothing_relevant_gives_an_empty_answer(real: Strata) -> None:
@@ -148,7 +179,7 @@ class _FailingOnce(HashEmbedder):
 
     failed = False
 
-    def embed_query(self, text: str):  # noqa: ANN201
+    def embed_query(self, text: str):
         if not self.failed:
             self.failed = True
             raise RuntimeError("the model could not run")
@@ -182,8 +213,21 @@ def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(real: Strata
     api.forget({"repo_id": "acme", "memory_id": gone})
     doubted = api.write(write_request("acme", "Deploys need a VPN connection", confidence=0.3)).memory_id
     for _ in range(3):
-        api.update({"repo_id": "acme", "memory_id": doubted, "mode": "commit", "updates": {"truth": {
-            "target": 0.0, "confidence": 1.0, "rationale": "no VPN in the deploy script", "evidence_refs": ["deploy.sh"]}}})
+        api.update(
+            {
+                "repo_id": "acme",
+                "memory_id": doubted,
+                "mode": "commit",
+                "updates": {
+                    "truth": {
+                        "target": 0.0,
+                        "confidence": 1.0,
+                        "rationale": "no VPN in the deploy script",
+                        "evidence_refs": ["deploy.sh"],
+                    }
+                },
+            }
+        )
     reviewed = build(load_settings(environ={}, data_dir=data_dir, review_writes=True), embedder=minilm)
     reviewed.api().write(write_request("acme", "Deploys are triggered from GitHub Actions"))
     reviewed.close()
@@ -197,10 +241,13 @@ def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(real: Strata
 def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
     api = CommandAPI(real.log)
     for i in range(30):
-        api.write(write_request("acme", f"Caching note {i}: the redis cache for sessions expires after {i + 1} hours " * 3))
+        api.write(
+            write_request("acme", f"Caching note {i}: the redis cache for sessions expires after {i + 1} hours " * 3)
+        )
     for budget in (40, 100, 250, 400, 1000):
-        answer, tokens = as_received(real, repo_id="acme", query="how long do cached sessions live",
-                                     token_budget=budget, limit=50)
+        answer, tokens = as_received(
+            real, repo_id="acme", query="how long do cached sessions live", token_budget=budget, limit=50
+        )
         if budget < 1000:
             assert answer["suppressed"].get("over_token_budget", 0) > 0
         if answer.get("results"):
@@ -212,15 +259,41 @@ def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
 def session_notes(n: int) -> list[str]:
     """`n` different memories about one topic, each ~300 characters."""
     rnd = random.Random(3)
-    stores = ["redis", "memcached", "the session table", "a signed cookie", "the JWT", "the CDN edge cache",
-              "localStorage", "the SSO provider"]
-    users = ["admin users", "guest checkouts", "mobile clients", "API tokens", "the support console",
-             "partner integrations", "staging", "the nightly batch"]
-    files = ["settings/cache.py", "auth/session.py", "config/prod.toml", "the Helm chart", "nginx.conf", "the flag service"]
-    return [f"Login sessions of {users[(i // 8) % 8]} are kept in {stores[i % 8]} and expire after {rnd.randint(1, 72)} "
-            f"hours; remember-me extends them to {rnd.randint(7, 90)} days. The value is set in {files[i % 6]} and read "
-            f"once at startup, so a change needs a restart of the {rnd.choice(['web', 'worker', 'gateway'])} pods. "
-            f"Ticket {rnd.randint(1000, 9999)} has the history of why it was chosen." for i in range(n)]
+    stores = [
+        "redis",
+        "memcached",
+        "the session table",
+        "a signed cookie",
+        "the JWT",
+        "the CDN edge cache",
+        "localStorage",
+        "the SSO provider",
+    ]
+    users = [
+        "admin users",
+        "guest checkouts",
+        "mobile clients",
+        "API tokens",
+        "the support console",
+        "partner integrations",
+        "staging",
+        "the nightly batch",
+    ]
+    files = [
+        "settings/cache.py",
+        "auth/session.py",
+        "config/prod.toml",
+        "the Helm chart",
+        "nginx.conf",
+        "the flag service",
+    ]
+    return [
+        f"Login sessions of {users[(i // 8) % 8]} are kept in {stores[i % 8]} and expire after {rnd.randint(1, 72)} "
+        f"hours; remember-me extends them to {rnd.randint(7, 90)} days. The value is set in {files[i % 6]} and read "
+        f"once at startup, so a change needs a restart of the {rnd.choice(['web', 'worker', 'gateway'])} pods. "
+        f"Ticket {rnd.randint(1000, 9999)} has the history of why it was chosen."
+        for i in range(n)
+    ]
 
 
 def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) -> None:
@@ -237,14 +310,32 @@ def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) ->
 def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> None:
     api = CommandAPI(real.log)
     problem = api.write(write_request("acme", "The docker build is slow", "problem")).memory_id
-    a = api.write(write_request("acme", "Use a build cache mount for pip", "solution", links={"problem_id": problem})).memory_id
-    b = api.write(write_request("acme", "Use a build cache mount for npm", "solution", links={"problem_id": problem})).memory_id
+    a = api.write(
+        write_request("acme", "Use a build cache mount for pip", "solution", links={"problem_id": problem})
+    ).memory_id
+    b = api.write(
+        write_request("acme", "Use a build cache mount for npm", "solution", links={"problem_id": problem})
+    ).memory_id
     for memory, target in ((a, 0.0), (b, 1.0)):
-        api.update({"repo_id": "acme", "memory_id": memory, "mode": "commit", "updates": {"utility": {
-            "target": target, "confidence": 1.0, "rationale": "tried it", "context_problem_id": problem,
-            "evidence_refs": ["ci"]}}})
-    response = read(real, repo_id="acme", query="speed up the docker build with a cache mount",
-                    current_problem_id=problem)
+        api.update(
+            {
+                "repo_id": "acme",
+                "memory_id": memory,
+                "mode": "commit",
+                "updates": {
+                    "utility": {
+                        "target": target,
+                        "confidence": 1.0,
+                        "rationale": "tried it",
+                        "context_problem_id": problem,
+                        "evidence_refs": ["ci"],
+                    }
+                },
+            }
+        )
+    response = read(
+        real, repo_id="acme", query="speed up the docker build with a cache mount", current_problem_id=problem
+    )
     order = ids(response)
     assert order.index(b) < order.index(a)
     got = {r["memory_id"]: r["utility"] for r in flat(response)}
@@ -261,8 +352,13 @@ def test_read_your_writes_right_after_a_write(real: Strata) -> None:
     try:
         for i in range(5):
             written = api.write(write_request("acme", f"Feature flag number {i} lives in flags.yaml"))
-            response = api.read({"repo_id": "acme", "query": f"where does feature flag number {i} live",
-                                 "consistency": {"after_position": written.position, "timeout_ms": 10000}})
+            response = api.read(
+                {
+                    "repo_id": "acme",
+                    "query": f"where does feature flag number {i} live",
+                    "consistency": {"after_position": written.position, "timeout_ms": 10000},
+                }
+            )
             assert response.position >= written.position
             assert written.memory_id in [r.memory_id for r in response.results]
         with pytest.raises(Conflict) as caught:
@@ -281,8 +377,14 @@ def test_utility_citing_a_read_credits_only_what_it_returned(real: Strata) -> No
     assert m["solution"] in returned and m["pref"] not in returned
 
     def cite(memory_id: str, read_id: str, repo: str = "acme"):
-        return api.update({"repo_id": repo, "memory_id": memory_id, "mode": "commit", "updates": {"utility": {
-            "target": 1.0, "confidence": 0.9, "rationale": "helped", "read_id": read_id}}})
+        return api.update(
+            {
+                "repo_id": repo,
+                "memory_id": memory_id,
+                "mode": "commit",
+                "updates": {"utility": {"target": 1.0, "confidence": 0.9, "rationale": "helped", "read_id": read_id}},
+            }
+        )
 
     assert cite(m["solution"], response["read_id"]).utility.recorded
     with pytest.raises(InvalidInput) as caught:
@@ -300,8 +402,9 @@ def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
     assert response["archetype"]["name"] == "debugging"
     stats = real.ledger().archetype_stats()
     assert stats["debugging"]["matches"] == 1
-    real.api().define_archetype({"name": "debugging", "examples": ["deploy to production"],
-                                 "profile": {"limit": 2, "kinds": ["fact"]}})
+    real.api().define_archetype(
+        {"name": "debugging", "examples": ["deploy to production"], "profile": {"limit": 2, "kinds": ["fact"]}}
+    )
     response = read(real, repo_id="acme", query="deploy to production now", mode="auto")
     assert response["archetype"]["name"] == "debugging" and response["archetype"]["profile"]["limit"] == 2
     assert len(response["results"]) <= 2
@@ -312,8 +415,14 @@ def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> N
     agent stored as a preference still comes back, as it does for a targeted read."""
     api = CommandAPI(real.log)
     seed_debugging(api)
-    decision = api.write(write_request("acme", "When integration tests hang, we decided to always restart the "
-                                       "Postgres container instead of raising pytest timeouts", "preference")).memory_id
+    decision = api.write(
+        write_request(
+            "acme",
+            "When integration tests hang, we decided to always restart the "
+            "Postgres container instead of raising pytest timeouts",
+            "preference",
+        )
+    ).memory_id
     query = "integration tests hang and the CI job times out"
     auto = read(real, repo_id="acme", query=query, mode="auto")
     assert auto["archetype"]["name"] == "debugging"
@@ -324,14 +433,32 @@ def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> N
     assert {r["kind"] for r in flat(only)} <= {"problem", "solution"}  # the request's own filter still filters
 
 
-texts = st.sampled_from(["tests hang", "deploy fails", "cache expires", "port 5433", "use uv", "flaky login",
-                         "slow build", "null pointer in parser"])
+texts = st.sampled_from(
+    [
+        "tests hang",
+        "deploy fails",
+        "cache expires",
+        "port 5433",
+        "use uv",
+        "flaky login",
+        "slow build",
+        "null pointer in parser",
+    ]
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    writes=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), texts, st.sampled_from(["repo", "global"]),
-                              st.sampled_from(["problem", "fact", "solution"])), min_size=1, max_size=25),
+    writes=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            texts,
+            st.sampled_from(["repo", "global"]),
+            st.sampled_from(["problem", "fact", "solution"]),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
     queries=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), texts, st.booleans()), min_size=1, max_size=5),
 )
 def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
@@ -344,7 +471,9 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
         for i, (repo, text, scope, kind) in enumerate(writes):
             links = {}
             if kind == "solution":
-                visible = [(pid, pscope) for pid, pscope in problems.get(repo, []) if scope == "repo" or pscope == "global"]
+                visible = [
+                    (pid, pscope) for pid, pscope in problems.get(repo, []) if scope == "repo" or pscope == "global"
+                ]
                 visible += problems.get("*", [])
                 if not visible:
                     continue
@@ -358,9 +487,11 @@ def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
         from strata_recall.projections.recall import ReadQuery
 
         for repo, text, include_global in queries:
-            for result in engine.read(ReadQuery(repo_id=repo, query=text, include_global=include_global, limit=100)).results:
+            for result in engine.read(
+                ReadQuery(repo_id=repo, query=text, include_global=include_global, limit=100)
+            ).results:
                 mrepo, mscope = owner[result["memory_id"]]
-                assert mscope == "global" and include_global or mrepo == repo and mscope == "repo", result
+                assert (mscope == "global" and include_global) or (mrepo == repo and mscope == "repo"), result
                 for change in result["change_chain"]:
                     crepo, cscope = owner[change["memory_id"]]
                     assert cscope == "global" or crepo == repo

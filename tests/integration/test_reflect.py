@@ -28,35 +28,77 @@ def update(api: CommandAPI, repo: str, memory_id: str, **updates: Any) -> None:
 def seed(strata: Strata) -> dict[str, str]:
     """Writes as the CLI makes them (no near-duplicate check at write time)."""
     api = CommandAPI(strata.log)
-    w = lambda repo, text, kind="fact", scope="repo", **kw: api.write(write_request(repo, text, kind, scope, **kw)).memory_id  # noqa: E731
+
+    def w(repo: str, text: str, kind: str = "fact", scope: str = "repo", **kw: object) -> str:
+        return api.write(write_request(repo, text, kind, scope, **kw)).memory_id
+
     m: dict[str, str] = {}
     m["webpack"] = w(A, "The frontend build uses webpack 4", confidence=0.3)
-    m["vite"] = w(A, "The frontend build moved from webpack to vite", "change", links={"change_targets": [m["webpack"]]},
-                  confidence=0.9)
-    m["no_webpack"] = w(A, "webpack was removed from the repo entirely", "change",
-                        links={"change_targets": [m["webpack"]]}, confidence=0.9)
+    m["vite"] = w(
+        A,
+        "The frontend build moved from webpack to vite",
+        "change",
+        links={"change_targets": [m["webpack"]]},
+        confidence=0.9,
+    )
+    m["no_webpack"] = w(
+        A,
+        "webpack was removed from the repo entirely",
+        "change",
+        links={"change_targets": [m["webpack"]]},
+        confidence=0.9,
+    )
     m["nodes"] = w(A, "The staging cluster has 3 nodes", confidence=0.3)
     m["utc_1"] = w(A, "All timestamps in the database are stored in UTC")
     m["utc_2"] = w(A, "The database stores every timestamp in UTC")
-    update(api, A, m["utc_2"], truth={"target": 0.95, "confidence": 0.9, "rationale": "checked the schema",
-                                      "evidence_refs": ["file:db/schema.sql"]})
+    update(
+        api,
+        A,
+        m["utc_2"],
+        truth={
+            "target": 0.95,
+            "confidence": 0.9,
+            "rationale": "checked the schema",
+            "evidence_refs": ["file:db/schema.sql"],
+        },
+    )
     m["hang"] = w(A, "Integration tests hang on startup", "problem", confidence=0.9)
-    m["timeout"] = w(A, "Bumping the pytest timeout did not fix the hanging integration tests", "failed_tactic",
-                     links={"problem_id": m["hang"]})
+    m["timeout"] = w(
+        A,
+        "Bumping the pytest timeout did not fix the hanging integration tests",
+        "failed_tactic",
+        links={"problem_id": m["hang"]},
+    )
     m["db_up"] = w(A, "Run make db-up before pytest", "solution", links={"problem_id": m["hang"]})
-    update(api, A, m["db_up"], utility={"target": 1.0, "confidence": 0.9, "rationale": "the tests ran",
-                                        "context_problem_id": m["hang"]})
+    update(
+        api,
+        A,
+        m["db_up"],
+        utility={"target": 1.0, "confidence": 0.9, "rationale": "the tests ran", "context_problem_id": m["hang"]},
+    )
     m["xcode_15"] = w(A, "The iOS app is built with Xcode 15 on the macos-14 runners")
     m["xcode_14"] = w(A, "The iOS app is built with Xcode 14 on the macos-13 runners")
-    m["lonely"] = w(A, "Retrying the flaky UI tests three times only hid the simulator problem", "failed_tactic",
-                    links={"problem_id": m["hang"]})
+    m["lonely"] = w(
+        A,
+        "Retrying the flaky UI tests three times only hid the simulator problem",
+        "failed_tactic",
+        links={"problem_id": m["hang"]},
+    )
     # a global problem: repo A's failed tactic on it; repo B's solution, which A must never see
     m["dns"] = w(A, "DNS resolution is flaky in the CI containers", "problem", "global", confidence=0.9)
-    m["dns_tactic"] = w(A, "Setting ndots:1 in resolv.conf did not stop the DNS failures", "failed_tactic",
-                        links={"problem_id": m["dns"]})
+    m["dns_tactic"] = w(
+        A,
+        "Setting ndots:1 in resolv.conf did not stop the DNS failures",
+        "failed_tactic",
+        links={"problem_id": m["dns"]},
+    )
     m["dns_fix_b"] = w(B, "Use the node-local DNS cache in the CI cluster", "solution", links={"problem_id": m["dns"]})
-    update(api, B, m["dns_fix_b"], utility={"target": 1.0, "confidence": 0.9, "rationale": "no more failures",
-                                            "context_problem_id": m["dns"]})
+    update(
+        api,
+        B,
+        m["dns_fix_b"],
+        utility={"target": 1.0, "confidence": 0.9, "rationale": "no more failures", "context_problem_id": m["dns"]},
+    )
     m["b_faded"] = w(B, "The web app reads FEATURE_X from the environment", confidence=0.2)
     m["b_fact"] = w(B, "The web app is deployed to Vercel", confidence=0.9)
     m["fstrings_1"] = w(A, "Use f-strings instead of str.format or % formatting", "preference", "global")
@@ -80,7 +122,8 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
     assert strata.log.position() == head  # a report records nothing
     assert set(dry) == {A, B, None}
     assert actions(dry[A]) == {
-        ("archive", m["webpack"], ""), ("archive", m["nodes"], ""),
+        ("archive", m["webpack"], ""),
+        ("archive", m["nodes"], ""),
         ("merge", m["utc_1"], m["utc_2"]),  # the validated copy is kept
         ("link", m["timeout"], m["db_up"]),
     }
@@ -92,8 +135,16 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
     applied = by_repo(strata.reflect(everything=True, apply=True, now=LATER))
     for repo in (A, B, None):
         assert actions(applied[repo]) == actions(dry[repo]) and applied[repo]["applied"]
-    touched = {"webpack": 1, "nodes": 1, "utc_1": 1, "utc_2": 1, "timeout": 1, "b_faded": 1, "fstrings_1": 1,
-               "fstrings_2": 1}
+    touched = {
+        "webpack": 1,
+        "nodes": 1,
+        "utc_1": 1,
+        "utc_2": 1,
+        "timeout": 1,
+        "b_faded": 1,
+        "fstrings_1": 1,
+        "fstrings_2": 1,
+    }
     for key, memory_id in m.items():
         assert strata.log.memory(memory_id).version == versions[key] + touched.get(key, 0), key
     assert strata.log.memory(m["webpack"]).status == "archived"
@@ -109,8 +160,11 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
 def test_each_report_shows_only_what_its_repo_sees(strata: Strata) -> None:
     m = seed(strata)
     reports = by_repo(strata.reflect(everything=True, now=LATER))
-    mine = {A: {k for k in m if not k.startswith(("b_", "dns_fix_b", "fstrings", "dns"))} | {"dns_tactic"},
-            B: {"b_faded", "b_fact"}, None: {"fstrings_1", "fstrings_2", "dns"}}
+    mine = {
+        A: {k for k in m if not k.startswith(("b_", "dns_fix_b", "fstrings", "dns"))} | {"dns_tactic"},
+        B: {"b_faded", "b_fact"},
+        None: {"fstrings_1", "fstrings_2", "dns"},
+    }
     for repo, report in reports.items():
         text = orjson.dumps(report).decode()
         for key, memory_id in m.items():

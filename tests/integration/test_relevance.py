@@ -53,8 +53,9 @@ def seed(app: Strata) -> dict[str, str]:
     api = CommandAPI(app.log)
     ids = {text: api.write(write_request("acme", text, kind)).memory_id for text, kind in MEMORIES}
     problem = ids[MEMORIES[0][0]]
-    ids["solution"] = api.write(write_request("acme", "Run make db-up before pytest", "solution",
-                                              links={"problem_id": problem})).memory_id
+    ids["solution"] = api.write(
+        write_request("acme", "Run make db-up before pytest", "solution", links={"problem_id": problem})
+    ).memory_id
     app.catch_up()
     return ids
 
@@ -138,8 +139,13 @@ def test_long_texts_are_cut_and_memory_ids_reads_them_whole(real: Strata) -> Non
     assert [r["memory_id"] for r in whole["results"]] == [long_id]
     assert whole["results"][0]["text"] == long and whole["results"][0]["retrieval_reason"] == "requested"
     assert whole["suppressed"] == {"not_found": 1, "forgotten": 1}  # another repo's memory is not revealed
-    credited = real.api().feedback({"repo_id": "acme", "read_ids": [whole["read_id"]],
-                             "used": [{"memory_id": long_id, "target": 1.0, "rationale": "it was the answer"}]})
+    credited = real.api().feedback(
+        {
+            "repo_id": "acme",
+            "read_ids": [whole["read_id"]],
+            "used": [{"memory_id": long_id, "target": 1.0, "rationale": "it was the answer"}],
+        }
+    )
     assert [c.memory_id for c in credited.credited] == [long_id]
 
 

@@ -60,17 +60,24 @@ def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(h
     events = every_event(hashed)
     api = CommandAPI(hashed.log)
     first = next(e for _, e in events if type(e) is Memory.MemoryWritten and e.status == "active")
-    api.update({"repo_id": first.repo_id, "memory_id": str(first.originator_id), "mode": "commit", "updates": {
-        "truth": {"target": 0.9, "confidence": 0.9, "rationale": "checked", "evidence_refs": ["ci#1"]}}})
+    api.update(
+        {
+            "repo_id": first.repo_id,
+            "memory_id": str(first.originator_id),
+            "mode": "commit",
+            "updates": {"truth": {"target": 0.9, "confidence": 0.9, "rationale": "checked", "evidence_refs": ["ci#1"]}},
+        }
+    )
     head = hashed.log.position()
     assert type(next(iter(hashed.log.read_log(head, 1)))[1]) is Memory.TruthAdjusted  # read by neither
     fts, links = hashed.projection("fts"), hashed.projection("links")
     decoded = pipelined(hashed.log, [fts, links], batch_size=20, window=60)
     assert decoded < head
     assert fts.position == links.position == head
-    assert set(FTSProjection.topics() or ()) == {f"domain.memory:Memory.{n}" for n in
-                                                 ("MemoryWritten", "MemoryForgotten", "MemoryReviewed",
-                                                  "MemoryArchived", "MemoryRestored")}
+    assert set(FTSProjection.topics() or ()) == {
+        f"domain.memory:Memory.{n}"
+        for n in ("MemoryWritten", "MemoryForgotten", "MemoryReviewed", "MemoryArchived", "MemoryRestored")
+    }
     assert SnapshotProjection.reads is not None and LinksProjection.reads is not None
 
 
@@ -102,13 +109,16 @@ def test_the_snapshot_forgets_its_states_when_another_connection_writes(hashed: 
         ours.handle(events)
     assert ours.digest() == expected.digest()
     ids = [row[0] for row in expected.conn.execute("SELECT memory_id FROM snapshot")]
-    assert ({k: v.frozen() for k, v in ours.load_states(ids).items()}
-            == {k: v.frozen() for k, v in expected.load_states(ids).items()})
+    assert {k: v.frozen() for k, v in ours.load_states(ids).items()} == {
+        k: v.frozen() for k, v in expected.load_states(ids).items()
+    }
     for p in (ours, other, expected):
         p.close()
 
 
-def test_a_failed_window_leaves_no_state_behind(hashed: Strata, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_window_leaves_no_state_behind(
+    hashed: Strata, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A window that fails after folding (its transaction rolled back) must not leave its folded
     states in memory: the next window folds from what the table holds."""
     events = every_event(hashed)
@@ -179,8 +189,10 @@ def test_fts_applies_an_unusual_batch_event_by_event(hashed: Strata, tmp_path: P
                 apply(p.conn, batch)
             p.conn.execute("COMMIT")
         assert fast.digest() == slow.digest(), i
-        assert fast.conn.execute("SELECT count(*) FROM fts_text").fetchone() == \
-            slow.conn.execute("SELECT count(*) FROM fts_text").fetchone()
+        assert (
+            fast.conn.execute("SELECT count(*) FROM fts_text").fetchone()
+            == slow.conn.execute("SELECT count(*) FROM fts_text").fetchone()
+        )
         fast.close()
         slow.close()
 
@@ -195,7 +207,9 @@ def test_a_snapshot_record_is_its_values_and_its_stored_state(hashed: Strata, tm
         assert type(record[-1]) is bytearray
     snapshot = SnapshotProjection(tmp_path / "snap.sqlite")
     snapshot.handle(events)
-    assert {k: v.frozen() for k, v in snapshot.load_states(states).items()} == {k: v.frozen() for k, v in states.items()}
+    assert {k: v.frozen() for k, v in snapshot.load_states(states).items()} == {
+        k: v.frozen() for k, v in states.items()
+    }
     assert snapshot.conn.execute("SELECT count(*) FROM snapshot WHERE typeof(state) != 'blob'").fetchone()[0] == 0
     snapshot.close()
 

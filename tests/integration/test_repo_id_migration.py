@@ -23,8 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def old_log(strata: Strata) -> None:
     """Events as a version before normalisation could record them (the domain takes ids as given)."""
-    for repo_id, text in ((DECOMPOSED, "The café service listens on 8080"), ("acme/api", "Deploys need the VPN"),
-                          (ZERO_WIDTH, "A look-alike repo's memory")):
+    for repo_id, text in (
+        (DECOMPOSED, "The café service listens on 8080"),
+        ("acme/api", "Deploys need the VPN"),
+        (ZERO_WIDTH, "A look-alike repo's memory"),
+    ):
         strata.log.write(NewMemory(repo_id=repo_id, text=text, kind="fact", scope="repo", confidence=0.8))
 
 
@@ -62,7 +65,8 @@ def test_the_script_writes_nothing_while_an_id_is_refused(strata: Strata, tmp_pa
     script = [sys.executable, str(ROOT / "ops" / "migrate_repo_ids.py"), str(exported), "-o", str(output)]
     refused = subprocess.run(script, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "U+200B ZERO WIDTH SPACE" in refused.stderr and not output.exists()
-    done = subprocess.run([*script, "--rename", f"{ZERO_WIDTH}=acme/api-old"], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [*script, "--rename", f"{ZERO_WIDTH}=acme/api-old"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert f"{DECOMPOSED!r}: 1 events, -> {COMPOSED!r}" in done.stdout and output.exists()

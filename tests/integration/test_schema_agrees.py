@@ -52,8 +52,15 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("write", {**write(), "surprise": 1}),
         ("write", write(evidence_refs=["file:a.py\x00"])),
         ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP}]}),
-        ("write", {**write(), "anchors": [{"path": "src/db.py", "symbol": "Pool.get", "lines": [3, 9], "fingerprint": FP,
-                                  "commit": "abc1234"}]}),
+        (
+            "write",
+            {
+                **write(),
+                "anchors": [
+                    {"path": "src/db.py", "symbol": "Pool.get", "lines": [3, 9], "fingerprint": FP, "commit": "abc1234"}
+                ],
+            },
+        ),
         ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [2.0, 3], "fingerprint": FP}]}),
         ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [0, 3], "fingerprint": FP}]}),
         ("write", {**write(), "anchors": [{"path": "src/db.py", "lines": [3], "fingerprint": FP}]}),
@@ -66,7 +73,10 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("write", {**write(), "anchors": [{"path": "src/db.py", "file_fingerprint": FP}], "workspace": {"root": root}}),
         ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP, "file_fingerprint": "x"}]}),
         ("write", {**write(), "anchors": [{"path": "src/db.py"}], "workspace": {"root": root}}),
-        ("write", {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP}], "workspace": {"root": "relative/dir"}}),
+        (
+            "write",
+            {**write(), "anchors": [{"path": "src/db.py", "fingerprint": FP}], "workspace": {"root": "relative/dir"}},
+        ),
         ("write", {**write(), "workspace": {}}),
         ("write", {**write(), "anchors": [{"path": "../etc/passwd", "fingerprint": FP}]}),
         ("write", {**write(), "anchors": [{"path": "/etc/passwd", "fingerprint": FP}]}),
@@ -113,8 +123,20 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("read", read(as_of="yesterday")),
         ("read", read(as_of=True)),
         ("memories", {"repo_id": REPO}),
-        ("memories", {"repo_id": REPO, "query": "tests", "kinds": ["fact"], "statuses": ["active", "pending"],
-                      "maturities": ["candidate"], "order": "truth", "offset": 0, "limit": 10.0, "as_of": 2}),
+        (
+            "memories",
+            {
+                "repo_id": REPO,
+                "query": "tests",
+                "kinds": ["fact"],
+                "statuses": ["active", "pending"],
+                "maturities": ["candidate"],
+                "order": "truth",
+                "offset": 0,
+                "limit": 10.0,
+                "as_of": 2,
+            },
+        ),
         ("memories", {"repo_id": REPO, "kinds": ["fact", "nope"]}),
         ("memories", {"repo_id": REPO, "limit": 0}),
         ("memories", {"repo_id": REPO, "order": "random"}),
@@ -178,8 +200,10 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("forget", {"repo_id": REPO, "memory_id": f"{fact}\r\n{fact}"}),
         ("update", {**update(updates={"truth": truth}), "memory_id": f" {fact} "}),
         ("feedback", {"repo_id": REPO, "read_ids": [f" {read_id}"], "used": [], "mode": "dry_run"}),
-        ("feedback", {"repo_id": REPO, "read_ids": [read_id], "mode": "dry_run",
-                      "used": [{"memory_id": "\t", "target": 0.5}]}),
+        (
+            "feedback",
+            {"repo_id": REPO, "read_ids": [read_id], "mode": "dry_run", "used": [{"memory_id": "\t", "target": 0.5}]},
+        ),
         ("review_queue", {"repo_id": REPO, "as_of": "2099-01-01"}),  # was a 500: the queue re-validated the parsed time
         ("update", update(updates={"truth": {**truth, "evidence_refs": ["\u00a0"]}})),  # blank: refused by both
         ("update", update(updates={"truth": {**truth, "evidence_refs": ["\r"]}})),
@@ -192,10 +216,20 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
     ]
 
 
-NAMES = {"write": "write-request", "read": "read-request", "update": "update-request", "memory_index": "index-request",
-         "forget": "forget-request", "feedback": "feedback-request", "memories": "memories-request",
-         "memory": "memory-request", "timeline": "timeline-request", "review_queue": "review-queue-request",
-         "repos": "repos-request", "review": "review-request"}
+NAMES = {
+    "write": "write-request",
+    "read": "read-request",
+    "update": "update-request",
+    "memory_index": "index-request",
+    "forget": "forget-request",
+    "feedback": "feedback-request",
+    "memories": "memories-request",
+    "memory": "memory-request",
+    "timeline": "timeline-request",
+    "review_queue": "review-queue-request",
+    "repos": "repos-request",
+    "review": "review-request",
+}
 METHODS = {"memory_index": "index"}
 
 

@@ -71,8 +71,10 @@ def test_a_read_waiting_for_consistency_does_not_hold_up_other_calls(data_dir: P
 
     async def waiting_read() -> None:
         try:
-            await dispatcher.call(OPERATIONS["read"], {"repo_id": "acme", "query": "anything",
-                                                       "consistency": {"after_position": 10**6, "timeout_ms": 1500}})
+            await dispatcher.call(
+                OPERATIONS["read"],
+                {"repo_id": "acme", "query": "anything", "consistency": {"after_position": 10**6, "timeout_ms": 1500}},
+            )
         except Conflict as refused:
             assert refused.code == "not_yet_consistent"
             finished.append("read refused")

@@ -53,8 +53,9 @@ def test_a_session_read_waits_for_its_write_outside_the_lane_and_says_when_it_ra
     answers: dict[str, Any] = {}
 
     async def alice() -> None:
-        answers["written"] = await served.dispatcher.call(WRITE, write_request("acme", "Tests hang without Postgres"),
-                                                          session=ALICE)
+        answers["written"] = await served.dispatcher.call(
+            WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE
+        )
         answers["alice"] = await served.dispatcher.call(READ, read("tests hang"), session=ALICE)
         finished.append("alice read")
 
@@ -79,7 +80,9 @@ def test_a_session_read_waits_for_its_write_outside_the_lane_and_says_when_it_ra
 
 def test_once_the_projections_reach_the_write_the_read_sees_it_and_says_nothing(served: Served) -> None:
     async def main() -> None:
-        written = await served.dispatcher.call(WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE)
+        written = await served.dispatcher.call(
+            WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE
+        )
         served.strata.runner().catch_up()  # a runner applies it
         answer = await served.dispatcher.call(READ, read("tests hang without postgres"), session=ALICE)
         assert answer.consistency is None and answer.position >= written.position
@@ -92,7 +95,9 @@ def test_once_the_projections_reach_the_write_the_read_sees_it_and_says_nothing(
 
 def test_http_json_waits_only_when_asked_and_a_sessionless_client_waits_for_the_head(served: Served) -> None:
     async def main() -> None:
-        written = await served.dispatcher.call(WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE)
+        written = await served.dispatcher.call(
+            WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE
+        )
         plain = await served.dispatcher.call(READ, read("tests hang"))  # /v1/read: no session
         assert plain.consistency is None and plain.position < written.position  # answered without waiting
         sessionless = await served.dispatcher.call(READ, read("tests hang"), session=Session(None))
@@ -103,11 +108,15 @@ def test_http_json_waits_only_when_asked_and_a_sessionless_client_waits_for_the_
 
 def test_index_and_every_appending_operation_count(served: Served) -> None:
     """update, feedback and forget append too: a session's index waits for its forget."""
+
     async def main() -> None:
-        written = await served.dispatcher.call(WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE)
+        written = await served.dispatcher.call(
+            WRITE, write_request("acme", "Tests hang without Postgres"), session=ALICE
+        )
         served.strata.runner().catch_up()
-        forgotten = await served.dispatcher.call(OPERATIONS["forget"], {"repo_id": "acme", "memory_id": written.memory_id,
-                                                                        "reason": "test"}, session=ALICE)
+        forgotten = await served.dispatcher.call(
+            OPERATIONS["forget"], {"repo_id": "acme", "memory_id": written.memory_id, "reason": "test"}, session=ALICE
+        )
         assert forgotten.position > written.position
         index = await served.dispatcher.call(INDEX, {"repo_id": "acme"}, session=ALICE)
         assert index.consistency is not None and index.consistency.after_position == forgotten.position
@@ -122,8 +131,9 @@ def test_an_explicit_position_still_rules(served: Served) -> None:
 
     async def main() -> None:
         with pytest.raises(Conflict) as refused:
-            await served.dispatcher.call(READ, {**read("x"), "consistency": {"after_position": 5, "timeout_ms": 100}},
-                                         session=ALICE)
+            await served.dispatcher.call(
+                READ, {**read("x"), "consistency": {"after_position": 5, "timeout_ms": 100}}, session=ALICE
+            )
         assert refused.value.code == "not_yet_consistent"
 
     anyio.run(main)

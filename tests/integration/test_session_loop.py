@@ -33,8 +33,14 @@ def seed(strata: Strata, n: int = 5) -> tuple[str, list[str]]:
     api = strata.api()
     problem = api.write(write_request("acme", "Integration tests hang when Postgres is down", "problem")).memory_id
     solutions = [
-        api.write(write_request("acme", f"Integration tests hang fix number {i}: restart Postgres", "solution",
-                                links={"problem_id": problem})).memory_id
+        api.write(
+            write_request(
+                "acme",
+                f"Integration tests hang fix number {i}: restart Postgres",
+                "solution",
+                links={"problem_id": problem},
+            )
+        ).memory_id
         for i in range(n)
     ]
     strata.catch_up()
@@ -61,13 +67,25 @@ def test_feedback_credits_only_the_used_memories_in_one_transaction(hashed: Stra
     before = {m: utility(hashed, m) for m in solutions}
     position = hashed.log.position()
 
-    dry = api.feedback({"repo_id": "acme", "read_ids": [read.read_id], "mode": "dry_run",
-                        "used": [{"memory_id": m, "target": 1.0} for m in used]})
+    dry = api.feedback(
+        {
+            "repo_id": "acme",
+            "read_ids": [read.read_id],
+            "mode": "dry_run",
+            "used": [{"memory_id": m, "target": 1.0} for m in used],
+        }
+    )
     assert dry.position is None and hashed.log.position() == position
     assert all(not c.utility.recorded and c.utility.after > c.utility.before for c in dry.credited)
 
-    response = api.feedback({"repo_id": "acme", "read_ids": [read.read_id], "context_problem_id": problem,
-                             "used": [{"memory_id": m, "target": 1.0, "rationale": "it worked"} for m in used]})
+    response = api.feedback(
+        {
+            "repo_id": "acme",
+            "read_ids": [read.read_id],
+            "context_problem_id": problem,
+            "used": [{"memory_id": m, "target": 1.0, "rationale": "it worked"} for m in used],
+        }
+    )
     assert [c.memory_id for c in response.credited] == used
     assert response.session_moved == 2 and response.session_limit == 3
     assert all(utility(hashed, m) > before[m] for m in used)
@@ -83,20 +101,39 @@ def test_feedback_refuses_what_no_cited_read_returned_and_records_nothing(hashed
     not_returned = next(m for m in solutions if m not in returned_ids(read))
     position = hashed.log.position()
     with pytest.raises(InvalidInput) as refused:
-        api.feedback({"repo_id": "acme", "read_ids": [read.read_id],
-                      "used": [{"memory_id": read.results[0].memory_id, "target": 1.0},
-                               {"memory_id": not_returned, "target": 1.0}]})
+        api.feedback(
+            {
+                "repo_id": "acme",
+                "read_ids": [read.read_id],
+                "used": [
+                    {"memory_id": read.results[0].memory_id, "target": 1.0},
+                    {"memory_id": not_returned, "target": 1.0},
+                ],
+            }
+        )
     assert refused.value.code == "not_in_read" and refused.value.path == "used[1].memory_id"
     assert hashed.log.position() == position
     with pytest.raises(NotFound) as unknown:
-        api.feedback({"repo_id": "acme", "read_ids": ["no-such-read"], "used": [{"memory_id": not_returned, "target": 1}]})
+        api.feedback(
+            {"repo_id": "acme", "read_ids": ["no-such-read"], "used": [{"memory_id": not_returned, "target": 1}]}
+        )
     assert unknown.value.code == "read_not_found" and unknown.value.path == "read_ids[0]"
     with pytest.raises(NotFound):  # another repo's read is not this repo's
-        api.feedback({"repo_id": "other", "read_ids": [read.read_id],
-                      "used": [{"memory_id": read.results[0].memory_id, "target": 1.0}]})
+        api.feedback(
+            {
+                "repo_id": "other",
+                "read_ids": [read.read_id],
+                "used": [{"memory_id": read.results[0].memory_id, "target": 1.0}],
+            }
+        )
     with pytest.raises(InvalidInput) as twice:
-        api.feedback({"repo_id": "acme", "read_ids": [read.read_id],
-                      "used": [{"memory_id": read.results[0].memory_id, "target": 1.0}] * 2})
+        api.feedback(
+            {
+                "repo_id": "acme",
+                "read_ids": [read.read_id],
+                "used": [{"memory_id": read.results[0].memory_id, "target": 1.0}] * 2,
+            }
+        )
     assert twice.value.code == "duplicate_memory"
     assert hashed.log.position() == position
 
@@ -109,20 +146,42 @@ def test_one_session_moves_a_bounded_number_of_memories(hashed: Strata) -> None:
     assert len(returned) >= 5
     position = hashed.log.position()
     with pytest.raises(Conflict) as too_many:
-        api.feedback({"repo_id": "acme", "read_ids": [read.read_id],
-                      "used": [{"memory_id": m, "target": 0.0} for m in returned[:4]]})
+        api.feedback(
+            {
+                "repo_id": "acme",
+                "read_ids": [read.read_id],
+                "used": [{"memory_id": m, "target": 0.0} for m in returned[:4]],
+            }
+        )
     assert too_many.value.code == "session_limit" and hashed.log.position() == position
 
-    api.feedback({"repo_id": "acme", "read_ids": [read.read_id], "used": [{"memory_id": m, "target": 0.0} for m in returned[:2]]})
+    api.feedback(
+        {"repo_id": "acme", "read_ids": [read.read_id], "used": [{"memory_id": m, "target": 0.0} for m in returned[:2]]}
+    )
     # a second batch citing the same read counts what the first moved; re-rating one is not a new memory
-    again = api.feedback({"repo_id": "acme", "read_ids": [read.read_id],
-                          "used": [{"memory_id": returned[1], "target": 0.0}, {"memory_id": returned[2], "target": 0.0}]})
+    again = api.feedback(
+        {
+            "repo_id": "acme",
+            "read_ids": [read.read_id],
+            "used": [{"memory_id": returned[1], "target": 0.0}, {"memory_id": returned[2], "target": 0.0}],
+        }
+    )
     assert again.session_moved == 3
     with pytest.raises(Conflict):
-        api.feedback({"repo_id": "acme", "read_ids": [read.read_id], "used": [{"memory_id": returned[3], "target": 0.0}]})
+        api.feedback(
+            {"repo_id": "acme", "read_ids": [read.read_id], "used": [{"memory_id": returned[3], "target": 0.0}]}
+        )
     with pytest.raises(Conflict):  # a single update citing the read counts toward the same session
-        api.update({"repo_id": "acme", "memory_id": returned[4], "mode": "commit", "updates": {"utility": {
-            "target": 0.0, "confidence": 0.9, "rationale": "misleading", "read_id": read.read_id}}})
+        api.update(
+            {
+                "repo_id": "acme",
+                "memory_id": returned[4],
+                "mode": "commit",
+                "updates": {
+                    "utility": {"target": 0.0, "confidence": 0.9, "rationale": "misleading", "read_id": read.read_id}
+                },
+            }
+        )
 
 
 def test_the_memory_index_is_small_and_says_what_the_repo_holds(hashed: Strata) -> None:
@@ -188,15 +247,25 @@ def test_housekeeping_forgets_reads_past_their_retention(hashed: Strata) -> None
         api.feedback({"repo_id": "acme", "read_ids": [old.read_id], "used": [{"memory_id": used, "target": 1.0}]})
     assert caught.value.code == "read_not_found" and "read_retention_days" in caught.value.message
     assert ledger.credited([old.read_id]) == set()  # its credits went with it
-    kept = api.feedback({"repo_id": "acme", "read_ids": [recent.read_id],
-                         "used": [{"memory_id": recent.results[0].memory_id, "target": 1.0}]})
+    kept = api.feedback(
+        {
+            "repo_id": "acme",
+            "read_ids": [recent.read_id],
+            "used": [{"memory_id": recent.results[0].memory_id, "target": 1.0}],
+        }
+    )
     assert kept.credited and hashed.housekeeping()["reads_forgotten"] == 0
 
 
 def test_topics_cover_memories_by_their_most_telling_words() -> None:
-    docs = [("fact", "docker compose maps the database"), ("problem", "docker build fails offline"),
-            ("solution", "docker build with the local mirror"), ("fact", "the linter runs on commit"),
-            ("preference", "linter warnings are errors"), ("fact", "unrelated thing entirely")]
+    docs = [
+        ("fact", "docker compose maps the database"),
+        ("problem", "docker build fails offline"),
+        ("solution", "docker build with the local mirror"),
+        ("fact", "the linter runs on commit"),
+        ("preference", "linter warnings are errors"),
+        ("fact", "unrelated thing entirely"),
+    ]
     topics, _ = find_topics(docs)
     assert topics[0].topic == "docker" and topics[0].memories == 3
     assert topics[0].kinds == {"problem": 1, "solution": 1, "fact": 1}

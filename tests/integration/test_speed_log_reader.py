@@ -58,8 +58,12 @@ def test_texts_that_look_like_custom_types_are_left_to_the_mapper(hashed: Strata
 
 
 def test_uuids_equal_the_parsed_ones() -> None:
-    for text in ("5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10", "00000000-0000-0000-0000-000000000000",
-                 "00003b7f8e875e20a7d614cff53501d6", "{5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10}"):
+    for text in (
+        "5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10",
+        "00000000-0000-0000-0000-000000000000",
+        "00003b7f8e875e20a7d614cff53501d6",
+        "{5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10}",
+    ):
         value = _uuid(text)
         assert value == UUID(text) and hash(value) == hash(UUID(text)) and str(value) == str(UUID(text))
 
@@ -104,10 +108,13 @@ def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata,
                 del fields[field]
             if keep:
                 fields["class_version"] = keep + 1
-            c.execute(f"UPDATE {recorder.events_table_name} SET state = ? WHERE rowid = ?", (orjson.dumps(fields), rowid))
+            c.execute(
+                f"UPDATE {recorder.events_table_name} SET state = ? WHERE rowid = ?", (orjson.dumps(fields), rowid)
+            )
             old[name] = old.get(name, 0) + 1
-    assert set(old) == set(ADDED) - ({"Memory.MemoryWritten", "Memory.MemoryReviewed", "Memory.DuplicateMerged"}
-                                     if keep else set())
+    assert set(old) == set(ADDED) - (
+        {"Memory.MemoryWritten", "Memory.MemoryReviewed", "Memory.DuplicateMerged"} if keep else set()
+    )
     head = hashed.log.position()
     fast, slow = LogReader(hashed.log).read(1, head), list(hashed.log.read_log(1, head))
     same(fast, slow)

@@ -29,6 +29,7 @@ def opener_for(data_dir: Path):
     def opener(group):
         strata = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=32))
         return strata.log, strata.projections(group)
+
     return opener
 
 

@@ -78,8 +78,11 @@ def test_compact_schemas_keep_fields_enums_required_and_descriptions(name: str) 
     op = AGENT_TOOLS[name]
     full = op.request.model_json_schema()
     compact = tool_schema.input_schema(op.request, op.advanced)
-    full_fields = {path: spec for path, spec in _fields(full).items()
-                   if path.split(".")[0].rstrip("[]") not in (*op.advanced, *tool_schema.ENVELOPE)}
+    full_fields = {
+        path: spec
+        for path, spec in _fields(full).items()
+        if path.split(".")[0].rstrip("[]") not in (*op.advanced, *tool_schema.ENVELOPE)
+    }
     compact_fields = _fields(compact)
     assert set(compact_fields) == set(full_fields), "every field but the advanced ones is advertised"
     assert set(compact["required"]) == set(full["required"])

@@ -39,8 +39,17 @@ def test_what_is_not_a_regular_file_under_the_root_is_not_read(root: Path) -> No
     (root / "big.txt").write_bytes(b"x" * 101)
     reader = FileReader(max_bytes=100, timeout_s=60)  # far beyond any delay a loaded machine adds
     started = time.monotonic()
-    for path in ("pipe", "escape/secret.txt", "link", "big.txt", "src", "missing.py", "../outside/secret.txt",
-                 "/etc/passwd", "src/db.py\x00"):
+    for path in (
+        "pipe",
+        "escape/secret.txt",
+        "link",
+        "big.txt",
+        "src",
+        "missing.py",
+        "../outside/secret.txt",
+        "/etc/passwd",
+        "src/db.py\x00",
+    ):
         assert reader.read(root, path) is None, path
     assert time.monotonic() - started < reader.timeout_s / 2  # a FIFO without a writer is never waited on
     assert FileReader().read(Path("/dev"), "zero") is None  # a device
@@ -103,13 +112,21 @@ def test_a_local_client_may_name_roots_under_the_workspace_roots(root: Path, tmp
     assert local.roots == (root,)  # the git working tree the process runs in
     assert local.root(str(root / "src")) == root / "src"
     (root / "up").symlink_to(tmp_path)
-    for refused in ("/", "/etc", str(tmp_path / "outside"), str(root / "up"), str(root / "missing"),
-                    str(root / "src" / "db.py")):
+    for refused in (
+        "/",
+        "/etc",
+        str(tmp_path / "outside"),
+        str(root / "up"),
+        str(root / "missing"),
+        str(root / "src" / "db.py"),
+    ):
         with pytest.raises(NotFound) as error:
             local.root(refused)
         assert error.value.code == "not_readable"
     configured = Workspaces.for_local([tmp_path / "outside", tmp_path / "nowhere"], cwd=tmp_path)
-    assert configured.roots == ((tmp_path / "outside").resolve(),)  # no git tree above tmp_path; a missing root is left out
+    assert configured.roots == (
+        (tmp_path / "outside").resolve(),
+    )  # no git tree above tmp_path; a missing root is left out
 
 
 def test_a_remote_client_names_no_root(root: Path) -> None:

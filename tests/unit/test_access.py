@@ -7,22 +7,25 @@ import pytest
 from strata_recall.domain.access import LOCAL, Principal, check_name, check_pattern, default_principal, matches
 
 
-@pytest.mark.parametrize(("pattern", "repo_id", "expected"), [
-    ("acme/*", "acme/api", True),
-    ("acme/*", "acme/api/sub", False),
-    ("acme/*", "acme", False),
-    ("acme/*", "acme-evil/api", False),
-    ("acme*", "acme-evil", True),
-    ("acme/**", "acme/api/sub", True),
-    ("github.com/acme/api", "github.com/acme/api", True),
-    ("github.com/acme/api", "github.com/acme/apix", False),
-    ("github.com/acme/api", "githubXcom/acme/api", False),  # '.' is a dot, not any character
-    ("*/api", "acme/api", True),
-    ("acme/ap?", "acme/api", True),
-    ("acme/ap?", "acme/ap/", False),
-    ("**", "anything/at/all", True),
-    ("ACME/*", "acme/api", False),  # case matters: repo ids are compared as written
-])
+@pytest.mark.parametrize(
+    ("pattern", "repo_id", "expected"),
+    [
+        ("acme/*", "acme/api", True),
+        ("acme/*", "acme/api/sub", False),
+        ("acme/*", "acme", False),
+        ("acme/*", "acme-evil/api", False),
+        ("acme*", "acme-evil", True),
+        ("acme/**", "acme/api/sub", True),
+        ("github.com/acme/api", "github.com/acme/api", True),
+        ("github.com/acme/api", "github.com/acme/apix", False),
+        ("github.com/acme/api", "githubXcom/acme/api", False),  # '.' is a dot, not any character
+        ("*/api", "acme/api", True),
+        ("acme/ap?", "acme/api", True),
+        ("acme/ap?", "acme/ap/", False),
+        ("**", "anything/at/all", True),
+        ("ACME/*", "acme/api", False),  # case matters: repo ids are compared as written
+    ],
+)
 def test_patterns(pattern: str, repo_id: str, expected: bool) -> None:
     assert matches(pattern, repo_id) is expected
 
@@ -39,7 +42,12 @@ def test_permissions_and_repos() -> None:
 
 def test_names_and_patterns_are_checked() -> None:
     assert check_name("alice-agent.2") is None
-    assert check_name("default") and check_name("") and check_name("has space") and check_name("-dash") \
+    assert (
+        check_name("default")
+        and check_name("")
+        and check_name("has space")
+        and check_name("-dash")
         and check_name("x" * 65)
+    )
     assert check_pattern("acme/*") is None
     assert check_pattern("") and check_pattern("acme /*") and check_pattern("acme/\x00")

@@ -45,8 +45,9 @@ class Pool:
 '''
 
 
-def anchor_on(source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None,
-              by: str = BY_STRATA) -> Anchor:
+def anchor_on(
+    source: str, path: str, symbol: str | None = None, lines: tuple[int, int] | None = None, by: str = BY_STRATA
+) -> Anchor:
     """An anchor as Strata records it from a file it read (or, `by` BY_CLIENT, as a client sent it)."""
     text = anchored_text(source, path, symbol, lines)
     assert text is not None
@@ -105,14 +106,18 @@ def test_a_client_fingerprint_is_compared_only_where_its_lines_are() -> None:
     assert judge(anchor, PY) == UNCHANGED
     assert judge(anchor, "# a new header comment\n# and another\n" + PY) == CHANGED
     guess = Anchor("db.py", fingerprint("import"), lines=(3, 3), fingerprinted_by=BY_CLIENT)  # a prefix of line 1
-    assert judge(guess, PY) == judge(Anchor("db.py", fingerprint("imbort"), lines=(3, 3), fingerprinted_by=BY_CLIENT), PY)
+    assert judge(guess, PY) == judge(
+        Anchor("db.py", fingerprint("imbort"), lines=(3, 3), fingerprinted_by=BY_CLIENT), PY
+    )
     searched = Anchor("db.py", fingerprint("import"), lines=(3, 3), fingerprinted_by=BY_STRATA)
     assert judge(searched, PY) == UNCHANGED  # Strata's own fingerprint is searched (no guess is involved)
 
 
 def test_views_never_show_a_fingerprint() -> None:
     fp = fingerprint("x")
-    stored = Anchor("a/b.py", fp, symbol="f", commit="abc1234", file_fingerprint=fp, fingerprinted_by=BY_STRATA).as_event()
+    stored = Anchor(
+        "a/b.py", fp, symbol="f", commit="abc1234", file_fingerprint=fp, fingerprinted_by=BY_STRATA
+    ).as_event()
     assert public_anchor(stored) == {"path": "a/b.py", "symbol": "f", "lines": None, "commit": "abc1234"}
     assert public_ref(f"anchor:a/b.py#f@{fp} (was {fp})") == "anchor:a/b.py#f@changed"
     assert public_ref(f"anchor:a/b.py#f@gone (was {fp})") == "anchor:a/b.py#f@gone"
@@ -125,18 +130,49 @@ def test_a_whole_file_anchor() -> None:
     assert judge(anchor, PY + "\nEXTRA = 1\n") == CHANGED
 
 
-@pytest.mark.parametrize(("path", "source", "symbol", "span"), [
-    ("api.ts", 'import x from "y";\n\nexport async function fetchAll(url: string) {\n  const s = "}";\n'
-               "  if (a) {\n    return 1;\n  }\n}\n\nconst other = 1;\n", "fetchAll", (3, 8)),
-    ("pool.js", "class Pool {\n  acquire() {\n    return this.x;\n  }\n\n  release(c) {\n    this.free.push(c);\n  }\n}\n",
-     "Pool.release", (6, 8)),
-    ("store.go", "package store\n\nfunc (s *Store) Get(k string) string {\n\treturn s.m[k]\n}\n\nfunc Put() {}\n", "Get", (3, 5)),
-    ("lib.rs", "pub fn parse(input: &str) -> Result<Ast> {\n    let x = 1;\n    Ok(x)\n}\n\nfn other() {}\n", "parse", (1, 4)),
-    ("Pool.java", "public class Pool {\n    public Conn acquire() throws E {\n        return free.pop();\n    }\n}\n",
-     "Pool.acquire", (2, 4)),
-    ("model.rb", "class User\n  def full_name\n    first + last\n  end\n\n  def age\n  end\nend\n", "User.full_name", (2, 4)),
-    ("broken.py", "def f(:\n    pass\n\ndef connect(url):\n    return url\n", "connect", (4, 5)),
-])
+@pytest.mark.parametrize(
+    ("path", "source", "symbol", "span"),
+    [
+        (
+            "api.ts",
+            'import x from "y";\n\nexport async function fetchAll(url: string) {\n  const s = "}";\n'
+            "  if (a) {\n    return 1;\n  }\n}\n\nconst other = 1;\n",
+            "fetchAll",
+            (3, 8),
+        ),
+        (
+            "pool.js",
+            "class Pool {\n  acquire() {\n    return this.x;\n  }\n\n  release(c) {\n    this.free.push(c);\n  }\n}\n",
+            "Pool.release",
+            (6, 8),
+        ),
+        (
+            "store.go",
+            "package store\n\nfunc (s *Store) Get(k string) string {\n\treturn s.m[k]\n}\n\nfunc Put() {}\n",
+            "Get",
+            (3, 5),
+        ),
+        (
+            "lib.rs",
+            "pub fn parse(input: &str) -> Result<Ast> {\n    let x = 1;\n    Ok(x)\n}\n\nfn other() {}\n",
+            "parse",
+            (1, 4),
+        ),
+        (
+            "Pool.java",
+            "public class Pool {\n    public Conn acquire() throws E {\n        return free.pop();\n    }\n}\n",
+            "Pool.acquire",
+            (2, 4),
+        ),
+        (
+            "model.rb",
+            "class User\n  def full_name\n    first + last\n  end\n\n  def age\n  end\nend\n",
+            "User.full_name",
+            (2, 4),
+        ),
+        ("broken.py", "def f(:\n    pass\n\ndef connect(url):\n    return url\n", "connect", (4, 5)),
+    ],
+)
 def test_other_languages_by_braces_or_indentation(path: str, source: str, symbol: str, span: tuple[int, int]) -> None:
     assert locate_symbol(source, path, symbol) == span
     anchor = anchor_on(source, path, symbol)
@@ -149,6 +185,8 @@ def test_anchor_keys_name_what_they_anchor() -> None:
     assert Anchor("a/b.py", fp, symbol="Pool.get").key == "a/b.py#Pool.get"
     assert Anchor("a/b.py", fp, lines=(3, 9)).key == "a/b.py#L3-9"
     stored = Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234", fingerprinted_by=BY_CLIENT).as_event()
-    assert Anchor.of(stored) == Anchor("a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234", fingerprinted_by=BY_CLIENT)
+    assert Anchor.of(stored) == Anchor(
+        "a/b.py", fp, symbol="f", lines=(1, 2), commit="abc1234", fingerprinted_by=BY_CLIENT
+    )
     recorded_before = {k: v for k, v in stored.items() if k != "fingerprinted_by"}  # an event from an older version
     assert Anchor.of(recorded_before).fingerprinted_by is None

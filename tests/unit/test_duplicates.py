@@ -19,36 +19,60 @@ from strata_recall.domain.duplicates import (
 
 def test_numbers_stand_alone() -> None:
     assert numbers("Xcode 15 on the macos-14 runners, port 5433, toolchain 1.75 at 02:00") == {
-        "15", "14", "5433", "1.75", "02:00"}
+        "15",
+        "14",
+        "5433",
+        "1.75",
+        "02:00",
+    }
     assert numbers("the e2e tests read S3 with python3") == set()
 
 
 def test_code_tokens_are_flags_paths_and_joined_identifiers() -> None:
     assert code_tokens("Run `make db-up` before pytest -m integration") == {"db-up", "-m"}
     assert code_tokens("Set NODE_OPTIONS=--max-old-space-size=4096 in jest.config.js") == {
-        "node_options", "--max-old-space-size", "jest.config.js"}
+        "node_options",
+        "--max-old-space-size",
+        "jest.config.js",
+    }
     assert code_tokens("Export KUBECONFIG=~/.kube/staging.yaml first.") == {"~/.kube/staging.yaml"}
 
 
 def test_literal_values_are_blobs_hex_units_versions_quoted_strings_and_identifiers() -> None:
     assert literal_values("The golden body is SW52b2ljZTogMA== (base64), see commit 9c1e4f2") == {
-        "SW52b2ljZTogMA", "base64", "9c1e4f2"}  # names like base64 or sha256 count too: both texts keep them
+        "SW52b2ljZTogMA",
+        "base64",
+        "9c1e4f2",
+    }  # names like base64 or sha256 count too: both texts keep them
     assert literal_values("timeout 30s, limit 512Mi, toolchain go1.22.5, body CgVvcmRlchAA") == {
-        "30s", "512Mi", "go1.22.5", "CgVvcmRlchAA"}
+        "30s",
+        "512Mi",
+        "go1.22.5",
+        "CgVvcmRlchAA",
+    }
     assert literal_values("The CSV export uses ';' and the locale \"en-GB\"; call useLayoutEffect") == {
-        ";", "en-GB", "useLayoutEffect"}
+        ";",
+        "en-GB",
+        "useLayoutEffect",
+    }
     assert literal_values("Don't run the e2e suite on GitHub; it's slow") == {"e2e"}  # apostrophes quote nothing
 
 
 def test_a_distinct_literal_value_blocks_a_merge() -> None:
     # one embedding apart, two facts (issue #20: a merge swallowed lines differing only in a base64 value)
-    assert not same_specifics("The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJiZXRhIn0",
-                              "The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJhbHBoYSJ9")
-    assert not same_specifics("The release build is tagged at commit 9c1e4f2", "The release build is tagged at commit 4b7a0d3")
+    assert not same_specifics(
+        "The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJiZXRhIn0",
+        "The feature flag payload for the beta cohort is eyJjb2hvcnQiOiJhbHBoYSJ9",
+    )
+    assert not same_specifics(
+        "The release build is tagged at commit 9c1e4f2", "The release build is tagged at commit 4b7a0d3"
+    )
     assert not same_specifics("The request timeout is 30s", "The request timeout is 45s")
     assert not same_specifics("The CSV export uses ';' as the delimiter", "The CSV export uses '|' as the delimiter")
     # the same value said another way still merges; an elaboration may add one
-    assert same_specifics("The request timeout for the billing client is 30s", "The billing client's request timeout is 30s")
+    assert same_specifics(
+        "The request timeout for the billing client is 30s", "The billing client's request timeout is 30s"
+    )
     assert same_specifics("Tag the release at commit 9c1e4f2", "Tag the release at commit 9c1e4f2 after the changelog")
 
 
@@ -69,14 +93,20 @@ def test_the_same_words_in_other_roles_are_another_lesson() -> None:
     assert swapped_roles("The API calls the auth service", "The auth service calls the API")
     assert swapped_roles("Deploy the backend first, then the frontend", "Deploy the frontend first, then the backend")
     assert swapped_roles("Use Redis for sessions and Postgres for jobs", "Use Postgres for sessions and Redis for jobs")
-    assert swapped_roles("Staging reads from the replica and writes to the primary",
-                         "Staging reads from the primary and writes to the replica")
+    assert swapped_roles(
+        "Staging reads from the replica and writes to the primary",
+        "Staging reads from the primary and writes to the replica",
+    )
     # moving a clause, or a word on both sides of the relation, is no swap
     assert not swapped_roles("In CI, run the linter before the tests", "Run the linter before the tests in CI")
-    assert not swapped_roles("Secrets are loaded from AWS Secrets Manager at container start",
-                             "Containers load their secrets from AWS Secrets Manager when they start")
-    assert not swapped_roles("Docker build fails with 'no space left on device' on the CI runner",
-                             "CI runner Docker builds fail: no space left on device")
+    assert not swapped_roles(
+        "Secrets are loaded from AWS Secrets Manager at container start",
+        "Containers load their secrets from AWS Secrets Manager when they start",
+    )
+    assert not swapped_roles(
+        "Docker build fails with 'no space left on device' on the CI runner",
+        "CI runner Docker builds fail: no space left on device",
+    )
 
 
 def test_near_duplicate_needs_the_threshold_and_the_guard() -> None:
@@ -87,10 +117,20 @@ def test_near_duplicate_needs_the_threshold_and_the_guard() -> None:
 
 
 def test_a_merge_keeps_kind_scope_problem_and_anchors() -> None:
-    base = {"status": "active", "kind": "solution", "scope": "repo", "text": "Run make db-up before pytest",
-            "problem_ids": ["p1"], "anchor_keys": {"Makefile"}, "new_kind": "solution", "new_scope": "repo",
-            "new_text": "Run `make db-up` before running pytest", "new_problem_id": "p1", "new_anchor_keys": set(),
-            "similarity": 0.95}
+    base = {
+        "status": "active",
+        "kind": "solution",
+        "scope": "repo",
+        "text": "Run make db-up before pytest",
+        "problem_ids": ["p1"],
+        "anchor_keys": {"Makefile"},
+        "new_kind": "solution",
+        "new_scope": "repo",
+        "new_text": "Run `make db-up` before running pytest",
+        "new_problem_id": "p1",
+        "new_anchor_keys": set(),
+        "similarity": 0.95,
+    }
     assert merge_refusal(**base) is None
     assert merge_refusal(**{**base, "status": "archived"})
     assert merge_refusal(**{**base, "new_kind": "fact"})

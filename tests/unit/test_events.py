@@ -11,17 +11,36 @@ from strata_recall.domain.archetype import Archetype
 from strata_recall.domain.memory import Memory
 
 FIELDS = {
-    "text": "The API listens on 8000", "kind": "fact", "scope": "repo", "repo_id": "acme/api", "confidence": 0.8,
-    "rationale": "read the compose file", "problem_id": None, "related_ids": [], "change_targets": [],
-    "evidence_refs": ["file:docker-compose.yml"], "author": "agent-1", "status": "active", "redactions": 0,
+    "text": "The API listens on 8000",
+    "kind": "fact",
+    "scope": "repo",
+    "repo_id": "acme/api",
+    "confidence": 0.8,
+    "rationale": "read the compose file",
+    "problem_id": None,
+    "related_ids": [],
+    "change_targets": [],
+    "evidence_refs": ["file:docker-compose.yml"],
+    "author": "agent-1",
+    "status": "active",
+    "redactions": 0,
 }
 
 
 def every_event() -> list:
     memory = Memory.from_written(Memory.written(id=uuid4(), **FIELDS))
-    memory._adjust_truth(target=0.2, confidence=0.9, rationale="moved", evidence_refs=["x"], source="update", weight=1.8)
-    memory._observe_utility(target=1.0, confidence=0.7, rationale="helped", problem_id=str(uuid4()),
-                            evidence_refs=[], read_id="r-1", weight=0.35)
+    memory._adjust_truth(
+        target=0.2, confidence=0.9, rationale="moved", evidence_refs=["x"], source="update", weight=1.8
+    )
+    memory._observe_utility(
+        target=1.0,
+        confidence=0.7,
+        rationale="helped",
+        problem_id=str(uuid4()),
+        evidence_refs=[],
+        read_id="r-1",
+        weight=0.35,
+    )
     memory._record_change(change_memory_id=str(uuid4()), summary="moved to 9000")
     memory._add_links(problem_ids=[str(uuid4())], related_ids=[], change_targets=[])
     memory._forget(reason="asked")
@@ -30,8 +49,14 @@ def every_event() -> list:
 
 def test_topics_are_stable() -> None:
     names = [type(e).__qualname__ for e in every_event()]
-    assert names == ["Memory.MemoryWritten", "Memory.TruthAdjusted", "Memory.UtilityObserved",
-                     "Memory.ChangeRecorded", "Memory.LinksAdded", "Memory.MemoryForgotten"]
+    assert names == [
+        "Memory.MemoryWritten",
+        "Memory.TruthAdjusted",
+        "Memory.UtilityObserved",
+        "Memory.ChangeRecorded",
+        "Memory.LinksAdded",
+        "Memory.MemoryForgotten",
+    ]
     # the stored topics name the module as it was before it was installed under strata_recall: each
     # class declares its topic, and a topic read from an old log resolves to today's class
     assert [get_topic(type(e)) for e in every_event()] == [f"domain.memory:{n}" for n in names]
@@ -53,6 +78,10 @@ def test_the_direct_constructor_equals_the_aggregate_constructor() -> None:
     mid = uuid4()
     direct = Memory.from_written(Memory.written(id=mid, **FIELDS))
     classic = Memory(id=mid, **FIELDS)
-    strip = lambda m: {k: v for k, v in vars(m).items() if k not in ("_pending_events", "_created_on", "_modified_on", "last_validated")}  # noqa: E731
+
+    def strip(m: Memory) -> dict[str, object]:
+        skipped = ("_pending_events", "_created_on", "_modified_on", "last_validated")
+        return {k: v for k, v in vars(m).items() if k not in skipped}
+
     assert strip(direct) == strip(classic)
     assert [type(e) for e in direct.collect_events()] == [type(e) for e in classic.collect_events()]

@@ -29,12 +29,14 @@ def test_a_flat_list_counts_for_less_than_one_with_a_clear_leader() -> None:
 
 def test_a_list_that_does_not_vary_adds_nothing() -> None:
     flat = [(m, 3.0) for m, _ in KEYWORD]
-    assert sorted(zscore([VECTOR, flat], [0.4, 0.6], adaptive=True).items()) == \
-        sorted(zscore([VECTOR, []], [0.4, 0.6], adaptive=True).items())
+    assert sorted(zscore([VECTOR, flat], [0.4, 0.6], adaptive=True).items()) == sorted(
+        zscore([VECTOR, []], [0.4, 0.6], adaptive=True).items()
+    )
 
 
-lists = st.lists(st.tuples(st.sampled_from("abcdefghij"), st.floats(0.0, 100.0)), min_size=2, max_size=10,
-                 unique_by=lambda x: x[0])
+lists = st.lists(
+    st.tuples(st.sampled_from("abcdefghij"), st.floats(0.0, 100.0)), min_size=2, max_size=10, unique_by=lambda x: x[0]
+)
 
 
 @given(vector=lists, keyword=lists, scale=st.floats(0.01, 100.0), shift=st.floats(-50.0, 50.0))

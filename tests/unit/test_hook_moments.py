@@ -37,40 +37,59 @@ def test_a_failure_is_its_error_its_tests_and_its_deepest_project_frame(tmp_path
 
 
 def test_failing_tests_are_named() -> None:
-    log = ("F..\nFAILED tests/test_orders.py::test_checkout - KeyError: 'sku'\n"
-           "FAIL: test_total (shop.tests.test_cart.CartTest)\n----\nKeyError: 'sku'\n")
-    moment = hook_cues.failure_moment({"tool_response": {"stdout": log, "stderr": "", "exit_code": 1}}, Path("/nowhere"))
+    log = (
+        "F..\nFAILED tests/test_orders.py::test_checkout - KeyError: 'sku'\n"
+        "FAIL: test_total (shop.tests.test_cart.CartTest)\n----\nKeyError: 'sku'\n"
+    )
+    moment = hook_cues.failure_moment(
+        {"tool_response": {"stdout": log, "stderr": "", "exit_code": 1}}, Path("/nowhere")
+    )
     assert moment is not None
-    assert "tests/test_orders.py::test_checkout" in moment.query and "shop.tests.test_cart.CartTest.test_total" in moment.query
+    assert (
+        "tests/test_orders.py::test_checkout" in moment.query
+        and "shop.tests.test_cart.CartTest.test_total" in moment.query
+    )
 
 
-@pytest.mark.parametrize("payload", [
-    {"tool_response": {"stdout": "12 passed in 0.4s", "stderr": "", "interrupted": False}},
-    {"error": "Interrupted", "is_interrupt": True},
-    {"tool_response": {"stdout": "", "stderr": ""}},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"tool_response": {"stdout": "12 passed in 0.4s", "stderr": "", "interrupted": False}},
+        {"error": "Interrupted", "is_interrupt": True},
+        {"tool_response": {"stdout": "", "stderr": ""}},
+    ],
+)
 def test_a_command_that_did_not_fail_is_no_moment(payload: dict) -> None:
     assert hook_cues.failure_moment(payload, Path("/nowhere")) is None
 
 
 def test_an_edit_is_the_file_and_the_names_it_replaces_not_the_new_code(tmp_path: Path) -> None:
-    payload = {"tool_name": "Edit", "tool_input": {
-        "file_path": str(tmp_path / "src" / "db" / "pool.py"),
-        "old_string": "class Pool:\n    def acquire(self, timeout=None):\n        return self._conn_queue.get()",
-        "new_string": "def totally_new_helper(): pass"}}
+    payload = {
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": str(tmp_path / "src" / "db" / "pool.py"),
+            "old_string": "class Pool:\n    def acquire(self, timeout=None):\n        return self._conn_queue.get()",
+            "new_string": "def totally_new_helper(): pass",
+        },
+    }
     moment = hook_cues.edit_moment(payload, tmp_path)
     assert moment is not None and moment.paths == ("src/db/pool.py",)
     assert moment.query.startswith("src/db/pool.py Pool acquire") and "_conn_queue" in moment.query
     assert "totally_new_helper" not in moment.query
     assert hook_cues.edit_moment({"tool_name": "Edit", "tool_input": {"file_path": "/etc/passwd"}}, tmp_path) is None
-    patch = {"tool_name": "apply_patch", "tool_input": {"input": "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x\n+y\n"}}
+    patch = {
+        "tool_name": "apply_patch",
+        "tool_input": {"input": "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x\n+y\n"},
+    }
     codex = hook_cues.edit_moment(patch, tmp_path)
     assert codex is not None and codex.paths == ("src/app.py",)
 
 
 def test_code_tokens_are_identifiers_not_words() -> None:
-    tokens = hook_cues.code_tokens("The LogisticRegression in sklearn/linear_model/_logistic.py raises a ValueError "
-                                   "when n_jobs=-1; self and None say nothing")
+    tokens = hook_cues.code_tokens(
+        "The LogisticRegression in sklearn/linear_model/_logistic.py raises a ValueError "
+        "when n_jobs=-1; self and None say nothing"
+    )
     assert {"logisticregression", "sklearn/linear_model/_logistic.py", "linear_model", "valueerror", "n_jobs"} <= tokens
     assert not {"the", "raises", "when", "self", "none"} & tokens
 
@@ -81,19 +100,27 @@ def item(memory_id: str, kind: str, text: str, anchors: tuple[str, ...] = (), pr
 
 def test_the_bar_and_the_order_at_an_edit() -> None:
     edit = hook_cues.Moment("edit", "src/db/pool.py acquire", ("src/db/pool.py",), frozenset({"src/db/pool.py"}))
-    candidates = [item("p1", "problem", "Checkout hangs"), item("s1", "solution", "Add a timeout", ("src/db/pool.py",), "p1"),
-                  item("f1", "failed_tactic", "Raising the timeout in src/db/pool.py did not help", (), "p1"),
-                  item("x1", "fact", "src/db/models.py is generated")]
+    candidates = [
+        item("p1", "problem", "Checkout hangs"),
+        item("s1", "solution", "Add a timeout", ("src/db/pool.py",), "p1"),
+        item("f1", "failed_tactic", "Raising the timeout in src/db/pool.py did not help", (), "p1"),
+        item("x1", "fact", "src/db/models.py is generated"),
+    ]
     for barred in (False, True):  # at an edit: the memories of that file, whatever the store
-        assert [i.memory_id for i in hooks.chosen(candidates, edit, set(), barred)] == ["f1", "s1"]  # failed tactics first
+        assert [i.memory_id for i in hooks.chosen(candidates, edit, set(), barred)] == [
+            "f1",
+            "s1",
+        ]  # failed tactics first
     assert [i.memory_id for i in hooks.chosen(candidates, edit, {"f1"})] == ["s1"]  # never twice
 
 
 def test_the_bar_at_a_prompt_is_the_read_paths_relevance_or_shared_code_tokens() -> None:
     prompt = hook_cues.Moment("prompt", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
-    case = [Item("p2", "problem", "PoolTimeoutError from db_pool.acquire", relevance=0.6),
-            Item("s2", "solution", "Run make db-up", problem_id="p2", relevance=0.25),
-            Item("y1", "fact", "The acquire step is slow", relevance=0.05)]
+    case = [
+        Item("p2", "problem", "PoolTimeoutError from db_pool.acquire", relevance=0.6),
+        Item("s2", "solution", "Run make db-up", problem_id="p2", relevance=0.25),
+        Item("y1", "fact", "The acquire step is slow", relevance=0.05),
+    ]
     # from a server: what is at least as likely to be relevant as the read path's bar
     assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=True)] == ["p2", "s2"]
     # from a local store (no relevance): two distinctive code tokens; one is not enough
@@ -116,11 +143,17 @@ def test_an_injection_fits_its_budget() -> None:
 
 
 def test_a_server_url_is_its_base() -> None:
-    assert base_url("http://strata.internal:7411/mcp") == base_url("http://strata.internal:7411/") == "http://strata.internal:7411"
+    assert (
+        base_url("http://strata.internal:7411/mcp")
+        == base_url("http://strata.internal:7411/")
+        == "http://strata.internal:7411"
+    )
 
 
 @pytest.mark.parametrize("case", ["default", "env", "config", "explicit"])
-def test_the_hooks_find_the_data_dir_the_settings_find(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+def test_the_hooks_find_the_data_dir_the_settings_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "share")}
     for name, value in environ.items():  # the settings module reads these from the process's environment
@@ -147,8 +180,13 @@ def test_a_text_names_the_repositorys_files_by_path_module_or_a_foreign_tracebac
     assert hook_cues.repo_file("sympy.printing", tmp_path) == "sympy/printing/__init__.py"
     assert hook_cues.repo_file("numpy.core.numeric", tmp_path) is None  # not this repository's package
     assert hook_cues.repo_file("other/basic.py", tmp_path) is None
-    prompt = hook_cues.prompt_moment({"prompt": "Basic.subs fails, see sympy.core.basic and the frame\n"
-                                                "  File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 9"}, tmp_path)
+    prompt = hook_cues.prompt_moment(
+        {
+            "prompt": "Basic.subs fails, see sympy.core.basic and the frame\n"
+            '  File "/usr/lib/python3/site-packages/sympy/core/basic.py", line 9'
+        },
+        tmp_path,
+    )
     assert prompt is not None and prompt.paths == ("sympy/core/basic.py",)
 
 
@@ -159,13 +197,48 @@ def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Pa
 
     rated, unrated = "a" * 32, "b" * 32
     lines = [
-        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__read", "input": {"query": "x"}}]}},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
-            {"type": "text", "text": json.dumps({"ok": True, "read_id": rated, "results": []})}]}]}},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "content": [
-            {"type": "text", "text": json.dumps({"ok": True, "read_id": unrated, "results": []})}]}]}},
-        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__strata__feedback",
-                                                       "input": {"repo_id": "acme/api", "read_ids": [rated]}}]}},
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "name": "mcp__strata__read", "input": {"query": "x"}}]},
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "content": [
+                            {"type": "text", "text": json.dumps({"ok": True, "read_id": rated, "results": []})}
+                        ],
+                    }
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "content": [
+                            {"type": "text", "text": json.dumps({"ok": True, "read_id": unrated, "results": []})}
+                        ],
+                    }
+                ]
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "name": "mcp__strata__feedback",
+                        "input": {"repo_id": "acme/api", "read_ids": [rated]},
+                    }
+                ]
+            },
+        },
     ]
     transcript = tmp_path / "session.jsonl"
     transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")

@@ -41,8 +41,9 @@ def bare_layer_imports(path: Path) -> set[str]:
     """Layers imported by their folder name: installed, they exist only under strata_recall."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
-    names += [node.module for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module and node.level == 0]
+    names += [
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    ]
     return {name.split(".")[0] for name in names} & LAYERS
 
 
@@ -124,7 +125,7 @@ def test_no_module_imports_itself_through_others() -> None:
         stack.append(module)
         for nxt in sorted(graph[module]):
             if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt):], nxt]
+                return [*stack[stack.index(nxt) :], nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:

@@ -45,8 +45,15 @@ def test_own_lines_are_scrubbed_and_tracebacks_have_no_locals(fmt: str) -> None:
         try:
             _fail_holding_a_request_body()
         except ValueError as exc:
-            log.error("internal_error", detail=str(exc), body=f"password={SECRET}", payload="x" * 5000,
-                      password=SECRET, headers={"authorization": f"Bearer {SECRET}"}, exc_info=True)
+            log.error(
+                "internal_error",
+                detail=str(exc),
+                body=f"password={SECRET}",
+                payload="x" * 5000,
+                password=SECRET,
+                headers={"authorization": f"Bearer {SECRET}"},
+                exc_info=True,
+            )
     out = stderr.getvalue()
     assert SECRET not in out and TOKEN not in out
     assert "[REDACTED:" in out and "internal_error" in out
@@ -74,7 +81,8 @@ def test_the_fields_redacted_at_rest_are_redacted_in_log_lines_too() -> None:
     with captured() as stderr:
         configure_logging("info", "json")
         structlog.get_logger("strata.test").info(
-            "request", author=TOKEN, query=f"mysql -u root -p'{SECRET}' shop", note=f"the Twilio auth token is {twilio}")
+            "request", author=TOKEN, query=f"mysql -u root -p'{SECRET}' shop", note=f"the Twilio auth token is {twilio}"
+        )
     out = stderr.getvalue()
     assert TOKEN not in out and SECRET not in out and twilio not in out, out
     assert "-p'[REDACTED:password]' shop" in out

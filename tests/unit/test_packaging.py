@@ -12,7 +12,9 @@ LAYERS = ("domain", "interface", "projections", "schemas", "workers")
 
 def test_every_package_folder_is_installed_under_strata_recall() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    folders = sorted(str(init.parent.relative_to(ROOT)) for layer in LAYERS for init in (ROOT / layer).rglob("__init__.py"))
+    folders = sorted(
+        str(init.parent.relative_to(ROOT)) for layer in LAYERS for init in (ROOT / layer).rglob("__init__.py")
+    )
     expected = {"strata_recall." + folder.replace("/", "."): folder for folder in folders}
     assert sorted(setuptools["packages"]) == sorted(expected)
     assert setuptools["package-dir"] == expected

@@ -279,18 +279,31 @@ def test_result_is_a_frozen_value() -> None:
 def test_unicode_text_keeps_offsets() -> None:
     # U+0130 lower-cases to two characters; the case-insensitive rules must still cut at the right place.
     result = sanitise("İİİ Authorization: Bearer " + OPAQUE_BEARER + " İ password=hunter2 ünïcödé")
-    assert result.text == (
-        "İİİ Authorization: Bearer [REDACTED:bearer_token] İ password=[REDACTED:password] ünïcödé"
-    )
+    assert result.text == ("İİİ Authorization: Bearer [REDACTED:bearer_token] İ password=[REDACTED:password] ünïcödé")
 
 
 # ---- idempotence -----------------------------------------------------------------------------------
 
 SAMPLES = [
-    GITHUB_CLASSIC, GITHUB_PAT, GITLAB_PAT, OPENAI_PROJECT, ANTHROPIC, AWS_KEY_ID, SLACK_BOT, STRIPE_LIVE,
-    STRIPE_WEBHOOK, JWT, pem("RSA"), "-----BEGIN PRIVATE KEY-----\nabc", f"Bearer {OPAQUE_BEARER}",
-    f"aws_secret_access_key={AWS_SECRET}", "password=hunter2", '"token": "abc"', "postgres://u:p@h/db",
-    f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}", "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+    GITHUB_CLASSIC,
+    GITHUB_PAT,
+    GITLAB_PAT,
+    OPENAI_PROJECT,
+    ANTHROPIC,
+    AWS_KEY_ID,
+    SLACK_BOT,
+    STRIPE_LIVE,
+    STRIPE_WEBHOOK,
+    JWT,
+    pem("RSA"),
+    "-----BEGIN PRIVATE KEY-----\nabc",
+    f"Bearer {OPAQUE_BEARER}",
+    f"aws_secret_access_key={AWS_SECRET}",
+    "password=hunter2",
+    '"token": "abc"',
+    "postgres://u:p@h/db",
+    f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}",
+    "Authorization: Basic dXNlcjpwYXNzd29yZA==",
 ]
 # Filler biased towards the characters the patterns care about, so fragments collide with the secrets.
 FRAGMENTS = [*"aZ09 _-.:=@/\"'[]\n", "password", "token", "://", "Bearer ", "[REDACTED:", "sk-", "eyJ", "A"]
@@ -326,22 +339,39 @@ HEX32 = "9f2c4e1d" + "0b8a7f6e5d4c3b2a1f0e9d8c"
     [
         (f"mysql -u root -p'{PW}' shop", "mysql -u root -p'[REDACTED:password]' shop"),
         (f"mysql -uroot -p{PW} -h db.internal shop", "mysql -uroot -p[REDACTED:password] -h db.internal shop"),
-        (f'/usr/bin/mysqldump -u root -p"{PW}" shop > dump.sql', '/usr/bin/mysqldump -u root -p"[REDACTED:password]" shop > dump.sql'),
+        (
+            f'/usr/bin/mysqldump -u root -p"{PW}" shop > dump.sql',
+            '/usr/bin/mysqldump -u root -p"[REDACTED:password]" shop > dump.sql',
+        ),
         (f"sudo mariadb -u app -p{PW}", "sudo mariadb -u app -p[REDACTED:password]"),
         (f"sqlcmd -S db -U sa -P {PW} -Q 'select 1'", "sqlcmd -S db -U sa -P [REDACTED:password] -Q 'select 1'"),
         (f"redis-cli -h cache -p 6379 -a {PW} ping", "redis-cli -h cache -p 6379 -a [REDACTED:password] ping"),
         (f"sshpass -p {PW} ssh -p 2222 deploy@host", "sshpass -p [REDACTED:password] ssh -p 2222 deploy@host"),
-        (f"docker login -u bot -p {PW} ghcr.io && docker run -p 80:80 app",
-         "docker login -u bot -p [REDACTED:password] ghcr.io && docker run -p 80:80 app"),
-        (f"sqlplus -s scott/{PW}@//db:1521/ORCL @run.sql", "sqlplus -s scott/[REDACTED:password]@//db:1521/ORCL @run.sql"),
+        (
+            f"docker login -u bot -p {PW} ghcr.io && docker run -p 80:80 app",
+            "docker login -u bot -p [REDACTED:password] ghcr.io && docker run -p 80:80 app",
+        ),
+        (
+            f"sqlplus -s scott/{PW}@//db:1521/ORCL @run.sql",
+            "sqlplus -s scott/[REDACTED:password]@//db:1521/ORCL @run.sql",
+        ),
         (f"smbclient //files/share -U admin%{PW}", "smbclient //files/share -U admin%[REDACTED:password]"),
-        (f"openssl rsa -in k.pem -passin pass:{PW} -out p.pem", "openssl rsa -in k.pem -passin pass:[REDACTED:password] -out p.pem"),
-        (f"keytool -list -keystore t.jks -storepass {PW} -keypass {PW}",
-         "keytool -list -keystore t.jks -storepass [REDACTED:password] -keypass [REDACTED:password]"),
-        (f"Command '['mysql', '-uroot', '-p{PW}', 'shop']' returned non-zero exit status 1.",
-         "Command '['mysql', '-uroot', '-p[REDACTED:password]', 'shop']' returned non-zero exit status 1."),
-        (f"Command '['sshpass', '-p', '{PW}', 'ssh', 'host']' failed",
-         "Command '['sshpass', '-p', '[REDACTED:password]', 'ssh', 'host']' failed"),
+        (
+            f"openssl rsa -in k.pem -passin pass:{PW} -out p.pem",
+            "openssl rsa -in k.pem -passin pass:[REDACTED:password] -out p.pem",
+        ),
+        (
+            f"keytool -list -keystore t.jks -storepass {PW} -keypass {PW}",
+            "keytool -list -keystore t.jks -storepass [REDACTED:password] -keypass [REDACTED:password]",
+        ),
+        (
+            f"Command '['mysql', '-uroot', '-p{PW}', 'shop']' returned non-zero exit status 1.",
+            "Command '['mysql', '-uroot', '-p[REDACTED:password]', 'shop']' returned non-zero exit status 1.",
+        ),
+        (
+            f"Command '['sshpass', '-p', '{PW}', 'ssh', 'host']' failed",
+            "Command '['sshpass', '-p', '[REDACTED:password]', 'ssh', 'host']' failed",
+        ),
         (f'{{"run": "mysql -u root -p\\"{PW}\\" shop"}}', '{"run": "mysql -u root -p\\"[REDACTED:password]\\" shop"}'),
     ],
 )
@@ -355,8 +385,10 @@ def test_command_line_passwords_are_redacted(text: str, expected: str) -> None:
         (f"The Twilio auth token is {HEX32}, rotate it", "The Twilio auth token is [REDACTED:token], rotate it"),
         (f"our twilio api secret {HEX32}", "our twilio api secret [REDACTED:token]"),
         (f"the auth token for Twilio is {HEX32}.", "the auth token for Twilio is [REDACTED:token]."),
-        (f"Twilio: account SID AC{HEX32}, auth token {HEX32[::-1]}",
-         f"Twilio: account SID AC{HEX32}, auth token [REDACTED:token]"),
+        (
+            f"Twilio: account SID AC{HEX32}, auth token {HEX32[::-1]}",
+            f"Twilio: account SID AC{HEX32}, auth token [REDACTED:token]",
+        ),
         (f"- **Datadog** API key: `{HEX32}`", "- **Datadog** API key: `[REDACTED:api_key]`"),
     ],
 )
@@ -364,12 +396,15 @@ def test_vendor_secrets_named_in_prose_are_redacted(text: str, expected: str) ->
     assert sanitise(text).text == expected
 
 
-@pytest.mark.parametrize("text", [
-    "mysql -u root -p shop",  # -p with a space prompts; `shop` is the database
-    f"Twilio webhook failed; the request id was {HEX32}",
-    f"the twilio token is rotated weekly; see commit {HEX32}",
-    f"ssh -p 2222 deploy@host 'mysql -u root -p' && echo {HEX32}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -u root -p shop",  # -p with a space prompts; `shop` is the database
+        f"Twilio webhook failed; the request id was {HEX32}",
+        f"the twilio token is rotated weekly; see commit {HEX32}",
+        f"ssh -p 2222 deploy@host 'mysql -u root -p' && echo {HEX32}",
+    ],
+)
 def test_command_and_prose_rules_leave_look_alikes(text: str) -> None:
     unchanged(text)
 
@@ -377,8 +412,9 @@ def test_command_and_prose_rules_leave_look_alikes(text: str) -> None:
 def test_every_command_format_names_programs_options_and_examples() -> None:
     for fmt in COMMAND_FORMATS:
         assert fmt.commands and fmt.options and (fmt.attached or fmt.separate) and fmt.sources, fmt.name
-        assert all("{}" in example and example.split()[0] in {c.split()[0] for c in fmt.commands}
-                   for example in fmt.examples), fmt.name
+        assert all(
+            "{}" in example and example.split()[0] in {c.split()[0] for c in fmt.commands} for example in fmt.examples
+        ), fmt.name
 
 
 # ---- catastrophic backtracking guard ---------------------------------------------------------------
@@ -441,14 +477,41 @@ def test_every_format_is_redacted_in_every_context(name: str) -> None:
 # One generated token of every shaped format (webhook URLs need their host, so they are left to the corpus).
 TOKENS = [CASES_BY_FORMAT[f.name][0].secret for f in TOKEN_FORMATS if not f.keep_prefix]
 # `=` and `/` may continue a base64 token, so they only come before one.
-RIGHT = [" ", "\n", "\t", "'", '"', "`", "(", ")", "[", "]", "{", "}", "<", ">", ",", ";", ":", "@", "|", "!", "?",
-         "#", "*"]
+RIGHT = [
+    " ",
+    "\n",
+    "\t",
+    "'",
+    '"',
+    "`",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    ",",
+    ";",
+    ":",
+    "@",
+    "|",
+    "!",
+    "?",
+    "#",
+    "*",
+]
 LEFT = [*RIGHT, "=", "/"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(TOKENS), st.sampled_from(LEFT), st.sampled_from(RIGHT),
-       st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40))
+@given(
+    st.sampled_from(TOKENS),
+    st.sampled_from(LEFT),
+    st.sampled_from(RIGHT),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40),
+)
 def test_generated_tokens_are_caught_between_any_separators(token: str, left: str, right: str, prose: str) -> None:
     result = sanitise(f"{prose}{left}{token}{right}{prose}")
     assert token not in result.text
@@ -465,8 +528,15 @@ def test_redacting_the_corpus_twice_changes_nothing() -> None:
 def test_markers_are_never_redacted_again(kind: str) -> None:
     marker = f"[REDACTED:{kind}]"
     assert MARKER.fullmatch(marker)
-    for text in (marker, f"token={marker}", f"Authorization: Bearer {marker}", f"https://u:{marker}@h/x",
-                 f"{marker}:{marker}", f"--token {marker}", f'"apiKey": "{marker}"'):
+    for text in (
+        marker,
+        f"token={marker}",
+        f"Authorization: Bearer {marker}",
+        f"https://u:{marker}@h/x",
+        f"{marker}:{marker}",
+        f"--token {marker}",
+        f'"apiKey": "{marker}"',
+    ):
         assert sanitise(text) == Sanitised(text, 0, ()), text
 
 

@@ -23,7 +23,9 @@ from strata_recall.schemas.write import WriteRequest
 def test_exported_schema_files_match_the_models(name: str) -> None:
     path = JSON_DIR / f"{name}.schema.json"
     assert path.exists(), f"run `python -m strata_recall.schemas.registry` to export {name}"
-    assert path.read_text(encoding="utf-8") == render(name), f"{path.name} drifted: run `python -m strata_recall.schemas.registry`"
+    assert path.read_text(encoding="utf-8") == render(name), (
+        f"{path.name} drifted: run `python -m strata_recall.schemas.registry`"
+    )
 
 
 def test_no_stale_schema_files() -> None:
@@ -88,9 +90,16 @@ UPDATE = {"repo_id": "r", "memory_id": "m", "mode": "commit"}
     ("updates", "code", "path"),
     [
         ({}, "nothing_to_update", "updates"),
-        ({"truth": {"target": 0.1, "confidence": 0.9, "rationale": "x", "evidence_refs": []}}, "evidence_required",
-         "updates.truth.evidence_refs"),
-        ({"truth": {"target": 0.1, "confidence": 0.9, "rationale": "x"}}, "missing_field", "updates.truth.evidence_refs"),
+        (
+            {"truth": {"target": 0.1, "confidence": 0.9, "rationale": "x", "evidence_refs": []}},
+            "evidence_required",
+            "updates.truth.evidence_refs",
+        ),
+        (
+            {"truth": {"target": 0.1, "confidence": 0.9, "rationale": "x"}},
+            "missing_field",
+            "updates.truth.evidence_refs",
+        ),
         ({"utility": {"target": 2, "confidence": 0.9, "rationale": "x"}}, "out_of_range", "updates.utility.target"),
     ],
 )
@@ -102,7 +111,10 @@ def test_bad_updates_are_named(updates: dict, code: str, path: str) -> None:
 
 def test_update_mode_must_be_dry_run_or_commit() -> None:
     with pytest.raises(InvalidInput) as caught:
-        parse(UpdateRequest, {**UPDATE, "mode": "yolo", "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}})
+        parse(
+            UpdateRequest,
+            {**UPDATE, "mode": "yolo", "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}},
+        )
     assert caught.value.code == "invalid_choice"
 
 
@@ -126,6 +138,7 @@ def test_read_request_defaults_follow_the_contract() -> None:
 
 # ---- as_of and ids: the published pattern and the validator are one rule (issue #20) -------------------
 
+
 def _read_as_of(value: str) -> bool:
     try:
         parse(ReadRequest, {"repo_id": "acme/api", "query": "q", "as_of": value})
@@ -138,8 +151,8 @@ def _read_as_of(value: str) -> bool:
 def test_the_as_of_pattern_admits_exactly_the_calendars_dates(year: int) -> None:
     from datetime import datetime
 
-    for month in range(0, 14):
-        for day in range(0, 33):
+    for month in range(14):
+        for day in range(33):
             text = f"{year:04d}-{month:02d}-{day:02d}"
             try:
                 datetime.fromisoformat(text)
@@ -156,13 +169,27 @@ def test_every_time_the_as_of_pattern_admits_is_accepted(text: str) -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.text(max_size=8) | st.builds(lambda a, b, c: a + b + c, st.sampled_from(["", " ", "\t", "\u00a0", "\n"]),
-                                       st.text(min_size=1, max_size=6), st.sampled_from(["", " ", "\u3000", "\r\n"])))
+@given(
+    st.text(max_size=8)
+    | st.builds(
+        lambda a, b, c: a + b + c,
+        st.sampled_from(["", " ", "\t", "\u00a0", "\n"]),
+        st.text(min_size=1, max_size=6),
+        st.sampled_from(["", " ", "\u3000", "\r\n"]),
+    )
+)
 def test_a_memory_id_is_accepted_exactly_when_it_fits_the_published_pattern(text: str) -> None:
     fits = 1 <= len(text) <= 64 and re.fullmatch(common.IDENTIFIER_PATTERN, text) is not None
     try:
-        parse(UpdateRequest, {"repo_id": "acme/api", "memory_id": text, "mode": "dry_run",
-                              "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}}})
+        parse(
+            UpdateRequest,
+            {
+                "repo_id": "acme/api",
+                "memory_id": text,
+                "mode": "dry_run",
+                "updates": {"utility": {"target": 1, "confidence": 1, "rationale": ""}},
+            },
+        )
         accepted = True
     except InvalidInput:
         accepted = False

@@ -23,9 +23,31 @@ def tokenizer(text: str) -> int:
 
 
 ASCII = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=200)
-WORDS = st.lists(st.sampled_from(["read_csv", "ReadCsv", "0.41", "e3b0c442-98fc-1c14", "don't", "x", "\\n", "--flag",
-                                  "naïve", "日本", "🙂", "\t", "\n", " ", "\x7f", "\x01", "unaffable", "a" * 120]),
-                 max_size=30).map("".join)
+WORDS = st.lists(
+    st.sampled_from(
+        [
+            "read_csv",
+            "ReadCsv",
+            "0.41",
+            "e3b0c442-98fc-1c14",
+            "don't",
+            "x",
+            "\\n",
+            "--flag",
+            "naïve",
+            "日本",
+            "🙂",
+            "\t",
+            "\n",
+            " ",
+            "\x7f",
+            "\x01",
+            "unaffable",
+            "a" * 120,
+        ]
+    ),
+    max_size=30,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -36,10 +58,16 @@ def test_the_count_is_the_tokenizers(text: str) -> None:
     assert COUNTER._count(text + " " + text) == tokenizer(text + " " + text)  # and with words remembered
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-                    | st.text(max_size=12) | WORDS,
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                    max_leaves=20)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | WORDS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -92,11 +92,15 @@ def test_vectors_arriving_after_the_fit_are_found_and_the_basis_follows_growth()
     add(index, third, start=5000)
     assert index.basis is not fitted and index.basis.fitted_on == 6505  # refitted, all partitions projected anew
     everything = np.concatenate([first, later, third])
-    recall = [len({m for m, _ in index.search(q, "acme", include_global=False, k=6)} & set(exact(everything, q, 6))) / 6
-              for q in clustered(rng, 30)]
+    recall = [
+        len({m for m, _ in index.search(q, "acme", include_global=False, k=6)} & set(exact(everything, q, 6))) / 6
+        for q in clustered(rng, 30)
+    ]
     assert np.mean(recall) >= 0.98
     assert index.search(later[0], "other", include_global=False, k=1)[0][0] == "m9000"
-    assert not {m for m, _ in index.search(later[0], "acme", include_global=False, k=50)} & {f"m{i}" for i in range(9000, 9005)}
+    assert not {m for m, _ in index.search(later[0], "acme", include_global=False, k=50)} & {
+        f"m{i}" for i in range(9000, 9005)
+    }
 
 
 def test_a_partition_grows_its_projected_rows_with_its_matrix() -> None:
