@@ -2316,8 +2316,8 @@ def _cmd(
         examples,
         sources,
         note=note,
-        **more,
-    )  # type: ignore[arg-type]
+        **more,  # type: ignore[arg-type]
+    )
 
 
 _MYSQL = (

@@ -99,7 +99,7 @@ class ReadLedger:
         """Forget reads recorded before `before` (a time.time()) and the credits given under them:
         they can no longer be cited. Returns how many reads were forgotten."""
         with store.transaction(self.conn):
-            forgotten = self.conn.execute("DELETE FROM reads WHERE created_at < ?", (before,)).rowcount
+            forgotten: int = self.conn.execute("DELETE FROM reads WHERE created_at < ?", (before,)).rowcount
             if forgotten:
                 self.conn.execute(
                     "DELETE FROM credits WHERE NOT EXISTS (SELECT 1 FROM reads WHERE reads.read_id = credits.read_id)"

@@ -277,7 +277,9 @@ def returned_ids(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _chain_share(cases: Iterable[Case], held: dict[str, int], kept: list, share: float | None) -> Iterator[Case]:
+def _chain_share(
+    cases: Iterable[Case], held: dict[str, int], kept: list[dict[str, Any]], share: float | None
+) -> Iterator[Case]:
     """Cases best first, except that a chain of `related` memories may hold at most `share` of the
     answer at every depth (ceil(share * n) of the first n results, as `held` and `kept` grow): a case
     of a chain at its share waits until enough others are kept, or until nothing else is left."""
@@ -361,11 +363,15 @@ class RecallEngine:
             position = self._current()
             wanted = list(dict.fromkeys(memory_ids))
             rows = self.state.rows(set(wanted))
-            now, results, suppressed = self.clock(), [], {}
+            now, results = self.clock(), []
+            suppressed: dict[str, int] = {}
             whole = replace(q, text_chars=None)
             for memory_id in wanted:
                 row = rows.get(memory_id)
-                reason = "not_found" if row is None or not self._visible(row, q) else SUPPRESSIBLE.get(row["status"])
+                if row is None:
+                    suppressed["not_found"] = suppressed.get("not_found", 0) + 1
+                    continue
+                reason = "not_found" if not self._visible(row, q) else SUPPRESSIBLE.get(row["status"])
                 if reason is not None:
                     suppressed[reason] = suppressed.get(reason, 0) + 1
                     continue
@@ -440,7 +446,13 @@ class RecallEngine:
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         if self.ledger is not None:
             self.ledger.record(
-                read_id, q.repo_id, q.query, q.mode, archetype and archetype["name"], position, returned_ids(results)
+                read_id,
+                q.repo_id,
+                q.query,
+                q.mode,
+                archetype["name"] if archetype else None,
+                position,
+                returned_ids(results),
             )
         clock.lap("ledger")
         return Recall(
@@ -557,7 +569,7 @@ class RecallEngine:
         now: datetime,
     ) -> list[Candidate]:
         """The best hits that pass on their own: only they may lead anywhere (links, hops)."""
-        seeds = []
+        seeds: list[Candidate] = []
         for c in sorted(candidates.values(), key=lambda x: -x.relevance):
             if len(seeds) >= max(q.limit, 10):
                 break
@@ -699,15 +711,15 @@ class RecallEngine:
         below, top = min(direct), max(direct)
         for hop in range(1, q.semantic_hops + 1):
             floor = c.hop_threshold + c.hop_tightening * (hop - 1)
-            found = []
+            found: list[Candidate] = []
             parents = [(p, self.index.vector(p.memory_id, q.repo_id)) for p in frontier]
-            parents = [(p, v) for p, v in parents if v is not None]
-            if not parents:
+            located = [(p, v) for p, v in parents if v is not None]
+            if not located:
                 break
             neighbours = self.index.search_many(
-                np.stack([v for _, v in parents]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
+                np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
             )
-            for (parent, _), hits in zip(parents, neighbours, strict=True):
+            for (parent, _), hits in zip(located, neighbours, strict=True):
                 for memory_id, cos in hits:
                     if memory_id != parent.memory_id and cos >= floor:
                         relevance = below * parent.relevance / top * (c.hop_decay**hop) * cos
@@ -816,12 +828,13 @@ class RecallEngine:
         """Per problem when the request names it; else weighted by how similar the observed problems
         are to this query (when there is one); else the weak global prior."""
         by_problem: dict[str, float] = row["utility_by_problem"]
+        prior: float = row["utility"]
         if not by_problem:
-            return row["utility"]
+            return prior
         if q.current_problem_id and q.current_problem_id in by_problem:
             return by_problem[q.current_problem_id]
         if qv is None:
-            return row["utility"]
+            return prior
         weights = []
         for problem_id, utility in by_problem.items():
             vector = self.index.vector(problem_id, q.repo_id)
@@ -830,7 +843,7 @@ class RecallEngine:
         total = sum(w for w, _ in weights)
         if total >= 0.3:
             return sum(w * u for w, u in weights) / total
-        return row["utility"]
+        return prior
 
     # --- cases and selection ------------------------------------------------------------------
 

@@ -125,8 +125,8 @@ class ReadWorkspace(Request):
 
     root: RootPath = Field(None, description=ROOT_DESCRIPTION)  # type: ignore[assignment]
     files: Annotated[dict[str, Fingerprint | None], AfterValidator(_relative_paths)] = Field(
-        None,
-        max_length=MAX_WORKSPACE_FILES,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        max_length=MAX_WORKSPACE_FILES,
         json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 500, "pattern": _PATH_PATTERN}},
         description="Or, from a client elsewhere: path -> the whole file's fingerprint now (null: the file is gone).",
     )

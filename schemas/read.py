@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -183,7 +183,7 @@ BEHIND_DESCRIPTION = (
 class ArchetypeUsed(Response):
     name: str
     similarity: float
-    profile: dict
+    profile: dict[str, Any]
 
 
 class ReadResponse(Response):

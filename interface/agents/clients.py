@@ -86,7 +86,10 @@ CLAUDE_HOOKS = (  # (event, matcher, strata hook EVENT)
     ("Stop", None, "stop"),
     ("PreCompact", "manual|auto", "pre-compact"),
 )
-CURSOR_HOOKS = (("sessionStart", "session-start", {}), ("stop", "stop", {"loop_limit": 1}))
+CURSOR_HOOKS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("sessionStart", "session-start", {}),
+    ("stop", "stop", {"loop_limit": 1}),
+)
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,7 @@ def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[st
 
     def change(data: dict[str, Any]) -> None:
         hooks = config_edits.object_at(data, "hooks", path, create=install)
-        touched = set()
+        touched: set[str] = set()
         for event in list(hooks):
             groups = config_edits.list_at(hooks, event, path, "hooks")
             kept = [g for g in groups if not _is_ours(g, target)]

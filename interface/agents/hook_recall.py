@@ -100,7 +100,7 @@ class HttpReader:
         if timeout <= 0.05:
             raise HookReadError("no time left to ask the server")
         connection_type = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(self.parts.hostname, self.parts.port, timeout=timeout)
+        connection = connection_type(self.parts.hostname or "", self.parts.port, timeout=timeout)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"

@@ -53,12 +53,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
 from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
 from strata_recall.interface.agents.repo_identity import repo_id_for, repo_root
+
+if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
+    from strata_recall.projections.reads import ReadLedger
 
 EVENTS = ("session-start", "prompt", "edit", "after-command", "stop", "pre-compact")
 DEADLINE_S = {"session-start": 3.0, "stop": 3.0, "pre-compact": 3.0}
@@ -189,7 +192,7 @@ class Hook:
         finally:
             ledger.close()
 
-    def _ledger(self) -> Any:
+    def _ledger(self) -> ReadLedger | None:
         path = self.data_dir / "projections" / "reads.sqlite"
         if not path.exists():
             return None

@@ -140,7 +140,9 @@ def parse(model: type[M], payload: Payload) -> M:
     try:
         if isinstance(payload, dict):
             return model.model_validate(payload)
-        if isinstance(payload, (str, bytes)) and not (payload.strip() if payload else payload):
+        if not isinstance(payload, (str, bytes)):  # a model of another operation: the caller's mistake
+            raise TypeError(f"cannot read a {type(payload).__name__} as {model.__name__}")
+        if not payload.strip():
             raise InvalidInput("invalid_json", "", "the request is empty: expected a JSON object")
         return model.model_validate_json(payload)
     except ValidationError as exc:
@@ -474,8 +476,8 @@ class CommandAPI:
                 returned_by.setdefault(mid, read_id)
         wanted: list[str] = []
         for i, used in enumerate(request.used):
-            mid = parse_memory_id(used.memory_id)
-            key = str(mid) if mid else used.memory_id
+            parsed = parse_memory_id(used.memory_id)
+            key = str(parsed) if parsed else used.memory_id
             if key not in returned_by:
                 raise InvalidInput(
                     "not_in_read",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
@@ -111,9 +111,9 @@ class Strata:
                 return {mid: self.log.memory(mid).text for mid in memory_ids}
 
             self._index = MemoryIndex(
-                self.projection("fts"),
-                self.projection("snapshot"),
-                texts,  # type: ignore[arg-type]
+                cast(FTSProjection, self.projection("fts")),
+                cast(SnapshotProjection, self.projection("snapshot")),
+                texts,
                 self.tokens,
             )
         return self._index
@@ -170,7 +170,7 @@ class Strata:
         that moment's clock, recording no read (reads of the past are not cited by feedback)."""
         single_threaded_blas()
         model = self.past().at(moment.position)
-        vectors = self.projection("vectors")
+        vectors = cast(VectorProjection, self.projection("vectors"))
         return RecallEngine(
             fts=model.fts,
             index=model.vector_index(),
@@ -178,7 +178,7 @@ class Strata:
             state=model.state,
             embedder=vectors.embedder,
             tokens=self.tokens,
-            archetypes=model.classifier(),  # type: ignore[attr-defined]
+            archetypes=model.classifier(),
             ledger=None,
             positions=lambda: model.position,
             clock=lambda: moment.time,
@@ -189,11 +189,11 @@ class Strata:
         at `moment`."""
         if moment is None:
             self.compact()
-            snapshot = self.projection("snapshot")
+            snapshot = cast(SnapshotProjection, self.projection("snapshot"))
             return Browser(
-                self.projection("fts"),
+                cast(FTSProjection, self.projection("fts")),
                 snapshot,
-                self.projection("links"),  # type: ignore[arg-type]
+                cast(LinksProjection, self.projection("links")),
                 position=snapshot.position,
                 now=datetime.now(UTC),
                 half_life_days=RecallConfig.half_life_days,

@@ -132,7 +132,8 @@ class Operation:
         self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL
     ) -> BaseModel:
         """The operation on `api` as `principal` (the caller checked access first: interface/app/access.py)."""
-        return getattr(api, self.method)(payload, principal=principal)
+        response: BaseModel = getattr(api, self.method)(payload, principal=principal)
+        return response
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -250,7 +250,10 @@ def show(
 def _as_of(text: str) -> int | datetime:
     """--as-of: a log position (digits) or an ISO 8601 time, checked as the API's `as_of` is."""
     try:
-        return TypeAdapter(AsOf).validate_python(int(text) if text.strip().isdigit() else text.strip())
+        moment: int | datetime = TypeAdapter(AsOf).validate_python(
+            int(text) if text.strip().isdigit() else text.strip()
+        )
+        return moment
     except ValidationError as exc:
         raise InvalidInput("invalid_as_of", "as_of", f"--as-of {text!r}: {exc.errors()[0]['msg']}") from None
 

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import orjson
@@ -83,11 +83,11 @@ STATUS = {
 }
 MAX_BODY_BYTES = 1 << 20
 """A request is a paragraph or two of JSON; a megabyte is far beyond any valid one."""
-GRACEFUL_SHUTDOWN_S = 10.0
+GRACEFUL_SHUTDOWN_S = 10
 """How long requests in flight may take to finish after SIGINT/SIGTERM."""
 TOKEN_REFRESH_S = 0.25
 """How often a server reads the log for tokens issued or revoked since (a revocation takes effect within it)."""
-KEEP_ALIVE_S = 30.0
+KEEP_ALIVE_S = 30
 """Idle keep-alive connections are closed after this. Longer than common clients' pool expiry (httpx: 5 s),
 so a client never reuses a connection the server is closing at that very moment."""
 
@@ -159,7 +159,7 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
     models.append((ErrorResponse, "serialization"))
     refs, top = models_json_schema(models, ref_template="#/components/schemas/{model}")  # type: ignore[arg-type]
 
-    def content(model: Any, mode: str) -> dict[str, Any]:
+    def content(model: Any, mode: Literal["validation", "serialization"]) -> dict[str, Any]:
         return {"application/json": {"schema": refs[(model, mode)]}}
 
     def error(description: str) -> dict[str, Any]:

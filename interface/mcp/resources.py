@@ -66,8 +66,8 @@ def _handler(
         return response.model_dump_json()
 
     # the SDK matches a template's variables with the handler's parameters (query ones need a default)
-    handler.__signature__ = inspect.Signature(
-        [  # type: ignore[attr-defined]
+    handler.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
             inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
             *(
                 inspect.Parameter(

@@ -148,7 +148,8 @@ def tool_answer(op: Operation, arguments: dict[str, Any], response: BaseModel) -
     data = response.model_dump(mode="json")
     if op.agent_answer is not None:
         data = op.agent_answer(arguments, data)
-    return lean(data)
+    answer: dict[str, Any] = lean(data)
+    return answer
 
 
 def tool_annotations(op: Operation) -> ToolAnnotations:
@@ -195,7 +196,7 @@ def build_mcp_server(strata: Strata, dispatcher: Dispatcher | None = None) -> MC
             )
         except StrataError as exc:
             raise ResourceError(error_response(exc).model_dump_json()) from None
-        return str(response.text)
+        return str(getattr(response, "text"))  # noqa: B009 - the index's response, typed as any operation's
 
     @server.resource(
         PROTOCOL_URI,
