@@ -47,6 +47,11 @@ class TokenCounter:
     def count(self, text: str) -> int:
         return _cached_count(self, text)
 
+    def count_once(self, text: str) -> int:
+        """Tokens of a text that will not come back (not remembered): a memory's place in one answer,
+        whose relevance is that read's."""
+        return self._count(text)
+
     def count_json(self, value: Any) -> int:
         """Tokens of `value`'s compact JSON text (as orjson writes it: no spaces), without writing it
         whole: strings and numbers are counted once each (and remembered), the syntax arithmetically."""
@@ -78,13 +83,40 @@ class TokenCounter:
             for piece in _ASCII_PIECES.findall(text.lower()):
                 n = words.get(piece)
                 if n is None:
-                    n = words[piece] = 1 if len(piece) == 1 else self._encode(piece)
+                    n = words[piece] = 1 if len(piece) == 1 else self._wordpiece(piece)
                 total += n
             return total
         return self._encode(text)
 
     def _encode(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    @cached_property
+    def _vocab(self) -> tuple[frozenset[str], frozenset[str], int]:
+        """The WordPiece vocabulary: word starts, continuations (without their "##"), the longest entry."""
+        vocab = orjson.loads(self.path.read_bytes())["model"]["vocab"]
+        starts = frozenset(w for w in vocab if not w.startswith("##"))
+        rests = frozenset(w[2:] for w in vocab if w.startswith("##"))
+        return starts, rests, max(map(len, vocab))
+
+    def _wordpiece(self, word: str) -> int:
+        """WordPiece's count for one lowercased ASCII word of letters and digits, as the tokenizer's
+        model computes it (greedy longest match from the left, "##" continuations, [UNK] for a word it
+        cannot split or longer than 100 characters), in Python: a call into the tokenizer costs more
+        than this (ids and hashes are words it has never seen, on every read)."""
+        if len(word) > 100:
+            return 1
+        starts, rests, longest = self._vocab
+        count, start, n = 0, 0, len(word)
+        while start < n:
+            known = starts if start == 0 else rests
+            end = min(n, start + longest)
+            while end > start and word[start:end] not in known:
+                end -= 1
+            if end == start:
+                return 1  # [UNK] for the whole word
+            count, start = count + 1, end
+        return count
 
 
 def _json(value: Any) -> str:
