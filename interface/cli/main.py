@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1162,23 +1162,41 @@ def _usage_error(exc: Exception) -> int:
     return code if isinstance(code, int) and code > 0 else EXIT_CODES["invalid_input"]
 
 
+SERVING = {"serve", "mcp", "worker"}
+"""Commands that run until stopped and end through their own shutdown; every other command is done when
+it returns."""
+
+
 def main() -> None:
     """Console entry point."""
     try:
         code = app(standalone_mode=False)  # typer returns typer.Exit codes instead of raising them here
     except Failed as failed:
-        sys.exit(failed.exit_code)
+        code = failed.exit_code
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except (typer.Abort, click.Abort):
         sys.stderr.write("aborted\n")
-        sys.exit(130)
+        code = 130
     except (typer.TyperException, click.ClickException) as exc:
-        sys.exit(_usage_error(exc))
+        code = _usage_error(exc)
     except KeyboardInterrupt:
-        sys.exit(130)
-    if isinstance(code, int):
-        sys.exit(code)
+        code = 130
+    code = code if isinstance(code, int) else 0
+    if SERVING.isdisjoint(sys.argv[1:]):
+        _finish(code)
+    sys.exit(code)
+
+
+def _finish(code: int) -> None:
+    """End a one-shot command once its answer is out, without the interpreter's teardown: native thread
+    pools (onnxruntime's, after a read embedded its query) can crash the process while Python tears
+    itself down (seen as a read exiting with SIGSEGV and its buffered answer lost, rarely, under load).
+    Everything the command recorded was committed and its files closed before it returned."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
