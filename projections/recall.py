@@ -369,12 +369,9 @@ class RecallEngine:
             whole = replace(q, text_chars=None)
             for memory_id in wanted:
                 row = rows.get(memory_id)
-                if row is None:
-                    suppressed["not_found"] = suppressed.get("not_found", 0) + 1
-                    continue
-                reason = "not_found" if not self._visible(row, q) else SUPPRESSIBLE.get(row["status"])
-                if reason is not None:
-                    suppressed[reason] = suppressed.get(reason, 0) + 1
+                reason = "not_found" if row is None or not self._visible(row, q) else SUPPRESSIBLE.get(row["status"])
+                if row is None or reason is not None:
+                    suppressed[reason or "not_found"] = suppressed.get(reason or "not_found", 0) + 1
                     continue
                 cand = Candidate(memory_id, 1.0, "requested", direct=False, p=1.0)
                 truth, utility = self._truth(row, now), self._utility(q, None, row)
