@@ -924,12 +924,17 @@ class RecallEngine:
             return result
 
         held: dict[str, int] = {}  # results kept per chain of `related` memories
+        cases = list(cases)
+        seen: set[int] = set()  # the cases considered, by id()
         for case in _chain_share(cases, held, kept, c.chain_share):
             if len(kept) >= q.limit:
                 break
             if budget is not None and budget - spent < MIN_RESULT_TOKENS:  # no memory takes so few tokens
-                suppressed["over_token_budget"] = suppressed.get("over_token_budget", 0) + 1 + len(case.members)
+                for rest in (r for r in cases if id(r) not in seen):  # what it holds back, each by why
+                    why = "below_relevance" if rest.relevance < floor else "over_token_budget"
+                    suppressed[why] = suppressed.get(why, 0) + 1 + len(rest.members)
                 break
+            seen.add(id(case))
             if case.relevance < floor:  # the long tail of an answer; a case's members follow its head
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue

@@ -307,6 +307,21 @@ def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) ->
     assert len(sized["results"]) == 20  # a read that names its limit is sized by it
 
 
+def test_what_the_token_budget_holds_back_is_counted_whole(real: Strata) -> None:
+    """`suppressed` tells the agent how much more there was: every memory the budget left out, not
+    only the first that did not fit."""
+    api = CommandAPI(real.log)
+    for text in session_notes(40):
+        api.write(write_request("acme", text))
+    query = "how long do login sessions last before they expire"
+    for budget in range(400, 1000, 40):  # the budget runs out within a memory's size or just short of it
+        answer, _ = as_received(real, repo_id="acme", query=query, token_budget=budget, limit=50, min_relevance=0)
+        held = answer["suppressed"]
+        assert 0 < len(answer["results"]) < 20
+        assert len(answer["results"]) + sum(held.values()) == 40, (budget, held)
+        assert held["over_token_budget"] > 1, (budget, held)
+
+
 def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> None:
     api = CommandAPI(real.log)
     problem = api.write(write_request("acme", "The docker build is slow", "problem")).memory_id
