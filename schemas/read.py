@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
 from strata_recall.schemas.common import (
@@ -56,6 +57,16 @@ class Consistency(Request):
 
 
 class ReadRequest(Request):
+    model_config = ConfigDict(
+        json_schema_extra={
+            # what _query_or_ids checks, as the published schema says it: a query, or at least one memory id
+            "anyOf": [
+                {"required": ["query"], "properties": {"query": {"type": "string"}}},
+                {"required": ["memory_ids"], "properties": {"memory_ids": {"type": "array", "minItems": 1}}},
+            ]
+        }
+    )
+
     op: Literal["read"] | None = None
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
@@ -106,7 +117,7 @@ class ReadRequest(Request):
     @model_validator(mode="after")
     def _query_or_ids(self) -> ReadRequest:
         if self.query is None and not self.memory_ids:
-            raise ValueError("query is required (or memory_ids, to read memories whole)")
+            raise PydanticCustomError("query_required", "query is required (or memory_ids, to read memories whole)")
         return self
 
 

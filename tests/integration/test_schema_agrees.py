@@ -4,7 +4,8 @@ shape is invalid_input; a missing memory is a matter of state, which no schema c
 below exists). Run against a real store.
 
 Two rules of a repo id are beyond what a pattern can say and are named in its description instead:
-a character NFKC would change, and two scripts in one segment (tests/unit/test_repo_ids.py)."""
+a character beyond the Basic Multilingual Plane that NFKC would change (those of the BMP are in the
+pattern), and two scripts in one segment (tests/unit/test_repo_ids.py)."""
 
 from __future__ import annotations
 
@@ -213,6 +214,14 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("read", read(token_budget=31)),
         ("read", read(token_budget=32.0)),
         ("read", read(token_budget=100_001)),
+        # found by schemathesis against /openapi.json on b642b79: compatibility characters in a repo id, and a
+        # read with neither a query nor memory ids (tests/e2e/test_openapi_requests.py sends them to serve)
+        ("write", {**write(), "repo_id": "acme/\u00b5s"}),
+        ("memory_index", {"repo_id": "acme/V\u013fapi"}),
+        ("write", {**write(), "repo_id": "acme/\u212bngstr\u00f6m"}),
+        ("read", {"repo_id": REPO, "query": None, "memory_ids": None}),
+        ("read", {"repo_id": REPO, "memory_ids": []}),
+        ("read", {"repo_id": REPO, "memory_ids": [fact]}),
     ]
 
 
