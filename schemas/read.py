@@ -26,6 +26,8 @@ TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral
 """The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
 maximum; on the union they came out as pydantic's own `ge` and `le`, which JSON Schema ignores)."""
 Limit = Annotated[int, Field(ge=1, le=100), BeforeValidator(_integral)]
+MaxTextChars = Annotated[int, Field(ge=40, le=100_000), BeforeValidator(_integral)]
+"""As TokenBudget: the optional field published `ge`/`le` with its bounds on the union."""
 
 DEFAULT_BAR = 0.2
 """The default of min_relevance (the engine's bar, projections/relevance.py; schemas import only pydantic,
@@ -85,10 +87,8 @@ class ReadRequest(Request):
         description="Extension: results below this relevance are held back (suppressed.below_relevance); "
         f"default {DEFAULT_BAR}, 0 returns everything found.",
     )
-    max_text_chars: Integer | None = Field(
+    max_text_chars: MaxTextChars | None = Field(
         None,
-        ge=40,
-        le=100_000,
         description=f"Extension: texts are cut after about this many characters (default {TEXT_CHARS}), with a "
         "marker; memory_ids gives them whole.",
     )

@@ -2,8 +2,8 @@
 checked against the request schema the server publishes and then sent to it, and the two verdicts agree
 (a refusal for shape is 400; a memory that does not exist is 404, a matter of state). The cases are
 schemathesis's findings against b642b79 (seed 20): repo ids with a compatibility character of the Basic
-Multilingual Plane, and a read with neither a query nor memory ids, which the schema allowed and the
-server refused. A real server process with a token."""
+Multilingual Plane, a read with neither a query nor memory ids, and a max_text_chars below its bound,
+which the schema allowed and the server refused. A real server process with a token."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("read", {"repo_id": "acme/api", "query": None, "memory_ids": []}),
     ("read", {"repo_id": "acme/api", "memory_ids": []}),
     ("read", {"as_of": "0001-01-01", "mode": "targeted", "query": None, "memory_ids": None, "repo_id": "acme/api"}),
+    # max_text_chars published its bounds as pydantic's ge/le, which JSON Schema ignores
+    ("read", {"repo_id": "acme/api", "memory_ids": ["0"], "max_text_chars": 0}),
+    ("read", {"repo_id": "acme/api", "query": "database", "max_text_chars": 39}),
+    ("read", {"repo_id": "acme/api", "query": "database", "max_text_chars": 40.0}),
+    ("read", {"repo_id": "acme/api", "query": "database", "max_text_chars": 100_000}),
+    ("read", {"repo_id": "acme/api", "query": "database", "max_text_chars": 100_001}),
 ]
 
 
