@@ -191,9 +191,9 @@ def _repo_id(value: str) -> str:
 
 def _repo_id_note(schema: dict[str, Any]) -> None:
     note = (
-        f"{VALIDATION_NOTE}normalised to Unicode NFC; no character that NFKC would change (fullwidth, ligatures); "
-        "no letters of two scripts in one segment between slashes (except Latin with Han, kana, Bopomofo or "
-        "Hangul); no invisible characters beyond the Basic Multilingual Plane (tags)."
+        f"{VALIDATION_NOTE}normalised to Unicode NFC; no letters of two scripts in one segment between slashes "
+        "(except Latin with Han, kana, Bopomofo or Hangul); beyond the Basic Multilingual Plane, no invisible "
+        "characters (tags) and no character that NFKC would change (mathematical letters)."
     )
     schema["description"] = f"{schema['description']} ({note})" if schema.get("description") else note
 

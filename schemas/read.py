@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from strata_recall.schemas.anchors import AnchorOut, ReadWorkspace
 from strata_recall.schemas.common import (
@@ -25,6 +26,8 @@ TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral
 """The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
 maximum; on the union they came out as pydantic's own `ge` and `le`, which JSON Schema ignores)."""
 Limit = Annotated[int, Field(ge=1, le=100), BeforeValidator(_integral)]
+MaxTextChars = Annotated[int, Field(ge=40, le=100_000), BeforeValidator(_integral)]
+"""As TokenBudget: the optional field published `ge`/`le` with its bounds on the union."""
 
 DEFAULT_BAR = 0.2
 """The default of min_relevance (the engine's bar, projections/relevance.py; schemas import only pydantic,
@@ -56,6 +59,16 @@ class Consistency(Request):
 
 
 class ReadRequest(Request):
+    model_config = ConfigDict(
+        json_schema_extra={
+            # what _query_or_ids checks, as the published schema says it: a query, or at least one memory id
+            "anyOf": [
+                {"required": ["query"], "properties": {"query": {"type": "string"}}},
+                {"required": ["memory_ids"], "properties": {"memory_ids": {"type": "array", "minItems": 1}}},
+            ]
+        }
+    )
+
     op: Literal["read"] | None = None
     repo_id: RepoId
     mode: Literal["ambient", "targeted", "auto"] = Field(
@@ -74,10 +87,8 @@ class ReadRequest(Request):
         description="Extension: results below this relevance are held back (suppressed.below_relevance); "
         f"default {DEFAULT_BAR}, 0 returns everything found.",
     )
-    max_text_chars: Integer | None = Field(
+    max_text_chars: MaxTextChars | None = Field(
         None,
-        ge=40,
-        le=100_000,
         description=f"Extension: texts are cut after about this many characters (default {TEXT_CHARS}), with a "
         "marker; memory_ids gives them whole.",
     )
@@ -106,7 +117,7 @@ class ReadRequest(Request):
     @model_validator(mode="after")
     def _query_or_ids(self) -> ReadRequest:
         if self.query is None and not self.memory_ids:
-            raise ValueError("query is required (or memory_ids, to read memories whole)")
+            raise PydanticCustomError("query_required", "query is required (or memory_ids, to read memories whole)")
         return self
 
 
