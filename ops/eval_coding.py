@@ -2,6 +2,7 @@
 read path, with the baselines in the same run (protocol in ../shared/data/coding-dev/README.md).
 
 Usage: python ops/eval_coding.py [--data FILE] [--systems random,bm25,dense,keyword,vector,full]
+                                 [--queries statements|titles]
 
 Each repository is its own store (as the held-out split, one repository, will be). Its tasks are
 walked in instance-number order:
@@ -18,6 +19,10 @@ spread-out choice) against this repository's store, where nothing is relevant. E
 answer's size (results, and tokens as an agent receives it, the MCP tool result, and of the full JSON) and, for the full engine with the bar off,
 every returned memory's relevance with whether it is relevant (its task edited one of the files),
 for the calibration table.
+
+`--queries titles` reads with each task's first line (the issue's title: a short, agent-style question
+about code) instead of its statement, the memories unchanged: not the protocol, a check of what holds
+for short queries (ops/fit_relevance.py keeps it out of the relevance fit).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +101,15 @@ def as_task(raw: dict) -> Task:
     return Task(raw["instance_id"], raw["repo"], problem, f'Fixed "{first}" by editing {edited}', frozenset(files))
 
 
+def title(task: Task) -> str:
+    """An issue's first line: a short, agent-style query."""
+    return task.problem.splitlines()[0].strip()
+
+
+QUERIES = {"statements": lambda task: task.problem, "titles": title}
+"""What a task is read with: the protocol's statement, or its first line (a check for short queries)."""
+
+
 def by_repo(data: list[dict]) -> dict[str, list[Task]]:
     """Each repository's tasks in instance-number order."""
     out: dict[str, list[Task]] = defaultdict(list)
@@ -117,7 +132,11 @@ def distinct_tasks(memory_ids: list[str], task_of: dict[str, Task]) -> list[Task
 
 
 def evaluate(
-    data: list[dict], configs: dict[str, RecallConfig], embedder: MiniLMEmbedder, systems: tuple[str, ...] = SYSTEMS
+    data: list[dict],
+    configs: dict[str, RecallConfig],
+    embedder: MiniLMEmbedder,
+    systems: tuple[str, ...] = SYSTEMS,
+    queries: str = "statements",
 ) -> list[dict]:
     """One row per evaluable task: repo, instance id and, per system, hit@k for every k."""
     rows = []
@@ -126,7 +145,7 @@ def evaluate(
     for repo, tasks in repos.items():
         with tempfile.TemporaryDirectory() as tmp:
             strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
-            rows += _walk(strata, repo, tasks, configs, embedder, systems, everything)
+            rows += _walk(strata, repo, tasks, configs, embedder, systems, everything, QUERIES[queries])
             strata.close()
     return rows
 
@@ -162,6 +181,7 @@ def _walk(
     embedder: MiniLMEmbedder,
     systems: tuple[str, ...],
     everything: list[Task],
+    asked: Callable[[Task], str],
 ) -> list[dict]:
     """Read then write each task of one repository in turn, in its own store (as a store holding
     only that repository would: the keyword statistics are the repository's own)."""
@@ -184,8 +204,8 @@ def _walk(
                 "calibration": [],
             }
             for name, engine in engines.items():
-                arguments = _arguments(repo, task.problem, name)
-                answer = engine.read(_request(repo, task.problem, name))
+                arguments = _arguments(repo, asked(task), name)
+                answer = engine.read(_request(repo, asked(task), name))
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
                 row["cost"][name] = _cost(answer, counter, arguments)
                 if name == "full-off":
@@ -193,7 +213,7 @@ def _walk(
                         (m["relevance"], bool(m["memory_id"] in task_of and task_of[m["memory_id"]].files & task.files))
                         for m in flat(answer.results)
                     ]
-            foreign = foreign_task(everything, repo, len(rows)).problem
+            foreign = asked(foreign_task(everything, repo, len(rows)))
             for name in FOREIGN:
                 if name in engines:
                     answer = engines[name].read(_request(repo, foreign, name))
@@ -202,8 +222,8 @@ def _walk(
                         row["calibration"] += [(m["relevance"], False) for m in flat(answer.results)]
             if "random" in systems:
                 row["hits"]["random"] = [random_hit(len(past), relevant, k) for k in KS]
-            ranked_bm25 = bm25.rank(task.problem) if {"bm25", "rrf"} & set(systems) else []
-            ranked_dense = dense.rank(embedder.embed_query(task.problem)) if {"dense", "rrf"} & set(systems) else []
+            ranked_bm25 = bm25.rank(asked(task)) if {"bm25", "rrf"} & set(systems) else []
+            ranked_dense = dense.rank(embedder.embed_query(asked(task))) if {"dense", "rrf"} & set(systems) else []
             if "bm25" in systems:
                 row["hits"]["bm25"] = hits(distinct_tasks(ranked_bm25, task_of), task.files)
             if "dense" in systems:
@@ -249,15 +269,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument("--queries", choices=sorted(QUERIES), default="statements")
     args = parser.parse_args()
     configure_logging("warning")
     systems = tuple(s for s in args.systems.split(",") if s)
     embedder = MiniLMEmbedder(model_dir=args.model_dir)
     started = time.perf_counter()
-    rows = evaluate(json.loads(args.data.read_text()), configs_for(systems), embedder, systems)
+    rows = evaluate(json.loads(args.data.read_text()), configs_for(systems), embedder, systems, args.queries)
     print(
-        f"Coding memory (past tasks of the same repository), {len(rows)} evaluable tasks "
-        f"({time.perf_counter() - started:.0f} s)"
+        f"Coding memory (past tasks of the same repository), {len(rows)} evaluable tasks, read with their "
+        f"{args.queries} ({time.perf_counter() - started:.0f} s)"
     )
     print_table(rows, systems)
 
@@ -269,6 +290,11 @@ def print_table(rows: list[dict], systems: tuple[str, ...]) -> None:
     for system in systems:
         _, values = summarise(rows, system)
         print(f"{labels.get(system, system):<34}" + "".join(f"{v:>8.3f}" for v in values))
+    for system in FOREIGN:
+        foreign = [r["foreign"][system] for r in rows if system in r["foreign"]]
+        if foreign:
+            empty = sum(1 for cost in foreign if cost["results"] == 0) / len(foreign)
+            print(f"foreign reads answered with nothing, {labels.get(system, system)}: {empty:.3f} of {len(foreign)}")
     repos = sorted({r["repo"] for r in rows})
     print("\nper repository, hit@1/5/10:")
     print(f"{'':<26}{'n':>4}  " + "".join(f"{labels.get(s, s)[:20]:>22}" for s in systems))
