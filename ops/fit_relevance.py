@@ -4,18 +4,22 @@ corpus the fit never saw.
 Usage: python ops/fit_relevance.py [--cache FILE] [--refresh]
 
 1. Reads every dev corpus through the real read path with the relevance bar off, as ops/eval_recall.py
-   does (coding memory: each evaluable task's statement, and a foreign read with another repository's
-   statement; LoCoMo, isolated turns: each question, and the next conversation's questions), and keeps
-   the model's features of every answer and every returned memory with whether it is relevant (coding:
-   its task edited a file the query's task edits; LoCoMo: it is one of the question's evidence turns;
-   foreign reads: nothing is). Cached in FILE (default /tmp/strata-relevance-features.json).
+   does, and keeps the model's features of every answer and every returned memory with whether it is
+   relevant. Three corpora: coding memory with each evaluable task's statement as the query ("coding")
+   and with its first line ("titles": a short, agent-style query against the same stores), each beside
+   two foreign reads with other repositories' tasks; LoCoMo, isolated turns ("locomo"): each question,
+   and the questions of the conversation after next. The foreign reads are not the evaluations' (see
+   FOREIGN_OFFSET). Relevant: coding, its task edited a file the query's task edits; LoCoMo, it is one
+   of the question's evidence turns; foreign reads, nothing is. Cached in FILE
+   (default /tmp/strata-relevance-features.json).
 2. Fits two logistic regressions, each corpus weighing the same: the answer's relevance (does the answer
-   hold a relevant memory?) over every read, and a memory's relevance given that, over the memories of
+   hold a relevant memory?) over every read (a corpus' in-corpus and foreign reads weighing half each), and a memory's relevance given that, over the memories of
    in-corpus answers that hold one.
-3. Leave one corpus out: fits on the other and prints, for the held-out corpus, the calibration of
-   P(relevant) = answer x memory in bins of the prediction (n, predicted, observed) and the Brier score;
-   then the same for the fit on both corpora, and that fit's coefficients as projections/relevance.py
-   holds them.
+3. Leave one corpus out: fits on the others and prints, for the held-out corpus, the calibration of
+   P(relevant) = answer x memory in bins of the prediction (n, predicted, observed) and the Brier score,
+   and what the default bar does to its answers (foreign reads emptied, in-corpus reads that found
+   something kept); then the same for the fit on every corpus, and that fit's coefficients as
+   projections/relevance.py holds them.
 
 Plain numpy Newton iterations (a small L2 penalty); nothing to install.
 """
@@ -36,6 +40,7 @@ sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding
 import eval_locomo
+from eval_coding import QUERIES
 from eval_common import MODEL_DIR, calibration, flat
 
 from strata_recall.interface.app.api import CommandAPI
@@ -44,42 +49,57 @@ from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
+from strata_recall.projections.relevance import DEFAULT_BAR
 
-CORPORA = ("coding", "locomo")
+FITTED = ("coding", "locomo")
+CHECKED = ("titles",)  # never in the fit: short queries against code memories, a check of what holds
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
+CACHE_VERSION = 3  # the features and corpora it holds: a cache of another version is read again
+FOREIGN_OFFSET = 10_007
+"""Coding's foreign reads are chosen apart from eval_coding's (which picks by the task's row), and
+LoCoMo's ask the conversation after next (eval_locomo asks the next): the evaluations' foreign
+figures are measured on reads the fit never saw."""
 
 
-def _read(engine, query, judge) -> dict:
+def _read(engine, query, judge, foreign: bool) -> dict:
     answer = engine.read(query)
     memories = [(list(answer.evidence[m["memory_id"]]), bool(judge(m["memory_id"]))) for m in flat(answer.results)]
-    return {"answer": list(answer.answer_evidence), "memories": memories}
+    return {"answer": list(answer.answer_evidence), "memories": memories, "foreign": foreign}
 
 
-def collect_coding(embedder: MiniLMEmbedder) -> list[dict]:
+def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """Coding memory, read twice per evaluable task and twice per foreign one: with the task statement
+    (the protocol's query, "coding") and with its first line ("titles"), against the same stores."""
     data = json.loads(eval_coding.DEFAULT_DATA.read_text())
     repos = eval_coding.by_repo(data)
     everything = sorted((t for ts in repos.values() for t in ts), key=lambda t: t.instance_id)
-    reads: list[dict] = []
+    reads: dict[str, list[dict]] = {"coding": [], "titles": []}
     for repo, tasks in repos.items():
         with tempfile.TemporaryDirectory() as tmp:
             strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
             api, engine, task_of = CommandAPI(strata.log), strata.recall(RecallConfig(bar=0.0)), {}
             for i, task in enumerate(tasks):
                 if any(t.files & task.files for t in tasks[:i]):
-                    reads.append(
-                        {
-                            "group": repo,
-                            **_read(
-                                engine,
-                                eval_coding._request(repo, task.problem),
-                                lambda m, task=task, task_of=task_of: m in task_of and task_of[m].files & task.files,
-                            ),
-                        }
-                    )
-                    foreign = eval_coding.foreign_task(everything, repo, len(reads))
-                    reads.append(
-                        {"group": repo, **_read(engine, eval_coding._request(repo, foreign.problem), lambda m: False)}
-                    )
+                    n = len(reads["coding"])
+                    foreign = [eval_coding.foreign_task(everything, repo, FOREIGN_OFFSET + n + j) for j in (0, 1)]
+                    for corpus, asked in (("coding", QUERIES["statements"]), ("titles", QUERIES["titles"])):
+                        relevant = eval_coding._request(repo, asked(task))
+                        reads[corpus].append(
+                            {
+                                "group": repo,
+                                **_read(
+                                    engine,
+                                    relevant,
+                                    lambda m, task=task, task_of=task_of: (
+                                        m in task_of and task_of[m].files & task.files
+                                    ),
+                                    False,
+                                ),
+                            }
+                        )
+                        for other in foreign:
+                            query = eval_coding._request(repo, asked(other))
+                            reads[corpus].append({"group": repo, **_read(engine, query, lambda m: False, True)})
                 problem = api.write(
                     {
                         "repo_id": repo,
@@ -112,7 +132,8 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
         with tempfile.TemporaryDirectory() as tmp:
             strata, repo, dia_of, _ = eval_locomo.load_store(sample, Path(tmp), embedder, linked=False)
             engine = strata.recall(RecallConfig(bar=0.0))
-            for own, questions in ((True, sample["qa"]), (False, data[(index + 1) % len(data)]["qa"])):
+            other = data[(index + 2) % len(data)]  # eval_locomo asks the next conversation's: not those
+            for own, questions in ((True, sample["qa"]), (False, other["qa"])):
                 for qa in questions:
                     evidence = set(eval_locomo.EVIDENCE.findall(" ".join(qa.get("evidence", [])))) if own else set()
                     reads.append(
@@ -122,6 +143,7 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
                                 engine,
                                 eval_locomo._question(repo, qa["question"]),
                                 lambda m, evidence=evidence, dia_of=dia_of: set(dia_of.get(m, ())) & evidence,
+                                not own,
                             ),
                         }
                     )
@@ -147,20 +169,27 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 
 
 
 def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], level: str):
+    """The fit's rows, each corpus weighing the same; at the answer level a corpus' in-corpus and
+    foreign reads weigh half each (the answer's relevance assumes even odds that a read is foreign,
+    whatever number of foreign reads a corpus has)."""
     xs, ys, ws = [], [], []
     for corpus in corpora:
-        x, y = [], []
-        for read in reads_by_corpus[corpus]:
+        x, y, w = [], [], []
+        reads = reads_by_corpus[corpus]
+        share = {foreign: 0.5 / max(1, sum(1 for r in reads if r["foreign"] == foreign)) for foreign in (False, True)}
+        for read in reads:
             relevant = any(r for _, r in read["memories"])
             if level == "answer":
                 x.append(read["answer"])
                 y.append(relevant)
+                w.append(share[read["foreign"]])
             elif relevant:  # a memory's relevance given that its answer holds one
                 x += [f for f, _ in read["memories"]]
                 y += [r for _, r in read["memories"]]
+                w += [1.0] * len(read["memories"])
         xs.append(np.array(x, dtype=float))
         ys.append(np.array(y, dtype=float))
-        ws.append(np.full(len(y), 1.0 / max(1, len(y))))
+        ws.append(np.array(w) / max(1e-12, sum(w)))
     weights = np.concatenate(ws)
     return np.vstack(xs), np.concatenate(ys), weights / weights.mean()
 
@@ -188,6 +217,18 @@ def report(title: str, pairs: list[tuple[float, bool]]) -> None:
     print("    " + "  ".join(f"{lo:.1f}: {n} {p:.3f}/{y:.3f}" for lo, n, p, y in table["bins"]))
 
 
+def at_the_bar(title: str, reads: list[dict], answer: np.ndarray, bar: float) -> None:
+    """What the bar does to this corpus' answers: foreign reads it empties, and in-corpus reads with a
+    relevant memory among their first ten that it keeps."""
+    passes = [1.0 / (1.0 + np.exp(-(answer[0] + np.dot(answer[1:], read["answer"])))) >= bar for read in reads]
+    foreign = [p for p, read in zip(passes, reads, strict=True) if read["foreign"]]
+    found = [p for p, read in zip(passes, reads, strict=True) if any(r for _, r in read["memories"][:10])]
+    print(
+        f"  {title}: foreign reads empty {1 - np.mean(foreign):.3f} ({len(foreign)}); "
+        f"in-corpus reads with a relevant memory in the first 10 kept {np.mean(found):.3f} ({len(found)})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
@@ -195,18 +236,21 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
     configure_logging("warning")
-    if args.refresh or not args.cache.exists():
+    reads = json.loads(args.cache.read_text()) if args.cache.exists() and not args.refresh else {}
+    if reads.get("version") != CACHE_VERSION:  # absent, asked to refresh, or of an older script
         embedder = MiniLMEmbedder(model_dir=args.model_dir)
-        args.cache.write_text(json.dumps({"coding": collect_coding(embedder), "locomo": collect_locomo(embedder)}))
-    reads = json.loads(args.cache.read_text())
+        reads = {"version": CACHE_VERSION, **collect_coding(embedder), "locomo": collect_locomo(embedder)}
+        args.cache.write_text(json.dumps(reads))
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
-    for held in CORPORA:
-        answer, memory = fit(reads, tuple(c for c in CORPORA if c != held))
+    for held in FITTED:
+        answer, memory = fit(reads, tuple(c for c in FITTED if c != held))
         report(f"fit without {held}, on {held}", predicted(reads[held], answer, memory))
-    answer, memory = fit(reads, CORPORA)
-    print("fit on both corpora:")
-    for corpus in CORPORA:
+        at_the_bar(f"at the default bar ({DEFAULT_BAR}), {held}", reads[held], answer, DEFAULT_BAR)
+    answer, memory = fit(reads, FITTED)
+    print(f"fit on {' and '.join(FITTED)}; {', '.join(CHECKED)} never in the fit:")
+    for corpus in (*FITTED, *CHECKED):
         report(corpus, predicted(reads[corpus], answer, memory))
+        at_the_bar(f"at the default bar ({DEFAULT_BAR}), {corpus}", reads[corpus], answer, DEFAULT_BAR)
     print("\nfor projections/relevance.py:")
     print(f"    answer=Logistic({answer[0]:.3f}, ({', '.join(f'{w:.3f}' for w in answer[1:])})),")
     print(f"    memory=Logistic({memory[0]:.3f}, ({', '.join(f'{w:.3f}' for w in memory[1:])})),")
