@@ -439,7 +439,7 @@ class RecallEngine:
             hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
-            results = self._fit(q, itertools.chain(cases, hops), rows, suppressed, bar * TAIL, envelope)
+            results = self._fit(q, cases, hops, rows, suppressed, bar * TAIL, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         if self.ledger is not None:
@@ -867,14 +867,15 @@ class RecallEngine:
     def _fit(
         self,
         q: ReadQuery,
-        cases: Iterable[Case],
+        cases: list[Case],
+        hops: Iterable[Case],
         rows: dict[str, dict[str, Any]],
         suppressed: dict[str, int],
         floor: float = 0.0,
         envelope: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """Up to `limit` cases best first, each with a memory at least as relevant as `floor` (a case
-        passes or fails whole). Every memory, nested or not, must not nearly duplicate one already
+        """Up to `limit` cases best first (the search's `cases`, then the `hops`, made only if selection
+        gets to them), each with a memory at least as relevant as `floor` (a case passes or fails whole). Every memory, nested or not, must not nearly duplicate one already
         kept, must fit the token budget (the answer as an agent receives it: `envelope`, the answer's
         other fields, and each memory's compact form, projections/brief.py), and counts against the
         cap of memories one source (the hit whose link or hop brought it) may bring (diversity). A
@@ -924,13 +925,13 @@ class RecallEngine:
             return result
 
         held: dict[str, int] = {}  # results kept per chain of `related` memories
-        cases = list(cases)
         seen: set[int] = set()  # the cases considered, by id()
-        for case in _chain_share(cases, held, kept, c.chain_share):
+        for case in _chain_share(itertools.chain(cases, hops), held, kept, c.chain_share):
             if len(kept) >= q.limit:
                 break
             if budget is not None and budget - spent < MIN_RESULT_TOKENS:  # no memory takes so few tokens
-                for rest in (r for r in cases if id(r) not in seen):  # what it holds back, each by why
+                # what it holds back of the search's cases, each by why (hops not yet made stay unmade)
+                for rest in (r for r in cases if id(r) not in seen):
                     why = "below_relevance" if rest.relevance < floor else "over_token_budget"
                     suppressed[why] = suppressed.get(why, 0) + 1 + len(rest.members)
                 break
