@@ -54,7 +54,7 @@ from strata_recall.projections.relevance import DEFAULT_BAR
 FITTED = ("coding", "locomo")
 CHECKED = ("titles",)  # never in the fit: short queries against code memories, a check of what holds
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
-CACHE_VERSION = 3  # the features and corpora it holds: a cache of another version is read again
+CACHE_VERSION = 4  # the features and corpora it holds: a cache of another version is read again
 FOREIGN_OFFSET = 10_007
 """Coding's foreign reads are chosen apart from eval_coding's (which picks by the task's row), and
 LoCoMo's ask the conversation after next (eval_locomo asks the next): the evaluations' foreign
