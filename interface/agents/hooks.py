@@ -6,7 +6,7 @@ loaded, recalled and rated without the agent having to remember.
   compact lines with their ids: for the user's prompt; for the file about to be edited (memories
   anchored to it or naming it, failed tactics and decisions first); for a failed command, by its
   distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
-  unless it clears the relevance bar (the read path's own, RELEVANCE_BAR, on a server; SHARED_TOKENS
+  unless it clears the relevance bar (the read path's own, RELEVANCE_BAR, on a server, EDIT_BAR at an edit; SHARED_TOKENS
   on a local store), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
@@ -76,6 +76,11 @@ RELEVANCE_BAR = 0.2
 which every injection from a server clears: the read asks for it, so an answer less likely than that
 to hold a relevant memory is empty; and at a prompt or a failure each memory shown is itself at least
 that likely to be relevant (`relevance`, a probability), so a likely answer's long tail stays out."""
+EDIT_BAR = 0.05
+"""The bar an edit's read asks instead: its query is the edited file's path and the names its code
+holds, a short code query, which the relevance model under-rates (docs/READING.md: at 0.05, short
+questions about code keep 0.90 of the reads that found something, and 0.93 of foreign ones stay empty);
+what an edit injects must also name the edited file."""
 SHARED_TOKENS = 2
 """The bar where the read path's cannot be computed (a local store: no model, so no cosine): a memory
 shares at least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers,
@@ -258,7 +263,7 @@ def estimate_tokens(text: str) -> int:
 
 def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
     """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
-    answer that cleared the read path's bar, when `barred`); else one at least RELEVANCE_BAR likely to be
+    answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
     relevant (`barred`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
     file the moment names."""
     named = any(path in item.anchors or path in item.text for path in moment.paths)
@@ -386,7 +391,8 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
         if budget < 60:
             return None
         reader = hook.reader()
-        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining(), RELEVANCE_BAR)
+        bar = EDIT_BAR if moment.kind == "edit" else RELEVANCE_BAR
+        answer = reader.read(hook.repo_id, moment.query, CANDIDATES[hook.event], hook.remaining(), bar)
         items = chosen(answer.items, moment, set(session.shown), answer.barred)
         read_id = answer.read_id if items else None
         text, shown = render(items, moment, hook.repo_id, read_id, budget)

@@ -490,6 +490,60 @@ def test_hooks_read_the_server_they_are_set_up_for(
     assert refused.returncode == 0 and refused.stdout == "" and "401" in refused.stderr
 
 
+def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """An edit's read is the file's path and a few names: a short code query, which the relevance model
+    under-rates, so the edit asks EDIT_BAR (0.05), not the default 0.2; what it injects must still name
+    the edited file. Here the answer's relevance is about 0.1: the memory naming the file is injected."""
+    token = "edit-bar-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    texts = [
+        "Deploys run from GitHub Actions on merge to main.",
+        "The search service times out under load; raise the pool size.",
+        "Login sessions expire after 12 hours.",
+        "Billing: the nightly export job depends on src/billing/invoice.py; ask the data team first.",
+    ]
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        written = [
+            http.post(
+                "/v1/write",
+                json={
+                    "repo_id": "acme/shop",
+                    "memory": {"text": t, "kind": "fact", "scope": "repo", "confidence": 0.9},
+                },
+            ).json()
+            for t in texts
+        ]
+        http.post(
+            "/v1/memory_index",
+            json={
+                "repo_id": "acme/shop",
+                "consistency": {"after_position": written[-1]["position"], "timeout_ms": 30000},
+            },
+        ).raise_for_status()
+    client = {**strata_env, "STRATA_DATA_DIR": str(tmp_path / "client-data"), "STRATA_TOKEN": token}
+    options = ("--repo-id", "acme/shop", "--http", f"{served.url}/mcp")
+
+    def edit(path: str, session: str) -> str:
+        payload = claude(
+            "PreToolUse",
+            repo,
+            session,
+            tool_name="Edit",
+            tool_use_id="t1",
+            tool_input={
+                "file_path": str(repo / path),
+                "old_string": "    def total(self):\n        return sum(round(line.amount, 2) for line in self.lines)",
+                "new_string": "    def total(self):\n        return round(sum(line.amount for line in self.lines), 2)",
+            },
+        )
+        return context_of(hook_with(client, "edit", payload, *options))
+
+    assert written[-1]["memory_id"] in edit("src/billing/invoice.py", "sess-1")
+    assert edit("src/billing/refund.py", "sess-2") == ""  # no memory names that file
+
+
 def hook_with(env: dict[str, str], event: str, payload: Any, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [STRATA_COMMAND, "hook", event, *options],
