@@ -203,9 +203,10 @@ def _walk(
                 "foreign": {},
                 "calibration": [],
             }
+            query = asked(task)
             for name, engine in engines.items():
-                arguments = _arguments(repo, asked(task), name)
-                answer = engine.read(_request(repo, asked(task), name))
+                arguments = _arguments(repo, query, name)
+                answer = engine.read(_request(repo, query, name))
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
                 row["cost"][name] = _cost(answer, counter, arguments)
                 if name == "full-off":
@@ -222,8 +223,8 @@ def _walk(
                         row["calibration"] += [(m["relevance"], False) for m in flat(answer.results)]
             if "random" in systems:
                 row["hits"]["random"] = [random_hit(len(past), relevant, k) for k in KS]
-            ranked_bm25 = bm25.rank(asked(task)) if {"bm25", "rrf"} & set(systems) else []
-            ranked_dense = dense.rank(embedder.embed_query(asked(task))) if {"dense", "rrf"} & set(systems) else []
+            ranked_bm25 = bm25.rank(query) if {"bm25", "rrf"} & set(systems) else []
+            ranked_dense = dense.rank(embedder.embed_query(query)) if {"dense", "rrf"} & set(systems) else []
             if "bm25" in systems:
                 row["hits"]["bm25"] = hits(distinct_tasks(ranked_bm25, task_of), task.files)
             if "dense" in systems:

@@ -13,8 +13,8 @@ Usage: python ops/fit_relevance.py [--cache FILE] [--refresh]
    of the question's evidence turns; foreign reads, nothing is. Cached in FILE
    (default /tmp/strata-relevance-features.json).
 2. Fits two logistic regressions, each corpus weighing the same: the answer's relevance (does the answer
-   hold a relevant memory?) over every read (a corpus' in-corpus and foreign reads weighing half each), and a memory's relevance given that, over the memories of
-   in-corpus answers that hold one.
+   hold a relevant memory?) over every read (a corpus' in-corpus and foreign reads weighing half each),
+   and a memory's relevance given that, over the memories of in-corpus answers that hold one.
 3. Leave one corpus out: fits on the others and prints, for the held-out corpus, the calibration of
    P(relevant) = answer x memory in bins of the prediction (n, predicted, observed) and the Brier score,
    and what the default bar does to its answers (foreign reads emptied, in-corpus reads that found
@@ -83,13 +83,13 @@ def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
                     n = len(reads["coding"])
                     foreign = [eval_coding.foreign_task(everything, repo, FOREIGN_OFFSET + n + j) for j in (0, 1)]
                     for corpus, asked in (("coding", QUERIES["statements"]), ("titles", QUERIES["titles"])):
-                        relevant = eval_coding._request(repo, asked(task))
+                        own = eval_coding._request(repo, asked(task))
                         reads[corpus].append(
                             {
                                 "group": repo,
                                 **_read(
                                     engine,
-                                    relevant,
+                                    own,
                                     lambda m, task=task, task_of=task_of: (
                                         m in task_of and task_of[m].files & task.files
                                     ),
@@ -201,12 +201,16 @@ def fit(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...]) -> tup
     )
 
 
-def predicted(reads: list[dict], answer: np.ndarray, memory: np.ndarray) -> list[tuple[float, bool]]:
-    def sigmoid(beta, f):
-        return 1.0 / (1.0 + np.exp(-(beta[0] + np.dot(beta[1:], f))))
+def _probability(beta: np.ndarray, features) -> float:
+    """A fitted logistic model ([intercept, coefficients...]) on one row of features."""
+    return float(1.0 / (1.0 + np.exp(-(beta[0] + np.dot(beta[1:], features)))))
 
+
+def predicted(reads: list[dict], answer: np.ndarray, memory: np.ndarray) -> list[tuple[float, bool]]:
     return [
-        (float(sigmoid(answer, read["answer"]) * sigmoid(memory, f)), r) for read in reads for f, r in read["memories"]
+        (_probability(answer, read["answer"]) * _probability(memory, f), r)
+        for read in reads
+        for f, r in read["memories"]
     ]
 
 
@@ -220,7 +224,7 @@ def report(title: str, pairs: list[tuple[float, bool]]) -> None:
 def at_the_bar(title: str, reads: list[dict], answer: np.ndarray, bar: float) -> None:
     """What the bar does to this corpus' answers: foreign reads it empties, and in-corpus reads with a
     relevant memory among their first ten that it keeps."""
-    passes = [1.0 / (1.0 + np.exp(-(answer[0] + np.dot(answer[1:], read["answer"])))) >= bar for read in reads]
+    passes = [_probability(answer, read["answer"]) >= bar for read in reads]
     foreign = [p for p, read in zip(passes, reads, strict=True) if read["foreign"]]
     found = [p for p, read in zip(passes, reads, strict=True) if any(r for _, r in read["memories"][:10])]
     print(

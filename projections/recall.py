@@ -875,8 +875,8 @@ class RecallEngine:
         envelope: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Up to `limit` cases best first (the search's `cases`, then the `hops`, made only if selection
-        gets to them), each with a memory at least as relevant as `floor` (a case passes or fails whole). Every memory, nested or not, must not nearly duplicate one already
-        kept, must fit the token budget (the answer as an agent receives it: `envelope`, the answer's
+        gets to them), each with a memory at least as relevant as `floor` (a case passes or fails whole).
+        Every memory, nested or not, must not nearly duplicate one already kept, must fit the token budget (the answer as an agent receives it: `envelope`, the answer's
         other fields, and each memory's compact form, projections/brief.py), and counts against the
         cap of memories one source (the hit whose link or hop brought it) may bring (diversity). A
         solution or failed tactic whose problem is already in the answer joins that case rather than

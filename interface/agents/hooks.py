@@ -6,8 +6,8 @@ loaded, recalled and rated without the agent having to remember.
   compact lines with their ids: for the user's prompt; for the file about to be edited (memories
   anchored to it or naming it, failed tactics and decisions first); for a failed command, by its
   distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
-  unless it clears the relevance bar (the read path's own, RELEVANCE_BAR, on a server, EDIT_BAR at an edit; SHARED_TOKENS
-  on a local store), and every injection fits a per-event and a per-session token budget and never
+  unless it clears the relevance bar (the read path's own on a server: RELEVANCE_BAR, EDIT_BAR at an
+  edit; SHARED_TOKENS on a local store), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
   injections), the agent is asked to `write` what it learned and to send `feedback` citing them.
@@ -79,7 +79,7 @@ that likely to be relevant (`relevance`, a probability), so a likely answer's lo
 EDIT_BAR = 0.05
 """The bar an edit's read asks instead: its query is the edited file's path and the names its code
 holds, a short code query, which the relevance model under-rates (docs/READING.md: at 0.05, short
-questions about code keep 0.90 of the reads that found something, and 0.93 of foreign ones stay empty);
+questions about code keep 0.81 of the reads that found something, and 0.94 of foreign ones stay empty);
 what an edit injects must also name the edited file."""
 SHARED_TOKENS = 2
 """The bar where the read path's cannot be computed (a local store: no model, so no cosine): a memory
