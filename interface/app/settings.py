@@ -112,6 +112,15 @@ class Settings(BaseModel):
         "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
         "under way shares its build.",
     )
+    log_wait_seconds: float = Field(
+        1.0,
+        ge=0.1,
+        le=300,
+        description="How long a request to a serving process waits for an unreachable event log (PostgreSQL: a "
+        "connection, retries) before a read answers from this node's projections, saying how far behind "
+        "(`outage`), and anything else is refused (503 event_log_unavailable, Retry-After). While the log is known "
+        "to be unreachable, requests do not wait for it.",
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

@@ -25,6 +25,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from strata_recall.domain import archive
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
+from strata_recall.domain.persistence import LOG_ERRORS, log_unavailable
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.logs import configure_logging
@@ -126,6 +127,9 @@ def _session(ctx: typer.Context) -> Iterator[Strata]:
         raise _fail(opts, exc) from None
     except Failed:
         raise
+    except LOG_ERRORS as exc:  # the log unreachable (e.g. PostgreSQL down past its retries): retry later
+        log.info("refused", code="event_log_unavailable", error=type(exc).__name__)
+        raise _fail(opts, log_unavailable(exc)) from None
     except Exception as exc:  # the last line of defence: never a traceback at the user
         debug = settings is not None and settings.log_level == "debug"
         log.error("internal_error", error=type(exc).__name__, detail=str(exc), exc_info=debug)

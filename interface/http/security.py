@@ -176,6 +176,10 @@ class Tokens(Protocol):
     def principal(self, secret: bytes) -> Principal | None: ...
 
 
+RETRY_AFTER_S = 1
+"""What a 503 answer tells a client to wait before it retries (the Retry-After header)."""
+
+
 class BearerToken:
     """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs `Authorization:
     Bearer <token>` once a token is in force: `token` (the server's STRATA_TOKEN, compared in constant

@@ -13,7 +13,8 @@ Endpoints (all generated from `interface.operations.OPERATIONS`):
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 403 what the token may
 not do or another origin, 404 not found, 409 conflict, 413 request too large, 415 not JSON, 421 unknown Host,
-500 internal, 503 event log unavailable or too many requests waiting. The OpenAPI document lists each.
+500 internal, 503 event log unavailable or too many requests waiting, with Retry-After. The OpenAPI document
+lists each.
 
 When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
 server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
@@ -49,12 +50,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
+from strata_recall.domain.persistence import LOG_ERRORS, LogLink, link_of, log_unavailable, waiting_at_most
 from strata_recall.interface.app.access import PRINCIPAL, principal_in
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.app.logs import route_stdlib_logging
 from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
 from strata_recall.interface.http.page import PAGE_PATHS, page_routes
 from strata_recall.interface.http.security import (
+    RETRY_AFTER_S,
     WILDCARDS,
     BearerToken,
     NoSniff,
@@ -102,6 +105,8 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 def error_json(exc: StrataError, status: int | None = None, headers: dict[str, str] | None = None) -> Response:
     if status is None:
         status = STATUS.get(exc.family, 500)
+    if status == 503:  # unavailable: the same request may succeed shortly
+        headers = {"Retry-After": str(RETRY_AFTER_S), **(headers or {})}
     return Response(
         error_response(exc).model_dump_json(), status_code=status, media_type="application/json", headers=headers
     )
@@ -212,7 +217,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                     "content": {"application/json": {"schema": HEALTH_SCHEMA}},
                 },
                 "503": {
-                    "description": "The projection workers stopped, or the event log refuses writes.",
+                    "description": "The projection workers stopped, or the event log cannot be reached or "
+                    "refuses writes.",
                     "content": {"application/json": {"schema": HEALTH_SCHEMA}},
                 },
                 **guarded,
@@ -270,13 +276,26 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "status": {
-            "enum": ["ok", "degraded", "unwritable", "stopped"],
+            "enum": ["ok", "degraded", "unreachable", "unwritable", "stopped"],
             "description": "degraded: a projection fails (reads may lag), or an operation is stuck past "
-            "request_stall_seconds (see stalled); unwritable: the event log refuses writes (e.g. "
-            "a full disk); stopped: the projection workers stopped.",
+            "request_stall_seconds (see stalled); unreachable: the event log cannot be reached (reads answer "
+            "from this node's projections, saying so; writes are refused); unwritable: the event log refuses "
+            "writes (e.g. a full disk); stopped: the projection workers stopped.",
         },
         "version": {"type": "string"},
-        "head": {"type": "integer", "description": "The log position of the last event."},
+        "head": {
+            "type": "integer",
+            "description": "The log position of the last event (while unreachable: the last one this node saw).",
+        },
+        "log": {
+            "type": "object",
+            "description": "Only while the event log cannot be reached: why, and for how long.",
+            "properties": {
+                "reachable": {"const": False},
+                "error": {"type": ["string", "null"]},
+                "unreachable_ms": {"type": "integer"},
+            },
+        },
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
         "writes": {
             "type": "object",
@@ -326,8 +345,15 @@ class Health:
     def report(self) -> dict[str, Any]:
         """`ok` is false (and /healthz answers 503) when the workers stopped or the log refuses writes;
         a failing projection, or an operation stuck on the lane past request_stall_seconds, only
-        degrades (reads may lag behind; requests wait behind the stuck one)."""
-        head = self.strata.log.position()
+        degrades (reads may lag behind; requests wait behind the stuck one); an unreachable event log
+        (read with waits bounded by log_wait_seconds) makes it `unreachable` (reads answer from the
+        projections, writes are refused)."""
+        link = link_of(self.strata.log)
+        try:
+            with waiting_at_most(self.strata.settings.log_wait_seconds):
+                head = self.strata.log.position()
+        except LOG_ERRORS:
+            head = link.head_seen
         runner = self.background.runner if self.background is not None else None
         unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
         projections = {}
@@ -347,7 +373,15 @@ class Health:
         failing = any(p["last_error"] for p in projections.values())
         stalled = self.stalls.stalled() if self.stalls is not None else None
         status = (
-            "stopped" if not workers else "unwritable" if write_failure else "degraded" if failing or stalled else "ok"
+            "stopped"
+            if not workers
+            else "unreachable"
+            if link.down
+            else "unwritable"
+            if write_failure
+            else "degraded"
+            if failing or stalled
+            else "ok"
         )
         return {
             "ok": status in ("ok", "degraded"),
@@ -358,7 +392,12 @@ class Health:
             "writes": {"ok": write_failure is None, "error": write_failure},
             "stalled": stalled,
             "projections": projections,
+            **({"log": {"reachable": False, "error": link.error, "unreachable_ms": _ms(link)}} if link.down else {}),
         }
+
+
+def _ms(link: LogLink) -> int:
+    return round(link.unreachable_for() * 1000)
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -455,6 +494,9 @@ def create_app(
         return error_json(error, exc.status_code, headers=getattr(exc, "headers", None))
 
     async def crash(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, LOG_ERRORS):  # the log unreachable: an answer, not a crash
+            log.warning("event_log_unavailable", path=request.url.path, error=type(exc).__name__, detail=str(exc)[:300])
+            return error_json(log_unavailable(exc))
         log.error("internal_error", path=request.url.path, error=type(exc).__name__, detail=str(exc), exc_info=True)
         return error_json(internal_error(exc), 500)
 
