@@ -121,6 +121,15 @@ class Settings(BaseModel):
         "(`outage`), and anything else is refused (503 event_log_unavailable, Retry-After). While the log is known "
         "to be unreachable, requests do not wait for it.",
     )
+    token_staleness_seconds: float = Field(
+        0.5,
+        ge=0.3,
+        le=3600,
+        description="How old a serving process's knowledge of the named tokens (its last successful read of the "
+        "log's token events; it reads them every 0.25 s) may be before it refuses the named tokens it cannot vouch "
+        "for (503 event_log_unavailable, Retry-After): the longest a token revoked just before the log became "
+        "unreachable stays usable on a node (docs/SECURITY.md).",
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

@@ -13,12 +13,13 @@ Endpoints (all generated from `interface.operations.OPERATIONS`):
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 403 what the token may
 not do or another origin, 404 not found, 409 conflict, 413 request too large, 415 not JSON, 421 unknown Host,
-500 internal, 503 event log unavailable or too many requests waiting, with Retry-After. The OpenAPI document
-lists each.
+500 internal, 503 event log unavailable (also a named token this server cannot check while it cannot read
+the log) or too many requests waiting, with Retry-After. The OpenAPI document lists each.
 
 When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
-server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
-`Authorization: Bearer <token>`, and each operation checks what that token may do (interface/app/access.py);
+server learns of and loses from the log within TOKEN_REFRESH_S; while it cannot read the log, it refuses
+named tokens with 503 once what it knows of them is older than token_staleness_seconds), every route but
+/healthz needs `Authorization: Bearer <token>`, and each operation checks what that token may do (interface/app/access.py);
 binding a non-loopback address with no token of either kind is refused before anything is bound. SIGINT/SIGTERM stop
 accepting connections, let requests in flight finish (up to a grace period), stop the MCP sessions, the
 runner and the scheduler, and return (exit code 0). Threads and connections: see interface/mcp/server.py.
@@ -513,7 +514,7 @@ def create_app(
         async with mcp.session_manager.run():
             if background is not None:
                 background.start()
-            watching = _watch_tokens(credentials)
+            watching = _watch_tokens(credentials, strata.settings.log_wait_seconds)
             try:
                 yield
             finally:
@@ -534,7 +535,12 @@ def create_app(
                 origins=strata.settings.allowed_origins,
             ),
             Middleware(
-                BearerToken, token=token, open_paths=PAGE_PATHS, tokens=credentials, required=not is_loopback(host)
+                BearerToken,
+                token=token,
+                open_paths=PAGE_PATHS,
+                tokens=credentials,
+                required=not is_loopback(host),
+                staleness=strata.settings.token_staleness_seconds,
             ),
         ],
         exception_handlers={HTTPException: http_error, Exception: crash},
@@ -542,18 +548,22 @@ def create_app(
     )
 
 
-def _watch_tokens(credentials: Credentials) -> threading.Event:
-    """Refresh the named tokens from the log every TOKEN_REFRESH_S on a thread of their own, until the
-    returned event is set. While the log cannot be read the last known tokens stay in force (a
-    revocation cannot have been recorded meanwhile either); the failure is logged once."""
+def _watch_tokens(credentials: Credentials, log_wait: float) -> threading.Event:
+    """Refresh the named tokens from the log every TOKEN_REFRESH_S on a thread of their own (each read
+    of the log waiting at most `log_wait` for an unreachable one), until the returned event is set.
+    While the log cannot be read, what was last known ages: BearerToken judges named tokens only on
+    knowledge younger than token_staleness_seconds, and refuses them (503) past it, since a
+    revocation may have been recorded just before the log became unreachable to this node. The
+    failure is logged once."""
     stop = threading.Event()
 
     def follow() -> None:
         failing = False
         while not stop.wait(TOKEN_REFRESH_S):
             try:
-                credentials.refresh()
-            except Exception as exc:  # e.g. PostgreSQL restarting: keep serving with the tokens known
+                with waiting_at_most(log_wait):
+                    credentials.refresh()
+            except Exception as exc:  # e.g. PostgreSQL restarting: named tokens are refused once it is too long
                 if not failing:
                     log.error("tokens_refresh_failed", error=f"{type(exc).__name__}: {exc}")
                 failing = True

@@ -1,11 +1,13 @@
 """A read node (`strata serve` on the PostgreSQL log) while it cannot reach the log: the postmaster killed
-with SIGKILL. Short,
+with SIGKILL, or this node's role barred from logging in while other hosts still write. Short,
 deterministic versions of the faults ops/fault_pg.py runs in cycles.
 
 - Reads answer from the node's projections and say so (`outage`); writes, and whatever needs the log,
   are refused at once with 503 `event_log_unavailable` and Retry-After; never a 500 or a traceback.
   "At once" is checked against what the slow way does: the node's pool waits 60 s for a connection
   here (STRATA_POSTGRES_CONNECT_TIMEOUT), so an answer before that came without waiting for the log.
+- A token revoked while the node cannot read the log is refused within token_staleness_seconds (503,
+  not served), and so is one issued meanwhile (503, not 401 "unknown").
 
 Each test starts a PostgreSQL server of its own (ops/pg.py): it kills or restarts it."""
 
@@ -117,3 +119,60 @@ def test_during_an_outage_reads_answer_from_the_projections_and_the_rest_is_refu
     assert node.stop() == 0
     stderr = "".join(node.stderr)
     assert "Traceback" not in stderr and "internal_error" not in stderr
+
+
+def _roles(server: pg.PgServer, *statements: str) -> None:
+    import psycopg
+
+    admin = {**server.conninfo(admin=True), "dbname": server.dbname}  # the superuser, over the server's socket
+    with psycopg.connect(**admin, autocommit=True) as conn:  # type: ignore[arg-type]
+        for statement in statements:
+            conn.execute(statement)
+
+
+def test_a_token_revoked_or_issued_while_a_node_cannot_read_the_log_is_not_served(
+    cluster: pg.PgServer, serve: Callable[..., Served], tmp_path: Path, strata_env: dict[str, str]
+) -> None:
+    operator = {**strata_env, **cluster.env(), "STRATA_DATA_DIR": str(tmp_path / "operator")}
+    ana = cli(operator, "token", "create", "ana", "--repos", "acme/*", "--ops", "read,write")["token"]
+    # the node reads the log as a role of its own, which can be barred while the operator's role still writes
+    _roles(
+        cluster,
+        "CREATE ROLE node LOGIN PASSWORD 'node-password'",
+        "GRANT SELECT, INSERT, UPDATE ON strata_events TO node",
+        "GRANT USAGE ON SEQUENCE strata_events_notification_id_seq TO node",
+    )
+    node = serve(
+        env={
+            **cluster.env(),
+            "STRATA_POSTGRES_USER": "node",
+            "STRATA_POSTGRES_PASSWORD": "node-password",
+            "STRATA_POSTGRES_CONNECT_TIMEOUT": str(SLOW_WAY_S),
+            "STRATA_TOKEN": "the-operators-own-token",
+        }
+    )
+    read = {"repo_id": "acme/api", "query": "anything"}
+    assert timed_post(node, "read", read, ana)[0].status_code == 200
+
+    _roles(
+        cluster,
+        "ALTER ROLE node NOLOGIN",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'node'",
+    )
+    cli(operator, "token", "revoke", "ana")  # acknowledged: recorded in the log the node cannot read
+    bob = cli(operator, "token", "create", "bob", "--repos", "acme/*", "--ops", "read")["token"]
+
+    until(lambda: timed_post(node, "read", read, ana)[0].status_code != 200, "the node to stop serving ana's token")
+    for token in (ana, bob):
+        answer, seconds = timed_post(node, "read", read, token)
+        assert answer.status_code == 503, answer.text  # neither served nor called unknown: it cannot tell
+        assert answer.json()["error"]["code"] == "event_log_unavailable" and answer.headers["retry-after"]
+        assert seconds < SLOW_WAY_S
+    own = timed_post(node, "read", read, "the-operators-own-token")[0]  # the node's own token needs no log
+    assert own.status_code == 200 and own.json()["outage"]["log_unreachable"]
+
+    _roles(cluster, "ALTER ROLE node LOGIN")
+    until(lambda: timed_post(node, "read", read, bob)[0].status_code == 200, "the node to serve bob's token")
+    assert timed_post(node, "read", read, ana)[0].status_code == 401
+    assert node.stop() == 0
+    assert "Traceback" not in "".join(node.stderr)
