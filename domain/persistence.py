@@ -74,14 +74,14 @@ class EventStoreUnavailable(Unavailable):
     recorded."""
 
 
-def log_unavailable(exc: BaseException, what: str = "") -> EventStoreUnavailable:
+def log_unavailable(exc: BaseException) -> EventStoreUnavailable:
     """The caller's answer to a log error (LOG_ERRORS) outside a command: 503 `event_log_unavailable`.
     Commands say themselves what was recorded (domain/application.py)."""
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
     return EventStoreUnavailable(
         "event_log_unavailable",
         "",
-        f"the event log cannot be reached right now ({detail}){what}: retry in a few seconds",
+        f"the event log cannot be reached right now ({detail}): retry in a few seconds",
     )
 
 
