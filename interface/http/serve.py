@@ -398,7 +398,8 @@ class AccessLog:
                 op=op,
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 2),
-                **({"token": principal.name} if principal is not None and principal.name else {}),
+                # the token's name (never its secret), under a key the redaction does not take for a secret's
+                **({"token_name": principal.name} if principal is not None and principal.name else {}),
             )
 
 
