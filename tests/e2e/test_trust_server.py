@@ -6,15 +6,80 @@ moments without bound."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from strata_recall.domain.credential import SECRET_PREFIX, Credential, credential_id, digest_of
+from strata_recall.interface.app.bootstrap import build
+from strata_recall.interface.app.settings import load_settings
 from tests.conftest import Served, write_request
-from tests.e2e.test_tokens import accepted, call, create, ok
+from tests.e2e.test_tokens import accepted, call, create, ok, refused, strata
 
 ACME, OTHER = "acme/a", "acme/b"
+
+
+def listed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    result = strata(env, "token", "list")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {t["name"]: t for t in json.loads(result.stdout)["tokens"]}
+
+
+@pytest.mark.slow
+def test_an_operator_token_is_every_repos_or_refused(serve: Callable[..., Served], strata_env: dict[str, str]) -> None:
+    for ops in ("operator", "read,operator"):
+        made = strata(strata_env, "token", "create", "boss", "--repos", ACME, "--ops", ops)
+        assert made.returncode == 2, made.stdout + made.stderr
+        error = json.loads(made.stdout)["error"]
+        assert (error["code"], error["path"]) == ("operator_every_repo", "repos")
+        assert "--ops read,write,review" in error["message"] and "Traceback" not in made.stderr
+    assert listed(strata_env) == {}  # nothing recorded
+    root = create(strata_env, "root", "**", "operator")
+    assert {k: listed(strata_env)["root"][k] for k in ("operations", "repos", "global_memories")} == {
+        "operations": ["operator"],
+        "repos": ["**"],
+        "global_memories": True,  # what an operator may do, whatever --global said
+    }
+
+    # a token recorded before this rule as "operator on acme/a" is held to acme/a, as it was listed
+    secret = SECRET_PREFIX + "legacy-operator-token-0123456789abcdefghijklmnop"
+    store = build(load_settings(environ={}, data_dir=Path(strata_env["STRATA_DATA_DIR"])))
+    try:
+        issued = Credential(
+            id=credential_id("legacy"),
+            name="legacy",
+            digest=digest_of(secret),
+            repos=[ACME],
+            ops=["operator"],
+            globals=False,
+        )
+        store.log._append(issued.collect_events())
+    finally:
+        store.close()
+    legacy = listed(strata_env)["legacy"]
+    assert (legacy["operations"], legacy["repos"], legacy["global_memories"]) == (
+        ["read", "write", "review"],
+        [ACME],
+        False,
+    )
+    assert legacy["issued"] == {"operations": ["operator"], "repos": [ACME], "global_memories": False}
+    text = strata(strata_env, "--text", "token", "list").stdout
+    assert "legacy: read, write, review on acme/a" in text and "issued as operator" in text, text
+
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        accepted(http, secret)
+        assert ok(call(http, "whoami", {}, secret))["repos"] == [ACME]
+        ok(call(http, "write", write_request(ACME, "The legacy token writes acme/a"), secret))
+        refused(call(http, "read", {"repo_id": OTHER, "query": "anything"}, secret), 403, "forbidden_repo")
+        refused(call(http, "write", write_request(ACME, "everywhere", scope="global"), secret), 403, "forbidden_global")
+        assert ok(call(http, "whoami", {}, root))["repos"] == ["**"]
+        ok(call(http, "read", {"repo_id": OTHER, "query": "anything"}, root))
+    assert served.stop() == 0
 
 
 @pytest.mark.slow
