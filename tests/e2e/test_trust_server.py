@@ -7,6 +7,8 @@ moments without bound."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -118,3 +120,32 @@ def test_the_access_log_names_the_token_and_debug_logs_carry_no_memory(
     assert len(requests) >= 4 and all("token_name=ana-agent" in line for line in requests), requests
     assert "REDACTED:token" not in logged and ana not in logged
     assert "Marmalade" not in logged and "7777" not in logged  # no memory text, at any level
+
+
+@pytest.mark.slow
+def test_a_new_data_directory_is_private(serve: Callable[..., Served], strata_env: dict[str, str]) -> None:
+    os.umask(0o022)  # the usual umask, inherited by the processes below: Strata must not rely on a stricter one
+    data = Path(strata_env["STRATA_DATA_DIR"])
+    first = strata(strata_env, "write", json.dumps(write_request(ACME, "The staging database is read-only")))
+    assert first.returncode == 0, first.stdout + first.stderr
+    read = strata(strata_env, "read", json.dumps({"repo_id": ACME, "query": "staging database"}))
+    assert read.returncode == 0, read.stdout + read.stderr
+    served = serve()  # a running server holds its databases' -wal and -shm files open
+    written = httpx.post(f"{served.url}/v1/write", json=write_request(ACME, "Deploys need the VPN"), timeout=60)
+    assert written.status_code == 200, written.text
+    httpx.post(
+        f"{served.url}/v1/read",
+        json={"repo_id": ACME, "query": "VPN", "consistency": {"after_position": written.json()["position"]}},
+        timeout=60,
+    )
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    found = [p for p in data.rglob("*") if "models" not in p.relative_to(data).parts]
+    names = {p.name for p in found}
+    assert {"events.sqlite", "events.sqlite-wal", "reads.sqlite", "fts.sqlite-shm"} <= names, names
+    loose = {
+        str(p.relative_to(data)): oct(stat.S_IMODE(p.stat().st_mode))
+        for p in found
+        if stat.S_IMODE(p.stat().st_mode) & 0o077
+    }
+    assert loose == {}, loose
+    assert served.stop() == 0
