@@ -186,7 +186,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "500": error("Internal error"),
             "503": error(
                 "The event log cannot be written or reached, or too many requests already wait (reads for a "
-                "log position: too_many_waiting; past moments: too_many_as_of): retry shortly"
+                "log position: too_many_waiting; past moments: too_many_as_of), or the token had its past moments "
+                "built for the hour (as_of_quota): retry later"
             ),
         }
         paths[f"/v1/{op.name}"] = {

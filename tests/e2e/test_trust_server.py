@@ -149,3 +149,30 @@ def test_a_new_data_directory_is_private(serve: Callable[..., Served], strata_en
     }
     assert loose == {}, loose
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_one_token_cannot_replay_the_log_for_past_moments_without_bound(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
+    for i in range(4):
+        done = strata(strata_env, "write", json.dumps(write_request(ACME, f"fact number {i} about the API")))
+        assert done.returncode == 0, done.stdout + done.stderr
+    ana = create(strata_env, "ana", "acme/*", "read")
+    bob = create(strata_env, "bob", "acme/*", "read")
+    served = serve(env={"STRATA_AS_OF_BUILDS_PER_TOKEN": "2", "STRATA_AS_OF_MODELS": "4"})
+    with httpx.Client(base_url=served.url, timeout=120) as http:
+        accepted(http, ana)
+        accepted(http, bob)
+
+        def past(token: str, position: int) -> httpx.Response:
+            return call(http, "memories", {"repo_id": ACME, "as_of": position}, token)
+
+        for position in (1, 2):
+            assert ok(past(ana, position))["as_of"]["position"] == position
+        error = refused(past(ana, 3), 503, "as_of_quota")
+        assert error["path"] == "as_of" and "as_of_builds_per_token" in error["message"]
+        assert ok(past(ana, 1))["total"] == 1  # built already: no replay, nothing counted
+        assert ok(past(bob, 3))["total"] == 3  # another token's own allowance
+        assert ok(past(ana, 3))["total"] == 3  # now built: served to anyone
+    assert served.stop() == 0
