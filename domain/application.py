@@ -36,7 +36,7 @@ from strata_recall.domain.commands import (
 from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
-from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.ids import parse_memory_id, proposal_id, written_id
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
@@ -384,11 +384,22 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                 "repo: write it with scope 'repo', or leave the anchors out",
             )
 
+        proposed = status == "pending"
+        if proposed and cmd.scope == "global":
+            mid = written_id(clean.text, cmd.kind, cmd.scope, cmd.repo_id, proposed=True)
         existing = session.find(mid)
+        if existing is not None and not existing.visible_to(cmd.repo_id):
+            # another repo's proposal holds the shared id (proposed before proposals had ids of their own):
+            # never touched, never revealed; the write is this repo's own (domain/ids.py)
+            mid = proposal_id(clean.text, cmd.kind, cmd.repo_id)
+            existing = session.find(mid)
         if existing is not None:
             self._reinforce(session, existing, cmd, evidence, problem, related, targets, clean)
             return WriteOutcome(str(mid), "reinforced", cmd.kind, cmd.scope, existing.status, redactions)
-        into = self._merge_target(session, cmd, clean, near, problem) if near is not None else None
+        # a write waiting for review is never merged into another memory: it waits like any write
+        into = (
+            self._merge_target(session, cmd, clean, near, problem, mid) if near is not None and not proposed else None
+        )
         if into is not None and near is not None:
             into._merge_duplicate(
                 **duplicate_content(
@@ -449,13 +460,19 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
 
     def _merge_target(
-        self, session: Session, cmd: NewMemory, clean: CleanWrite, near: NearDuplicate, problem: Memory | None
+        self,
+        session: Session,
+        cmd: NewMemory,
+        clean: CleanWrite,
+        near: NearDuplicate,
+        problem: Memory | None,
+        written: UUID,
     ) -> Memory | None:
         """The memory a write reinforces as its near-duplicate, when the rules allow it (else None:
         the write is created on its own, and the interface reports the near-copy in `similar`)."""
         mid = parse_memory_id(near.memory_id)
         target = session.find(mid) if mid else None
-        if target is None or not target.visible_to(cmd.repo_id) or target.id == clean.mid:
+        if target is None or not target.visible_to(cmd.repo_id) or target.id == written:
             return None
         if (
             merge_refusal_into(

@@ -21,7 +21,7 @@ from uuid import UUID, uuid5
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate, event
 
-from strata_recall.domain.access import PERMISSIONS, check_name, check_pattern
+from strata_recall.domain.access import EVERY_REPO, PERMISSIONS, check_name, check_pattern
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.sanitise import sanitise
 
@@ -163,8 +163,16 @@ def _checked_repos(repos: Sequence[str], operator: bool) -> list[str]:
             "repos",
             "name the repos the token may use (patterns such as acme/* or github.com/acme/api; ** for every repo)",
         )
+    if operator and patterns and patterns != [EVERY_REPO]:
+        raise InvalidInput(
+            "operator_every_repo",
+            "repos",
+            "an operator token acts on every repo and on the global memories, so it cannot be limited to "
+            f"{', '.join(patterns)}: leave --repos out (or give '**'), or for a token with every permission on "
+            "those repos only use --ops read,write,review (and --global to let it touch global memories)",
+        )
     for pattern in patterns:
         problem = check_pattern(pattern)
         if problem:
             raise InvalidInput("invalid_repo_pattern", "repos", problem)
-    return patterns or ["**"]
+    return patterns or [EVERY_REPO]

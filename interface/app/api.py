@@ -31,7 +31,7 @@ from strata_recall.domain.commands import (
 )
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
-from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.ids import parse_memory_id, written_id
 from strata_recall.domain.unit_of_work import CleanWrite
 from strata_recall.interface.app import access
 from strata_recall.interface.app import anchors as anchoring
@@ -338,7 +338,9 @@ class CommandAPI:
         cmd = to_new_memory(request, self.workspaces, actor=principal.name)
         clean = CleanWrite.of(cmd)
         finder = self.near_duplicates() if self.near_duplicates is not None else None
-        similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(clean.mid)) if finder else []
+        # the id this write lands on (a global write waiting for review is its repo's proposal: domain/ids.py)
+        landing = written_id(clean.text, cmd.kind, cmd.scope, cmd.repo_id, proposed=self.status == "pending")
+        similar = finder.nearest(cmd.repo_id, cmd.scope, clean.text.strip(), exclude=str(landing)) if finder else []
         near = _merge_candidate(cmd, clean, similar)
         outcome = self.log.write(cmd, status=self.status, near=near, clean=clean)
         log.info(

@@ -990,7 +990,9 @@ def token_create(
         help="Repo ids or patterns it may use (repeatable or "
         "comma-separated): acme/*, github.com/acme/api; ** for every repo.",
     ),
-    ops: str = typer.Option(..., "--ops", help="Comma-separated: read, write, review, operator."),
+    ops: str = typer.Option(
+        ..., "--ops", help="Comma-separated: read, write, review, operator (every repo: refused with --repos)."
+    ),
     global_memories: bool = typer.Option(
         False,
         "--global",
@@ -1040,6 +1042,12 @@ def token_list(ctx: typer.Context) -> None:
                 "\n".join(
                     f"{t['name']}: {', '.join(t['operations'])} on {', '.join(t['repos'])}"
                     f"{' +global' if t['global_memories'] else ''}; created {t['created']}"
+                    + (
+                        f"; issued as {', '.join(t['issued']['operations'])} on {', '.join(t['issued']['repos'])}"
+                        " (an operator is every repo's: held to those repos)"
+                        if t.get("issued")
+                        else ""
+                    )
                     + (f"; REVOKED {t['revoked']}" if t["revoked"] else "")
                     for t in v["tokens"]
                 )

@@ -186,7 +186,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
             "500": error("Internal error"),
             "503": error(
                 "The event log cannot be written or reached, or too many requests already wait (reads for a "
-                "log position: too_many_waiting; past moments: too_many_as_of): retry shortly"
+                "log position: too_many_waiting; past moments: too_many_as_of), or the token had its past moments "
+                "built for the hour (as_of_quota): retry later"
             ),
         }
         paths[f"/v1/{op.name}"] = {
@@ -398,7 +399,8 @@ class AccessLog:
                 op=op,
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 2),
-                **({"token": principal.name} if principal is not None and principal.name else {}),
+                # the token's name (never its secret), under a key the redaction does not take for a secret's
+                **({"token_name": principal.name} if principal is not None and principal.name else {}),
             )
 
 

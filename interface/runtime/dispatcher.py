@@ -44,6 +44,7 @@ from strata_recall.interface.app.operations import Operation
 from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
+from strata_recall.workers.as_of import BuildAllowance
 
 log = structlog.get_logger("strata.runtime")
 
@@ -92,11 +93,14 @@ class Dispatcher:
         stall_seconds: float = 30.0,
         writes: ReadYourWrites | None = None,
         max_past: int = 2,
+        past_allowance: BuildAllowance | None = None,
     ) -> None:
         self.api = api
         self.waiters = waiters
         self.writes = writes
         self.max_past = max_past
+        self.past_allowance = past_allowance
+        """Past moments each token may have built per hour (None: no bound; the operator is never counted)."""
         self._moments: dict[int, _PastUse] = {}  # past moments in use, by log position
         self.stalls = StallWatch(stall_seconds)
         self.closing = False
@@ -178,6 +182,8 @@ class Dispatcher:
                     "server handles at once: max_as_of_builds); building another means replaying the "
                     "log: retry in a few seconds, or ask for a moment already in use",
                 )
+            if models is None or not models.ready(position, need.vectors):
+                self._allow_build(principal)
             use = self._moments[position] = _PastUse()
             if models is not None:
                 models.pin(position)
@@ -195,6 +201,20 @@ class Dispatcher:
                 if models is not None:
                     models.unpin(position)
 
+    def _allow_build(self, principal: Principal) -> None:
+        """A token's allowance of past moments built (`as_of_builds_per_token`): one more, or refused."""
+        if self.past_allowance is None or principal.name is None or principal.operator:
+            return
+        wait = self.past_allowance.take(principal.name)
+        if wait is not None:
+            raise Unavailable(
+                "as_of_quota",
+                "as_of",
+                f"the token {principal.name!r} had {self.past_allowance.limit} past moments built in the last hour, "
+                "the most one token may (as_of_builds_per_token): each is a replay of the log. Ask for a moment "
+                f"already built, or retry in {max(1, round(wait / 60))} min",
+            )
+
 
 def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
     """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
@@ -209,4 +229,5 @@ def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: b
         strata.settings.request_stall_seconds,
         writes,
         strata.settings.max_as_of_builds,
+        BuildAllowance(strata.settings.as_of_builds_per_token),
     )
