@@ -829,17 +829,19 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         table = SQL("{schema}.{table}").format(
             schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name)
         )
-        with recorder.datastore.transaction(commit=False) as cursor:
-            if settle:
+        select = SQL(
+            "SELECT notification_id, topic, state FROM {} WHERE originator_id = %s AND originator_version = %s"
+        ).format(table)
+        if settle:  # in a transaction, so that the lock holds until the row is read
+            with recorder.datastore.transaction(commit=False) as cursor:
                 cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{SETTLE_TIMEOUT_S}s")))
                 cursor.execute(SQL("LOCK TABLE {} IN SHARE MODE").format(table))
-            cursor.execute(
-                SQL(
-                    "SELECT notification_id, topic, state FROM {} WHERE originator_id = %s AND originator_version = %s"
-                ).format(table),
-                [originator_id, version],
-            )
-            row = cursor.fetchone()
+                cursor.execute(select, [originator_id, version])
+                row = cursor.fetchone()
+        else:  # one round trip (autocommit): a client's key is looked up before the write it names
+            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                cursor.execute(select, [originator_id, version], prepare=True)
+                row = cursor.fetchone()
         return None if row is None else (row["notification_id"], row["topic"], row["state"])
 
     write_failure: str | None = None
