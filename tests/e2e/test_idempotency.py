@@ -415,6 +415,39 @@ def test_a_retried_write_or_update_takes_effect_once_on_postgres_across_two_node
     _check_once(pairs, pg_topics(cluster, env))
 
 
+@pytest.mark.slow
+def test_a_tool_call_sent_again_over_stdio_takes_effect_once(strata_env: dict[str, str], tmp_path: Path) -> None:
+    """`strata mcp` over stdio reads the key from `_meta` just the same; a call without one is told the key
+    it ran under, and the same call with that key is the same answer."""
+    from mcp import StdioServerParameters
+
+    params = StdioServerParameters(command=STRATA_COMMAND, args=["mcp"], env=strata_env)
+
+    async def main() -> list[Any]:
+        async with Client(params, read_timeout_seconds=120, mode="legacy") as client:
+            keyed = [await client.call_tool("write", write_body(1), meta={KEY: "stdio-1"}) for _ in range(2)]  # type: ignore[arg-type]
+            unkeyed = await client.call_tool("write", write_body(2))
+            made = (unkeyed.meta or {}).get(KEY, "none-given")
+            again = await client.call_tool("write", write_body(2), meta={KEY: made})  # type: ignore[arg-type]
+            return [*keyed, unkeyed, again]
+
+    first, second, unkeyed, again = anyio.run(main)
+    for result in (first, second, unkeyed, again):
+        assert not result.is_error, result.content
+    assert answer(first.structured_content) == answer(second.structured_content)
+    assert answer(unkeyed.structured_content) == answer(again.structured_content)
+    assert [bool((r.meta or {}).get("strata/replayed")) for r in (first, second, unkeyed, again)] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    topics = sqlite_topics(Path(strata_env["STRATA_DATA_DIR"]))
+    for result in (first, unkeyed):
+        assert result.structured_content["outcome"] == "created"
+        assert topics[result.structured_content["memory_id"]] == ["MemoryWritten"]
+
+
 # --- what a key may and may not be -----------------------------------------------------------------------
 
 
