@@ -695,9 +695,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
         the command runs again on fresh state; or it meets its own rows: the event store's client sends
         an insert again when the connection broke before the commit's answer came (PostgreSQL), and the
         first one had committed. Which of the two is looked up, never guessed: the request's key
-        (domain/idempotency.py), or without a key the attempt's last event, byte for byte. An append that
-        fails (OperationalError, InterfaceError) is looked up the same way before the answer says that
-        nothing was recorded, and says so only when the log says so.
+        (domain/idempotency.py), or without a key the attempt's last event, every field (its timestamp
+        too) as the log holds it. An append that fails (OperationalError, InterfaceError) is looked up
+        the same way before the answer says that nothing was recorded, and says so only when the log
+        says so.
 
         Under an idempotency key (domain/idempotency.py keyed) the key's event is recorded with the
         command's events, and a key already in the log answers with the outcome recorded then: the

@@ -222,7 +222,10 @@ class CommandAPI:
         request = parse(op.request, payload)
         key = (key or CommandKey.made()).bind(op.name, request.model_dump(mode="json"), principal.name)
         with idempotency.keyed(key):
-            return op.call(self, request, principal)
+            response = op.call(self, request, principal)
+        if key.replayed:
+            log.info("replayed", op=op.name, position=getattr(response, "position", None))
+        return response
 
     def _scope_of(self, raw_id: str, repo_id: str) -> str | None:
         mid = parse_memory_id(raw_id)
