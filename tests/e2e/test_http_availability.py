@@ -163,7 +163,7 @@ def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(
 
         filler.unlink()  # space again: writes and health come back by themselves
         again = http.post("/v1/write", json=WRITE)
-        assert again.status_code == 200 and again.json()["position"] == head + 1, again.text
+        assert again.status_code == 200 and again.json()["position"] == head + 2, again.text  # the write, its key
         deadline = time.monotonic() + 90
         while (health := http.get("/healthz").json())["status"] != "ok" and time.monotonic() < deadline:
             time.sleep(0.5)
