@@ -61,7 +61,8 @@ def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Serv
                 read = await timed(
                     "read",
                     lambda: http.post(
-                        "/v1/read", json={**READ, "consistency": {"after_position": write.json()["position"]}}
+                        "/v1/read",
+                        json={**READ, "consistency": {"after_position": write.json()["position"], "timeout_ms": 30000}},
                     ),
                 )
                 assert read.status_code == 200, read.text

@@ -122,7 +122,7 @@ async def session(client: Client) -> None:
                 "repo_id": REPO,
                 "query": "integration tests hang",
                 "mode": "targeted",
-                "consistency": {"after_position": solution["position"]},
+                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
             },
         ),
         "read",

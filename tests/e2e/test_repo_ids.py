@@ -82,7 +82,10 @@ def test_repo_ids_over_http(serve: Callable[..., Served], strata_env: dict[str, 
         assert again.json()["outcome"] == "reinforced"
         index = http.post(
             "/v1/memory_index",
-            json={"repo_id": DECOMPOSED, "consistency": {"after_position": again.json()["position"]}},
+            json={
+                "repo_id": DECOMPOSED,
+                "consistency": {"after_position": again.json()["position"], "timeout_ms": 30000},
+            },
         )
         assert index.status_code == 200 and f"Memory of {COMPOSED}: 1 memories" in index.json()["text"]
 

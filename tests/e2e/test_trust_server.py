@@ -135,7 +135,11 @@ def test_a_new_data_directory_is_private(serve: Callable[..., Served], strata_en
     assert written.status_code == 200, written.text
     httpx.post(
         f"{served.url}/v1/read",
-        json={"repo_id": ACME, "query": "VPN", "consistency": {"after_position": written.json()["position"]}},
+        json={
+            "repo_id": ACME,
+            "query": "VPN",
+            "consistency": {"after_position": written.json()["position"], "timeout_ms": 30000},
+        },
         timeout=60,
     )
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
