@@ -111,22 +111,16 @@ def writer_main(config: dict[str, Any]) -> None:
     start, acknowledgement or failure appended (and flushed) to its own file, so a kill -9 loses no
     record of what was acknowledged. Pauses while <control>/pause exists, stops at <control>/stop."""
     from strata_recall.domain.errors import StrataError
+    from strata_recall.domain.idempotency import CommandKey
     from strata_recall.interface.app.api import CommandAPI
     from strata_recall.interface.app.bootstrap import build
     from strata_recall.interface.app.logs import configure_logging
+    from strata_recall.interface.app.operations import OPERATIONS
     from strata_recall.interface.app.settings import load_settings
-    from strata_recall.schemas.update import UpdateRequest
-    from strata_recall.schemas.write import WriteRequest
 
     configure_logging("warning")
     strata = build(load_settings())
     api = CommandAPI(strata.log)
-    # idempotent commands, where the requests take a key (issue #29): the marker, the same on every retry
-    keyed = {
-        kind
-        for kind, model in (("write", WriteRequest), ("update", UpdateRequest))
-        if "idempotency_key" in model.model_fields
-    }
     me, rate, control = config["me"], config["rate"], Path(config["control"])
     rnd = random.Random(config["seed"])
     own: list[str] = []
@@ -143,20 +137,16 @@ def writer_main(config: dict[str, Any]) -> None:
             time.sleep(delay)
         marker = f"{me}.{i}"
         kind, request = plan(marker, i, rnd, own)
-        if ("update" if kind in ("truth", "utility") else "write") in keyed:
-            request["idempotency_key"] = marker
+        op = OPERATIONS["update" if kind in ("truth", "utility") else "write"]
         out.write(json.dumps({"m": marker, "k": kind, "s": "sent", "t": time.time()}) + "\n")
         started = time.monotonic()
         while True:
             try:
-                if kind in ("truth", "utility"):
-                    r = api.update(request)
-                    record = {"p": r.position, "id": r.memory_id, "o": "updated"}
-                else:
-                    w = api.write(request)
-                    record = {"p": w.position, "id": w.memory_id, "o": w.outcome}
-                    if kind == "write":
-                        own.append(w.memory_id)
+                # the op's idempotency key is its marker, the same on every attempt (issue #29)
+                r: Any = api.perform(op, request, key=CommandKey(marker))
+                record = {"p": r.position, "id": r.memory_id, "o": getattr(r, "outcome", "updated")}
+                if kind == "write":
+                    own.append(r.memory_id)
                 out.write(json.dumps({"m": marker, "s": "ack", **record, "lat": time.monotonic() - started}) + "\n")
                 break
             except StrataError as exc:
@@ -220,6 +210,8 @@ class Outcome:
     position: int | None = None
     memory: str | None = None
     error: str | None = None
+    key: str | None = None
+    """Its idempotency key: the marker for a writer's op, the Idempotency-Key header over HTTP."""
 
 
 @dataclass
@@ -363,7 +355,8 @@ class Harness:
         self.mismatches: list[tuple[int, str, str]] = []
         self.ryw = Counter[str]()
         self.mid_catch_up = Counter[str]()
-        self.touched: dict[str, set[int]] = {}
+        self.requests: dict[str, list[int]] = {}
+        """Each idempotency key's RequestRecorded positions in the log (one, the primary key sees to it)."""
 
     def env(self, data: Path, **extra: str) -> dict[str, str]:
         return {
@@ -428,7 +421,7 @@ class Harness:
                 except json.JSONDecodeError:  # the last line of a killed writer, cut short
                     continue
                 marker = record["m"]
-                outcome = self.outcomes.setdefault(marker, Outcome(marker, record.get("k", "?"), "api"))
+                outcome = self.outcomes.setdefault(marker, Outcome(marker, record.get("k", "?"), "api", key=marker))
                 if record["s"] == "sent":
                     outcome.kind = record["k"]
                 elif record["s"] == "ack":
@@ -536,7 +529,7 @@ class Harness:
         """One mutating operation through either node, retried with the same Idempotency-Key until it is
         acknowledged or refused for good (or RETRY_S passed)."""
         key = uuid.uuid4().hex
-        outcome = self.outcomes[marker] = Outcome(marker, kind, "http")
+        outcome = self.outcomes[marker] = Outcome(marker, kind, "http", key=key)
         node = rnd.randrange(2)
         deadline = time.monotonic() + RETRY_S
         while True:
@@ -773,7 +766,7 @@ class Harness:
         overrides: dict[str, Any] = self.server.settings()
         strata = build(load_settings(environ={}, data_dir=self.root / "scanner", **overrides))
         effects: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        touched: dict[str, set[int]] = defaultdict(set)
+        requests: dict[str, list[int]] = defaultdict(list)
         changes: dict[str, list[str]] = {}
         recorded: dict[str, set[str]] = defaultdict(set)
         created = Counter[str]()
@@ -788,11 +781,11 @@ class Harness:
                 # memory's adjustments of its targets carry its refs too, in the same transaction)
                 secondary = name == "TruthAdjusted" and event.source == "change"
                 for ref in getattr(event, "evidence_refs", None) or ():
-                    if ref.startswith("op:"):
-                        touched[ref[3:]].add(p)
-                        if not secondary:
-                            effects[ref[3:]].append((p, name))
-                if name == "MemoryWritten":
+                    if ref.startswith("op:") and not secondary:
+                        effects[ref[3:]].append((p, name))
+                if name == "RequestRecorded":  # a request's key, recorded last in its transaction
+                    requests[event.key].append(p)
+                elif name == "MemoryWritten":
                     if "(shared " in event.text:
                         created[str(event.originator_id)] += 1
                     if event.kind == "change":
@@ -801,7 +794,7 @@ class Harness:
                     recorded[event.change_memory_id].add(str(event.originator_id))
             position = batch[-1][0] + 1
         strata.close()
-        self.touched = touched
+        self.requests = requests
         torn = sum(1 for mid, targets in changes.items() if set(targets) != recorded.get(mid, set()))
         torn += sum(1 for mid in recorded if mid not in changes)
         return effects, torn, created
@@ -810,7 +803,16 @@ class Harness:
         effects, torn, created = self.scan_log()
         acked = [o for o in self.outcomes.values() if o.acked]
         lost = [o for o in acked if not effects.get(o.marker)]
-        misplaced = [o for o in acked if effects.get(o.marker) and o.position not in self.touched[o.marker]]
+        # an answer's position is its key's RequestRecorded, after the op's effects in the same transaction
+        misplaced = [
+            o
+            for o in acked
+            if effects.get(o.marker)
+            and (
+                self.requests.get(o.key or "") != [o.position]
+                or any(p >= (o.position or 0) for p, _ in effects[o.marker])
+            )
+        ]
         duplicated = [o for o in acked if len(effects.get(o.marker, [])) > 1]
         unacked = [o for o in self.outcomes.values() if not o.acked and effects.get(o.marker)]
         unacked_twice = [o for o in unacked if len(effects[o.marker]) > 1]
@@ -826,7 +828,14 @@ class Harness:
             f"{by_source['http']:,} over HTTP)"
         )
         say(f"  lost (acknowledged, no effect in the log): {len(lost)}")
-        say(f"  acknowledged at a position that does not hold their effect: {len(misplaced)}")
+        say(
+            f"  acknowledged at a position that is not their key's record, after their effect: {len(misplaced)}"
+            + "".join(
+                f"\n    {o.source} {o.kind} {o.marker}: ack at {o.position}, key at "
+                f"{self.requests.get(o.key or '')}, effects {effects[o.marker]}"
+                for o in misplaced[:5]
+            )
+        )
         say(f"  duplicated (one acknowledgement, two or more effects): {len(duplicated)}")
         for o in duplicated[:10]:
             say(f"    {o.source} {o.kind} {o.marker}: ack at {o.position}, effects {effects[o.marker]}")
