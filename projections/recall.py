@@ -57,7 +57,7 @@ import orjson
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.memory import STATUSES
-from strata_recall.domain.visibility import can_see
+from strata_recall.domain.visibility import PROPOSED, can_see
 from strata_recall.projections import brief
 from strata_recall.projections.anchors import Workspace, anchor_fields, anchor_weight
 from strata_recall.projections.archetypes import ArchetypeClassifier
@@ -76,7 +76,7 @@ from strata_recall.projections.relevance import (
 )
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
-from strata_recall.projections.vector_index import VectorIndex
+from strata_recall.projections.vector_index import GLOBAL, VectorIndex
 
 GUIDANCE = (
     "Memories are hypotheses, not orders: check each against the code in front of you, which is the "
@@ -490,8 +490,9 @@ class RecallEngine:
     # --- relevance ----------------------------------------------------------------------------
 
     def keyword_search(self, q: ReadQuery) -> KeywordSearch:
-        """The keyword ranking over every status (the threshold counts what it holds back), best first,
-        with bm25 negated (higher is better), and the scale that makes it absolute."""
+        """The keyword ranking over every status the reader may see (the threshold counts what it holds
+        back), best first, each hit with the share of the query's keyword evidence it holds (higher is
+        better; fts.KeywordSearch), every statistic from the reader's own parts of the index."""
         found = self.fts.search_with_evidence(
             q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES, limit=self.config.overfetch
         )
@@ -503,7 +504,7 @@ class RecallEngine:
     ) -> tuple[dict[str, Candidate], Answer]:
         """The search's hits fused into one ranking, and the evidence of the read as a whole."""
         c = self.config
-        vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
+        vector = self._seen(q, self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch), qv)
         found = searching.result()
         keyword = found.hits
         if c.relevance == "vector":
@@ -516,7 +517,6 @@ class RecallEngine:
             fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: c.consider * q.limit])
         in_vector, in_keyword = {m for m, _ in vector}, dict(keyword)
         cosines = dict(vector)
-        scale = 1.0 / found.possible if found.possible > 0 else 0.0
         out = {}
         for rank, (memory_id, score) in enumerate(sorted(fused.items(), key=lambda item: -item[1])):
             reason = "+".join(
@@ -529,11 +529,11 @@ class RecallEngine:
                 direct=True,
                 keyword=memory_id in in_keyword,
                 cos=cosines.get(memory_id),
-                kw=in_keyword.get(memory_id, 0.0) * scale,
+                kw=in_keyword.get(memory_id, 0.0),
                 rank=rank,
             )
         best_cos = max((cos for _, cos in vector), default=0.0)
-        best_keyword = max(in_keyword.values(), default=0.0) * scale
+        best_keyword = max(in_keyword.values(), default=0.0)
         agree = any(cand.reason == "vector+keyword" for cand in itertools.islice(out.values(), 3))
         features = answer_features(best_cos, best_keyword, found.known, agree, len(q.query.split()))
         hybrid = c.relevance == "hybrid"  # the single signals (evaluation) are ranked by their own scores
@@ -579,13 +579,17 @@ class RecallEngine:
     def _associate(
         self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
-        self._spread_related(candidates, seeds[: self.config.related_seeds])
+        """Explicit links from the seeds, each route offering only memories the reader may see (one it may
+        not see is neither offered nor passed through: another repo's proposal linked to two of the
+        reader's memories would otherwise carry relevance from one to the other)."""
+        self._spread_related(q, candidates, rows, seeds[: self.config.related_seeds])
         if q.include_problem_links:
-            self._link_cases(candidates, rows, seeds)
+            self._link_cases(q, candidates, rows, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
         if q.include_update_links:
             seed_ids = {c.memory_id for c in seeds}
             self._changes(
+                q,
                 candidates,
                 rows,
                 [
@@ -595,12 +599,27 @@ class RecallEngine:
                 ],
             )
 
+    def _seeable(self, q: ReadQuery, rows: dict[str, dict[str, Any]], memory_ids: set[str]) -> set[str]:
+        """Those of `memory_ids` the reader may see (their rows join `rows`)."""
+        missing = memory_ids - rows.keys()
+        if missing:
+            rows.update(self.state.rows(missing))
+        return {m for m in memory_ids if m in rows and self._visible(rows[m], q)}
+
     def _changes(
-        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], reached: list[Candidate]
+        self,
+        q: ReadQuery,
+        candidates: dict[str, Candidate],
+        rows: dict[str, dict[str, Any]],
+        reached: list[Candidate],
     ) -> None:
         """The change memories that target what association reached come too (explicit links)."""
+        chains = {cand.memory_id: (rows.get(cand.memory_id) or {}).get("change_chain", []) for cand in reached}
+        seen = self._seeable(q, rows, {change["change_memory_id"] for chain in chains.values() for change in chain})
         for cand in reached:
-            for change in (rows.get(cand.memory_id) or {}).get("change_chain", []):
+            for change in chains[cand.memory_id]:
+                if change["change_memory_id"] not in seen:
+                    continue
                 self._offer(
                     candidates,
                     change["change_memory_id"],
@@ -611,27 +630,39 @@ class RecallEngine:
         rows.update(self.state.rows(set(candidates) - rows.keys()))
 
     def _link_cases(
-        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
         """Explicit problem links, both ways: a seed problem brings its solutions, failed tactics and
         the memories about it; a seed solution (or failed tactic, or memory about a problem) brings
         its problem, and that problem the rest of its case."""
         decay = self.config.link_decay
         problems: dict[str, Candidate] = {}
+        named = {
+            p
+            for seed in seeds
+            if rows[seed.memory_id]["kind"] != "problem"
+            for p in rows[seed.memory_id]["problem_ids"]
+        }
+        seen = self._seeable(q, rows, named)
         for seed in seeds:
             row = rows[seed.memory_id]
             if row["kind"] == "problem":
                 problems.setdefault(seed.memory_id, seed)
                 continue
             for problem in row["problem_ids"]:
-                self._offer(candidates, problem, seed.relevance * decay, "problem_link", seed)
-                problems.setdefault(problem, candidates[problem])
+                if problem in seen:
+                    self._offer(candidates, problem, seed.relevance * decay, "problem_link", seed)
+                    problems.setdefault(problem, candidates[problem])
         attached = self.links.incoming_many(list(problems), ("solves", "failed_on", "about"))
+        seen = self._seeable(q, rows, {other for members in attached.values() for other in members})
         for problem_id, problem in problems.items():
             for other in attached.get(problem_id, []):
-                self._offer(candidates, other, problem.relevance * decay, "problem_link", problem)
+                if other in seen:
+                    self._offer(candidates, other, problem.relevance * decay, "problem_link", problem)
 
-    def _spread_related(self, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
+    def _spread_related(
+        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+    ) -> None:
         """Each seed gives the memories `related` to it (breadth first, up to len(related_decay) links
         away) a share of its relevance; shares from different seeds add up (LoCoMo's evidence is
         often the turn next to the one that matches: +0.07 recall at every k). Seeds whose
@@ -645,11 +676,12 @@ class RecallEngine:
         for share in self.config.related_decay:
             wanted = sorted({m for ms in frontier.values() for m in ms})
             neighbours = self.links.related_many(wanted)
+            seen = self._seeable(q, rows, {other for others in neighbours.values() for other in others})
             for seed_id, members in frontier.items():
                 step = []
                 for member in members:
                     for other in neighbours.get(member, []):
-                        if other not in reached[seed_id]:
+                        if other in seen and other not in reached[seed_id]:
                             reached[seed_id].add(other)
                             step.append(other)
                 for other in step:
@@ -691,7 +723,7 @@ class RecallEngine:
             return
         rows.update(self.state.rows(set(candidates) - before))
         if q.include_update_links:
-            self._changes(candidates, rows, [candidates[m] for m in set(candidates) - before])
+            self._changes(q, candidates, rows, [candidates[m] for m in set(candidates) - before])
         fresh = {m: cand for m, cand in candidates.items() if m not in before}
         self._estimate(q, qv, fresh.values(), answer)
         yield from self._cases(self._score(q, qv, fresh, rows, now, favoured, suppressed))
@@ -717,8 +749,8 @@ class RecallEngine:
             neighbours = self.index.search_many(
                 np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
             )
-            for (parent, _), hits in zip(located, neighbours, strict=True):
-                for memory_id, cos in hits:
+            for (parent, vector), hits in zip(located, neighbours, strict=True):
+                for memory_id, cos in self._seen(q, hits, vector):
                     if memory_id != parent.memory_id and cos >= floor:
                         relevance = below * parent.relevance / top * (c.hop_decay**hop) * cos
                         if self._offer(candidates, memory_id, relevance, f"semantic_hop_{hop}", parent):
@@ -779,7 +811,31 @@ class RecallEngine:
 
     @staticmethod
     def _visible(row: dict[str, Any], q: ReadQuery) -> bool:
-        return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global)
+        return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global, row["status"])
+
+    def _seen(self, q: ReadQuery, hits: list[tuple[str, float]], against: np.ndarray) -> list[tuple[str, float]]:
+        """Vector hits as the reader may see them, best first: without another repo's global proposals
+        (pending or rejected: the global partition holds them, only their writer repo sees them),
+        dropped before they take a place in any ranking; and with each cosine to `against` computed
+        row by row (a partition's matrix product rounds a row's last bit differently as the partition
+        grows, so another repo's proposals would move a global memory's cosine by a float's last bit)."""
+        if not hits:
+            return hits
+        partitions = [(key, self.index.partitions.get(key)) for key in (q.repo_id, GLOBAL)]
+        found: dict[str, float] = {}
+        for key, partition in partitions:
+            if partition is None or (key == GLOBAL and not q.include_global):
+                continue
+            slots = [(m, at) for m, _ in hits if (at := partition.slot.get(m)) is not None]
+            if key == GLOBAL and any(partition.statuses[at] in PROPOSED for _, at in slots):
+                proposed = {m for m, at in slots if partition.statuses[at] in PROPOSED}
+                rows = self.state.rows(proposed)
+                unseen = {m for m in proposed if m not in rows or not self._visible(rows[m], q)}
+                slots = [(m, at) for m, at in slots if m not in unseen]
+            if slots:
+                cosines = np.einsum("ij,j->i", partition.matrix[[at for _, at in slots]], against)
+                found.update(zip([m for m, _ in slots], cosines.tolist(), strict=True))
+        return sorted(((m, found[m]) for m, _ in hits if m in found), key=lambda hit: -hit[1])
 
     def _in_scope(self, q: ReadQuery) -> ReadQuery:
         """The query with another repo's problem as current_problem_id treated exactly like an unknown
