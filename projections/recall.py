@@ -349,6 +349,7 @@ class RecallEngine:
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
+        self._proposed: tuple[tuple[int, int], int] = ((-2, -1), 0)  # (index refresh, globals) -> proposals among them
         self.reads = 0  # served so far
 
     def read(self, q: ReadQuery) -> Recall:
@@ -504,7 +505,11 @@ class RecallEngine:
     ) -> tuple[dict[str, Candidate], Answer]:
         """The search's hits fused into one ranking, and the evidence of the read as a whole."""
         c = self.config
-        vector = self._seen(q, self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch), qv)
+        # asked for as many more as the global partition holds proposals: those the reader may not see
+        # are dropped, and cannot have taken a visible memory's place
+        more = self._proposals() if q.include_global else 0
+        vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch + more)
+        vector = self._seen(q, vector, qv)[: c.overfetch]
         found = searching.result()
         keyword = found.hits
         if c.relevance == "vector":
@@ -746,11 +751,12 @@ class RecallEngine:
             located = [(p, v) for p, v in parents if v is not None]
             if not located:
                 break
+            more = self._proposals() if q.include_global else 0
             neighbours = self.index.search_many(
-                np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
+                np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1 + more
             )
             for (parent, vector), hits in zip(located, neighbours, strict=True):
-                for memory_id, cos in self._seen(q, hits, vector):
+                for memory_id, cos in self._seen(q, hits, vector)[: c.hop_fanout + 1]:
                     if memory_id != parent.memory_id and cos >= floor:
                         relevance = below * parent.relevance / top * (c.hop_decay**hop) * cos
                         if self._offer(candidates, memory_id, relevance, f"semantic_hop_{hop}", parent):
@@ -812,6 +818,17 @@ class RecallEngine:
     @staticmethod
     def _visible(row: dict[str, Any], q: ReadQuery) -> bool:
         return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global, row["status"])
+
+    def _proposals(self) -> int:
+        """How many global proposals (pending or rejected) the vector index holds, counted once per
+        refresh of the index."""
+        partition = self.index.partitions.get(GLOBAL)
+        if partition is None:
+            return 0
+        key = (self.index.seq, len(partition.ids))
+        if self._proposed[0] != key:
+            self._proposed = (key, sum(1 for status in partition.statuses if status in PROPOSED))
+        return self._proposed[1]
 
     def _seen(self, q: ReadQuery, hits: list[tuple[str, float]], against: np.ndarray) -> list[tuple[str, float]]:
         """Vector hits as the reader may see them, best first: without another repo's global proposals

@@ -29,7 +29,7 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import HashEmbedder, MiniLMEmbedder
 from strata_recall.projections.fts import FTSProjection
-from strata_recall.projections.recall import ReadQuery, Recall
+from strata_recall.projections.recall import ReadQuery, Recall, RecallConfig
 from strata_recall.workers.runner import pipelined
 from tests.conftest import write_request
 
@@ -120,9 +120,11 @@ def build_store(folder: Path, memories: list[tuple[int, Spec]], embedder: Any, *
     return app
 
 
-def answer(app: Strata, words: list[str], include_global: bool, min_relevance: float | None) -> tuple[Any, ...]:
+def answer(
+    app: Strata, words: list[str], include_global: bool, min_relevance: float | None, config: RecallConfig | None = None
+) -> tuple[Any, ...]:
     """What a reader of `a` is answered: everything but the read's id, position and timings."""
-    engine = app.recall()
+    engine = app.recall(config)
     engine.clock = lambda: PAST
     recall: Recall = engine.read(
         ReadQuery(READER, " ".join(words), include_global=include_global, min_relevance=min_relevance, limit=20)
@@ -262,8 +264,19 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {a!r} != {b!r}"
 
 
+NARROW = RecallConfig(overfetch=2, hop_fanout=1)
+"""Searches that keep only the nearest two memories (and hops the nearest one): `b`'s proposal is near the
+question about logs, and must not take a visible memory's place before it is dropped."""
+
+
 def answers(app: Strata) -> list[tuple[Any, ...]]:
-    return [answer(app, q.split(), g, bar) for q in QUESTIONS for g in (True, False) for bar in (None, 0.0)]
+    return [
+        answer(app, q.split(), g, bar, config)
+        for q in QUESTIONS
+        for g in (True, False)
+        for bar in (None, 0.0)
+        for config in (None, NARROW)
+    ]
 
 
 def test_the_issues_probe_learns_nothing_and_a_replay_answers_alike(
