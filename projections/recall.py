@@ -1,8 +1,11 @@
 """The recall engine: scope → relevance → association → threshold → cases → selection, answered at
 one log position from the projections (never by rebuilding aggregates).
 
-1. Scope: the request's repo plus global memories when asked; every route (search, links, chains,
-   hops) is checked against it, and what is out of scope is dropped without a trace.
+1. Scope: the request's repo plus global memories when asked (and of those, never another repo's
+   proposals: domain/visibility.py); every route (search, links, chains, hops) is checked against it,
+   and what is out of scope is dropped without a trace, before it takes a place in a ranking or a
+   link is walked through it. The keyword search's statistics are the reader's own too
+   (projections/fts.py), so an answer depends on nothing the reader may not see.
 2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search (on a thread beside the query
    embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
