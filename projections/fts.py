@@ -20,7 +20,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,7 +402,20 @@ class FTSProjection(Projection):
         limit: int = 50,
     ) -> KeywordSearch:
         """The search's hits in the parts `repo_id` may see, and what they are worth on an absolute
-        scale (KeywordSearch), every statistic from those parts."""
+        scale (KeywordSearch), every statistic from those parts, all read in one transaction (the same
+        committed state, whatever a worker commits meanwhile)."""
+        with self._reading():
+            return self._search(query, repo_id, include_global, kinds, statuses, limit)
+
+    def _search(
+        self,
+        query: str,
+        repo_id: str,
+        include_global: bool,
+        kinds: Sequence[str] | None,
+        statuses: Sequence[str],
+        limit: int,
+    ) -> KeywordSearch:
         words = query_words(query)
         sizes = self._sizes(repo_id, include_global)
         wanted = set(statuses)
@@ -441,24 +455,17 @@ class FTSProjection(Projection):
         found.hits = [(memory_id, share) for share, _, memory_id in hits[:limit]]
         return found
 
-    def term_stats(self, words: list[str], repo_id: str, include_global: bool = True) -> dict[str, int]:
-        """How many of the active memories a reader of `repo_id` may see hold each word (as bm25 counts
-        them): each word is tokenized as the table tokenizes text (porter stems; a word like foo_bar is
-        two tokens and counts as its rarest)."""
-        sizes = self._sizes(repo_id, include_global)
-        active = [part for part, kind in parts_seen(repo_id, include_global) if kind == ACTIVE and sizes.get(part)]
-        counts = [self._counts(part, words) for part in active]
-        return {w: sum(c[w] for c in counts) for w in words}
-
-    def documents(self, repo_id: str, include_global: bool = True) -> int:
-        """How many active memories a reader of `repo_id` may see, as bm25 counts them."""
-        sizes = self._sizes(repo_id, include_global)
-        return sum(sizes.get(part, 0) for part, kind in parts_seen(repo_id, include_global) if kind == ACTIVE)
-
-    def rarest(self, words: list[str], k: int, repo_id: str, include_global: bool = True) -> list[str]:
-        """The k words found in the fewest of the active memories a reader of `repo_id` may see, in
-        their order in `words`; words none of them holds are dropped (they cannot match)."""
-        return _rarest(words, self.term_stats(words, repo_id, include_global), k)
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read transaction (unless one is open): its statements see one committed state."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
 
     def _sizes(self, repo_id: str, include_global: bool) -> dict[str, int]:
         """The documents of each part a reader of `repo_id` may see that exists."""
@@ -557,6 +564,18 @@ class FTSProjection(Projection):
         words = prefix_query(text)
         if not words:
             return []
+        with self._reading():
+            return self._matching(words, repo_id, include_global, kinds, statuses, limit)
+
+    def _matching(
+        self,
+        words: str,
+        repo_id: str,
+        include_global: bool,
+        kinds: Sequence[str],
+        statuses: Sequence[str],
+        limit: int,
+    ) -> list[str]:
         sizes = self._sizes(repo_id, include_global)
         hits: list[tuple[float, int, str]] = []
         for part, kind in parts_seen(repo_id, include_global):

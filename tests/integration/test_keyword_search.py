@@ -126,3 +126,30 @@ def test_a_store_indexed_in_one_table_rebuilds_from_the_log(
     assert [m for m, _ in reopened.search("readcsv", "acme")] == [ids["csv"]]
     assert reopened.digest() == app.projection("fts").digest()
     reopened.close()
+
+
+def test_a_search_reads_one_committed_state(
+    store: tuple[Strata, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts' sizes, their word counts and the hits come from one committed state: a worker (another
+    connection) committing a memory between two of the search's statements changes nothing in it."""
+    app, _ = store
+    fts: FTSProjection = app.projection("fts")  # type: ignore[assignment]
+    query = "where does the nightly job write its report"
+    before = vars(fts.search_with_evidence(query, "acme"))
+    CommandAPI(app.log).write(write_request("acme", "The nightly report job writes to the archive drive"))
+    worker = FTSProjection(fts.path)
+    counts = fts._counts
+    committed = []
+
+    def counts_then_commit(part: str, words: list[str]) -> dict[str, int]:
+        found = counts(part, words)
+        if not committed:
+            committed.append(Runner(app.log, [worker]).catch_up())
+        return found
+
+    monkeypatch.setattr(fts, "_counts", counts_then_commit)
+    assert vars(fts.search_with_evidence(query, "acme")) == before
+    assert committed and worker.position == app.log.position()
+    assert vars(fts.search_with_evidence(query, "acme")) != before  # the next search sees the new memory
+    worker.close()
