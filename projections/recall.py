@@ -547,6 +547,41 @@ class RecallEngine:
         hybrid = c.relevance == "hybrid"  # the single signals (evaluation) are ranked by their own scores
         return out, Answer(c.model.answer(features) if hybrid else 1.0, best_cos, features, hybrid)
 
+    def _proposals(self) -> int:
+        """How many global proposals (pending or rejected) the vector index holds, counted once per
+        refresh of the index."""
+        partition = self.index.partitions.get(GLOBAL)
+        if partition is None:
+            return 0
+        key = (self.index.seq, len(partition.ids))
+        if self._proposed[0] != key:
+            self._proposed = (key, sum(1 for status in partition.statuses if status in PROPOSED))
+        return self._proposed[1]
+
+    def _seen(self, q: ReadQuery, hits: list[tuple[str, float]], against: np.ndarray) -> list[tuple[str, float]]:
+        """Vector hits as the reader may see them, best first: without another repo's global proposals
+        (pending or rejected: the global partition holds them, only their writer repo sees them),
+        dropped before they take a place in any ranking; and with each cosine to `against` computed
+        row by row (a partition's matrix product rounds a row's last bit differently as the partition
+        grows, so another repo's proposals would move a global memory's cosine by a float's last bit)."""
+        if not hits:
+            return hits
+        partitions = [(key, self.index.partitions.get(key)) for key in (q.repo_id, GLOBAL)]
+        found: dict[str, float] = {}
+        for key, partition in partitions:
+            if partition is None or (key == GLOBAL and not q.include_global):
+                continue
+            slots = [(m, at) for m, _ in hits if (at := partition.slot.get(m)) is not None]
+            if key == GLOBAL and any(partition.statuses[at] in PROPOSED for _, at in slots):
+                proposed = {m for m, at in slots if partition.statuses[at] in PROPOSED}
+                rows = self.state.rows(proposed)
+                unseen = {m for m in proposed if m not in rows or not self._visible(rows[m], q)}
+                slots = [(m, at) for m, at in slots if m not in unseen]
+            if slots:
+                cosines = np.einsum("ij,j->i", partition.matrix[[at for _, at in slots]], against)
+                found.update(zip([m for m, _ in slots], cosines.tolist(), strict=True))
+        return sorted(((m, found[m]) for m, _ in hits if m in found), key=lambda hit: -hit[1])
+
     def _estimate(self, q: ReadQuery, qv: np.ndarray, candidates: Iterable[Candidate], answer: Answer) -> None:
         """Each candidate's absolute relevance (projections/relevance.py): the answer's relevance times
         the memory's given that, from its own evidence (a memory that links or hops reached counts as
@@ -821,41 +856,6 @@ class RecallEngine:
     @staticmethod
     def _visible(row: dict[str, Any], q: ReadQuery) -> bool:
         return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global, row["status"])
-
-    def _proposals(self) -> int:
-        """How many global proposals (pending or rejected) the vector index holds, counted once per
-        refresh of the index."""
-        partition = self.index.partitions.get(GLOBAL)
-        if partition is None:
-            return 0
-        key = (self.index.seq, len(partition.ids))
-        if self._proposed[0] != key:
-            self._proposed = (key, sum(1 for status in partition.statuses if status in PROPOSED))
-        return self._proposed[1]
-
-    def _seen(self, q: ReadQuery, hits: list[tuple[str, float]], against: np.ndarray) -> list[tuple[str, float]]:
-        """Vector hits as the reader may see them, best first: without another repo's global proposals
-        (pending or rejected: the global partition holds them, only their writer repo sees them),
-        dropped before they take a place in any ranking; and with each cosine to `against` computed
-        row by row (a partition's matrix product rounds a row's last bit differently as the partition
-        grows, so another repo's proposals would move a global memory's cosine by a float's last bit)."""
-        if not hits:
-            return hits
-        partitions = [(key, self.index.partitions.get(key)) for key in (q.repo_id, GLOBAL)]
-        found: dict[str, float] = {}
-        for key, partition in partitions:
-            if partition is None or (key == GLOBAL and not q.include_global):
-                continue
-            slots = [(m, at) for m, _ in hits if (at := partition.slot.get(m)) is not None]
-            if key == GLOBAL and any(partition.statuses[at] in PROPOSED for _, at in slots):
-                proposed = {m for m, at in slots if partition.statuses[at] in PROPOSED}
-                rows = self.state.rows(proposed)
-                unseen = {m for m in proposed if m not in rows or not self._visible(rows[m], q)}
-                slots = [(m, at) for m, at in slots if m not in unseen]
-            if slots:
-                cosines = np.einsum("ij,j->i", partition.matrix[[at for _, at in slots]], against)
-                found.update(zip([m for m, _ in slots], cosines.tolist(), strict=True))
-        return sorted(((m, found[m]) for m, _ in hits if m in found), key=lambda hit: -hit[1])
 
     def _in_scope(self, q: ReadQuery) -> ReadQuery:
         """The query with another repo's problem as current_problem_id treated exactly like an unknown
