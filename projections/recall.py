@@ -863,7 +863,7 @@ class RecallEngine:
         if q.current_problem_id is None:
             return q
         row = self.state.rows({q.current_problem_id}).get(q.current_problem_id)
-        if row is not None and can_see(q.repo_id, row["scope"], row["repo_id"]):
+        if row is not None and can_see(q.repo_id, row["scope"], row["repo_id"], status=row["status"]):
             return q
         return replace(q, current_problem_id=None)
 
