@@ -827,7 +827,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                 cursor.execute(sql, [originator_id.hex, version])
                 row = cursor.fetchone()
             found = None if row is None else (row[0], row[1], row[2])
-        elif type(recorder).__module__ == "eventsourcing.postgres":
+        elif any(cls.__module__ == "eventsourcing.postgres" for cls in type(recorder).__mro__):  # or a subclass
             found = self._stored_postgres(recorder, originator_id, version, settle)
         else:  # another recorder (e.g. in memory): no position to tell
             rows = recorder.select_events(originator_id, gt=version - 1, lte=version)
