@@ -130,6 +130,13 @@ class Settings(BaseModel):
         description="Web origins (scheme://host:port) whose pages may call `strata serve`, besides its own "
         "(comma-separated in STRATA_ALLOWED_ORIGINS).",
     )
+    mcp_sessions_per_token: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Most MCP sessions (streamable HTTP) one token holds open on `strata serve`: opening one more "
+        "ends that token's session idle longest, or is refused (503) while each has a request in flight.",
+    )
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"
     postgres_host: str = "127.0.0.1"
