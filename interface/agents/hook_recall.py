@@ -29,6 +29,10 @@ TOKEN_ENV = "STRATA_TOKEN"
 the same one)."""
 
 
+MAX_ANSWER_BYTES = 4 << 20
+"""The most of a server's answer a hook reads (a read's answer is a few kilobytes)."""
+
+
 class HookReadError(Exception):
     """The store could not be read (unreachable server, refused token, ...): the hook injects nothing."""
 
@@ -107,11 +111,13 @@ class HttpReader:
         try:
             connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(body), headers=headers)
             response = connection.getresponse()
-            data = response.read()
+            data = response.read(MAX_ANSWER_BYTES + 1)
         except (OSError, http.client.HTTPException) as exc:
             raise HookReadError(f"{self.base} did not answer: {exc}") from None
         finally:
             connection.close()
+        if len(data) > MAX_ANSWER_BYTES:
+            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB")
         try:
             answer = json.loads(data)
         except ValueError:

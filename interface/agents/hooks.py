@@ -34,10 +34,12 @@ hooks: stdin `session_id`, `cwd`, `hook_event_name`, `transcript_path`, `prompt`
 `{"decision": "block", "reason"}`), which Codex shares, and Cursor (cursor.com/docs/agent/hooks: stdin
 `conversation_id`, `workspace_roots`; replies `additional_context` and `followup_message`).
 
-A hook must never hold up or break the client: it gives up at its deadline (DEADLINE_S) and then
-injects nothing, never loads the embedding model, and on any failure prints nothing, exits 0 and says
-why on stderr (one JSON line). The path from `strata hook` to here imports the standard library only
-(interface/cli/launch.py routes it past the CLI); the local store's modules are imported only when read.
+A hook must never hold up or break the client: whatever its input, it prints one JSON object on one
+line (`{}` when it has nothing to say), exits 0 within its deadline (DEADLINE_S: past it, `{}`), never
+loads the embedding model, and on a failure says why on stderr (one JSON line). What a payload names
+is read bounded (a transcript's tail, regular files only: interface/agents/safe_reads.py). The path from
+`strata hook` to here imports the standard library only (interface/cli/launch.py routes it past the
+CLI); the local store's modules are imported only when read.
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import sys
 import threading
 import time
@@ -59,6 +60,7 @@ from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
 from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
 from strata_recall.interface.agents.repo_identity import repo_id_for, repo_root
+from strata_recall.interface.agents.safe_reads import read_regular
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
     from strata_recall.projections.reads import ReadLedger
@@ -101,10 +103,12 @@ FIRST = {"failed_tactic": 0, "fact": 1, "preference": 1, "change": 1, "solution"
 """At an edit: failed tactics first, then decisions (facts, preferences, changes), then what worked."""
 _HEX_ID = re.compile(r'read_id\\*"\s*:\s*\\*"([0-9a-f]{32})')
 TRANSCRIPT_TAIL_BYTES = 4 << 20
-
-
-class _Deadline(Exception):
-    pass
+"""What is read of a transcript: its end, where the session's latest reads are."""
+MAX_PAYLOAD_BYTES = 16 << 20
+"""The largest payload a hook reads from its client (far beyond any real one: clients cut tool output)."""
+DEADLINE_MARGIN_S = 0.1
+"""What a hook's own reads leave of its deadline for saving the session and answering."""
+ERROR_CHARS = 500
 
 
 @dataclass
@@ -208,17 +212,14 @@ class Hook:
 
 def transcript_reads(path: Any) -> tuple[list[str], set[str]]:
     """(read ids the client's transcript shows in tool results, read ids a `feedback` call in it cited).
-    Only the transcript's last TRANSCRIPT_TAIL_BYTES are read; a missing or unreadable one gives none."""
+    Only the last TRANSCRIPT_TAIL_BYTES of a regular file are read (interface/agents/safe_reads.py): a
+    missing or unreadable one, or a device, FIFO or folder named in its place, gives none."""
     if not isinstance(path, str) or not path:
         return [], set()
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
+    data = read_regular(path, TRANSCRIPT_TAIL_BYTES, tail=True)
+    if not data:
         return [], set()
+    text = data.decode("utf-8", errors="replace")
     seen: list[str] = []
     cited: set[str] = set()
     for line in text.splitlines():
@@ -476,10 +477,6 @@ def _prune(folder: Path) -> None:
             pass
 
 
-def _on_deadline(signum: int, frame: Any) -> None:
-    raise _Deadline()
-
-
 # --- settings without the settings module (it imports pydantic, which a hook cannot afford) ---------
 
 
@@ -526,43 +523,92 @@ def run(
     http: str | None = None,
     token_env: str | None = None,
 ) -> int:
-    """Run one hook; always returns 0 (a hook must never block its client)."""
+    """Run one hook: whatever its input, print one JSON object on one line (the reply; `{}` when it has
+    none or failed) within its deadline (DEADLINE_S), say on stderr why it failed (one JSON line), and
+    return 0: a hook must never block or break its client.
+
+    The hook works on a thread of its own and this one waits for it until the deadline: past it, `{}` is
+    printed whatever the work is doing (a read that does not come back, a lock held elsewhere), and the
+    caller ends the process (`main`: os._exit) without waiting for it."""
     seconds = DEADLINE_S.get(event, RECALL_DEADLINE_S)
     started = time.monotonic()
-    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if alarm:
-        signal.signal(signal.SIGALRM, _on_deadline)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["reply"] = _handle(
+                event, stdin, started + seconds - DEADLINE_MARGIN_S, config, data_dir, repo_id, http, token_env
+            )
+        except BaseException as exc:  # anything at all: the client gets {} and stderr says why
+            outcome["error"] = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="strata-hook", daemon=True).start()
+    finished = done.wait(seconds)
+    result = dict(outcome) if finished else {"error": f"gave up after {seconds} s"}
+    reply = result.get("reply") if "error" not in result else None
     try:
-        if event not in HANDLERS:
-            raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
-        text = stdin.read()
-        payload = json.loads(text) if text.strip() else {}
-        if not isinstance(payload, dict):
-            raise ValueError("the hook payload on stdin is not a JSON object")
-        cwd = payload.get("cwd") or next(iter(payload.get("workspace_roots") or []), None) or os.getcwd()
-        hook = Hook(
-            event,
-            payload,
-            data_dir_of(data_dir, config),
-            repo_id or repo_id_for(Path(cwd)),
-            repo_root(Path(cwd)),
-            http,
-            token_env or TOKEN_ENV,
-            started + seconds - 0.1,
-        )
-        reply = HANDLERS[event](hook)
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        if reply is not None:
-            stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
-            stdout.flush()
-    except BaseException as exc:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        reason = f"gave up after {seconds} s" if isinstance(exc, _Deadline) else f"{type(exc).__name__}: {exc}"
-        stderr.write(json.dumps({"event": "hook_failed", "hook": event, "error": reason}) + "\n")
+        stdout.write(json.dumps(reply or {}) + "\n")  # ASCII: whatever the client's locale
+        stdout.flush()
+        if "error" in result:
+            stderr.write(json.dumps({"event": "hook_failed", "hook": event, "error": result["error"]}) + "\n")
+            stderr.flush()
+    except (OSError, ValueError):  # the client closed our output: nothing left to tell it
+        pass
     return 0
+
+
+def _handle(
+    event: str,
+    stdin: IO[str],
+    deadline: float,
+    config: Path | None,
+    data_dir: Path | None,
+    repo_id: str | None,
+    http: str | None,
+    token_env: str | None,
+) -> dict[str, Any] | None:
+    if event not in HANDLERS:
+        raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
+    text = payload_text(stdin)
+    payload = json.loads(text) if text.strip() else {}
+    if not isinstance(payload, dict):
+        raise ValueError("the hook payload on stdin is not a JSON object")
+    cwd = Path(working_directory(payload))
+    hook = Hook(
+        event,
+        payload,
+        data_dir_of(data_dir, config),
+        repo_id or repo_id_for(cwd),
+        repo_root(cwd),
+        http,
+        token_env or TOKEN_ENV,
+        deadline,
+    )
+    return HANDLERS[event](hook)
+
+
+def payload_text(stdin: IO[str]) -> str:
+    """The client's payload, at most MAX_PAYLOAD_BYTES of it (a larger one is refused: ValueError)."""
+    source = getattr(stdin, "buffer", None)
+    data: str | bytes = (source or stdin).read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"the hook payload is larger than {MAX_PAYLOAD_BYTES >> 20} MB")
+    return data.decode("utf-8") if isinstance(data, bytes) else data
+
+
+def working_directory(payload: dict[str, Any]) -> str:
+    """The session's folder: Claude Code's and Codex's `cwd`, else Cursor's first workspace root, else this
+    process' (a field of another type counts as absent)."""
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    roots = payload.get("workspace_roots")
+    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+        return roots[0]
+    return os.getcwd()
 
 
 OPTIONS = ("--data-dir", "--config", "--repo-id", "--repo", "--http", "--token-env")
@@ -587,16 +633,15 @@ def main(args: list[str]) -> None:
             rest.append(arg)
         i += 1
     event = rest[0] if rest else ""
-    sys.exit(
-        run(
-            event,
-            stdin=sys.stdin,
-            stdout=sys.stdout,
-            stderr=sys.stderr,
-            config=Path(options["--config"]) if options.get("--config") else None,
-            data_dir=Path(options["--data-dir"]) if options.get("--data-dir") else None,
-            repo_id=options.get("--repo-id") or None,
-            http=options.get("--http") or None,
-            token_env=options.get("--token-env") or None,
-        )
+    code = run(
+        event,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        config=Path(options["--config"]) if options.get("--config") else None,
+        data_dir=Path(options["--data-dir"]) if options.get("--data-dir") else None,
+        repo_id=options.get("--repo-id") or None,
+        http=options.get("--http") or None,
+        token_env=options.get("--token-env") or None,
     )
+    os._exit(code)  # the reply is flushed; a hook's work past its deadline is not waited for

@@ -39,9 +39,15 @@ def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subproce
     )
 
 
+NOTHING = "{}\n"
+"""What a hook prints when it has nothing to say (or failed): one JSON object on one line."""
+
+
 def reply(result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
+    """The hook's reply (None: `{}`); always exactly one line of JSON, exit 0."""
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-    return json.loads(result.stdout) if result.stdout.strip() else None
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1, result.stdout
+    return json.loads(result.stdout) or None
 
 
 def claude(event: str, repo: Path, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
@@ -148,7 +154,7 @@ def test_cursor_payloads_get_cursor_replies(strata_env: dict[str, str], repo: Pa
 )
 def test_a_hook_never_fails_its_client(strata_env: dict[str, str], event: str, payload: str) -> None:
     result = hook(strata_env, event, payload)
-    assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.returncode == 0 and result.stdout == NOTHING and "Traceback" not in result.stderr
     assert json.loads(result.stderr.splitlines()[-1])["event"] == "hook_failed"
 
 
@@ -162,7 +168,7 @@ def test_an_unusable_data_dir_is_not_the_clients_problem(
         "session-start",
         claude("SessionStart", repo, source="startup"),
     )
-    assert result.returncode == 0 and result.stdout == "" and "hook_failed" in result.stderr
+    assert result.returncode == 0 and result.stdout == NOTHING and "hook_failed" in result.stderr
 
 
 def test_an_empty_store_says_so(strata_env: dict[str, str], repo: Path) -> None:
@@ -487,7 +493,7 @@ def test_hooks_read_the_server_they_are_set_up_for(
         claude("UserPromptSubmit", repo, "sess-2", prompt="db_pool.acquire hangs in tests/test_orders.py"),
         *options,
     )
-    assert refused.returncode == 0 and refused.stdout == "" and "401" in refused.stderr
+    assert refused.returncode == 0 and refused.stdout == NOTHING and "401" in refused.stderr
 
 
 def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
@@ -569,7 +575,7 @@ def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict
             "--http",
             f"http://127.0.0.1:{port}",
         )
-        assert result.returncode == 0 and result.stdout == ""
+        assert result.returncode == 0 and result.stdout == NOTHING
         failure = json.loads(result.stderr.splitlines()[-1])
         assert failure["event"] == "hook_failed" and ("timed out" in failure["error"] or "gave up" in failure["error"])
     finally:
@@ -796,7 +802,8 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
             timeout=60,
         )
         assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
-        return "" if not done.stdout.strip() else json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        answer = json.loads(done.stdout)
+        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
 
     assert "Memory of team/backend: 3 memories" in run("SessionStart", "s1", source="startup")
     prompt = run(
