@@ -48,6 +48,8 @@ class Item:
     anchors: tuple[str, ...] = ()
     problem_id: str | None = None
     relevance: float | None = None
+    scope: str = "repo"
+    """`global`: written from any repo, not only the one read."""
 
 
 @dataclass
@@ -78,6 +80,7 @@ def _item(result: dict[str, Any], problem_id: str | None = None) -> Item:
         anchors,
         problem_id or result.get("problem_id"),
         result.get("relevance"),
+        "global" if result.get("scope") == "global" else "repo",
     )
 
 
@@ -199,7 +202,9 @@ class LocalReader:
                 continue
             paths = tuple(a["path"] for a in json.loads(anchors or "[]") if isinstance(a, dict) and a.get("path"))
             problems = json.loads(problem_ids or "[]")
-            out[memory_id] = Item(memory_id, kind, text, paths, problems[0] if problems else None)
+            out[memory_id] = Item(
+                memory_id, kind, text, paths, problems[0] if problems else None, scope=scope or "repo"
+            )
         return out
 
     def record(self, answer: Answer, repo_id: str, query: str, event: str, memory_ids: list[str]) -> None:

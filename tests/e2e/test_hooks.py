@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from strata_recall.domain.anchors import fingerprint
+from strata_recall.interface.agents.hooks import FRAME_TOKENS
 from tests.conftest import STRATA_COMMAND, Served
 from tests.e2e import real_clients
 
@@ -689,16 +690,17 @@ def topic_prompt(topic: str) -> str:
 @pytest.mark.slow
 def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """Three prompts, each with five memories that clear the bar: the first injection fits the prompt's
-    budget (400 tokens), the second only what the session has left of its 600, the third nothing; a new
-    session gets the third topic's memories (it was the budget, not the bar)."""
+    budget (400 tokens, the block's tags on top), the second only what the session has left of its 600,
+    the third nothing; a new session gets the third topic's memories (it was the budget, not the bar)."""
     seed_topics(strata_env, tmp_path)
     contexts = [
         context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-1", prompt=topic_prompt(t))))
         for t in TOPICS
     ]
-    shown = [len(re.findall(r"^- fact ", c, re.M)) for c in contexts]
+    shown = [len(re.findall(r"^- \[repo\] fact ", c, re.M)) for c in contexts]
     assert 0 < shown[0] < 5 and 0 < shown[1] < shown[0] and shown[2] == 0, contexts
-    assert len(contexts[0]) / 2.5 <= 400 and sum(len(c) for c in contexts) / 2.5 <= 600
+    # the heading and lines fit the prompt's 400 (the block's tags on top); all of it fits the session's 600
+    assert len(contexts[0]) / 2.5 <= 400 + FRAME_TOKENS and sum(len(c) for c in contexts) / 2.5 <= 600
     fresh = context_of(
         hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-2", prompt=topic_prompt("mailer")))
     )
