@@ -63,7 +63,7 @@ from typing import IO, TYPE_CHECKING, Any
 from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
 from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
-from strata_recall.interface.agents.repo_identity import repo_id_for, repo_root
+from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
@@ -143,6 +143,8 @@ class Hook:
     http: str | None = None
     token_env: str = TOKEN_ENV
     deadline: float = field(default_factory=lambda: time.monotonic() + RECALL_DEADLINE_S)
+    identity: Identity | None = None
+    """Where the repo id came from when the hook derived it (no --repo-id)."""
 
     @property
     def cursor(self) -> bool:
@@ -454,8 +456,14 @@ def session_start(hook: Hook) -> dict[str, Any] | None:
     else:
         session = Session(hook.repo_id, time.time())
         _prune(hook.state_path.parent)
+    derived = hook.identity
+    where = (
+        inert(f" (from {derived.where}{'; not adopted: ' + derived.refused if derived.refused else ''})")
+        if derived
+        else ""
+    )
     connected = (
-        f"Strata long-term memory is connected. Use repo_id {json.dumps(hook.repo_id, ensure_ascii=False)} "
+        f"Strata long-term memory is connected. Use repo_id {json.dumps(hook.repo_id, ensure_ascii=False)}{where} "
         "with its tools. Call `read` when a problem starts; memories are hypotheses, the code is the truth."
     )
     try:
@@ -665,15 +673,17 @@ def _handle(
     if not isinstance(payload, dict):
         raise ValueError("the hook payload on stdin is not a JSON object")
     cwd = Path(working_directory(payload))
+    identity = None if repo_id else identify(cwd)
     hook = Hook(
         event,
         payload,
         data_dir_of(data_dir, config),
-        repo_id or repo_id_for(cwd),
+        identity.repo_id if identity is not None else str(repo_id),
         repo_root(cwd),
         http,
         token_env or TOKEN_ENV,
         deadline,
+        identity,
     )
     return HANDLERS[event](hook)
 

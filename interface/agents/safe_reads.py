@@ -1,5 +1,6 @@
-"""Reading a file a client's payload names, where it cannot be trusted: a hook's `transcript_path`
-(interface/agents/hooks.py).
+"""Reading a file a client's payload or a repository names, where neither can be trusted: a hook's
+`transcript_path`, a checkout's `.git` file and git metadata (interface/agents/hooks.py,
+interface/agents/repo_identity.py).
 
 Such a path may name a device (`/dev/zero` and `/dev/urandom` never end), a FIFO (opening one blocks
 until someone writes), a folder, a socket, or a file of gigabytes. So a file is read only when it is a
