@@ -33,9 +33,10 @@ def looks_like_a_bracket(char: str) -> bool:
     return (
         "<" in folded
         or ">" in folded
-        or any(w in name for w in ("ANGLE", "LESS-THAN", "GREATER-THAN", "CHEVRON", "ARROWHEAD", "GUILLEMET"))
+        or any(w in name for w in ("ANGLE BRACKET", "ANGLE QUOTATION", "LESS-THAN", "GREATER-THAN", "CHEVRON"))
+        or any(w in name for w in ("ARROWHEAD", "GUILLEMET"))
         or char in "\u1438\u1433\u02c2\u02c3"
-    ) and not name.endswith("TRIANGLE")
+    )
 
 
 def body_is_inert(text: str) -> None:
@@ -96,3 +97,18 @@ def test_the_tags_cost_what_the_budget_leaves_them() -> None:
     for budget in (200, 400):
         text, shown = hooks.render(items(["a fact " * 40] * 5, "repo"), PROMPT, "acme/a", "b" * 32, budget)
         assert shown and hooks.estimate_tokens(text) <= budget + hooks.FRAME_TOKENS
+
+
+def test_every_code_point_that_is_or_looks_like_a_bracket_is_escaped() -> None:
+    """Over the Basic Multilingual Plane, where the brackets' look-alikes are (all 1.1 million code points
+    pass too, in seconds more than a unit test should take)."""
+    everything = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+    left = set(hooks.inert(everything))
+    missed = [
+        hex(ord(c))
+        for c in left
+        if c in "<>"
+        or looks_like_a_bracket(c)
+        or (unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c not in "\t\n")
+    ]
+    assert missed == []
