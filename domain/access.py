@@ -6,7 +6,8 @@ token at all: no name, everything allowed), the server's one STRATA_TOKEN (named
 everything allowed), or a named token (domain/credential.py) with:
 
 - `ops`: `read` (read, memory_index, the inspector's views), `write` (write, update, feedback,
-  forget), `review` (review), `operator` (everything, in every repo);
+  forget), `review` (review), `operator` (everything, in every repo: an operator is never limited to
+  some repos, see `held`);
 - `repos`: patterns of the repo ids it may use (`acme/*`, `github.com/acme/api`): `*` stands for any
   characters but `/` (one segment), `**` for any characters, `?` for one character but `/`;
 - `globals`: whether it may record anything on a global memory (write one, update, rate, forget or
@@ -17,6 +18,7 @@ everything allowed), or a named token (domain/credential.py) with:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -57,7 +59,7 @@ class Principal:
         return {
             "name": self.name,
             "operations": sorted(self.ops, key=PERMISSIONS.index),
-            "repos": ["**"] if self.operator else list(self.repos),
+            "repos": [EVERY_REPO] if self.operator else list(self.repos),
             "global_memories": self.may_touch_globals,
         }
 
@@ -69,6 +71,24 @@ LOCAL = Principal(None, frozenset({"operator"}), ("**",), True)
 def default_principal() -> Principal:
     """The server's one STRATA_TOKEN: everything, everywhere, recorded as `default`."""
     return Principal(DEFAULT_NAME, frozenset({"operator"}), ("**",), True)
+
+
+EVERY_REPO = "**"
+HELD_FOR_A_REPO_OPERATOR = ("read", "write", "review")
+"""What a token issued as `operator` on some repos only (before such tokens were refused) may do."""
+
+
+def held(ops: Sequence[str], repos: Sequence[str], globals: bool) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What a token issued with `ops`, `repos` and `globals` may really do: (operations, repo patterns,
+    global memories). `operator` means every repo and the global memories: a token issued as operator
+    on some repos only (refused since; recorded earlier and listed as such) is held to those repos,
+    with every other permission there, and global memories only if issued with --global."""
+    if "operator" not in ops:
+        return tuple(ops), tuple(repos), globals
+    if EVERY_REPO in repos:
+        return ("operator",), (EVERY_REPO,), True
+    granted = {*ops, *HELD_FOR_A_REPO_OPERATOR} - {"operator"}
+    return tuple(p for p in PERMISSIONS if p in granted), tuple(repos), globals
 
 
 def matches(pattern: str, repo_id: str) -> bool:

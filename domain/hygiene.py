@@ -16,7 +16,7 @@ from strata_recall.domain.commands import Action, AnchorDrift, CommandOutcome
 from strata_recall.domain.duplicates import merge_refusal
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.ids import memory_id as deterministic_id
-from strata_recall.domain.ids import parse_memory_id
+from strata_recall.domain.ids import parse_memory_id, proposal_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.unit_of_work import Session, sanitise
 
@@ -154,7 +154,10 @@ class HygieneCommands:
     def _recreate(self, session: Session, memory: Memory, dup: UUID, content: Memory.DuplicateMerged) -> None:
         """The duplicate's own memory, from what its merge kept."""
         writer = memory.repo_id if memory.scope == "repo" else (content.repo_id or memory.repo_id)
-        if deterministic_id(content.text, memory.kind, memory.scope, writer) != dup:
+        ids = {deterministic_id(content.text, memory.kind, memory.scope, writer)}
+        if memory.scope == "global":
+            ids.add(proposal_id(content.text, memory.kind, writer))  # a write that could not take the shared id
+        if dup not in ids:
             raise Conflict(
                 "merge_inconsistent",
                 "duplicate_id",

@@ -1,4 +1,12 @@
-"""Deterministic memory ids: the same sanitised text, kind, scope and repo always name one memory."""
+"""Deterministic memory ids: the same sanitised text, kind, scope and repo always name one memory.
+
+A global memory is one memory for the whole store, so its id ignores the writer's repo. A global memory
+*proposed* in review mode is not yet shared: it is its repo's proposal (domain/visibility.py), and its id
+is the repo's own (`proposal_id`), whatever other repos proposed. Were it the shared id, writing the text
+of another repo's pending proposal would land on that proposal (reinforcing it, or quoting its reviewer's
+note when it was rejected), and even a fresh id, given only when the shared one is taken, would tell the
+writer that some repo proposed that very text. The proposal keeps its id once approved; the same text
+written later meets it as its near-duplicate."""
 
 from __future__ import annotations
 
@@ -17,6 +25,17 @@ def memory_id(text: str, kind: str, scope: str, repo_id: str) -> UUID:
     """Global memories are one pool for the whole store, so their identity ignores the writer's repo."""
     owner = repo_id if scope == "repo" else ""
     return uuid5(_NAMESPACE, "\x1f".join((kind, scope, owner, normalise_text(text))))
+
+
+def proposal_id(text: str, kind: str, repo_id: str) -> UUID:
+    """The id of a global memory proposed from `repo_id` (see the module docstring). Never the id of
+    another memory: a repo memory's names scope `repo`, a shared global memory's no repo."""
+    return uuid5(_NAMESPACE, "\x1f".join((kind, "global", repo_id, normalise_text(text))))
+
+
+def written_id(text: str, kind: str, scope: str, repo_id: str, *, proposed: bool) -> UUID:
+    """The id a write lands on: a global write waiting for review (`proposed`) is its repo's proposal."""
+    return proposal_id(text, kind, repo_id) if proposed and scope == "global" else memory_id(text, kind, scope, repo_id)
 
 
 def parse_memory_id(raw: str) -> UUID | None:

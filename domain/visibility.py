@@ -11,7 +11,7 @@ withheld from a viewer is the event's content, never the fact that the memory's 
 
 A global memory that waits for review (or was rejected in it) is a proposal, not yet shared: it is
 visible to the repo it was written from only, which decides it in its review queue. Other repos see it
-once it is approved.
+once it is approved, and see that it was approved, not who reviewed it nor the reviewer's note.
 
 `viewer=None` is the operator's unscoped view (`strata show ID` without --repo): everything.
 """
@@ -65,6 +65,13 @@ def sql_parts(include_global: bool = True) -> list[tuple[str, bool]]:
     return [("scope = 'repo' AND repo_id = ?", True)] + (shared if include_global else [])
 
 
+def sql_visible(include_global: bool = True) -> tuple[str, int]:
+    """can_see() in SQL, statuses included, as one condition (sql_parts joined), with how many `?`
+    it binds to the viewer."""
+    parts = sql_parts(include_global)
+    return "(" + " OR ".join(f"({condition})" for condition, _ in parts) + ")", sum(binds for _, binds in parts)
+
+
 def history(
     events: Sequence[Any], scope: str, owner: str, viewer: str | None, visible_ids: VisibleIds
 ) -> list[tuple[Any, bool]]:
@@ -87,6 +94,8 @@ def history(
             full = getattr(event, "repo_id", None) == viewer  # None: recorded before origins were kept
         elif name in ACTION_EVENTS:
             full = getattr(event, "repo_id", None) in (None, viewer)
+        elif name == "MemoryReviewed":
+            full = owner == viewer  # who reviewed a proposal, and their note, belong to the repo that proposed it
         else:
             full = True
         shown.append((event, full))

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from strata_recall.domain import beliefs
-from strata_recall.domain.visibility import can_see, sql_parts
+from strata_recall.domain.visibility import PROPOSED, can_see, sql_parts
 from strata_recall.projections import store
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
@@ -205,7 +205,9 @@ class Browser:
                 " GROUP BY repo_id HAVING sum(scope = 'repo') > 0 OR sum(status = 'pending') > 0 ORDER BY repo_id"
             )
         ]
-        shared = self.snapshot.conn.execute("SELECT count(*) FROM snapshot WHERE scope = 'global'").fetchone()[0]
+        shared = self.snapshot.conn.execute(  # shared ones only: a proposal is its repo's until approved
+            f"SELECT count(*) FROM snapshot WHERE scope = 'global' AND status NOT IN ({_PROPOSED})"
+        ).fetchone()[0]
         return repos, shared
 
     def _summary(self, values: Sequence[Any]) -> dict[str, Any]:
@@ -216,6 +218,9 @@ class Browser:
         row["truth_decayed"] = round(beliefs.decayed(row["truth"], days, self.half_life_days), 4)
         row["truth"], row["utility"] = round(row["truth"], 4), round(row["utility"], 4)
         return row
+
+
+_PROPOSED = ", ".join(f"'{status}'" for status in PROPOSED)
 
 
 def _parts(

@@ -20,7 +20,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from strata_recall.domain.access import Principal
+from strata_recall.domain.access import Principal, held
 from strata_recall.domain.credential import CREDENTIAL_EVENTS, Credential, digest_of
 from strata_recall.projections.base import LogReader
 
@@ -41,15 +41,20 @@ class Token:
 
     @property
     def principal(self) -> Principal:
-        return Principal(self.name, frozenset(self.ops), tuple(self.repos), self.globals)
+        ops, repos, globals = held(self.ops, self.repos, self.globals)
+        return Principal(self.name, frozenset(ops), repos, globals)
 
     def as_dict(self) -> dict[str, Any]:
-        """What `strata token list` shows: never the digest, never a secret."""
+        """What `strata token list` shows: what the token may do (domain/access.py `held`), and how it was
+        issued where that differs; never the digest, never a secret."""
+        ops, repos, globals = held(self.ops, self.repos, self.globals)
+        issued = {"operations": self.ops, "repos": self.repos, "global_memories": self.globals}
         return {
             "name": self.name,
-            "operations": self.ops,
-            "repos": self.repos,
-            "global_memories": self.globals,
+            "operations": list(ops),
+            "repos": list(repos),
+            "global_memories": globals,
+            **({"issued": issued} if (list(ops), list(repos)) != (self.ops, self.repos) else {}),
             "created": self.created.isoformat(),
             "revoked": self.revoked.isoformat() if self.revoked else None,
             **({"reason": self.reason} if self.revoked and self.reason else {}),

@@ -261,7 +261,7 @@ def assemble_model_dir(target: Path | str) -> Path:
         return target
     onnx_src = _find_onnx()
     tokenizer_src = _find_tokenizer()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # under the data directory by default: owner-only
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         _copy_verified(onnx_src, tmp / "model.onnx", _ONNX_SHA256, _ONNX_SIZE, "model.onnx")

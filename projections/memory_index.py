@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata_recall.domain.sanitise import MARKER
-from strata_recall.domain.visibility import sql_clause
+from strata_recall.domain.visibility import sql_visible
 from strata_recall.projections.fts import STOPWORDS, FTSProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.tokens import TokenCounter
@@ -107,16 +107,16 @@ class MemoryIndex:
 
     def build(self, repo_id: str, *, include_global: bool = True, max_tokens: int = 300) -> dict[str, Any]:
         position = self.fts.position
-        visible = sql_clause(include_global)
+        visible, binds = sql_visible(include_global)  # another repo's global proposals are not counted
         rows = self.fts.conn.execute(
             f"SELECT memory_id, kind, scope, status FROM fts_memories WHERE {visible}"
             " AND status IN ('active', 'pending') ORDER BY rowid",
-            (repo_id,),
+            (repo_id,) * binds,
         ).fetchall()
         live = [(mid, kind) for mid, kind, _, status in rows if status == "active"]
         text = dict(
             self.snapshot.conn.execute(
-                f"SELECT memory_id, text FROM snapshot WHERE {visible} AND status = 'active'", (repo_id,)
+                f"SELECT memory_id, text FROM snapshot WHERE {visible} AND status = 'active'", (repo_id,) * binds
             )
         )
         missing = [mid for mid, _ in live if mid not in text]

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.duplicates import SIMILAR_COSINE
+from strata_recall.domain.visibility import can_see
 from strata_recall.projections import store
 from strata_recall.projections.vector_index import GLOBAL
 from strata_recall.projections.vectors import EmbeddingCache, content_hash
@@ -64,13 +65,21 @@ class NearDuplicates:
 
     def nearest(self, repo_id: str, scope: str, text: str, exclude: str | None = None) -> list[Similar]:
         """Live memories of `repo_id` (scope repo) or of the global pool (scope global) from
-        SIMILAR_COSINE up, most similar first (the caller shows SIMILAR_SHOWN of them)."""
+        SIMILAR_COSINE up, most similar first (the caller shows SIMILAR_SHOWN of them), among the
+        SEARCHED nearest that `repo_id` may see: another repo's global proposal is neither shown nor
+        takes the place of one it may see (domain/visibility.py)."""
         vector = self._embedding(text)
-        hits, rows = self.engine.neighbours(vector, GLOBAL if scope == "global" else repo_id, SEARCHED)
+        partition, k = GLOBAL if scope == "global" else repo_id, SEARCHED
+        while True:
+            hits, rows = self.engine.neighbours(vector, partition, k)
+            seen = [(m, cos) for m, cos in hits if m in rows and _sees(repo_id, rows[m])]
+            if len(seen) >= SEARCHED or len(hits) < k:
+                break
+            k *= 4  # the nearest held another repo's proposals: look further
         found = []
-        for memory_id, cos in hits:
-            row = rows.get(memory_id)
-            if cos < SIMILAR_COSINE or memory_id == exclude or row is None or row["status"] not in LIVE:
+        for memory_id, cos in seen[:SEARCHED]:
+            row = rows[memory_id]
+            if cos < SIMILAR_COSINE or memory_id == exclude or row["status"] not in LIVE:
                 continue
             found.append(
                 Similar(
@@ -85,3 +94,7 @@ class NearDuplicates:
                 )
             )
         return found
+
+
+def _sees(viewer: str, row: dict[str, Any]) -> bool:
+    return can_see(viewer, row["scope"], row["repo_id"], status=row["status"])

@@ -779,7 +779,7 @@ class RecallEngine:
 
     @staticmethod
     def _visible(row: dict[str, Any], q: ReadQuery) -> bool:
-        return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global)
+        return can_see(q.repo_id, row["scope"], row["repo_id"], q.include_global, row["status"])
 
     def _in_scope(self, q: ReadQuery) -> ReadQuery:
         """The query with another repo's problem as current_problem_id treated exactly like an unknown
@@ -787,7 +787,7 @@ class RecallEngine:
         if q.current_problem_id is None:
             return q
         row = self.state.rows({q.current_problem_id}).get(q.current_problem_id)
-        if row is not None and can_see(q.repo_id, row["scope"], row["repo_id"]):
+        if row is not None and can_see(q.repo_id, row["scope"], row["repo_id"], status=row["status"]):
             return q
         return replace(q, current_problem_id=None)
 

@@ -8,9 +8,10 @@ module with FTS5 and extension loading.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,30 @@ IntegrityError: type[Exception] = sqlite3.IntegrityError
 """The driver's DB-API errors, for the projections to catch without naming the driver."""
 
 
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+"""What Strata's data directory, its folders and files are created with: memories (and token hashes)
+are no other local user's to read, whatever the umask. SQLite gives a database's -wal and -shm files
+the database file's own permissions."""
+
+
+def private_dir(path: Path) -> None:
+    """`path` as a folder, created owner-only if it is new (its parents as usual); an existing folder
+    is left as it is."""
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+
+
+def private_file(path: Path | str) -> None:
+    """`path` created empty and owner-only if it does not exist (an empty file is an empty SQLite
+    database), before SQLite creates it with the umask's permissions; an existing file is left as it is."""
+    if str(path) == ":memory:" or str(path).startswith("file:"):
+        return
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE))
+
+
 def connect(path: Path | str, *, vectors: bool = False) -> Connection:
+    private_file(path)
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # a projection can always be rebuilt from the log
@@ -110,6 +134,7 @@ class FileLock:
         if fcntl is None:
             return
         if self._handle is None:
+            private_file(self.path)
             self._handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
         try:
             fcntl.flock(self._handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections import Counter, OrderedDict
+import time
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +50,34 @@ from strata_recall.projections.vectors import EmbeddingCache, vectors_for
 from strata_recall.workers.runner import pipelined
 
 log = structlog.get_logger("strata.as_of")
+
+
+ALLOWANCE_WINDOW_S = 3600.0
+"""The window a token's allowance of past moments is counted over (`as_of_builds_per_token` per hour)."""
+
+
+class BuildAllowance:
+    """How many past moments each token had built (a replay of the log each) in the last
+    ALLOWANCE_WINDOW_S, up to `limit` per token. Only builds count: a moment already built, or being
+    built for another request, costs nothing more. Used by a serving process's Dispatcher; the operator
+    (the local one, an operator token) is not counted."""
+
+    def __init__(self, limit: int, window: float = ALLOWANCE_WINDOW_S, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.window, self.clock = limit, window, clock
+        self._builds: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, token: str) -> float | None:
+        """Count one build for `token` and return None, or refuse: the seconds until it may have another."""
+        with self._lock:
+            now = self.clock()
+            builds = self._builds.setdefault(token, deque())
+            while builds and builds[0] <= now - self.window:
+                builds.popleft()
+            if len(builds) >= self.limit:
+                return builds[0] + self.window - now
+            builds.append(now)
+            return None
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,7 @@ class Strata:
 
     def ledger(self) -> ReadLedger:
         if self._ledger is None:
-            self.settings.projection_dir.mkdir(parents=True, exist_ok=True)
+            store.private_dir(self.settings.projection_dir)
             self._ledger = ReadLedger(self.settings.projection_dir / "reads.sqlite")
         return self._ledger
 
@@ -313,7 +313,7 @@ class Strata:
 
     def _open(self, name: str) -> Projection:
         folder = self.settings.projection_dir
-        folder.mkdir(parents=True, exist_ok=True)
+        store.private_dir(folder)
         path = folder / f"{name}.sqlite"
         if name == "fts":
             return FTSProjection(path)
@@ -381,7 +381,9 @@ def open_log(settings: Settings) -> MemoryLog:
     PostgreSQL log (`event_store = "postgres"`; tables created on first use). The data directory is
     needed either way: projections and the read ledger are local to each node."""
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store.private_dir(settings.data_dir)  # owner-only when new (projections/store.py)
+        if settings.event_store == "sqlite":
+            store.private_file(settings.event_db)
     except OSError as exc:
         raise InvalidInput(
             "invalid_data_dir", "data_dir", f"cannot use {settings.data_dir} as the data directory: {exc}"

@@ -7,7 +7,10 @@ records of the libraries it serves with (uvicorn, the MCP SDK, apscheduler) alik
 - every string is run through the same secret redaction as the event log (domain/sanitise.py), since
   an exception message or a logged field may carry what a request sent;
 - a string field longer than MAX_FIELD_CHARS is cut: a log line says what happened, it does not carry
-  payloads (tracebacks are kept whole, redacted).
+  payloads (tracebacks are kept whole, redacted);
+- the libraries' own debug records are never written, whatever the level: theirs carry what they send
+  and receive (sse_starlette logs every chunk of an SSE answer: MCP results, memory texts of any repo).
+  `log_level = "debug"` is for Strata's own lines.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from strata_recall.domain.sanitise import sanitise
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 MAX_FIELD_CHARS = 1000
+LIBRARY_FLOOR = logging.INFO
+"""The lowest level of a library's record that reaches the log (see the module docstring)."""
 _WHOLE = frozenset({"exception"})
 """Fields kept whole (still redacted): the formatted traceback."""
 
@@ -99,6 +104,7 @@ def route_stdlib_logging(level: str = "warning", fmt: str = "console") -> None:
             foreign_pre_chain=[structlog.stdlib.add_logger_name, *SHARED],
         )
     )
+    handler.setLevel(max(LIBRARY_FLOOR, _LEVELS[level]))  # see the module docstring: no library debug records
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    root.setLevel(max(LIBRARY_FLOOR, _LEVELS[level]))

@@ -112,6 +112,13 @@ class Settings(BaseModel):
         "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
         "under way shares its build.",
     )
+    as_of_builds_per_token: int = Field(
+        30,
+        ge=1,
+        le=100_000,
+        description="Most past moments (`as_of`) one token may have a serving process build per hour (each a replay "
+        "of the log); beyond, 503 as_of_quota. A moment already built costs nothing; the operator is not counted.",
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")

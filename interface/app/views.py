@@ -25,7 +25,7 @@ def visible_in_log(log: Any, viewer: str | None) -> VisibleIds:
         for raw in ids:
             mid = parse_memory_id(raw)
             memory = log.find(mid) if mid else None
-            if memory is not None and visibility.can_see(viewer, memory.scope, memory.repo_id):
+            if memory is not None and visibility.can_see(viewer, memory.scope, memory.repo_id, status=memory.status):
                 out.add(raw)
         return out
 
@@ -89,8 +89,9 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
 
 
 WITHHELD = "recorded from another repo: only what it did to the shared values is shown"
-_EFFECT = ("target", "confidence", "weight", "source")
-"""What a withheld event still shows: its effect on values every viewer of the memory shares."""
+_EFFECT = ("target", "confidence", "weight", "source", "decision")
+"""What a withheld event still shows: its effect on values every viewer of the memory shares (a review's
+decision: the memory's status)."""
 
 
 def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:

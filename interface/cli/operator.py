@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -169,14 +170,20 @@ def doctor(strata: Strata) -> list[Check]:
 
     def data_dir() -> str:
         folder = settings.data_dir
-        folder.mkdir(parents=True, exist_ok=True)
+        store.private_dir(folder)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-"):
             pass
         usage = os.statvfs(folder)
         free = usage.f_bavail * usage.f_frsize / 2**30
         if free < 0.5:
             raise RuntimeError(f"{folder} is writable but only {free:.2f} GiB are free")
-        return f"{folder} is writable ({free:.1f} GiB free)"
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        shared = (
+            f"; other users may open it (mode {mode:o}, made before Strata created it owner-only): chmod 700 {folder}"
+            if mode & 0o077
+            else ""
+        )
+        return f"{folder} is writable ({free:.1f} GiB free){shared}"
 
     def event_log() -> str:
         where = (

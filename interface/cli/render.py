@@ -90,6 +90,7 @@ def _event_line(e: dict[str, Any]) -> str:
     f = e["fields"]
     if e.get("withheld"):
         effect = f" -> {f['target']} (weight {f['weight']:.2f})" if "target" in f else ""
+        effect += f" {f['decision']}" if "decision" in f else ""
         where = f"#{e['position']} " if "position" in e else ""
         return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']}{effect} [withheld: {e['withheld']}]"
     detail = {

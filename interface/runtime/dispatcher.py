@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.errors import StrataError, Unavailable
+from strata_recall.domain.idempotency import CommandKey
 from strata_recall.interface.app import access
 from strata_recall.interface.app.api import CommandAPI, PastNeed
 from strata_recall.interface.app.bootstrap import FOLLOWERS, Strata
@@ -44,6 +45,7 @@ from strata_recall.interface.app.operations import Operation
 from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
+from strata_recall.workers.as_of import BuildAllowance
 
 log = structlog.get_logger("strata.runtime")
 
@@ -92,11 +94,14 @@ class Dispatcher:
         stall_seconds: float = 30.0,
         writes: ReadYourWrites | None = None,
         max_past: int = 2,
+        past_allowance: BuildAllowance | None = None,
     ) -> None:
         self.api = api
         self.waiters = waiters
         self.writes = writes
         self.max_past = max_past
+        self.past_allowance = past_allowance
+        """Past moments each token may have built per hour (None: no bound; the operator is never counted)."""
         self._moments: dict[int, _PastUse] = {}  # past moments in use, by log position
         self.stalls = StallWatch(stall_seconds)
         self.closing = False
@@ -112,11 +117,13 @@ class Dispatcher:
         payload: str | bytes | dict[str, Any],
         principal: Principal = LOCAL,
         session: Session | None = None,
+        key: CommandKey | None = None,
     ) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error).
         `principal` is who asks (domain/access.py): admitted first (CommandAPI.admit), before anything
         waits or is built on its behalf. `session`: the MCP session it comes from (None: HTTP JSON,
-        which waits only for an explicit consistency.after_position)."""
+        which waits only for an explicit consistency.after_position). `key`: the request's idempotency
+        key (CommandAPI.perform; one is made for an operation that records and has none)."""
         if self._lane is None or self._past is None:  # created inside the event loop that uses them
             self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
@@ -124,7 +131,7 @@ class Dispatcher:
                 request = await self._on_lane(op.name, self.api.admit, op, payload, principal)
             else:
                 request = self.api.admit(op, payload, principal)
-            response = await self._call(op, request, principal, session)
+            response = await self._call(op, request, principal, session, key)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
@@ -135,7 +142,7 @@ class Dispatcher:
         return response
 
     async def _call(
-        self, op: Operation, request: BaseModel, principal: Principal, session: Session | None
+        self, op: Operation, request: BaseModel, principal: Principal, session: Session | None, key: CommandKey | None
     ) -> BaseModel:
         behind = None
         if self.waiters is not None and op.method in ("read", "index"):
@@ -148,7 +155,7 @@ class Dispatcher:
         if op.read_only and getattr(request, "as_of", None) is not None:
             need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
         if need is None:
-            response = await self._on_lane(op.name, op.call, self.api, request, principal)
+            response = await self._on_lane(op.name, self.api.perform, op, request, principal, key)
         else:
             response = await self._call_past(op, request, principal, need)
         return response if behind is None else response.model_copy(update={"consistency": behind})
@@ -178,6 +185,8 @@ class Dispatcher:
                     "server handles at once: max_as_of_builds); building another means replaying the "
                     "log: retry in a few seconds, or ask for a moment already in use",
                 )
+            if models is None or not models.ready(position, need.vectors):
+                self._allow_build(principal)
             use = self._moments[position] = _PastUse()
             if models is not None:
                 models.pin(position)
@@ -195,6 +204,20 @@ class Dispatcher:
                 if models is not None:
                     models.unpin(position)
 
+    def _allow_build(self, principal: Principal) -> None:
+        """A token's allowance of past moments built (`as_of_builds_per_token`): one more, or refused."""
+        if self.past_allowance is None or principal.name is None or principal.operator:
+            return
+        wait = self.past_allowance.take(principal.name)
+        if wait is not None:
+            raise Unavailable(
+                "as_of_quota",
+                "as_of",
+                f"the token {principal.name!r} had {self.past_allowance.limit} past moments built in the last hour, "
+                "the most one token may (as_of_builds_per_token): each is a replay of the log. Ask for a moment "
+                f"already built, or retry in {max(1, round(wait / 60))} min",
+            )
+
 
 def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: bool) -> Dispatcher:
     """The Dispatcher of a serving process: consistency waits as coroutines, bounded in number, reading
@@ -209,4 +232,5 @@ def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: b
         strata.settings.request_stall_seconds,
         writes,
         strata.settings.max_as_of_builds,
+        BuildAllowance(strata.settings.as_of_builds_per_token),
     )

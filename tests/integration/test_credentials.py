@@ -63,6 +63,8 @@ def test_a_token_is_issued_once_stored_hashed_and_revoked(hashed: Strata) -> Non
         {"ops": []},
         {"repos": []},
         {"repos": ["acme /api"]},
+        {"ops": ["operator"]},  # an operator is every repo's: never limited to acme/* (issue #28)
+        {"ops": ["read", "operator"]},
     ):
         args = {"name": "bob", "repos": ["acme/*"], "ops": ["read"], **bad}
         with pytest.raises(InvalidInput):

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from strata_recall.domain.access import LOCAL, Principal, check_name, check_pattern, default_principal, matches
+from strata_recall.domain.access import (
+    LOCAL,
+    Principal,
+    check_name,
+    check_pattern,
+    default_principal,
+    held,
+    matches,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,3 +59,17 @@ def test_names_and_patterns_are_checked() -> None:
     )
     assert check_pattern("acme/*") is None
     assert check_pattern("") and check_pattern("acme /*") and check_pattern("acme/\x00")
+
+
+def test_an_operator_is_every_repos_and_one_issued_for_some_repos_is_held_to_them() -> None:
+    """issue #28, finding 3: `--ops operator --repos acme/a` was listed as "operator on acme/a" and acted
+    on every repo; such a token (refused since, domain/credential.py) is held to its repos."""
+    assert held(["operator"], ["**"], False) == (("operator",), ("**",), True)
+    assert held(["read", "operator"], ["acme/*", "**"], False) == (("operator",), ("**",), True)
+    assert held(["operator"], ["acme/a"], False) == (("read", "write", "review"), ("acme/a",), False)
+    assert held(["operator"], ["acme/a"], True)[2] is True
+    assert held(["read", "write"], ["acme/*"], True) == (("read", "write"), ("acme/*",), True)
+    ops, repos, globals = held(["operator"], ["acme/a"], False)
+    boss = Principal("boss", frozenset(ops), repos, globals)
+    assert boss.may_use("acme/a") and not boss.may_use("acme/b") and not boss.operator
+    assert boss.as_dict()["repos"] == ["acme/a"] and not boss.may_touch_globals

@@ -74,6 +74,21 @@ def test_library_records_are_scrubbed_too() -> None:
     assert SECRET not in out and TOKEN not in out and "╭" not in out
 
 
+def test_library_debug_records_never_reach_the_log_and_a_token_name_is_kept() -> None:
+    """At log_level debug, Strata's own debug lines are written, the libraries' are not: sse_starlette logs
+    every chunk of an SSE answer (MCP results: memory texts) at debug (issue #28). A token's name logged
+    as `token_name` is not taken for a secret (as `token=ana-agent` was)."""
+    with captured() as stderr:
+        configure_logging("debug", "console")
+        route_stdlib_logging("debug", "console")
+        logging.getLogger("sse_starlette.sse").debug("chunk: %s", b"data: the Marmalade service answers on 7777")
+        logging.getLogger("mcp.server.streamable_http").info("StreamableHTTP session manager started")
+        structlog.get_logger("strata.test").debug("own_debug_line", token_name="ana-agent")
+    out = stderr.getvalue()
+    assert "Marmalade" not in out and "session manager started" in out
+    assert "own_debug_line" in out and "token_name=ana-agent" in out
+
+
 def test_the_fields_redacted_at_rest_are_redacted_in_log_lines_too() -> None:
     """The fields issue #20 found unredacted (an author, a read's query, a command line's password, a
     Twilio token named in prose), as a log line might carry them."""
