@@ -56,6 +56,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -115,6 +116,11 @@ MAX_PAYLOAD_BYTES = 16 << 20
 DEADLINE_MARGIN_S = 0.1
 """What a hook's own reads leave of its deadline for saving the session and answering."""
 ERROR_CHARS = 500
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+"""What a hook creates in the data directory (the data directory itself if it is new, `hooks/`, a
+session's state and lock files): owner-only whatever the umask, like everything Strata keeps there
+(projections/store.py PRIVATE_DIR, PRIVATE_FILE): a session's state names the memories it was shown."""
 
 
 @dataclass
@@ -168,9 +174,13 @@ class Hook:
             return None
 
     def save(self, session: Session) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(self.state_path.parent)
         partial = self.state_path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(json.dumps(asdict(session)), encoding="utf-8")
+        with suppress(FileNotFoundError):
+            partial.unlink()  # left by a process of the same id that died writing: made anew, owner-only
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+        with open(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(asdict(session)))
         partial.replace(self.state_path)
 
     def session(self) -> Session:
@@ -547,8 +557,9 @@ class _locked:
         self.path = path.with_suffix(".lock")
 
     def __enter__(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(self.path, "a")
+        private_folder(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+        self.handle = open(fd, "a")
         try:
             import fcntl
 
@@ -558,6 +569,14 @@ class _locked:
 
     def __exit__(self, *exc: Any) -> None:
         self.handle.close()
+
+
+def private_folder(folder: Path) -> None:
+    """The hooks' folder in the data directory (`<data_dir>/hooks`), it and the data directory created
+    owner-only if new, as the rest of the data directory is (projections/store.py private_dir, which a
+    hook does not import: it loads the SQLite driver); their parents as usual, what exists as it is."""
+    folder.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    folder.mkdir(mode=PRIVATE_DIR, exist_ok=True)
 
 
 def _prune(folder: Path) -> None:

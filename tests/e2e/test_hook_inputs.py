@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import stat
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -162,3 +163,37 @@ def test_whatever_the_payload_a_hook_answers_one_json_line(setup: Setup, case: i
     assert reply == {} or "hookSpecificOutput" in reply, reply
     if done.stderr.strip():  # a failure is said on stderr as one JSON line, never a traceback
         assert json.loads(done.stderr.decode().splitlines()[-1])["event"] == "hook_failed"
+
+
+@pytest.mark.slow
+def test_what_a_hook_creates_in_a_new_data_directory_is_owner_only(setup: Setup, tmp_path: Path) -> None:
+    """At the usual umask (022) the hooks, run as init writes them on a data directory nothing made yet,
+    create it, its `hooks` folder and a session's state and lock files owner-only, as the rest of the data
+    directory is (issue #28, item 8). Before: 0755 folders and 0644 files, a session's state (the memories
+    it was shown) readable by every local user."""
+    data = tmp_path / "new" / "data"
+    env = {**setup.env, "STRATA_DATA_DIR": str(data), "STRATA_COMMAND": STRATA_COMMAND}
+
+    def usual_umask() -> None:
+        os.umask(0o022)
+
+    session = uuid.uuid4().hex
+    for event, fields in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "Why does it hang?"}),
+    ):
+        payload = {"session_id": session, "cwd": str(setup.repo), "hook_event_name": event, **fields}
+        done = subprocess.run(
+            ["sh", "-c", setup.commands[event]],
+            input=json.dumps(payload).encode(),
+            env=env,
+            cwd=setup.repo,
+            capture_output=True,
+            timeout=60,
+            preexec_fn=usual_umask,
+        )
+        one_json_line(done)
+    found = {str(p.relative_to(data)): stat.S_IMODE(p.stat().st_mode) for p in data.rglob("*")}
+    assert {p.rsplit(".", 1)[-1] for p in found if p.startswith("hooks/")} == {"json", "lock"}, found
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700 and stat.S_IMODE(data.parent.stat().st_mode) == 0o755
+    assert {p: oct(m) for p, m in found.items() if m & 0o077} == {}, found
