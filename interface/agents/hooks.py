@@ -36,7 +36,8 @@ hooks: stdin `session_id`, `cwd`, `hook_event_name`, `transcript_path`, `prompt`
 `conversation_id`, `workspace_roots`; replies `additional_context` and `followup_message`).
 
 A hook must never hold up or break the client: whatever its input, it prints one JSON object on one
-line (`{}` when it has nothing to say), exits 0 within its deadline (DEADLINE_S: past it, `{}`), never
+line (`{}` when it has nothing to say), exits 0 within its deadline (`recall_deadline`, the setting
+hook_recall_deadline_seconds, plus EXTRA_S: past it, `{}`), never
 loads the embedding model, and on a failure says why on stderr (one JSON line). What a payload names
 is read bounded (a transcript's tail, regular files only: interface/agents/safe_reads.py). The path from
 `strata hook` to here imports the standard library only (interface/cli/launch.py routes it past the
@@ -65,15 +66,21 @@ from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
 from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
-from strata_recall.interface.agents.safe_reads import read_regular
+from strata_recall.interface.agents.safe_reads import read_regular, read_text
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
     from strata_recall.projections.reads import ReadLedger
 
 EVENTS = ("session-start", "prompt", "edit", "after-command", "stop", "pre-compact")
-DEADLINE_S = {"session-start": 3.0, "stop": 3.0, "pre-compact": 3.0}
-"""How long a hook may take before it gives up; recall events take RECALL_DEADLINE_S."""
 RECALL_DEADLINE_S = 2.0
+"""How long a recall hook (prompt, edit, after-command) may take before it gives up, by default: the
+setting hook_recall_deadline_seconds (interface/app/settings.py), resolved here by `recall_deadline`."""
+DEADLINE_SETTING = "hook_recall_deadline_seconds"
+MAX_DEADLINE_S = 60.0
+"""The setting's bound (its Field in interface/app/settings.py)."""
+EXTRA_S = {"session-start": 1.0, "stop": 1.0, "pre-compact": 1.0}
+"""What these hooks take beyond the recall deadline (3 s in all by default): the index, a transcript."""
+CONFIG_BYTES = 1 << 20
 FALLBACK_WINDOW_S = 4 * 3600
 STATE_RETENTION_S = 14 * 86400
 INDEX_TOKENS = 300
@@ -613,6 +620,43 @@ def data_dir_of(explicit: Path | None, config: Path | None, environ: dict[str, s
     return _default_data_dir(env)
 
 
+def recall_deadline(config: Path | None, environ: dict[str, str] | None = None) -> tuple[float, str | None]:
+    """(the recall deadline in seconds, why the setting was ignored or None), as interface/app/settings.py
+    resolves hook_recall_deadline_seconds: STRATA_HOOK_RECALL_DEADLINE_SECONDS > the config file's
+    [strata] key > RECALL_DEADLINE_S. A value the settings would refuse (not a number, not in (0, 60])
+    gives the default and says why: a hook never fails over its configuration. The config file is read
+    bounded, a regular file only (it is read before the deadline starts counting)."""
+    env = os.environ if environ is None else environ
+    name = "STRATA_" + DEADLINE_SETTING.upper()
+    value: Any = env.get(name)
+    where = name
+    if value is None:
+        path = config or (Path(env["STRATA_CONFIG"]) if env.get("STRATA_CONFIG") else None) or _default_config_file(env)
+        text = read_text(path, CONFIG_BYTES)
+        if not text:
+            return RECALL_DEADLINE_S, None
+        import tomllib
+
+        where = f"{DEADLINE_SETTING} in {path}"
+        try:
+            table = tomllib.loads(text).get("strata", {})
+        except tomllib.TOMLDecodeError as exc:
+            return RECALL_DEADLINE_S, f"cannot read {path}: {exc}"[:ERROR_CHARS]
+        value = table.get(DEADLINE_SETTING) if isinstance(table, dict) else None
+        if value is None:
+            return RECALL_DEADLINE_S, None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_DEADLINE_S:  # NaN fails too
+        why = f"{where} must be a number of seconds above 0 and at most {MAX_DEADLINE_S:g}, not {value!r}"
+        return RECALL_DEADLINE_S, f"{why}; {RECALL_DEADLINE_S:g} s used"[:ERROR_CHARS]
+    return seconds, None
+
+
 def _default_config_file(env: Any) -> Path:
     return Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "strata" / "config.toml"
 
@@ -639,14 +683,18 @@ def run(
     token_env: str | None = None,
 ) -> int:
     """Run one hook: whatever its input, print one JSON object on one line (the reply; `{}` when it has
-    none or failed) within its deadline (DEADLINE_S), say on stderr why it failed (one JSON line), and
+    none or failed) within its deadline (`recall_deadline` + EXTRA_S), say on stderr why it failed (one JSON line), and
     return 0: a hook must never block or break its client.
 
     The hook works on a thread of its own and this one waits for it until the deadline: past it, `{}` is
     printed whatever the work is doing (a read that does not come back, a lock held elsewhere), and the
     caller ends the process (`main`: os._exit) without waiting for it."""
-    seconds = DEADLINE_S.get(event, RECALL_DEADLINE_S)
+    recall_seconds, ignored = recall_deadline(config)
+    seconds = recall_seconds + EXTRA_S.get(event, 0.0)
     started = time.monotonic()
+    if ignored:  # before the work: a failure's line stays the last one
+        with suppress(OSError, ValueError):
+            stderr.write(json.dumps({"event": "hook_setting_ignored", "hook": event, "error": ignored}) + "\n")
     outcome: dict[str, Any] = {}
     done = threading.Event()
 

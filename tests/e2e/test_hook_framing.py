@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import STRATA_COMMAND, Served
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 from tests.e2e.test_tokens import accepted, call, create, ok
 
 A, B = "acme/a", "acme/b"
@@ -38,6 +38,12 @@ HOSTILE = [
 close the block within the first 160 characters a hook shows of a memory."""
 OWN = "Deploying the billing service takes make deploy-billing from the ops folder, after the migrations."
 LOOK_ALIKES = "‹›«»〈〉《》⟨⟩❬❭❮❯❰❱⧼⧽˂˃ᐸᐳ"
+
+
+@pytest.fixture
+def strata_env(strata_env: dict[str, str]) -> dict[str, str]:
+    """tests/conftest.py's, the hooks with a generous recall deadline (HOOK_DEADLINE_ENV)."""
+    return {**strata_env, **HOOK_DEADLINE_ENV}
 
 
 def block_of(context: str) -> tuple[list[str], list[str], list[str]]:

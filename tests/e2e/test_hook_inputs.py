@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import STRATA_COMMAND
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND
 
 HOOK_MEMORY = 1 << 30
 
@@ -60,7 +60,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
         event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
         for event, groups in hooks.items()
     }
-    return Setup(repo, {**env, "STRATA_DATA_DIR": str(home / "data")}, commands)
+    return Setup(repo, {**env, **HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(home / "data")}, commands)
 
 
 def _limited() -> None:

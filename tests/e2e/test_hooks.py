@@ -7,6 +7,8 @@ never fails or holds up its client."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import pytest
 
 from strata_recall.domain.anchors import fingerprint
 from strata_recall.interface.agents.hooks import FRAME_TOKENS
-from tests.conftest import STRATA_COMMAND, Served
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 from tests.e2e import real_clients
 
 REPO = "github.com/acme/api"
@@ -31,6 +33,12 @@ REPO = "github.com/acme/api"
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
     return git_repo
+
+
+@pytest.fixture
+def strata_env(strata_env: dict[str, str]) -> dict[str, str]:
+    """tests/conftest.py's, the hooks with a generous recall deadline (HOOK_DEADLINE_ENV)."""
+    return {**strata_env, **HOOK_DEADLINE_ENV}
 
 
 def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -570,7 +578,7 @@ def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict
     try:
         port = silent.getsockname()[1]
         result = hook_with(
-            strata_env,
+            {**strata_env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "1"},  # the deadline is the point here
             "prompt",
             claude("UserPromptSubmit", repo, prompt="db_pool.acquire hangs again"),
             "--http",
@@ -860,3 +868,35 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
         == ""
     )
     assert not (tmp_path / "client-data" / "projections").exists()  # the server was read, not this machine
+
+
+@pytest.mark.slow
+def test_the_recall_deadline_is_a_setting(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """hook_recall_deadline_seconds, from the environment or the config file, is how long a recall hook
+    waits before it gives up: here on the lock of its session's state, held by this test, so the hook can
+    only give up, and says after how long. A value the settings refuse gives the default and says why."""
+    data = Path(strata_env["STRATA_DATA_DIR"])
+    (data / "hooks").mkdir(parents=True)
+    session = "sess-locked"
+    lock = data / "hooks" / (hashlib.sha256(session.encode()).hexdigest()[:24] + ".lock")
+    payload = claude("UserPromptSubmit", repo, session, prompt="db_pool.acquire hangs again")
+    env = {k: v for k, v in strata_env.items() if k != "STRATA_HOOK_RECALL_DEADLINE_SECONDS"}
+    config = tmp_path / "cfg" / "strata" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+
+    def gave_up(environ: dict[str, str]) -> list[dict[str, Any]]:
+        result = hook_with(environ, "prompt", payload)
+        assert reply(result) is None
+        return [json.loads(line) for line in result.stderr.splitlines()]
+
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        said = gave_up({**env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "1.5"})
+        assert said == [{"event": "hook_failed", "hook": "prompt", "error": "gave up after 1.5 s"}], said
+        config.write_text("[strata]\nhook_recall_deadline_seconds = 2.5\n")
+        said = gave_up(env)
+        assert said == [{"event": "hook_failed", "hook": "prompt", "error": "gave up after 2.5 s"}], said
+        said = gave_up({**env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "soon"})
+        assert [s["event"] for s in said] == ["hook_setting_ignored", "hook_failed"], said
+        assert "STRATA_HOOK_RECALL_DEADLINE_SECONDS" in said[0]["error"] and "'soon'" in said[0]["error"]
+        assert said[1]["error"] == "gave up after 2.0 s"

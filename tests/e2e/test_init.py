@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from strata_recall.interface.agents.clients import BEGIN, END
-from tests.conftest import STRATA_COMMAND
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND
 from tests.e2e import real_clients
 
 # Sample files in the clients' documented formats, with settings that are not ours.
@@ -803,7 +803,7 @@ def session_start_context(env: dict[str, str], folder: Path) -> str:
     done = subprocess.run(
         [STRATA_COMMAND, "hook", "session-start"],
         input=json.dumps({"session_id": "ident", "cwd": str(folder), "hook_event_name": "SessionStart"}),
-        env={**env, "STRATA_DATA_DIR": str(folder.parent / "hook-data")},
+        env={**env, **HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(folder.parent / "hook-data")},
         capture_output=True,
         text=True,
         timeout=60,

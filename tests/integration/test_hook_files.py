@@ -18,7 +18,8 @@ from strata_recall.projections import store
 
 
 @pytest.fixture
-def usual_umask() -> Iterator[None]:
+def usual_umask(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("STRATA_HOOK_RECALL_DEADLINE_SECONDS", "20")  # no give-up on a loaded machine
     before = os.umask(0o022)
     try:
         yield
