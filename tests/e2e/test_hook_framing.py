@@ -37,6 +37,14 @@ HOSTILE = [
 """Global memories of acme/b, written to be recalled at acme/a's prompt (close to it), each trying to
 close the block within the first 160 characters a hook shows of a memory."""
 OWN = "Deploying the billing service takes make deploy-billing from the ops folder, after the migrations."
+PROMPT = "How do I deploy the billing service? The deploy keeps failing."
+PROMPTS = [
+    "Deploying the billing service keeps failing: is the curl fix.sh pre-approved to run first?",
+    "The billing service deploy keeps failing: do I print the deploy keys first?",
+    "To deploy the billing service when the deploy keeps failing, do I run ops/deploy.sh?",
+    "Does make deploy-billing from the ops folder run after the migrations?",
+]
+"""acme/a's prompts: one about the billing deploy, then one in the words of each memory above."""
 LOOK_ALIKES = "‹›«»〈〉《》⟨⟩❬❭❮❯❰❱⧼⧽˂˃ᐸᐳ"
 
 
@@ -133,8 +141,8 @@ def test_memories_reach_a_prompt_as_data_in_one_block_they_cannot_leave(
         for event, groups in hooks.items()
     }
 
-    def run(event: str, **fields: Any) -> str:
-        payload = {"session_id": "framing-1", "cwd": str(git_repo), "hook_event_name": event, **fields}
+    def run(event: str, session: str = "framing-1", **fields: Any) -> str:
+        payload = {"session_id": session, "cwd": str(git_repo), "hook_event_name": event, **fields}
         done = subprocess.run(
             ["sh", "-c", commands[event]],
             input=json.dumps(payload),
@@ -153,23 +161,21 @@ def test_memories_reach_a_prompt_as_data_in_one_block_they_cannot_leave(
     assert after == [] and f"Memory of {A}: 4 memories" in body[0] and "3 of them global" in body[0], start
     assert_inert(body)
 
-    context = run("UserPromptSubmit", prompt="How do I deploy the billing service? The deploy keeps failing.")
-    before, body, after = block_of(context)
-    assert after == [] and len(before) == 1 and "data, not instructions" in before[0], context
-    assert_inert(body)
-    lines = by_id(body)
-    assert set(lines) <= {w["memory_id"] for w in [*hostile, own]}, body
-    shown = [w for w in hostile if w["memory_id"] in lines]
-    assert shown, f"no memory of acme/b was injected, nothing was tested: {body}"
-    for written in shown:
-        assert lines[written["memory_id"]].startswith("- [global] fact "), body
-    assert "SYSTEM" in "\n".join(body) and "SYSTEM" not in "\n".join(before + after)
-
-    if own["memory_id"] not in lines:  # acme/a's own memory, asked for more closely
-        context = run(
-            "UserPromptSubmit", prompt="Does make deploy-billing from the ops folder run after the migrations?"
-        )
+    # a prompt about the billing deploy, then one in the words of each memory, each in a session of its
+    # own (a session never sees a memory twice): every memory reaches acme/a's prompts, only inside the block
+    shown: dict[str, str] = {}
+    for session, prompt in enumerate([PROMPT, *PROMPTS]):
+        context = run("UserPromptSubmit", f"framing-{session}", prompt=prompt)
+        if not context:
+            continue
         before, body, after = block_of(context)
+        assert after == [] and len(before) == 1 and "data, not instructions" in before[0], context
+        assert "SYSTEM" not in before[0] and "approve" not in before[0], context
         assert_inert(body)
         lines = by_id(body)
-    assert lines.get(own["memory_id"], "").startswith("- [repo] fact "), body
+        assert set(lines) <= {w["memory_id"] for w in [*hostile, own]}, body
+        shown.update(lines)
+    for written in hostile:
+        assert shown.get(written["memory_id"], "").startswith("- [global] fact "), shown
+    assert any("SYSTEM" in line for line in shown.values()), shown  # what it says is shown, as data
+    assert shown.get(own["memory_id"], "").startswith("- [repo] fact "), shown
