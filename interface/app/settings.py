@@ -84,6 +84,13 @@ class Settings(BaseModel):
         description="In an MCP session, how long a read or memory_index waits for the projections to reach the "
         "session's last write before it answers anyway, saying it is behind (consistency.behind).",
     )
+    read_embed_seconds: float = Field(
+        2.0,
+        ge=0,
+        le=3600,
+        description="How long a CLI read (with no worker running) spends embedding the vectors' backlog before it "
+        "answers from what is searchable, saying how far behind the vectors are (behind).",
+    )
     as_of_models: int = Field(
         1,
         ge=1,
