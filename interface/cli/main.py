@@ -26,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from strata_recall.domain import archive, idempotency
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from strata_recall.domain.idempotency import CommandKey, check_key
+from strata_recall.domain.persistence import LOG_ERRORS, log_unavailable
 from strata_recall.interface.app.api import CommandAPI, parse
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.logs import configure_logging
@@ -129,6 +130,9 @@ def _session(ctx: typer.Context) -> Iterator[Strata]:
         raise _fail(opts, exc) from None
     except Failed:
         raise
+    except LOG_ERRORS as exc:  # the log unreachable (e.g. PostgreSQL down past its retries): retry later
+        log.info("refused", code="event_log_unavailable", error=type(exc).__name__)
+        raise _fail(opts, log_unavailable(exc)) from None
     except Exception as exc:  # the last line of defence: never a traceback at the user
         debug = settings is not None and settings.log_level == "debug"
         log.error("internal_error", error=type(exc).__name__, detail=str(exc), exc_info=debug)
@@ -577,7 +581,11 @@ def worker(ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT) ->
 
 
 PROCESSES_OPT = typer.Option(
-    None, "--processes", min=1, help="Processes to share the projections over (default: one per core)."
+    None,
+    "--processes",
+    min=1,
+    help="Processes to share the projections over (default: one per core; one on PostgreSQL, where each process "
+    "reads the whole log from the server).",
 )
 
 
@@ -586,7 +594,9 @@ def replay(
     ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT, processes: int | None = PROCESSES_OPT
 ) -> None:
     """Rebuild projections from position zero of the log (refused while a worker follows one of them).
-    The projections are shared out over processes, one per core by default, each reading the log.
+    The projections are shared out over processes, each reading the log: by default one per core, and
+    one on PostgreSQL (each process reads and decodes the whole log from the server: two were no faster
+    on 2 cores, docs/OPERATIONS.md).
 
     Example: strata replay --projection fts
     """
@@ -602,6 +612,9 @@ def replay(
                     f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying",
                 ) from None
         head = strata.log.position()
+        # each replaying process opens the log itself: closing this one's now stops the threads of its
+        # connection pool (PostgreSQL), which would otherwise make forking unsafe (one process only)
+        strata.log.close()
         opened: list[Strata] = []
 
         def opener(group: Sequence[str]) -> tuple[Any, list[Any]]:  # in each replaying process
@@ -609,14 +622,14 @@ def replay(
             opened.append(fresh)
             return fresh.log, fresh.projections(group)
 
-        # Nothing here has started a thread or loaded the embedding model (the vector projection
-        # loads it on its first embedding, in the process that replays it), so forking is safe.
+        # Nothing here runs a thread now or loaded the embedding model (the vector projection loads
+        # it on its first embedding, in the process that replays it), so forking is safe.
         started = time.perf_counter()
         with click.progressbar(length=head, label=f"replaying {', '.join(names)}", file=sys.stderr) as bar:
             groups = run_replay(
                 opener,
                 names,
-                processes=processes or os.cpu_count() or 1,
+                processes=processes or (1 if strata.settings.event_store == "postgres" else os.cpu_count() or 1),
                 batch_size=max(strata.settings.worker_batch_size, 5000),
                 progress=lambda reached, _head: bar.update(max(0, reached - bar.pos)),
             )
