@@ -31,7 +31,14 @@ from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
-from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.interface.app.views import (
+    event_record,
+    history,
+    memory_at,
+    memory_state,
+    resolve_memory_id,
+    visible_in_log,
+)
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import operator, render
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
@@ -237,17 +244,19 @@ def forget(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | Non
 @app.command()
 def show(
     ctx: typer.Context,
-    memory_id: str = typer.Argument(..., help="The memory's id."),
+    memory_id: str = typer.Argument(..., help="The memory's id, or a unique prefix of 8 or more characters."),
     repo: str | None = typer.Option(None, "--repo", help="Only if visible from this repo."),
     as_of: str | None = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
     """Show a memory's current state and its full event history. With --repo, as that repo sees it:
     another repo's memory is not found, and on a global memory what other repos recorded is withheld.
-    With --as-of, as it stood at that log position or time (its history up to there).
+    With --as-of, as it stood at that log position or time (its history up to there). The id may be
+    shortened to a unique prefix of 8 or more characters, as `strata log` and the history print it.
 
     Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api --as-of 2026-11-01T12:00:00Z
     """
     with _session(ctx) as strata:
+        memory_id = resolve_memory_id(strata.log, memory_id, repo)
         memory = strata.log.memory(memory_id, repo)
         moment = strata.moment(_as_of(as_of)) if as_of is not None else None
         if moment is not None:
