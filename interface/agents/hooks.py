@@ -57,7 +57,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
-from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
+from strata_recall.interface.agents.hook_recall import (
+    TOKEN_ENV,
+    HookReadError,
+    HookRefused,
+    HttpReader,
+    Item,
+    LocalReader,
+)
 from strata_recall.interface.agents.repo_identity import repo_id_for, repo_root
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
@@ -358,6 +365,12 @@ def context_reply(hook: Hook, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 
 
+def refusal_reply(cursor: bool, exc: HookRefused) -> dict[str, Any]:
+    """What a hook the server refused tells the user (Claude Code and Codex show `systemMessage`; Cursor
+    gets it as context), since its stderr is seen by no one."""
+    return {"additional_context": str(exc)} if cursor else {"systemMessage": str(exc)}
+
+
 def session_start(hook: Hook) -> dict[str, Any] | None:
     source = str(hook.payload.get("source") or "startup")
     previous = hook.load()
@@ -370,15 +383,17 @@ def session_start(hook: Hook) -> dict[str, Any] | None:
         f'Strata long-term memory is connected. Use repo_id "{hook.repo_id}" with its tools. '
         "Call `read` when a problem starts; memories are hypotheses, the code is the truth."
     ]
+    refused: dict[str, Any] = {}
     try:
         parts.append(hook.reader().index(hook.repo_id, INDEX_TOKENS, hook.remaining()))
     except HookReadError as exc:  # the rest of the session still works: say why the index is missing
         parts.append(f"(The memory index could not be read: {exc}.)")
+        refused = refusal_reply(hook.cursor, exc) if isinstance(exc, HookRefused) and not hook.cursor else {}
     if source == "compact" and session.compacted_reads:
         parts.append(reminder(session.compacted_reads, hook.repo_id))
         session.compacted_reads = []
     hook.save(session)
-    return context_reply(hook, "\n\n".join(parts))
+    return {**context_reply(hook, "\n\n".join(parts)), **refused}
 
 
 def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
@@ -533,6 +548,7 @@ def run(
     if alarm:
         signal.signal(signal.SIGALRM, _on_deadline)
         signal.setitimer(signal.ITIMER_REAL, seconds)
+    payload: Any = {}
     try:
         if event not in HANDLERS:
             raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
@@ -561,6 +577,10 @@ def run(
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
         reason = f"gave up after {seconds} s" if isinstance(exc, _Deadline) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, HookRefused):  # the user must act: say it where they see it
+            cursor = "conversation_id" in payload and "session_id" not in payload
+            stdout.write(json.dumps(refusal_reply(cursor, exc), ensure_ascii=False) + "\n")
+            stdout.flush()
         stderr.write(json.dumps({"event": "hook_failed", "hook": event, "error": reason}) + "\n")
     return 0
 

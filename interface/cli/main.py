@@ -1017,6 +1017,16 @@ token_app = typer.Typer(
 app.add_typer(token_app, name="token")
 
 
+FIRST_TOKEN_WARNING = (
+    "this is the store's first named token. From now on a `strata serve` on this store (also one running now, "
+    "within a second) answers 401 to every request without a token, also after revocations: the hooks and MCP "
+    "clients that `strata init --http` set up included, which then inject no memory. To keep them working, set "
+    "STRATA_TOKEN where your agent runs to a token that may read and write your repos (e.g. `strata token create "
+    "me --repos '**' --ops read,write`, then `export STRATA_TOKEN=<its secret>`). Hooks set up without --http "
+    "read the store directly and are not affected."
+)
+
+
 @token_app.command("create")
 def token_create(
     ctx: typer.Context,
@@ -1051,6 +1061,8 @@ def token_create(
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
         view: dict[str, Any] = {"ok": True, "token": issued.secret, **listed, "position": issued.position}
+        if first and strata.settings.token is None:
+            view["warning"] = FIRST_TOKEN_WARNING
         if issued.secret is None:
             view["note"] = (
                 f"token {name} was issued by an earlier run with this idempotency key, which was shown its secret; "
@@ -1068,10 +1080,7 @@ def token_create(
             ),
         )
         if first and strata.settings.token is None:
-            sys.stderr.write(
-                "strata: the first named token: from now on every request to `strata serve` on this store "
-                "needs a token (STRATA_TOKEN or a named one), also after revocations\n"
-            )
+            sys.stderr.write(f"strata: {view['warning']}\n")
 
 
 @token_app.command("list")
