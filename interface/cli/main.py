@@ -804,6 +804,28 @@ def fingerprint(
     _emit(ctx.obj, result, lambda v: v["fingerprint"])
 
 
+def outside_git(result: dict[str, Any], start: Path) -> None:
+    """A folder that is no git repository is a case `init` supports (docs/REPO_IDS.md), but one a user may
+    reach by running it in the wrong folder: its answer says so first, with the repo id chosen from the
+    folder's path."""
+    from strata_recall.interface.agents.repo_identity import git_common_dir, repo_root
+
+    root = repo_root(start)
+    if git_common_dir(root) is not None:
+        return
+    wrote = "would write" if result.get("dry_run") else ("removed from" if result.get("removed") else "wrote into")
+    chosen = f"repo id {result['repo_id']}"
+    if result.get("repo_id_source") == "folder":
+        chosen += (
+            ", made from the folder's path (moved or renamed, it is another id; choose a lasting one with --repo-id)"
+        )
+    note = (
+        f"{root} is not in a git repository: init {wrote} this folder, and its memories are filed under {chosen}. "
+        "If you meant a repository, run init inside it or pass --repo-root."
+    )
+    result["notes"] = [note, *result.get("notes", [])]
+
+
 @app.command("init")
 def init_client(
     ctx: typer.Context,
@@ -869,6 +891,7 @@ def init_client(
         )
     except StrataError as exc:
         raise _fail(opts, exc) from None
+    outside_git(result, repo_root or Path.cwd())
 
     def human(r: dict[str, Any]) -> str:
         lines = [
