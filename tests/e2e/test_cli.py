@@ -350,3 +350,28 @@ def test_version_and_bare_command(env: dict[str, str]) -> None:
     bare = run(env)
     assert bare.returncode == 0 and "Usage: strata" in bare.stdout and "Commands" in bare.stdout
     no_traceback(bare)
+
+
+def test_the_memory_index_names_topics_by_what_they_are_about(env: dict[str, str], tmp_path: Path) -> None:
+    """The index (`strata index`, what the session-start hook shows the agent) named these memories'
+    topics "running" and "raising": a verb form says what happened, not what the memories are about."""
+    texts = [
+        ("fact", "Raising the pool timeout did not stop the pool exhaustion"),
+        ("fact", "Raising pool_size above 20 exhausts the pool of the staging database"),
+        ("fact", "Raising nothing: close each pool connection in the request teardown"),
+        ("fact", "Running the migrations twice corrupts the schema table"),
+        ("problem", "Running migrations on CI hangs on the advisory lock"),
+        ("fact", "Running alembic migrations with --sql first shows the lock"),
+    ]
+    lines = tmp_path / "memories.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps({"repo_id": "acme/api", "memory": {"text": t, "kind": k, "scope": "repo", "confidence": 0.8}})
+            for k, t in texts
+        )
+        + "\n"
+    )
+    ok_json(run(env, "import", str(lines)))
+    index = ok_json(run(env, "index", "--repo", "acme/api"))
+    topics = [t["topic"] for t in index["topics"]]
+    assert topics == ["pool", "migrations"], index
