@@ -551,3 +551,37 @@ def test_an_empty_store_tells_how_to_connect_an_agent(serve: Callable[..., Serve
     assert "strata init claude-code" in page.text
     assert not console_errors(driver)
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_misspelled_repo_and_a_bad_moment_say_so(serve: Callable[..., Served], browser: Any) -> None:
+    """A repo id no memory is filed under is not shown as a valid empty repo: the page says so and lists the
+    repos there are; an "as of" the server refuses leaves no banner of the moment viewed before beside its error."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        written = http.post(
+            "/v1/write",
+            json={
+                "repo_id": REPO,
+                "memory": {"text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.9},
+            },
+        )
+        assert written.status_code == 200, written.text
+    driver = browser
+    driver.get(f"{served.url}/#/overview?repo=acme/apj")
+    unknown = find(driver, "#unknown-repo")
+    assert "No memories under the repo id acme/apj" in unknown.text
+    assert [a.text for a in unknown.find_elements("css selector", "a.repo-link")] == [REPO]
+    unknown.find_element("css selector", "a.repo-link").click()
+    wait(driver, lambda d: f"repo={REPO.replace('/', '%2F')}" in d.current_url or f"repo={REPO}" in d.current_url)
+    find(driver, "#main[data-view='overview'] #overview")
+
+    driver.get(f"{served.url}/#/overview?repo={REPO}&as_of=1")
+    wait(driver, lambda d: d.find_element("id", "past").is_displayed())
+    field = find(driver, "#as-of")
+    field.clear()
+    field.send_keys("not a moment")
+    find(driver, "#as-of-apply").click()
+    wait(driver, lambda d: d.find_element("id", "message").is_displayed())
+    assert not driver.find_element("id", "past").is_displayed(), driver.find_element("id", "past").text
+    assert served.stop() == 0

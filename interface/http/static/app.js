@@ -125,7 +125,7 @@ async function render() {
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active",
     a.dataset.view === shown || (a.dataset.view === "memories" && shown === "memory")));
   $("as-of").value = params.get("as_of") || "";
-  $("past").hidden = past === undefined;
+  $("past").hidden = true; // shown again only for a moment the server accepts (showPast)
   message("");
   notice("");
   const main = $("main");
@@ -143,6 +143,10 @@ async function render() {
       else show(emptyStore(), "empty");
       return;
     }
+    if (!repos.some((r) => r.repo_id === repo)) { // a misspelled id is no valid empty repo
+      show(unknownRepo(repo, repos, past), "unknown-repo");
+      return;
+    }
     document.querySelectorAll("nav a").forEach((a) => { a.href = link(a.dataset.view); });
     const ctx = { repo, past, params, id, readOnly: past !== undefined };
     show(await VIEWS[shown](ctx), shown);
@@ -156,6 +160,7 @@ async function render() {
 }
 
 function showPast(point) {
+  $("past").hidden = !point;
   if (point) $("past").textContent =
     `Viewing the store as of log position ${point.position} (${when(point.time)}): memories written later are absent, ` +
     "values are as they stood then. Actions are off.";
@@ -179,6 +184,17 @@ async function loadRepos(current, past) {
   $("review-count").textContent = waiting ? String(waiting.pending) : "";
   showPast(data.as_of);
   return data.repos;
+}
+
+function unknownRepo(repo, repos, past) {
+  const limited = me && me.name && !me.operations.includes("operator");
+  return el("section", { class: "empty", id: "unknown-repo" },
+    el("h1", {}, `No memories under the repo id ${repo}`),
+    el("p", { class: "lead" }, `No memory${limited ? " this token may see" : ""} is filed under this repo id` +
+      `${past !== undefined ? " at this moment" : ""}: check its spelling. ` +
+      (repos.length ? "The repo ids there are:" : "No repo has memories yet.")),
+    repos.length ? el("ul", { class: "lines", id: "known-repos" }, repos.map((r) => el("li", {},
+      el("a", { class: "repo-link", href: link("overview", null, { repo: r.repo_id }) }, r.repo_id)))) : null);
 }
 
 function emptyStore() {
