@@ -585,3 +585,32 @@ def test_a_misspelled_repo_and_a_bad_moment_say_so(serve: Callable[..., Served],
     wait(driver, lambda d: d.find_element("id", "message").is_displayed())
     assert not driver.find_element("id", "past").is_displayed(), driver.find_element("id", "past").text
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_activity_charts_axis_label_is_whole_at_20000(serve: Callable[..., Served], browser: Any) -> None:
+    """The page's own chart module, in the page, drawing a day of 20,000 memories: the y-axis label is all
+    inside the chart ("20000", not "0000" cut at the left edge)."""
+    served = serve()
+    driver = browser
+    driver.get(f"{served.url}/")
+    find(driver, "#main[data-view]")
+    left = driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        import("/inspector/charts.js").then(({ activityChart }) => {
+          const figure = activityChart({ since: "2026-11-01", until: "2026-11-30",
+            activity: [{ day: "2026-11-20", kind: "fact", written: 20000 }] });
+          figure.style.width = "600px";
+          document.body.append(figure);
+          const look = () => {
+            const tick = [...figure.querySelectorAll("text.tick")].find((t) => t.textContent === "20000");
+            if (!tick) return requestAnimationFrame(look);
+            done(tick.getBBox().x);
+          };
+          look();
+        });
+        """
+    )
+    assert left >= 0, f"the label starts {left} px left of the chart"
+    assert served.stop() == 0
