@@ -110,14 +110,21 @@ def event_types(driver: Any, css: str = "#history li.ev") -> list[str]:
 
 
 def dialog(driver: Any, answer: str | None = None) -> str:
-    """Accept the page's confirm() or prompt(), typing `answer` into a prompt; returns its question."""
-    from selenium.webdriver.support import expected_conditions
+    """Accept the page's own confirmation (an in-page dialog, never the browser's confirm() or prompt(),
+    which block the page and look like a site's pop-up), typing `answer` into its field; returns its question."""
+    from selenium.common.exceptions import NoAlertPresentException
 
-    alert = wait(driver, expected_conditions.alert_is_present())
-    question = alert.text
+    asked = find(driver, "dialog#ask[open]")
+    try:
+        native = driver.switch_to.alert.text
+    except NoAlertPresentException:
+        native = None
+    assert native is None, f"a native dialog: {native}"
+    question = asked.text
     if answer is not None:
-        alert.send_keys(answer)
-    alert.accept()
+        asked.find_element("css selector", "#ask-answer").send_keys(answer)
+    asked.find_element("css selector", "#ask-ok").click()
+    wait(driver, lambda d: not d.find_elements("css selector", "dialog#ask[open]"))
     return question
 
 
