@@ -563,7 +563,8 @@ def test_an_empty_store_tells_how_to_connect_an_agent(serve: Callable[..., Serve
 @pytest.mark.slow
 def test_a_misspelled_repo_and_a_bad_moment_say_so(serve: Callable[..., Served], browser: Any) -> None:
     """A repo id no memory is filed under is not shown as a valid empty repo: the page says so and lists the
-    repos there are; an "as of" the server refuses leaves no banner of the moment viewed before beside its error."""
+    repos there are; a moment's date reads as the timeline's days do; an "as of" the server refuses leaves no
+    banner of the moment viewed before beside its error."""
     served = serve()
     with httpx.Client(base_url=served.url, timeout=60) as http:
         written = http.post(
@@ -583,8 +584,11 @@ def test_a_misspelled_repo_and_a_bad_moment_say_so(serve: Callable[..., Served],
     wait(driver, lambda d: f"repo={REPO.replace('/', '%2F')}" in d.current_url or f"repo={REPO}" in d.current_url)
     find(driver, "#main[data-view='overview'] #overview")
 
-    driver.get(f"{served.url}/#/overview?repo={REPO}&as_of=1")
+    driver.get(f"{served.url}/#/timeline?repo={REPO}&as_of=1")
     wait(driver, lambda d: d.find_element("id", "past").is_displayed())
+    heading = find(driver, "#timeline-list li.day-head").text  # the day of the event at position 1
+    stamp = find(driver, "#timeline-list li.ev time").get_attribute("title")
+    assert heading in driver.find_element("id", "past").text and stamp.startswith(heading)  # one date format
     field = find(driver, "#as-of")
     field.clear()
     field.send_keys("not a moment")
