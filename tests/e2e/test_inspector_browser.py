@@ -625,3 +625,53 @@ def test_the_activity_charts_axis_label_is_whole_at_20000(serve: Callable[..., S
     )
     assert left >= 0, f"the label starts {left} px left of the chart"
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_header_with_a_named_token_is_one_row_at_1400(
+    serve: Callable[..., Served], browser: Any, strata_env: dict[str, str]
+) -> None:
+    """A person's named token (its name and operations in the header) and a repo id from a git remote: at
+    1,400 px the header is still one row (the "as of" form wrapped to a second one)."""
+    import subprocess
+
+    from tests.conftest import STRATA_COMMAND
+
+    made = subprocess.run(
+        [
+            STRATA_COMMAND,
+            "--json",
+            "token",
+            "create",
+            "alice-laptop-agent",
+            "--repos",
+            "**",
+            "--ops",
+            "read,write,review",
+        ],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    token = json.loads(made.stdout)["token"]
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
+        memory = {"text": "Payments retries are idempotent", "kind": "fact", "scope": "repo", "confidence": 0.9}
+        written = http.post("/v1/write", json={"repo_id": "github.com/acme/payments-service", "memory": memory})
+        assert written.status_code == 200, written.text
+    driver = browser
+    driver.set_window_size(1400, 1000)
+    driver.get(f"{served.url}/#/memories")
+    field = find(driver, "#token")
+    wait(driver, lambda d: field.is_displayed())
+    field.send_keys(token + "\n")
+    find(driver, "#memory-list .item")
+    assert find(driver, "#who").get_attribute("title") == "token alice-laptop-agent: read, write, review"
+    middles = driver.execute_script(
+        "return [...document.querySelectorAll('.top-row > :not([hidden])')]"
+        ".map(e => e.getBoundingClientRect()).map(r => Math.round(r.top + r.height / 2))"
+    )
+    assert max(middles) - min(middles) < 20, f"the header wraps at 1,400 px: {middles}"
+    shot(driver, "15-named-token-header-1400")
+    assert served.stop() == 0

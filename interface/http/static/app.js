@@ -51,6 +51,7 @@ async function whoami() {
   if (!me) me = await call("whoami", {});
   $("who").hidden = !me.name;
   $("who").textContent = me.name ? `token ${me.name}: ${me.operations.join(", ")}` : "";
+  $("who").title = $("who").textContent; // whole when the header cuts it short
   return me;
 }
 
