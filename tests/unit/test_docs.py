@@ -53,8 +53,9 @@ ISSUE_REFERENCE = re.compile(r"(?<![\w&/])#\d+\b")
 """`#21`, `issues #20–#23`: the project's issue tracker, which a reader of the docs does not have. Standards
 that number their parts (`UTS #39`) are not issues."""
 STANDARD_NUMBER = re.compile(r"\bUTS #\d+")
-DEV_PATH = re.compile(r"(?<![\w.~])/(?:work|home/(?!me/)[\w.-]+|Users/[\w.-]+|root)/")
-"""A folder of the machine the docs were written on. `/home/me/...` is the docs' example of a user's home."""
+DEV_PATH = re.compile(r"(?<![\w.~])/(?:work|home/(?!(?:me|you|user)/)[\w.-]+|Users/[\w.-]+|root)/")
+"""A folder of the machine the docs were written on. `/home/me/`, `/home/you/`, `/home/user/` are the docs'
+examples of a user's home."""
 
 
 def paragraphs(page: Path) -> list[tuple[str, str]]:
@@ -101,6 +102,7 @@ def test_no_issue_numbers_or_paths_of_the_development_machine(page: Path) -> Non
         ("Measured on /work/shared/data/coding-dev", ["/work/"]),
         ("in /home/alice/strata", ["/home/alice/"]),
         ('"STRATA_DATA_DIR": "/home/me/.local/share/strata"', []),
+        ("from the origin remote in /home/you/api/.git/config", []),
         ("as UTS #39's identifier", []),
         ("[the past](#reading-the-past-as_of) and &#8212;", []),
         ("~/work/x and ./work/y", []),
