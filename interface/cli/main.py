@@ -32,7 +32,14 @@ from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
-from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.interface.app.views import (
+    event_record,
+    history,
+    memory_at,
+    memory_state,
+    resolve_memory_id,
+    visible_in_log,
+)
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import operator, render
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
@@ -271,17 +278,19 @@ def forget(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | Non
 @app.command()
 def show(
     ctx: typer.Context,
-    memory_id: str = typer.Argument(..., help="The memory's id."),
+    memory_id: str = typer.Argument(..., help="The memory's id, or a unique prefix of 8 or more characters."),
     repo: str | None = typer.Option(None, "--repo", help="Only if visible from this repo."),
     as_of: str | None = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
     """Show a memory's current state and its full event history. With --repo, as that repo sees it:
     another repo's memory is not found, and on a global memory what other repos recorded is withheld.
-    With --as-of, as it stood at that log position or time (its history up to there).
+    With --as-of, as it stood at that log position or time (its history up to there). The id may be
+    shortened to a unique prefix of 8 or more characters, as `strata log` and the history print it.
 
     Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api --as-of 2026-11-01T12:00:00Z
     """
     with _session(ctx) as strata:
+        memory_id = resolve_memory_id(strata.log, memory_id, repo)
         memory = strata.log.memory(memory_id, repo)
         moment = strata.moment(_as_of(as_of)) if as_of is not None else None
         if moment is not None:
@@ -838,6 +847,28 @@ def fingerprint(
     _emit(ctx.obj, result, lambda v: v["fingerprint"])
 
 
+def outside_git(result: dict[str, Any], start: Path) -> None:
+    """A folder that is no git repository is a case `init` supports (docs/REPO_IDS.md), but one a user may
+    reach by running it in the wrong folder: its answer says so first, with the repo id chosen from the
+    folder's path."""
+    from strata_recall.interface.agents.repo_identity import git_common_dir, repo_root
+
+    root = repo_root(start)
+    if git_common_dir(root) is not None:
+        return
+    wrote = "would write" if result.get("dry_run") else ("removed from" if result.get("removed") else "wrote into")
+    chosen = f"repo id {result['repo_id']}"
+    if result.get("repo_id_source") == "folder":
+        chosen += (
+            ", made from the folder's path (moved or renamed, it is another id; choose a lasting one with --repo-id)"
+        )
+    note = (
+        f"{root} is not in a git repository: init {wrote} this folder, and its memories are filed under {chosen}. "
+        "If you meant a repository, run init inside it or pass --repo-root."
+    )
+    result["notes"] = [note, *result.get("notes", [])]
+
+
 @app.command("init")
 def init_client(
     ctx: typer.Context,
@@ -903,6 +934,7 @@ def init_client(
         )
     except StrataError as exc:
         raise _fail(opts, exc) from None
+    outside_git(result, repo_root or Path.cwd())
 
     def human(r: dict[str, Any]) -> str:
         lines = [
@@ -1051,6 +1083,16 @@ token_app = typer.Typer(
 app.add_typer(token_app, name="token")
 
 
+FIRST_TOKEN_WARNING = (
+    "this is the store's first named token. From now on a `strata serve` on this store (also one running now, "
+    "within a second) answers 401 to every request without a token, also after revocations: the hooks and MCP "
+    "clients that `strata init --http` set up included, which then inject no memory. To keep them working, set "
+    "STRATA_TOKEN where your agent runs to a token that may read and write your repos (e.g. `strata token create "
+    "me --repos '**' --ops read,write`, then `export STRATA_TOKEN=<its secret>`). Hooks set up without --http "
+    "read the store directly and are not affected."
+)
+
+
 @token_app.command("create")
 def token_create(
     ctx: typer.Context,
@@ -1085,6 +1127,8 @@ def token_create(
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
         view: dict[str, Any] = {"ok": True, "token": issued.secret, **listed, "position": issued.position}
+        if first and strata.settings.token is None:
+            view["warning"] = FIRST_TOKEN_WARNING
         if issued.secret is None:
             view["note"] = (
                 f"token {name} was issued by an earlier run with this idempotency key, which was shown its secret; "
@@ -1102,10 +1146,7 @@ def token_create(
             ),
         )
         if first and strata.settings.token is None:
-            sys.stderr.write(
-                "strata: the first named token: from now on every request to `strata serve` on this store "
-                "needs a token (STRATA_TOKEN or a named one), also after revocations\n"
-            )
+            sys.stderr.write(f"strata: {view['warning']}\n")
 
 
 @token_app.command("list")
