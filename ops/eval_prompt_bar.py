@@ -34,6 +34,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "ops")]
 from eval_coding import DEFAULT_DATA, by_repo
 from eval_session import Scripted, scripted
 
+from strata_recall.domain.anchors import fingerprint
 from strata_recall.interface.agents import hook_cues, hooks
 from strata_recall.interface.agents.hook_recall import _items
 from strata_recall.interface.app.api import CommandAPI
@@ -49,7 +50,8 @@ def shown_by(answer: dict, moment: hook_cues.Moment, rule: str) -> list:
     kind, _, value = rule.rpartition(":")
     bar = float(value)
     results = answer.get("results") or []
-    items = [item for item in _items(results[:1] if kind == "best" else results) if (item.relevance or 0.0) >= bar]
+    cleared = bar if moment.kind == "prompt" else 0.0  # an edit shows the memories of its file
+    items = [item for item in _items(results[:1] if kind == "best" else results) if (item.relevance or 0.0) >= cleared]
     if kind == "half" and items:
         top = max(item.relevance or 0.0 for item in items)
         items = [item for item in items if (item.relevance or 0.0) >= top / 2]
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repos", default="")
     parser.add_argument("--max-tasks", type=int, default=None)
+    parser.add_argument("--moment", choices=("prompt", "edit"), default="prompt", help="edit: the edit hook's reads")
     parser.add_argument("--rules", default="0.2,0.3,0.4,0.5,best:0.2,best:0.3,half:0.2,half:0.3")
     args = parser.parse_args()
     configure_logging("warning")
@@ -79,6 +82,7 @@ def main() -> None:
         others = [s for r, ss in repos.items() if r != repo for s in ss]
         with tempfile.TemporaryDirectory(prefix="strata-eval-prompt-") as tmp:
             app = build(load_settings(environ={}, data_dir=Path(tmp) / "data"))
+            checkout = Path(tmp) / "checkout"
             api = CommandAPI(app.log)
             task_of: dict[str, set[str]] = {}
             try:
@@ -86,19 +90,26 @@ def main() -> None:
                     if i:
                         relevant = any(files & s.task.files for files in task_of.values())
                         with_relevant += relevant
-                        answer = read(app, repo, s)
-                        moment = hook_cues.Moment("prompt", s.statement)
+                        reads = (
+                            [(read(app, repo, s), hook_cues.Moment("prompt", s.statement))]
+                            if args.moment == "prompt"
+                            else edits(app, repo, s, checkout)
+                        )
                         for bar in bars:
-                            got = shown_by(answer, moment, bar)
+                            got = [item for answer, moment in reads for item in shown_by(answer, moment, bar)]
                             hits = [item for item in got if task_of.get(item.memory_id, set()) & s.task.files]
                             shown[bar][0] += len(hits)
                             shown[bar][1] += len(got)
                             found[bar] += relevant and bool(hits)
                         foreign = others[zlib.crc32(s.task.instance_id.encode()) % len(others)]
-                        answer = read(app, repo, foreign)
+                        reads = (
+                            [(read(app, repo, foreign), hook_cues.Moment("prompt", foreign.statement))]
+                            if args.moment == "prompt"
+                            else edits(app, repo, foreign, checkout)
+                        )
                         foreign_reads += 1
                         for bar in bars:
-                            quiet[bar] += not shown_by(answer, hook_cues.Moment("prompt", foreign.statement), bar)
+                            quiet[bar] += not any(shown_by(answer, moment, bar) for answer, moment in reads)
                     write(app, api, repo, s, task_of)
             finally:
                 app.close()
@@ -112,6 +123,28 @@ def main() -> None:
             f"| {bar} | {found[bar] / max(with_relevant, 1):.3f} | {hit / max(total, 1):.3f} ({hit}/{total}) |"
             f" {quiet[bar] / max(foreign_reads, 1):.3f} |"
         )
+
+
+def edits(app, repo: str, s: Scripted, checkout: Path) -> list[tuple[dict, hook_cues.Moment]]:
+    """The edit hook's reads of a session, one per file its patch edits (its query: the path and the names
+    in the code replaced; its bar EDIT_BAR)."""
+    out = []
+    for path, old in s.edits:
+        payload = {"tool_name": "Edit", "tool_input": {"file_path": str(checkout / path), "old_string": old}}
+        moment = hook_cues.edit_moment(payload, checkout)
+        if moment is None:
+            continue
+        app.catch_up()
+        request = {
+            "repo_id": repo,
+            "query": moment.query,
+            "mode": "targeted",
+            "limit": hooks.CANDIDATES["edit"],
+            "expand": {"semantic_hops": 0},
+            "min_relevance": hooks.EDIT_BAR,
+        }
+        out.append((app.api().read(request).model_dump(), moment))
+    return out
 
 
 def read(app, repo: str, s: Scripted) -> dict:
@@ -129,6 +162,7 @@ def read(app, repo: str, s: Scripted) -> dict:
 
 
 def write(app, api: CommandAPI, repo: str, s: Scripted, task_of: dict[str, set[str]]) -> None:
+    anchors = [{"path": path, "fingerprint": fingerprint(code)} for path, code in s.preimages.items() if code.strip()]
     problem = api.write(
         {"repo_id": repo, "memory": {"text": s.task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
     ).memory_id
@@ -142,6 +176,7 @@ def write(app, api: CommandAPI, repo: str, s: Scripted, task_of: dict[str, set[s
                 "confidence": 0.8,
                 "links": {"problem_id": problem},
             },
+            **({"anchors": anchors[:16]} if anchors else {}),
         }
     ).memory_id
     task_of[problem] = task_of[solution] = s.task.files
