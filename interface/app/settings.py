@@ -137,6 +137,22 @@ class Settings(BaseModel):
         description="Web origins (scheme://host:port) whose pages may call `strata serve`, besides its own "
         "(comma-separated in STRATA_ALLOWED_ORIGINS).",
     )
+    mcp_sessions_per_token: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Most MCP sessions (streamable HTTP) one token holds open on `strata serve`: opening one more "
+        "ends that token's session idle longest, or is refused (503) while each has a request in flight.",
+    )
+    # strata hook
+    hook_recall_deadline_seconds: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="How long a recall hook (prompt, edit, after-command) may take before it gives up and injects "
+        "nothing; session-start, stop and pre-compact take 1 s more. Read by the hooks themselves "
+        "(interface/agents/hooks.py recall_deadline: the environment, then the config file).",
+    )
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"
     postgres_host: str = "127.0.0.1"

@@ -867,7 +867,7 @@ def init_client(
             for f in r["files"]
         ]
         lines += [f"{step['status']}: {step['command']}  ({step['why']})" for step in r.get("local", [])]
-        source = r["repo_id_source"] if r["repo_id_source"].startswith("--") else f"the {r['repo_id_source']}"
+        source = r.get("repo_id_from") or r["repo_id_source"]
         head = (
             f"{r['client']} (repo_id {r['repo_id']}, from {source})"
             + (" -- removed" if r["removed"] else "")

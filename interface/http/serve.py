@@ -38,6 +38,7 @@ import anyio
 import orjson
 import structlog
 import uvicorn
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
@@ -54,6 +55,7 @@ from strata_recall.interface.app.access import PRINCIPAL, principal_in
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.app.logs import route_stdlib_logging
 from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from strata_recall.interface.http.mcp_sessions import McpSessions
 from strata_recall.interface.http.page import PAGE_PATHS, page_routes
 from strata_recall.interface.http.security import (
     WILDCARDS,
@@ -476,6 +478,7 @@ def create_app(
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    sessions = McpSessions(mcp.session_manager, strata.settings.mcp_sessions_per_token, DEFAULT_SESSION_IDLE_TIMEOUT)
     health = Health(strata, background, positions, dispatcher.stalls)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(
@@ -506,7 +509,7 @@ def create_app(
         return error_json(internal_error(exc), 500)
 
     routes = [
-        *mcp_app.routes,
+        *sessions.routes(mcp_app.routes),  # each session bound to its token: interface/http/mcp_sessions.py
         *(Route(f"/v1/{op.name}", _operation_endpoint(op, dispatcher), methods=["POST"]) for op in OPERATIONS.values()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -515,7 +518,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), sessions.following(credentials, TOKEN_REFRESH_S):
             if background is not None:
                 background.start()
             watching = _watch_tokens(credentials)
