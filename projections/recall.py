@@ -77,6 +77,7 @@ from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.relevance import (
     DEFAULT_BAR,
     MODEL,
+    TAIL,
     RelevanceModel,
     answer_features,
     memory_features,
@@ -447,9 +448,9 @@ class RecallEngine:
             hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
-            # a memory earns its place by clearing the bar, or by being the answer's most relevant one (the
+            # a memory earns its place by clearing the floor, or by being the answer's most relevant one (the
             # answer cleared the bar on its evidence), or by coming with one of those (its case, an amendment)
-            floor = min(bar, max((case.relevance for case in cases), default=bar))
+            floor = min(bar * TAIL, max((case.relevance for case in cases), default=bar))
             results = self._fit(q, cases, hops, rows, suppressed, floor, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}

@@ -16,7 +16,7 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import TEXT_CHARS
-from strata_recall.projections.relevance import DEFAULT_BAR
+from strata_recall.projections.relevance import DEFAULT_BAR, TAIL
 from strata_recall.schemas import read as read_schema
 from tests.conftest import write_request
 
@@ -108,9 +108,9 @@ def test_a_request_lowers_or_raises_the_bar(real: Strata) -> None:
 
 
 def earned(response: dict, bar: float = DEFAULT_BAR) -> None:
-    """Every memory of the answer clears the bar itself (or is the answer's most relevant, when none does: the
-    answer cleared it with that one), or says which memory of its case did (`shown_with`)."""
-    bar = min(bar, max(m["relevance"] for m in flat(response)))
+    """Every memory of the answer clears the floor (TAIL x the bar) itself (or is the answer's most relevant,
+    when none does: the answer cleared the bar with that one), or says which memory of its case did."""
+    bar = min(bar * TAIL, max(m["relevance"] for m in flat(response)))
     for result in response["results"]:
         case = {m["memory_id"]: m for m in (result, *result["solutions"], *result["failed_tactics"])}
         for m in case.values():
@@ -135,7 +135,10 @@ def test_in_an_answer_above_the_bar_every_memory_earns_its_place(real: Strata) -
         assert response["suppressed"].get("below_relevance", 0) > 0  # the tail is counted, not shown
     case = read(real, repo_id="acme", query="integration tests hang because postgres is down")["results"][0]
     assert case["memory_id"] == ids[MEMORIES[0][0]]
-    assert [s["shown_with"] for s in case["solutions"] if s["relevance"] < DEFAULT_BAR] in ([], [case["memory_id"]])
+    assert [s["shown_with"] for s in case["solutions"] if s["relevance"] < DEFAULT_BAR * TAIL] in (
+        [],
+        [case["memory_id"]],
+    )
     everything = read(real, repo_id="acme", query="why do uploads of large files fail", min_relevance=0)
     assert all(m["shown_with"] is None for m in flat(everything))  # no bar, nothing to carry
 
