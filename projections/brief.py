@@ -45,6 +45,8 @@ def member(result: dict[str, Any], nested: bool = False) -> dict[str, Any]:
         out["problem_id"] = result["problem_id"]
     if result.get("note"):
         out["note"] = result["note"]
+    if result.get("shown_with"):
+        out["shown_with"] = result["shown_with"]
     if result.get("change_chain"):
         out["changed_by"] = [change["memory_id"] for change in result["change_chain"]]
     for key in ("anchor_changed", "anchor_missing"):

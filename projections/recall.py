@@ -32,8 +32,13 @@ one log position from the projections (never by rebuilding aggregates).
    best score; every other memory (and a solution or failed tactic whose problem is not in the
    answer) stands alone.
 6. The bar: an answer whose relevance is below `min_relevance` is empty (its memories counted as
-   below_relevance); in one above it, a case whose most relevant memory is below TAIL × the bar is
-   held back (a case passes or fails whole).
+   below_relevance); in one above it, every memory shown earns its place: it clears the bar itself
+   (or it is the answer's most relevant memory, which the answer cleared the bar with: each memory's
+   relevance is below the answer's), or it comes with the memory of its case that did (a case passes or fails whole) and names it
+   (`shown_with`), or it amends (a change memory) a memory shown and comes with that one. The rest is
+   held back (no tail of memories a few percent likely to be relevant).
+   A change chain wins: a memory's amendments (the change memories linked to it) are shown before
+   it, in every read that shows it.
 7. Selection: up to `limit` cases best first, near-duplicates dropped, a per-source cap for
    diversity (a problem brings at most so many solutions and failed tactics that did not match
    the query themselves), and a token budget that counts the answer as an agent receives it: its
@@ -231,16 +236,16 @@ class Case:
     members: list[Scored] = field(default_factory=list)
     score: float = 0.0
     relevance: float = 0.0  # the most relevant of its memories: the case passes the bar with it
+    best: str = ""  # that memory's id: the memory the others of the case are shown with
 
     @classmethod
     def of(cls, head: Scored, members: list[Scored]) -> Case:
         """A case ranks by the best score shown in it and passes the bar with its most relevant memory."""
-        return cls(
-            head,
-            members,
-            max([head.score] + [m.score for m in members]),
-            max([head.cand.p] + [m.cand.p for m in members]),
-        )
+        top = max([head, *members], key=lambda s: s.cand.p)
+        return cls(head, members, max([head.score] + [m.score for m in members]), top.cand.p, top.cand.memory_id)
+
+    def memories(self) -> list[Scored]:
+        return [self.head, *self.members]
 
 
 @dataclass
@@ -444,7 +449,10 @@ class RecallEngine:
             hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
-            results = self._fit(q, cases, hops, rows, suppressed, bar * TAIL, envelope)
+            # a memory earns its place by clearing the floor, or by being the answer's most relevant one (the
+            # answer cleared the bar on its evidence), or by coming with one of those (its case, an amendment)
+            floor = min(bar * TAIL, max((case.relevance for case in cases), default=bar))
+            results = self._fit(q, cases, hops, rows, suppressed, floor, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         if self.ledger is not None:
@@ -650,18 +658,8 @@ class RecallEngine:
         if q.include_problem_links:
             self._link_cases(q, candidates, rows, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
-        if q.include_update_links:
-            seed_ids = {c.memory_id for c in seeds}
-            self._changes(
-                q,
-                candidates,
-                rows,
-                [
-                    c
-                    for c in candidates.values()
-                    if not c.direct or c.memory_id in seed_ids or c.link_reason is not None
-                ],
-            )
+        if q.include_update_links:  # every memory that may be shown brings its amendments (they rank above it)
+            self._changes(q, candidates, rows, list(candidates.values()))
 
     def _seeable(self, q: ReadQuery, rows: dict[str, dict[str, Any]], memory_ids: set[str]) -> set[str]:
         """Those of `memory_ids` the reader may see (their rows join `rows`)."""
@@ -1023,17 +1021,44 @@ class RecallEngine:
 
         held: dict[str, int] = {}  # results kept per chain of `related` memories
         seen: set[int] = set()  # the cases considered, by id()
-        for case in _chain_share(itertools.chain(cases, hops), held, kept, c.chain_share):
+        carried: dict[int, str] = {}  # a case below the floor shown with a memory that cleared it (amendments)
+        amending = {s.cand.memory_id: case for case in cases for s in case.memories()}
+
+        def carrier(case: Case) -> str | None:
+            """The memory a case is shown with: its own most relevant, when that clears the floor."""
+            return case.best if case.relevance >= floor else carried.get(id(case))
+
+        def amendments_first(case: Case) -> Iterator[Case]:
+            """The case after the cases of the change memories that amend its memories (theirs first)."""
+            seen.add(id(case))
+            passes = carrier(case)
+            for s in case.memories():
+                for change in s.row["change_chain"]:
+                    amendment = amending.get(change["change_memory_id"])
+                    if amendment is None or id(amendment) in seen:
+                        continue
+                    if passes is not None and amendment.relevance < floor:
+                        carried[id(amendment)] = s.cand.memory_id if s.cand.p >= floor else passes
+                    yield from amendments_first(amendment)
+            yield case
+
+        ordered = (
+            c
+            for case in _chain_share(itertools.chain(cases, hops), held, kept, c.chain_share)
+            if id(case) not in seen
+            for c in amendments_first(case)
+        )
+        for case in ordered:
             if len(kept) >= q.limit:
                 break
             if budget is not None and budget - spent < MIN_RESULT_TOKENS:  # no memory takes so few tokens
                 # what it holds back of the search's cases, each by why (hops not yet made stay unmade)
-                for rest in (r for r in cases if id(r) not in seen):
-                    why = "below_relevance" if rest.relevance < floor else "over_token_budget"
+                for rest in (r for r in cases if id(r) not in seen or r is case):
+                    why = "below_relevance" if carrier(rest) is None else "over_token_budget"
                     suppressed[why] = suppressed.get(why, 0) + 1 + len(rest.members)
                 break
-            seen.add(id(case))
-            if case.relevance < floor:  # the long tail of an answer; a case's members follow its head
+            shown_with = carrier(case)
+            if shown_with is None:  # the long tail of an answer; a case's members follow its head
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue
             kind = case.head.row["kind"]
@@ -1045,6 +1070,7 @@ class RecallEngine:
             head = admit(case.head, joins)
             if head is None:
                 continue
+            self._carried(head, case.head, floor, shown_with)
             if joins is not None:
                 joins[NESTED[kind]].append(head)
                 continue
@@ -1056,9 +1082,16 @@ class RecallEngine:
                     head[key] = []
                 for member in case.members:
                     if (result := admit(member, head)) is not None:
+                        self._carried(result, member, floor, shown_with)
                         head[NESTED[member.row["kind"]]].append(result)
             kept.append(head)
         return kept
+
+    @staticmethod
+    def _carried(result: dict[str, Any], s: Scored, floor: float, shown_with: str) -> None:
+        """A memory below the bar says which memory that cleared it it is shown with."""
+        if s.cand.p < floor and shown_with != s.cand.memory_id:
+            result["shown_with"] = shown_with
 
     def _cost(self, result: dict[str, Any], into: dict[str, Any] | None) -> int:
         """Tokens a memory adds to the answer as an agent receives it: its compact form and the comma
@@ -1096,5 +1129,6 @@ class RecallEngine:
             "maturity": row["maturity"],
             "change_chain": chain,
             "note": CAUTION if row["kind"] == "failed_tactic" else None,
+            "shown_with": None,  # set by selection for a memory shown with one that cleared the bar
             **anchor_fields(row, q.workspace),
         }

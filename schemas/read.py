@@ -154,6 +154,12 @@ class CaseMember(Response):
         default_factory=list, description="Extension: changes affecting it, oldest first."
     )
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
+    shown_with: str | None = Field(
+        None,
+        description="Extension: a memory below the relevance bar is shown only with a memory that cleared it: the "
+        "problem of its case, a solution that matched, or the memory it amends (a change). That memory's id; absent "
+        "(null) when it cleared the bar itself.",
+    )
     anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
     anchor_changed: list[str] = Field(
         default_factory=list,
@@ -275,6 +281,9 @@ class CompactMember(Compact):
     utility: float | None = Field(None, description="Only when ratings moved it off the 0.5 prior.")
     problem_id: str | None = Field(None, description="A solution or failed tactic standing alone: its problem.")
     note: str | None = Field(None, description="The caution on a failed tactic.")
+    shown_with: str | None = Field(
+        None, description="Only below the bar: the memory that cleared it and that this one is shown with."
+    )
     changed_by: list[str] = Field(
         default_factory=list, description="The change memories affecting it, oldest first (their texts: memory_ids)."
     )

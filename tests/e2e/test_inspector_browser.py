@@ -547,8 +547,9 @@ def test_an_empty_store_tells_how_to_connect_an_agent(serve: Callable[..., Serve
         driver.get(f"{served.url}/")
         empty = find(driver, "#empty-state")
         assert "Nothing is remembered yet" in empty.text
-        assert "strata init claude-code --hooks" in empty.text and "strata demo --into-store" in empty.text
-        assert f"strata init claude-code --http {served.url}/mcp" in empty.text
+        assert "strata demo --into-store" in empty.text  # one setup, the one the banner and the README name
+        assert f"strata init claude-code --http {served.url}/mcp --hooks" in empty.text
+        assert "strata init claude-code --hooks" not in empty.text
         fits(driver)
         shot(driver, f"24-empty-{width}")
     readme = find(driver, "#readme-link").get_attribute("href")

@@ -202,8 +202,9 @@ def test_a_failed_query_embedding_fails_that_read_only(data_dir: Path) -> None:
 def test_ambient_is_stricter_than_targeted(real: Strata) -> None:
     seed_debugging(CommandAPI(real.log))
     query = "database problems in the test setup"
-    targeted = ids(read(real, repo_id="acme", query=query, mode="targeted"))
-    ambient = ids(read(real, repo_id="acme", query=query, mode="ambient"))
+    # the similarity threshold alone (the relevance bar off): every hit that passes it is shown
+    targeted = ids(read(real, repo_id="acme", query=query, mode="targeted", min_relevance=0))
+    ambient = ids(read(real, repo_id="acme", query=query, mode="ambient", min_relevance=0))
     assert set(ambient) < set(targeted)
 
 
@@ -246,7 +247,12 @@ def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
         )
     for budget in (40, 100, 250, 400, 1000):
         answer, tokens = as_received(
-            real, repo_id="acme", query="how long do cached sessions live", token_budget=budget, limit=50
+            real,
+            repo_id="acme",
+            query="how long do cached sessions live",
+            token_budget=budget,
+            limit=50,
+            min_relevance=0,
         )
         if budget < 1000:
             assert answer["suppressed"].get("over_token_budget", 0) > 0
@@ -300,10 +306,15 @@ def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) ->
     api = CommandAPI(real.log)
     for text in session_notes(40):
         api.write(write_request("acme", text))
-    answer, tokens = as_received(real, repo_id="acme", query="how long do login sessions last before they expire")
+    # the relevance bar off: forty similar notes, more than the default budget holds
+    answer, tokens = as_received(
+        real, repo_id="acme", query="how long do login sessions last before they expire", min_relevance=0
+    )
     assert 0 < len(answer["results"]) < 20 and answer["suppressed"]["over_token_budget"] > 0
     assert tokens <= DEFAULT_TOKEN_BUDGET
-    sized, _ = as_received(real, repo_id="acme", query="how long do login sessions last before they expire", limit=20)
+    sized, _ = as_received(
+        real, repo_id="acme", query="how long do login sessions last before they expire", limit=20, min_relevance=0
+    )
     assert len(sized["results"]) == 20  # a read that names its limit is sized by it
 
 
@@ -439,10 +450,10 @@ def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> N
         )
     ).memory_id
     query = "integration tests hang and the CI job times out"
-    auto = read(real, repo_id="acme", query=query, mode="auto")
+    auto = read(real, repo_id="acme", query=query, mode="auto", min_relevance=0)  # the ranking, not the bar
     assert auto["archetype"]["name"] == "debugging"
     assert "preference" not in auto["archetype"]["profile"]["kinds"]
-    assert decision in ids(read(real, repo_id="acme", query=query, mode="targeted"))
+    assert decision in ids(read(real, repo_id="acme", query=query, mode="targeted", min_relevance=0))
     assert decision in ids(auto)
     only = read(real, repo_id="acme", query=query, mode="auto", kinds=["problem", "solution"])
     assert {r["kind"] for r in flat(only)} <= {"problem", "solution"}  # the request's own filter still filters
@@ -555,7 +566,9 @@ def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(real: Strata, c
     from strata_recall.projections.recall import ReadQuery
 
     def rank(linked: bool) -> int:
-        answer = engine.read(ReadQuery(repo_id=f"team-{linked}", query="why do deploys time out pushing the image?"))
+        answer = engine.read(  # the ranking, with the relevance bar off
+            ReadQuery(repo_id=f"team-{linked}", query="why do deploys time out pushing the image?", min_relevance=0)
+        )
         return [r["memory_id"] for r in answer.results].index(decisions[linked])
 
     if capped:

@@ -208,10 +208,10 @@ function emptyStore() {
       "what failed and why. Connect an agent in the repository you work on, and this page shows its memory as it grows."),
     el("ol", { class: "steps" },
       el("li", {}, el("strong", {}, "Connect an agent"), " — in your repository, run:",
-        el("pre", {}, el("code", { class: "id" }, "strata init claude-code --hooks")),
+        el("pre", {}, el("code", { class: "id" }, `strata init claude-code --http ${server} --hooks`)),
         el("span", { class: "muted" }, "or ", code("codex"), ", ", code("cursor"), ", ", code("vscode"),
-          ". To use this running server instead of a process per session:"),
-        el("pre", {}, el("code", { class: "id" }, `strata init claude-code --http ${server}`))),
+          ". The agent and its hooks read this server, which keeps the model loaded: every read and every " +
+          "hook gets the whole engine.")),
       el("li", {}, el("strong", {}, "Work as usual"), " — the agent reads its memory when a problem starts and writes " +
         "what it learned at the end; you rate, correct and review it here."),
       el("li", {}, el("strong", {}, "Or see a filled page now"), " — a scripted session, written into this store under " +
