@@ -39,7 +39,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding
+import eval_commits
 import eval_locomo
+import eval_paraphrase
 from eval_coding import QUERIES
 from eval_common import MODEL_DIR, calibration, flat
 
@@ -54,7 +56,10 @@ from strata_recall.projections.relevance import DEFAULT_BAR
 FITTED = ("coding", "locomo")
 CHECKED = ("titles",)  # never in the fit: short queries against code memories, a check of what holds
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
-CACHE_VERSION = 4  # the features and corpora it holds: a cache of another version is read again
+CACHE_VERSION = 5  # the features and corpora it holds: a cache of another version is read again
+BACKGROUND = 100
+"""How many of the store's nearest memories (and first keyword hits) a read records: the vector
+search's own overfetch (projections/recall.py RecallConfig.overfetch)."""
 FOREIGN_OFFSET = 10_007
 """Coding's foreign reads are chosen apart from eval_coding's (which picks by the task's row), and
 LoCoMo's ask the conversation after next (eval_locomo asks the next): the evaluations' foreign
@@ -62,9 +67,31 @@ figures are measured on reads the fit never saw."""
 
 
 def _read(engine, query, judge, foreign: bool) -> dict:
+    """A read's features, its memories' features with whether each is relevant, and the store's own
+    background for the query (background())."""
     answer = engine.read(query)
     memories = [(list(answer.evidence[m["memory_id"]]), bool(judge(m["memory_id"]))) for m in flat(answer.results)]
-    return {"answer": list(answer.answer_evidence), "memories": memories, "foreign": foreign}
+    return {
+        "answer": list(answer.answer_evidence),
+        "memories": memories,
+        "foreign": foreign,
+        **background(engine, query),
+    }
+
+
+def background(engine, query) -> dict:
+    """What the store holds for this query whatever is relevant: the cosines of its BACKGROUND nearest
+    memories (the vector search's own list, best first) and the keyword evidence of its first keyword
+    hits, and how many memories the reader's part holds; the candidates for a store-relative signal."""
+    qv = engine.embedder.embed_query(query.query)
+    nearest = engine.index.search(qv, query.repo_id, include_global=query.include_global, k=BACKGROUND)
+    found = engine.keyword_search(query)
+    partition = engine.index.partitions.get(query.repo_id)
+    return {
+        "cos": [round(float(c), 5) for _, c in nearest],
+        "kw": [round(float(s), 5) for _, s in found.hits[:BACKGROUND]],
+        "size": len(partition.ids) if partition is not None else 0,
+    }
 
 
 def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
@@ -149,6 +176,45 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
                     )
             strata.close()
     return reads
+
+
+def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """Commit histories (ops/eval_commits.py): the long reads (a task's statement, a commit's body) as
+    "history", the short ones (a task's title, a commit's subject) as "history-short", each beside its
+    foreign read; every read records its kind."""
+    reads: dict[str, list[dict]] = {"history": [], "history-short": []}
+
+    def visit(strata, repo: str, read, relevant) -> None:
+        engine = strata.recall(RecallConfig(bar=0.0))
+        for kind, query in read.queries.items():
+            corpus = "history-short" if kind in eval_commits.SHORT else "history"
+            for foreign, asked in ((False, query), (True, read.foreign[kind])):
+                judged = relevant if not foreign else (lambda m: False)
+                got = _read(engine, eval_commits.request(repo, asked), judged, foreign)
+                reads[corpus].append({"group": repo, "kind": kind, **got})
+
+    for _ in eval_commits.walk(embedder, visit):
+        pass
+    return reads
+
+
+def collect_paraphrase(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """Small stores and paraphrased questions (ops/eval_paraphrase.py), read with the bar off: a case's
+    asked memory is its one relevant memory; an unrelated prompt counts as a foreign read."""
+
+    def visit(engine, query, asked) -> dict:
+        return {"group": query.repo_id, **_read(engine, query, lambda m: m == asked, asked is None)}
+
+    return {"paraphrase": list(eval_paraphrase.cases(embedder, RecallConfig(bar=0.0), visit))}
+
+
+COLLECTORS = (
+    (("paraphrase",), collect_paraphrase),
+    (("history", "history-short"), collect_history),
+    (("coding", "titles"), collect_coding),
+    (("locomo",), lambda embedder: {"locomo": collect_locomo(embedder)}),
+)
+"""Each group of corpora and what reads it: a cache missing one reads that group alone again."""
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 1e-4) -> np.ndarray:
@@ -238,13 +304,33 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--refresh", action="store_true", help="read the corpora again even if the cache exists")
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--collect-only",
+        nargs="*",
+        default=None,
+        metavar="CORPUS",
+        help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
+    )
+    parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
     configure_logging("warning")
     reads = json.loads(args.cache.read_text()) if args.cache.exists() and not args.refresh else {}
     if reads.get("version") != CACHE_VERSION:  # absent, asked to refresh, or of an older script
-        embedder = MiniLMEmbedder(model_dir=args.model_dir)
-        reads = {"version": CACHE_VERSION, **collect_coding(embedder), "locomo": collect_locomo(embedder)}
-        args.cache.write_text(json.dumps(reads))
+        reads = {"version": CACHE_VERSION}
+    for other in args.merge:
+        merged = json.loads(other.read_text())
+        if merged.get("version") == CACHE_VERSION:
+            reads.update({k: v for k, v in merged.items() if k not in reads})
+    embedder = None
+    for corpora, collect in COLLECTORS:
+        if args.collect_only and not set(args.collect_only) & set(corpora):
+            continue
+        if not all(c in reads for c in corpora):  # each corpus read once, kept as soon as it is read
+            embedder = embedder or MiniLMEmbedder(model_dir=args.model_dir)
+            reads.update(collect(embedder))
+            args.cache.write_text(json.dumps(reads))
+    if args.collect_only is not None:
+        return
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
     for held in FITTED:
         answer, memory = fit(reads, tuple(c for c in FITTED if c != held))
