@@ -112,10 +112,11 @@ class Read:
     foreign: dict[str, str] = field(default_factory=dict)
 
 
-def commits(repo: str) -> list[Commit | None]:
-    """The history in order; None where a commit is not written (a merge, no files, a bot's or a release)."""
+def commits(path: Path) -> list[Commit | None]:
+    """A history file's commits in order; None where a commit is not written (a merge, no files, a bot's
+    or a release's)."""
     out: list[Commit | None] = []
-    with (HISTORY / REPOS[repo]).open() as lines:
+    with path.open() as lines:
         for line in lines:
             raw = json.loads(line)
             files = tuple(f["path"] for f in raw["files"])
@@ -202,7 +203,7 @@ def walk(
     base_of = {t["instance_id"]: t["base_commit"] for t in data}
     repos = eval_coding.by_repo(data)
     everything = sorted((t for ts in repos.values() for t in ts), key=lambda t: t.instance_id)
-    histories = {repo: commits(repo) for repo in REPOS}
+    histories = {repo: commits(HISTORY / name) for repo, name in REPOS.items()}
     plans = {}
     for repo, history in histories.items():
         with (HISTORY / REPOS[repo]).open() as lines:

@@ -53,8 +53,10 @@ from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.relevance import DEFAULT_BAR
 
-FITTED = ("coding", "locomo")
-CHECKED = ("titles",)  # never in the fit: short queries against code memories, a check of what holds
+FITTED = ("coding", "locomo", "history")
+CHECKED = ("titles", "history-short", "paraphrase")
+"""Never in the fit, a check of what holds: short queries against code memories (an issue's title, a
+commit's subject) and paraphrased questions in small stores."""
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
 CACHE_VERSION = 5  # the features and corpora it holds: a cache of another version is read again
 BACKGROUND = 100
@@ -68,7 +70,7 @@ figures are measured on reads the fit never saw."""
 
 def _read(engine, query, judge, foreign: bool) -> dict:
     """A read's features, its memories' features with whether each is relevant, and the store's own
-    background for the query (background())."""
+    background for the query (store_background())."""
     answer = engine.read(query)
     memories = [(list(answer.evidence[m["memory_id"]]), bool(judge(m["memory_id"]))) for m in flat(answer.results)]
     return {
@@ -79,7 +81,7 @@ def _read(engine, query, judge, foreign: bool) -> dict:
     }
 
 
-def background(engine, query) -> dict:
+def store_background(engine, query) -> dict:
     """What the store holds for this query whatever is relevant: the cosines of its BACKGROUND nearest
     memories (the vector search's own list, best first) and the keyword evidence of its first keyword
     hits, and how many memories the reader's part holds; the candidates for a store-relative signal."""
@@ -299,6 +301,73 @@ def at_the_bar(title: str, reads: list[dict], answer: np.ndarray, bar: float) ->
     )
 
 
+def background(cos: list[float], first: int = 10) -> float:
+    """The store's own similarity for a query: the mean cosine of its nearest memories from the
+    (first + 1)-th on (of the BACKGROUND recorded); in a store of no more than first + 1 memories, of
+    those after the best (a small store and a large one: the memories the best hit stands among)."""
+    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
+    return float(np.mean(rest)) if rest else 0.0
+
+
+def keyword_background(kw: list[float], first: int = 10) -> float:
+    rest = kw[first:] if len(kw) > first + 1 else kw[1:]
+    return float(np.mean(rest)) if rest else 0.0
+
+
+SIGNALS = {
+    "today's features": lambda r: r["answer"],
+    "+ best cosine over the store's background": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"])],
+    "best cosine over background, for the best": lambda r: [r["answer"][0] - background(r["cos"]), *r["answer"][1:]],
+    "+ background itself": lambda r: [*r["answer"], background(r["cos"])],
+    "+ cosine and keyword over background": lambda r: [
+        *r["answer"],
+        r["answer"][0] - background(r["cos"]),
+        r["answer"][1] - keyword_background(r["kw"]),
+    ],
+    "+ over the 2nd-20th (background from 1)": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"][:20], 1)],
+}
+"""Answer-level feature sets measured against today's by --signals: a store-relative signal is the
+best hit's evidence against the store's own background for the query."""
+
+
+def _with(reads: dict, signal) -> dict:
+    return {
+        corpus: [{**read, "answer": list(signal(read))} for read in rows]
+        for corpus, rows in reads.items()
+        if isinstance(rows, list)
+    }
+
+
+def _bar_figures(reads: list[dict], answer: np.ndarray, bar: float, first: int = 5) -> tuple[float, float]:
+    """Foreign reads emptied, and in-corpus reads with a relevant memory in their first `first` kept."""
+    passes = [_probability(answer, read["answer"]) >= bar for read in reads]
+    foreign = [p for p, read in zip(passes, reads, strict=True) if read["foreign"]]
+    found = [p for p, read in zip(passes, reads, strict=True) if any(r for _, r in read["memories"][:first])]
+    return 1 - float(np.mean(foreign)) if foreign else float("nan"), float(np.mean(found)) if found else float("nan")
+
+
+def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...], bar: float) -> None:
+    """Each signal left out of each fitted corpus in turn (worst calibration gap in bins of >= 30, foreign
+    reads emptied at the bar, in-corpus reads with a relevant memory in their first 5 kept), then fitted
+    on all and checked on the corpora never fitted."""
+    print(f"signals, leave one corpus out at the bar {bar} (gap: worst |observed - predicted|, bins >= 30):")
+    print(f"  {'':<44}" + "".join(f"{c + ' gap/empty/kept':>28}" for c in (*fitted, *checked)))
+    for name, signal in SIGNALS.items():
+        rows = _with(reads, signal)
+        cells = []
+        for held in fitted:
+            answer, memory = fit(rows, tuple(c for c in fitted if c != held))
+            table = calibration(predicted(rows[held], answer, memory))
+            gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
+            empty, kept = _bar_figures(rows[held], answer, bar)
+            cells.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
+        answer, memory = fit(rows, fitted)
+        for corpus in checked:
+            empty, kept = _bar_figures(rows[corpus], answer, bar)
+            cells.append(f"-/{empty:.3f}/{kept:.3f}")
+        print(f"  {name:<44}" + "".join(f"{c:>28}" for c in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
@@ -311,6 +380,7 @@ def main() -> None:
         metavar="CORPUS",
         help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
     )
+    parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
     parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
     configure_logging("warning")
@@ -330,6 +400,9 @@ def main() -> None:
             reads.update(collect(embedder))
             args.cache.write_text(json.dumps(reads))
     if args.collect_only is not None:
+        return
+    if args.signals:
+        compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR)
         return
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
     for held in FITTED:
