@@ -25,13 +25,14 @@ or a commit of another history), against this store: nothing in it is relevant.
 `python ops/eval_commits.py` prints hit@1/5/10 (one of the first k memories returned is relevant) per
 kind of read and system (engine keyword-only, vector-only, full engine with the bar off and at the
 default bar) and the share of foreign reads answered with nothing; ops/fit_relevance.py reads the same
-corpus (`reads()`) for the relevance fit.
+corpus (`walk()`) for the relevance fit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -42,7 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
+sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding

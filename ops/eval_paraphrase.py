@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -26,7 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the engine measured: this checkout, or another one's (ops/eval_recall.py --before)
+sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  # ops/revision.py
 sys.path.insert(1, str(ROOT / "ops"))
 
 from eval_common import MODEL_DIR, flat
@@ -104,6 +106,33 @@ def cases(
             strata.close()
 
 
+def evaluate(embedder: MiniLMEmbedder, config: RecallConfig, path: Path = DATA) -> dict:
+    """found (the asked memory among the answer's), first (it is the first), silent (an unrelated prompt
+    answered with nothing), with how many cases and prompts."""
+
+    def visit(engine, query, asked) -> dict:
+        shown = [m["memory_id"] for m in flat(engine.read(query).results)]
+        return {"asked": asked, "shown": shown}
+
+    rows = list(cases(embedder, config, visit, path))
+    asked = [r for r in rows if r["asked"] is not None]
+    unrelated = [r for r in rows if r["asked"] is None]
+    return {
+        "found": sum(r["asked"] in r["shown"] for r in asked) / len(asked),
+        "first": sum(r["shown"][:1] == [r["asked"]] for r in asked) / len(asked),
+        "silent": sum(not r["shown"] for r in unrelated) / len(unrelated),
+        "cases": len(asked),
+        "unrelated": len(unrelated),
+    }
+
+
+def line(figures: dict, bar: float) -> str:
+    return (
+        f"paraphrased questions in small stores (bar {bar}): found {figures['found']:.3f} of {figures['cases']} "
+        f"(first {figures['first']:.3f}); unrelated prompts silent {figures['silent']:.3f} of {figures['unrelated']}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -111,22 +140,8 @@ def main() -> None:
     parser.add_argument("--bar", type=float, default=DEFAULT_BAR)
     args = parser.parse_args()
     configure_logging("warning")
-
-    def visit(engine, query, asked) -> dict:
-        answer = engine.read(query)
-        shown = [m["memory_id"] for m in flat(answer.results)]
-        return {"asked": asked, "shown": shown, "relevance": answer.relevance}
-
-    rows = list(cases(MiniLMEmbedder(model_dir=args.model_dir), RecallConfig(bar=args.bar), visit, args.data))
-    asked = [r for r in rows if r["asked"] is not None]
-    unrelated = [r for r in rows if r["asked"] is None]
-    found = sum(r["asked"] in r["shown"] for r in asked) / len(asked)
-    silent = sum(not r["shown"] for r in unrelated) / len(unrelated)
-    first = sum(r["shown"][:1] == [r["asked"]] for r in asked) / len(asked)
-    print(
-        f"paraphrased questions in small stores (bar {args.bar}): found {found:.3f} of {len(asked)} "
-        f"(first {first:.3f}); unrelated prompts silent {silent:.3f} of {len(unrelated)}"
-    )
+    embedder = MiniLMEmbedder(model_dir=args.model_dir)
+    print(line(evaluate(embedder, RecallConfig(bar=args.bar), args.data), args.bar))
 
 
 if __name__ == "__main__":
