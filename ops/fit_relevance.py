@@ -77,7 +77,7 @@ def _read(engine, query, judge, foreign: bool) -> dict:
         "answer": list(answer.answer_evidence),
         "memories": memories,
         "foreign": foreign,
-        **background(engine, query),
+        **store_background(engine, query),
     }
 
 
