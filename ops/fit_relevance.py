@@ -328,6 +328,8 @@ SIGNALS = {
 }
 """Answer-level feature sets measured against today's by --signals: a store-relative signal is the
 best hit's evidence against the store's own background for the query."""
+ENGINE_SIGNAL = "today's features"
+"""The answer features projections/relevance.py computes (what the plain fit fits)."""
 
 
 def _with(reads: dict, signal) -> dict:
@@ -381,6 +383,7 @@ def main() -> None:
         help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
+    parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
     parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
     configure_logging("warning")
@@ -404,6 +407,7 @@ def main() -> None:
     if args.signals:
         compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR)
         return
+    reads = _with(reads, SIGNALS[args.signal])
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
     for held in FITTED:
         answer, memory = fit(reads, tuple(c for c in FITTED if c != held))
@@ -411,7 +415,7 @@ def main() -> None:
         at_the_bar(f"at the default bar ({DEFAULT_BAR}), {held}", reads[held], answer, DEFAULT_BAR)
     answer, memory = fit(reads, FITTED)
     print(f"fit on {' and '.join(FITTED)}; {', '.join(CHECKED)} never in the fit:")
-    for corpus in (*FITTED, *CHECKED):
+    for corpus in (*FITTED, *(c for c in CHECKED if c in reads)):
         report(corpus, predicted(reads[corpus], answer, memory))
         at_the_bar(f"at the default bar ({DEFAULT_BAR}), {corpus}", reads[corpus], answer, DEFAULT_BAR)
     print("\nfor projections/relevance.py:")
