@@ -197,6 +197,7 @@ def walk(
     *,
     per_repo: int = PER_REPO,
     store: int = STORE,
+    repos: tuple[str, ...] = tuple(REPOS),
 ) -> Iterator[str]:
     """Builds each repository's store commit by commit and calls visit(strata, repo, read, relevant) at
     every read's moment, `relevant(memory_id)` saying whether a memory is relevant to it; foreign queries
@@ -228,6 +229,8 @@ def walk(
                 other_read = pool[(n * 7) % len(pool)]
                 read.foreign = dict(other_read.queries)
     for repo, (start, reads) in plans.items():
+        if repo not in repos:  # planned all the same: the foreign reads are chosen alike in every run
+            continue
         yield repo
         history = histories[repo]
         common = _notes(history)

@@ -180,6 +180,11 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
     return reads
 
 
+HISTORY = {"repos": tuple(eval_commits.REPOS), "store": eval_commits.STORE, "per_repo": eval_commits.PER_REPO}
+"""What collect_history reads (--history-repos, --store, --per-repo: a cache per repository can be filled
+by a process each and merged, --merge)."""
+
+
 def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
     """Commit histories (ops/eval_commits.py): the long reads (a task's statement, a commit's body) as
     "history", the short ones (a task's title, a commit's subject) as "history-short", each beside its
@@ -195,7 +200,7 @@ def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
                 got = _read(engine, eval_commits.request(repo, asked), judged, foreign)
                 reads[corpus].append({"group": repo, "kind": kind, **got})
 
-    for _ in eval_commits.walk(embedder, visit):
+    for _ in eval_commits.walk(embedder, visit, **HISTORY):
         pass
     return reads
 
@@ -384,16 +389,22 @@ def main() -> None:
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
+    parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
+    parser.add_argument("--store", type=int, default=eval_commits.STORE)
+    parser.add_argument("--per-repo", type=int, default=eval_commits.PER_REPO)
     parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
     configure_logging("warning")
     reads = json.loads(args.cache.read_text()) if args.cache.exists() and not args.refresh else {}
     if reads.get("version") != CACHE_VERSION:  # absent, asked to refresh, or of an older script
         reads = {"version": CACHE_VERSION}
-    for other in args.merge:
+    HISTORY.update(repos=tuple(args.history_repos.split(",")), store=args.store, per_repo=args.per_repo)
+    for other in args.merge:  # a corpus read by parts (history, one repository a cache) is joined
         merged = json.loads(other.read_text())
         if merged.get("version") == CACHE_VERSION:
-            reads.update({k: v for k, v in merged.items() if k not in reads})
+            for corpus, rows in merged.items():
+                if isinstance(rows, list):
+                    reads[corpus] = reads.get(corpus, []) + rows
     embedder = None
     for corpora, collect in COLLECTORS:
         if args.collect_only and not set(args.collect_only) & set(corpora):
