@@ -373,6 +373,13 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
             empty, kept = _bar_figures(rows[corpus], answer, bar)
             cells.append(f"-/{empty:.3f}/{kept:.3f}")
         print(f"  {name:<44}" + "".join(f"{c:>28}" for c in cells))
+        inside = []
+        for corpus in fitted:  # the fit on every corpus, on each of them: what would ship
+            table = calibration(predicted(rows[corpus], answer, memory))
+            gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
+            empty, kept = _bar_figures(rows[corpus], answer, bar)
+            inside.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
+        print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
 
 
 def main() -> None:
