@@ -204,14 +204,14 @@ def walk(
     are set on each read before (another repository's task, or another history's commit, chosen apart)."""
     data = json.loads(eval_coding.DEFAULT_DATA.read_text())
     base_of = {t["instance_id"]: t["base_commit"] for t in data}
-    repos = eval_coding.by_repo(data)
-    everything = sorted((t for ts in repos.values() for t in ts), key=lambda t: t.instance_id)
+    tasks_of = eval_coding.by_repo(data)
+    everything = sorted((t for ts in tasks_of.values() for t in ts), key=lambda t: t.instance_id)
     histories = {repo: commits(HISTORY / name) for repo, name in REPOS.items()}
     plans = {}
     for repo, history in histories.items():
         with (HISTORY / REPOS[repo]).open() as lines:
             position = {json.loads(line)["sha"]: i for i, line in enumerate(lines)}
-        tasks = [t for t in repos.get(repo, []) if base_of[t.instance_id] in position]  # pytest: one base is not
+        tasks = [t for t in tasks_of.get(repo, []) if base_of[t.instance_id] in position]  # pytest: one base is not
         plans[repo] = plan(
             history, tasks, {t.instance_id: position[base_of[t.instance_id]] for t in tasks}, per_repo, store
         )
