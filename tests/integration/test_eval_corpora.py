@@ -97,3 +97,10 @@ def test_a_case_that_shares_a_word_with_its_memory_is_refused(tmp_path: Path) ->
     path.write_text(json.dumps(data))
     with pytest.raises(SystemExit, match="conne"):
         eval_paraphrase.load(path)
+
+
+@pytest.mark.skipif(not eval_commits.HISTORY.exists(), reason="the history-dev data is beside the repository")
+def test_a_walk_of_some_repositories_walks_only_those() -> None:
+    walked = eval_commits.walk(None, lambda *_: None, repos=("psf/requests",))  # type: ignore[arg-type]
+    assert next(walked) == "psf/requests"  # the first repository of the four is pytest's
+    walked.close()
