@@ -48,7 +48,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -515,6 +515,9 @@ class RecallEngine:
         vector = self._seen(q, vector, qv)[: c.overfetch]
         found = searching.result()
         keyword = found.hits
+        unembedded = self._unembedded(keyword, qv, q.repo_id, {m for m, _ in vector})
+        if unembedded:
+            vector = sorted(vector + unembedded, key=lambda hit: -hit[1])[: c.overfetch]
         if c.relevance == "vector":
             keyword = []
         elif c.relevance == "keyword":
@@ -546,6 +549,23 @@ class RecallEngine:
         features = answer_features(best_cos, best_keyword, found.known, agree, len(q.query.split()))
         hybrid = c.relevance == "hybrid"  # the single signals (evaluation) are ranked by their own scores
         return out, Answer(c.model.answer(features) if hybrid else 1.0, best_cos, features, hybrid)
+
+    def _unembedded(
+        self, hits: Sequence[tuple[str, float]], qv: np.ndarray, repo_id: str, found: set[str]
+    ) -> list[tuple[str, float]]:
+        """Keyword hits the vectors have not embedded yet (after a bulk import they work through a
+        backlog; a read answers at once from what is searchable and says how far behind they are):
+        embedded now, with their cosines as the vector search would have given them, so they are
+        judged on the same evidence. Nothing to do while the vectors are current."""
+        missing = [m for m, _ in hits if m not in found and self.index.vector(m, repo_id) is None]
+        if not missing:
+            return []
+        rows = self.state.rows(set(missing))
+        texts = [(m, rows[m]["text"]) for m in missing if m in rows]
+        if not texts:
+            return []
+        vectors = self.embedder.embed([text for _, text in texts])
+        return [(m, float(v @ qv)) for (m, _), v in zip(texts, vectors, strict=True)]
 
     def _proposals(self) -> int:
         """How many global proposals (pending or rejected) the vector index holds, counted once per
