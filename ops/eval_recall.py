@@ -4,6 +4,11 @@ baselines in the same run; optionally the engine of another git revision measure
 
 Usage: python ops/eval_recall.py [--before main] [--json FILE]
 
+Then the commit histories (ops/eval_commits.py: hit@1/5/10 per kind of read, foreign reads answered with
+nothing) and the small stores with paraphrased questions (ops/eval_paraphrase.py: found, silent), at the
+default bar and with it off. The leave-one-corpus-out calibration of the relevance model over all three
+corpora is ops/fit_relevance.py's (it refits; this script measures the engine as it is).
+
 Beside recall, per corpus: the negatives (foreign reads: another repository's task statements against
 a repository's store, another conversation's questions against a conversation's store) and how
 often they are answered with nothing; memories and tokens per read as the agent receives the answer
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,12 +41,15 @@ sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)  
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding
+import eval_commits
 import eval_locomo
+import eval_paraphrase
 import revision
 from eval_common import LABELS, MODEL_DIR, RIVALS, SYSTEMS, calibration
 
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.projections.embedder import MiniLMEmbedder
+from strata_recall.projections.recall import RecallConfig
 
 ENGINE = ("keyword", "vector", "full-off", "full", "default")
 CORPORA = ("coding", "linked", "isolated")
@@ -70,6 +79,14 @@ def measure(systems: tuple[str, ...], model_dir: Path) -> dict:
             "calibration": result["calibration"],
         }
         out["seconds"][variant] = time.perf_counter() - started
+    started = time.perf_counter()
+    out["history"] = eval_commits.evaluate(embedder)
+    out["seconds"]["history"] = time.perf_counter() - started
+    default = RecallConfig()  # an engine from before the bar has none: it is read as it is
+    bars = (default.bar, 0.0) if hasattr(default, "bar") else ()
+    out["paraphrase"] = {str(bar): eval_paraphrase.evaluate(embedder, replace(default, bar=bar)) for bar in bars}
+    if not bars:
+        out["paraphrase"] = {"none": eval_paraphrase.evaluate(embedder, default)}
     return out
 
 
@@ -145,6 +162,12 @@ def print_tables(runs: dict[str, dict], labels: dict[str, str]) -> None:
                 print(f"    {category} {label:<12} n={n:<4}" + "".join(f"{v:>8.3f}" for v in values))
     for prefix, run in runs.items():
         print_negatives(run, prefix)
+    for prefix, run in runs.items():
+        if run.get("history"):
+            print(f"\n{prefix}commit histories (ops/eval_commits.py), hit@1/5/10 per kind of read:")
+            eval_commits.print_table(run["history"])
+        for bar, figures in run.get("paraphrase", {}).items():
+            print(f"{prefix}{eval_paraphrase.line(figures, float(bar) if bar != 'none' else 0.0)}")
     print(
         "\nread p50 (ms) of the full engine: "
         + ", ".join(

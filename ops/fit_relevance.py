@@ -39,7 +39,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "ops"))
 
 import eval_coding
+import eval_commits
 import eval_locomo
+import eval_paraphrase
 from eval_coding import QUERIES
 from eval_common import MODEL_DIR, calibration, flat
 
@@ -51,10 +53,15 @@ from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
 from strata_recall.projections.relevance import DEFAULT_BAR
 
-FITTED = ("coding", "locomo")
-CHECKED = ("titles",)  # never in the fit: short queries against code memories, a check of what holds
+FITTED = ("coding", "locomo", "history")
+CHECKED = ("titles", "history-short", "paraphrase")
+"""Never in the fit, a check of what holds: short queries against code memories (an issue's title, a
+commit's subject) and paraphrased questions in small stores."""
 CACHE = Path(tempfile.gettempdir()) / "strata-relevance-features.json"
-CACHE_VERSION = 4  # the features and corpora it holds: a cache of another version is read again
+CACHE_VERSION = 5  # the features and corpora it holds: a cache of another version is read again
+BACKGROUND = 100
+"""How many of the store's nearest memories (and first keyword hits) a read records: the vector
+search's own overfetch (projections/recall.py RecallConfig.overfetch)."""
 FOREIGN_OFFSET = 10_007
 """Coding's foreign reads are chosen apart from eval_coding's (which picks by the task's row), and
 LoCoMo's ask the conversation after next (eval_locomo asks the next): the evaluations' foreign
@@ -62,9 +69,31 @@ figures are measured on reads the fit never saw."""
 
 
 def _read(engine, query, judge, foreign: bool) -> dict:
+    """A read's features, its memories' features with whether each is relevant, and the store's own
+    background for the query (store_background())."""
     answer = engine.read(query)
     memories = [(list(answer.evidence[m["memory_id"]]), bool(judge(m["memory_id"]))) for m in flat(answer.results)]
-    return {"answer": list(answer.answer_evidence), "memories": memories, "foreign": foreign}
+    return {
+        "answer": list(answer.answer_evidence),
+        "memories": memories,
+        "foreign": foreign,
+        **store_background(engine, query),
+    }
+
+
+def store_background(engine, query) -> dict:
+    """What the store holds for this query whatever is relevant: the cosines of its BACKGROUND nearest
+    memories (the vector search's own list, best first) and the keyword evidence of its first keyword
+    hits, and how many memories the reader's part holds; the candidates for a store-relative signal."""
+    qv = engine.embedder.embed_query(query.query)
+    nearest = engine.index.search(qv, query.repo_id, include_global=query.include_global, k=BACKGROUND)
+    found = engine.keyword_search(query)
+    partition = engine.index.partitions.get(query.repo_id)
+    return {
+        "cos": [round(float(c), 5) for _, c in nearest],
+        "kw": [round(float(s), 5) for _, s in found.hits[:BACKGROUND]],
+        "size": len(partition.ids) if partition is not None else 0,
+    }
 
 
 def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
@@ -151,6 +180,50 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
     return reads
 
 
+HISTORY = {"repos": tuple(eval_commits.REPOS), "store": eval_commits.STORE, "per_repo": eval_commits.PER_REPO}
+"""What collect_history reads (--history-repos, --store, --per-repo: a cache per repository can be filled
+by a process each and merged, --merge)."""
+
+
+def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """Commit histories (ops/eval_commits.py): the long reads (a task's statement, a commit's body) as
+    "history", the short ones (a task's title, a commit's subject) as "history-short", each beside its
+    foreign read; every read records its kind."""
+    reads: dict[str, list[dict]] = {"history": [], "history-short": []}
+
+    def visit(strata, repo: str, read, relevant) -> None:
+        engine = strata.recall(RecallConfig(bar=0.0))
+        for kind, query in read.queries.items():
+            corpus = "history-short" if kind in eval_commits.SHORT else "history"
+            for foreign, asked in ((False, query), (True, read.foreign[kind])):
+                judged = relevant if not foreign else (lambda m: False)
+                got = _read(engine, eval_commits.request(repo, asked), judged, foreign)
+                reads[corpus].append({"group": repo, "kind": kind, **got})
+
+    for _ in eval_commits.walk(embedder, visit, **HISTORY):
+        pass
+    return reads
+
+
+def collect_paraphrase(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """Small stores and paraphrased questions (ops/eval_paraphrase.py), read with the bar off: a case's
+    asked memory is its one relevant memory; an unrelated prompt counts as a foreign read."""
+
+    def visit(engine, query, asked) -> dict:
+        return {"group": query.repo_id, **_read(engine, query, lambda m: m == asked, asked is None)}
+
+    return {"paraphrase": list(eval_paraphrase.cases(embedder, RecallConfig(bar=0.0), visit))}
+
+
+COLLECTORS = (
+    (("paraphrase",), collect_paraphrase),
+    (("history", "history-short"), collect_history),
+    (("coding", "titles"), collect_coding),
+    (("locomo",), lambda embedder: {"locomo": collect_locomo(embedder)}),
+)
+"""Each group of corpora and what reads it: a cache missing one reads that group alone again."""
+
+
 def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 1e-4) -> np.ndarray:
     """Weighted logistic regression by Newton's method: [intercept, coefficients...]."""
     n, d = x.shape
@@ -233,18 +306,126 @@ def at_the_bar(title: str, reads: list[dict], answer: np.ndarray, bar: float) ->
     )
 
 
+def background(cos: list[float], first: int = 10) -> float:
+    """The store's own similarity for a query: the mean cosine of its nearest memories from the
+    (first + 1)-th on (of the BACKGROUND recorded); in a store of no more than first + 1 memories, of
+    those after the best (a small store and a large one: the memories the best hit stands among)."""
+    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
+    return float(np.mean(rest)) if rest else 0.0
+
+
+def keyword_background(kw: list[float], first: int = 10) -> float:
+    rest = kw[first:] if len(kw) > first + 1 else kw[1:]
+    return float(np.mean(rest)) if rest else 0.0
+
+
+SIGNALS = {
+    "today's features": lambda r: r["answer"],
+    "+ best cosine over the store's background": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"])],
+    "best cosine over background, for the best": lambda r: [r["answer"][0] - background(r["cos"]), *r["answer"][1:]],
+    "+ background itself": lambda r: [*r["answer"], background(r["cos"])],
+    "+ cosine and keyword over background": lambda r: [
+        *r["answer"],
+        r["answer"][0] - background(r["cos"]),
+        r["answer"][1] - keyword_background(r["kw"]),
+    ],
+    "+ over the 2nd-20th (background from 1)": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"][:20], 1)],
+}
+"""Answer-level feature sets measured against today's by --signals: a store-relative signal is the
+best hit's evidence against the store's own background for the query."""
+ENGINE_SIGNAL = "today's features"
+"""The answer features projections/relevance.py computes (what the plain fit fits)."""
+
+
+def _with(reads: dict, signal) -> dict:
+    return {
+        corpus: [{**read, "answer": list(signal(read))} for read in rows]
+        for corpus, rows in reads.items()
+        if isinstance(rows, list)
+    }
+
+
+def _bar_figures(reads: list[dict], answer: np.ndarray, bar: float, first: int = 5) -> tuple[float, float]:
+    """Foreign reads emptied, and in-corpus reads with a relevant memory in their first `first` kept."""
+    passes = [_probability(answer, read["answer"]) >= bar for read in reads]
+    foreign = [p for p, read in zip(passes, reads, strict=True) if read["foreign"]]
+    found = [p for p, read in zip(passes, reads, strict=True) if any(r for _, r in read["memories"][:first])]
+    return 1 - float(np.mean(foreign)) if foreign else float("nan"), float(np.mean(found)) if found else float("nan")
+
+
+def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...], bar: float) -> None:
+    """Each signal left out of each fitted corpus in turn (worst calibration gap in bins of >= 30, foreign
+    reads emptied at the bar, in-corpus reads with a relevant memory in their first 5 kept), then fitted
+    on all and checked on the corpora never fitted."""
+    print(f"signals, leave one corpus out at the bar {bar} (gap: worst |observed - predicted|, bins >= 30):")
+    print(f"  {'':<44}" + "".join(f"{c + ' gap/empty/kept':>28}" for c in (*fitted, *checked)))
+    for name, signal in SIGNALS.items():
+        rows = _with(reads, signal)
+        cells = []
+        for held in fitted:
+            answer, memory = fit(rows, tuple(c for c in fitted if c != held))
+            table = calibration(predicted(rows[held], answer, memory))
+            gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
+            empty, kept = _bar_figures(rows[held], answer, bar)
+            cells.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
+        answer, memory = fit(rows, fitted)
+        for corpus in checked:
+            empty, kept = _bar_figures(rows[corpus], answer, bar)
+            cells.append(f"-/{empty:.3f}/{kept:.3f}")
+        print(f"  {name:<44}" + "".join(f"{c:>28}" for c in cells))
+        inside = []
+        for corpus in fitted:  # the fit on every corpus, on each of them: what would ship
+            table = calibration(predicted(rows[corpus], answer, memory))
+            gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
+            empty, kept = _bar_figures(rows[corpus], answer, bar)
+            inside.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
+        print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--refresh", action="store_true", help="read the corpora again even if the cache exists")
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--collect-only",
+        nargs="*",
+        default=None,
+        metavar="CORPUS",
+        help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
+    )
+    parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
+    parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
+    parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
+    parser.add_argument("--store", type=int, default=eval_commits.STORE)
+    parser.add_argument("--per-repo", type=int, default=eval_commits.PER_REPO)
+    parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
     configure_logging("warning")
     reads = json.loads(args.cache.read_text()) if args.cache.exists() and not args.refresh else {}
     if reads.get("version") != CACHE_VERSION:  # absent, asked to refresh, or of an older script
-        embedder = MiniLMEmbedder(model_dir=args.model_dir)
-        reads = {"version": CACHE_VERSION, **collect_coding(embedder), "locomo": collect_locomo(embedder)}
-        args.cache.write_text(json.dumps(reads))
+        reads = {"version": CACHE_VERSION}
+    HISTORY.update(repos=tuple(args.history_repos.split(",")), store=args.store, per_repo=args.per_repo)
+    for other in args.merge:  # a corpus read by parts (history, one repository a cache) is joined
+        merged = json.loads(other.read_text())
+        if merged.get("version") == CACHE_VERSION:
+            for corpus, rows in merged.items():
+                if isinstance(rows, list):
+                    reads[corpus] = reads.get(corpus, []) + rows
+    embedder = None
+    for corpora, collect in COLLECTORS:
+        if args.collect_only and not set(args.collect_only) & set(corpora):
+            continue
+        if not all(c in reads for c in corpora):  # each corpus read once, kept as soon as it is read
+            embedder = embedder or MiniLMEmbedder(model_dir=args.model_dir)
+            reads.update(collect(embedder))
+            args.cache.write_text(json.dumps(reads))
+    if args.collect_only is not None:
+        return
+    if args.signals:
+        compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR)
+        return
+    reads = _with(reads, SIGNALS[args.signal])
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
     for held in FITTED:
         answer, memory = fit(reads, tuple(c for c in FITTED if c != held))
@@ -252,7 +433,7 @@ def main() -> None:
         at_the_bar(f"at the default bar ({DEFAULT_BAR}), {held}", reads[held], answer, DEFAULT_BAR)
     answer, memory = fit(reads, FITTED)
     print(f"fit on {' and '.join(FITTED)}; {', '.join(CHECKED)} never in the fit:")
-    for corpus in (*FITTED, *CHECKED):
+    for corpus in (*FITTED, *(c for c in CHECKED if c in reads)):
         report(corpus, predicted(reads[corpus], answer, memory))
         at_the_bar(f"at the default bar ({DEFAULT_BAR}), {corpus}", reads[corpus], answer, DEFAULT_BAR)
     print("\nfor projections/relevance.py:")
