@@ -495,14 +495,17 @@ def test_hooks_read_the_server_they_are_set_up_for(
         assert rated.status_code == 200, rated.text
     assert not (tmp_path / "client-data" / "projections").exists()  # nothing local but the session's state
 
-    # without the token the server refuses: the hook says why on stderr and injects nothing
+    # without the token the server refuses: the hook injects nothing and says why, to the user and on stderr
     refused = hook_with(
         {**client, "STRATA_TOKEN": ""},
         "prompt",
         claude("UserPromptSubmit", repo, "sess-2", prompt="db_pool.acquire hangs in tests/test_orders.py"),
         *options,
     )
-    assert refused.returncode == 0 and refused.stdout == NOTHING and "401" in refused.stderr
+    assert refused.returncode == 0 and "401" in refused.stderr
+    said = json.loads(refused.stdout)
+    assert set(said) == {"systemMessage"} and "401 token_required" in said["systemMessage"]
+    assert "STRATA_TOKEN" in said["systemMessage"]
 
 
 def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
