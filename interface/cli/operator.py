@@ -53,7 +53,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
                 "scope": scope,
                 "text": text,
                 "utility": utility,
-                "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days),
+                "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days, kind),
                 "maturity": maturity,
                 "problems": orjson.loads(problems),
                 "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown],
