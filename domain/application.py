@@ -583,11 +583,12 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                 f"{base}.problem_id",
                 f"a {cmd.kind} must name the problem it belongs to in links.problem_id (write the problem first)",
             )
-        if cmd.kind == "change" and not cmd.change_targets:
+        if cmd.kind == "change" and not cmd.change_targets and not cmd.anchors:
             raise InvalidInput(
                 "change_targets_required",
                 f"{base}.change_targets",
-                "a change must name the memories it affects in links.change_targets",
+                "a change must name what it changed: the memories it affects in links.change_targets, "
+                "or the code in anchors",
             )
         if cmd.kind != "change" and cmd.change_targets:
             raise InvalidInput(

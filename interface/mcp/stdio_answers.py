@@ -157,7 +157,16 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                                                     'links': {'properties': {'change_targets': {'description': 'Required '
                                                                                                                                                'for '
                                                                                                                                                'kind '
-                                                                                                                                               'change.',
+                                                                                                                                               'change, '
+                                                                                                                                               'unless '
+                                                                                                                                               'the '
+                                                                                                                                               "write's "
+                                                                                                                                               'anchors '
+                                                                                                                                               'name '
+                                                                                                                                               'the '
+                                                                                                                                               'code '
+                                                                                                                                               'it '
+                                                                                                                                               'changed.',
                                                                                                                                 'items': {'type': 'string'},
                                                                                                                                 'type': 'array'},
                                                                                                              'problem_id': {'description': 'Required '
