@@ -37,6 +37,7 @@ from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import parse_memory_id, proposal_id, written_id
+from strata_recall.domain.learning import HistoryCommands
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
@@ -70,7 +71,7 @@ def _retrying(attempt: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
+class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Application[UUID]):
     """The event-sourced log of memories (and of the tokens that may act on them: domain/credential.py)
     and the commands that append to it."""
 

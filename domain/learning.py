@@ -1,0 +1,436 @@
+"""Learning a repository's history into memory: the cursor of each source (History) and the command that
+records a plan (a part of MemoryLog, kept apart from the agent-facing writes).
+
+A `History` aggregate per repository and source (`git`) is the learning's own state in the log: the last
+head learned through (a later learn reads only what that head does not reach), what was learned and
+skipped, the renames seen, and the documented decisions still waiting for the changes that rewrite
+what they touched (domain/history.py Planner, bounded per path). Each batch of a learn is one
+transaction: the memories of its commits, their links, and the History event that moves the cursor, so a
+learn cut short resumes where its last batch ended.
+
+What a learned commit records (domain/history.py says what each commit becomes):
+
+- MemoryWritten (kind change, or failed_tactic for a revert; scope repo; status active whatever the
+  review mode: a commit is a record of what the team did, not an agent's claim; author `strata learn`;
+  evidence `git:<sha>`; a change's change_targets are the decisions it changes, a revert's
+  related_ids the change it undid), its text redacted as every write's;
+- AnchorsRecorded: the files it touched (domain/anchors.py BY_GIT: no fingerprint, no workspace judges
+  them);
+- Learned: source git, the sha, and the commit's time, from which its truth decays;
+- on each decision it changes: ChangeRecorded and a light TruthAdjusted toward 0 (LINK_WEIGHT, source
+  change, the commit as evidence): the decision shows it was changed since, and by what;
+- on the change a revert undid: ChangeRecorded and TruthAdjusted toward 0 with REVERT_WEIGHT (the
+  revert's sha as evidence); a revert of a revert gives the first change its truth back.
+
+Memories of commits no longer in the repository's history (a rebase, an amend, a force-push) are
+archived (`unreachable`), pointing at the memory of the commit that replaced them when there is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate, event
+
+from strata_recall.domain import beliefs
+from strata_recall.domain.anchors import BY_GIT, Anchor
+from strata_recall.domain.commands import NewMemory
+from strata_recall.domain.errors import Conflict
+from strata_recall.domain.history import (
+    DECISIONS_PER_FILE,
+    LINKS_PER_DECISION,
+    Decision,
+    Step,
+    commit_memory_id,
+    history_id,
+)
+from strata_recall.domain.memory import Memory, iso
+from strata_recall.domain.unit_of_work import CleanWrite, Session, sanitise
+
+if TYPE_CHECKING:
+    from eventsourcing.persistence import EventStore
+
+AUTHOR = "strata learn"
+LINK_WEIGHT = 0.25
+"""How far one later change pulls a decision's truth toward 0: a rewrite of its file is a reason to
+check it, not proof it stopped holding (three changes take a decision of 0.8 to about 0.58)."""
+REVERT_WEIGHT = beliefs.truth_weight(0.8, 1)
+"""A revert pulls the change it undid as far as a truth update with one piece of evidence at 0.8."""
+
+
+class History(Aggregate):
+    """The learning cursor of one source of one repository."""
+
+    TOPIC = "domain.learning:History"
+
+    class Created(Aggregate.Created):
+        TOPIC = "domain.learning:History.Created"
+
+    class Started(Aggregate.Created):
+        TOPIC = "domain.learning:History.Started"
+        repo_id: str
+        source: str
+
+    class Advanced(Aggregate.Event):
+        TOPIC = "domain.learning:History.Advanced"
+        """A batch of a learn: `head` is the last commit read (everything it reaches has been read),
+        `counts` what the batch learned and skipped (domain/history.py counts), `decisions` the
+        decisions made (they wait per path for changes), `links` the changes now recorded on
+        decisions (their totals), `renames` the paths renamed (old -> new), `archived` the memories
+        of commits no longer in the history."""
+
+        head: str | None
+        head_time: int | None
+        read: int
+        counts: dict[str, int]
+        decisions: list[dict[str, Any]]
+        links: dict[str, int]
+        renames: dict[str, str]
+        archived: int
+
+    @event(Started)
+    def __init__(self, id: UUID, repo_id: str, source: str) -> None:
+        self.repo_id = repo_id
+        self.source = source
+        self.head: str | None = None
+        self.head_time: int | None = None
+        self.read = 0
+        self.counts: dict[str, int] = {}
+        self.waiting: dict[str, list[dict[str, Any]]] = {}
+        self.renames: dict[str, str] = {}
+
+    @event(Advanced)
+    def advance(
+        self,
+        head: str | None,
+        head_time: int | None,
+        read: int,
+        counts: dict[str, int],
+        decisions: list[dict[str, Any]],
+        links: dict[str, int],
+        renames: dict[str, str],
+        archived: int,
+    ) -> None:
+        if head is not None:
+            self.head, self.head_time = head, head_time
+        self.read += read
+        for key, n in counts.items():
+            self.counts[key] = self.counts.get(key, 0) + n
+        if archived:
+            self.counts["archived"] = self.counts.get("archived", 0) + archived
+        for d in decisions:  # as the Planner queues them: the latest DECISIONS_PER_FILE per path
+            queue = self.waiting.setdefault(d["path"], [])
+            queue.append({**d, "links": 0})
+            del queue[:-DECISIONS_PER_FILE]
+        if links:
+            for path in list(self.waiting):
+                queue = [{**d, "links": links.get(d["memory_id"], d["links"])} for d in self.waiting[path]]
+                queue = [d for d in queue if d["links"] < LINKS_PER_DECISION]
+                if queue:
+                    self.waiting[path] = queue
+                else:
+                    del self.waiting[path]
+        for old, new in renames.items():
+            self.renames[old] = new
+            self.renames.pop(new, None)  # a path renamed back is itself again
+
+    def decisions(self) -> dict[str, list[Decision]]:
+        """The decisions waiting for changes, per path, as the Planner takes them."""
+        return {
+            path: [Decision(d["memory_id"], d["path"], d["added"], d["time"], d["links"]) for d in queue]
+            for path, queue in self.waiting.items()
+        }
+
+
+@dataclass
+class LearnOutcome:
+    """What one recorded batch did."""
+
+    written: dict[str, int] = field(default_factory=dict)  # memories created, by kind
+    already: int = 0  # commits whose memory existed (learned before)
+    links: int = 0  # changes recorded on decisions
+    reverted: int = 0  # changes a revert lowered
+    archived: int = 0
+    position: int | None = None
+
+
+def occurred_at(time: int) -> str:
+    """A commit's time as the log keeps it: the ISO text the aggregate's datetime freezes to."""
+    return iso(datetime.fromtimestamp(time, UTC))
+
+
+class HistoryCommands:
+    """Mixed into MemoryLog, whose transactions, sessions and event store it uses."""
+
+    events: EventStore[UUID]
+    repository: Any
+
+    if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
+
+        @staticmethod
+        def _retry(attempt: Callable[[], Any]) -> Any: ...
+
+        def _append(self, events: Sequence[Any]) -> int | None: ...
+
+        def find(self, mid: UUID) -> Memory | None: ...
+
+        def existing_ids(self, mids: list[UUID]) -> set[UUID]: ...
+
+    def learning_cursor(self, repo_id: str, source: str = "git") -> History | None:
+        """The learning cursor of a repository's source (None: never learned)."""
+        try:
+            found: History = self.repository.get(history_id(repo_id, source))
+            return found
+        except AggregateNotFoundError:
+            return None
+
+    def learn(
+        self,
+        repo_id: str,
+        steps: Sequence[Step],
+        *,
+        source: str = "git",
+        expected: int | None,
+        head: str | None,
+        head_time: int | None,
+        links: dict[str, int],
+        decisions: Sequence[Decision],
+        renames: dict[str, str],
+        counts: dict[str, int],
+    ) -> tuple[LearnOutcome, int]:
+        """Record a batch of a plan and move the cursor, in one transaction. `expected` is the cursor's
+        version the plan was made from (None: no cursor yet): another learn of the same repository that
+        moved it meanwhile makes this one a Conflict (learn again). Returns the outcome and the cursor's
+        new version."""
+
+        def run(session: Session) -> tuple[LearnOutcome, History]:
+            cursor = self._cursor(repo_id, source, expected)
+            outcome = LearnOutcome()
+            session.prefetch(UUID(s.memory_id) for s in steps if s.memory_id)
+            for step in steps:
+                if step.skip is None:
+                    self._learn_one(session, repo_id, source, step, outcome)
+            cursor.advance(
+                head=head,
+                head_time=head_time,
+                read=len(steps),
+                counts=counts,
+                decisions=[d.as_dict() for d in decisions],
+                links=links,
+                renames=renames,
+                archived=0,
+            )
+            return outcome, cursor
+
+        outcome, cursor, position = self._transaction(run)
+        outcome.position = position
+        assert cursor is not None
+        return outcome, cursor.version
+
+    def unreachable(
+        self,
+        repo_id: str,
+        gone: Iterable[tuple[str, str | None]],
+        *,
+        source: str = "git",
+        expected: int | None,
+    ) -> tuple[LearnOutcome, int | None]:
+        """Archive the memories of commits no longer in the repository's history (`gone`: (sha, the
+        memory id of the commit that replaced it, or None)); returns the outcome and the cursor's new
+        version (None when there was no cursor)."""
+        pairs = list(gone)
+
+        def run(session: Session) -> tuple[LearnOutcome, History | None]:
+            cursor = self._cursor(repo_id, source, expected) if expected is not None else None
+            outcome = LearnOutcome()
+            mids = [commit_memory_id(repo_id, sha) for sha, _ in pairs]
+            session.prefetch(mids)
+            for (sha, into), mid in zip(pairs, mids, strict=True):
+                memory = session.find(mid)
+                if memory is None or memory.status != "active" or memory.repo_id != repo_id:
+                    continue
+                reason = f"commit {sha[:12]} is no longer in the repository's history (rewritten or dropped)"
+                memory._archive(reason=reason, merged_into=into, repo_id=repo_id)
+                session.changed(memory)
+                outcome.archived += 1
+            if cursor is not None and outcome.archived:
+                cursor.advance(
+                    head=None,
+                    head_time=None,
+                    read=0,
+                    counts={},
+                    decisions=[],
+                    links={},
+                    renames={},
+                    archived=outcome.archived,
+                )
+            return outcome, cursor
+
+        outcome, cursor, position = self._transaction(run)
+        outcome.position = position
+        return outcome, (cursor.version if cursor is not None else None)
+
+    def reanchor(self, repo_id: str, moves: Sequence[tuple[str, str, str, str]]) -> LearnOutcome:
+        """Follow renames on memories learned before them: each (memory id, old path, new path, sha of
+        the rename) records the new path beside the old one (AnchorsRecorded keeps other paths)."""
+
+        def run(session: Session) -> LearnOutcome:
+            outcome = LearnOutcome()
+            session.prefetch(UUID(m) for m, _, _, _ in moves)
+            for memory_id, old, new, sha in moves:
+                memory = session.find(UUID(memory_id))
+                if memory is None or memory.repo_id != repo_id or memory.scope != "repo":
+                    continue
+                paths = {a["path"] for a in memory.anchor_list}
+                if old not in paths or new in paths:
+                    continue
+                anchor = Anchor(path=sanitise(new).text, fingerprint="", commit=sha, fingerprinted_by=BY_GIT)
+                memory._record_anchors(anchors=[anchor.as_event()], repo_id=repo_id)
+                session.changed(memory)
+                outcome.written["reanchored"] = outcome.written.get("reanchored", 0) + 1
+            return outcome
+
+        outcome, _, position = self._transaction(lambda session: (run(session), None))
+        outcome.position = position
+        return outcome
+
+    # --- the parts ----------------------------------------------------------------------------------
+
+    def _transaction(
+        self, run: Callable[[Session], tuple[LearnOutcome, History | None]]
+    ) -> tuple[LearnOutcome, History | None, int | None]:
+        """Run a learning command on a fresh session and record what it changed, its cursor's events
+        included, in one transaction (a concurrent writer that got there first makes it run again)."""
+
+        def attempt() -> tuple[LearnOutcome, History | None, int | None]:
+            session = Session(self)
+            outcome, cursor = run(session)
+            events = session.events() + (list(cursor.collect_events()) if cursor is not None else [])
+            return outcome, cursor, self._append(events)
+
+        result: tuple[LearnOutcome, History | None, int | None] = self._retry(attempt)
+        return result
+
+    def _cursor(self, repo_id: str, source: str, expected: int | None) -> History:
+        current = self.learning_cursor(repo_id, source)
+        version = current.version if current is not None else None
+        if version != expected:
+            raise Conflict(
+                "learn_in_progress",
+                "repo_id",
+                f"another learn of {repo_id!r} ({source}) recorded meanwhile; nothing of this batch was "
+                "recorded: learn again (it continues from where that one got)",
+            )
+        if current is None:
+            current = History(id=history_id(repo_id, source), repo_id=repo_id, source=source)
+        return current
+
+    def _learn_one(self, session: Session, repo_id: str, source: str, step: Step, outcome: LearnOutcome) -> None:
+        commit = step.commit
+        mid = UUID(step.memory_id)
+        if session.find(mid) is not None:
+            outcome.already += 1
+            return
+        targets = [m for m in (self._alive(session, repo_id, t) for t in step.changes) if m is not None]
+        undone = self._alive(session, repo_id, step.reverts) if step.reverts else None
+        evidence = (f"git:{commit.sha}",)
+        anchors = tuple(Anchor(path=p, fingerprint="", commit=commit.sha, fingerprinted_by=BY_GIT) for p in step.paths)
+        cmd = NewMemory(
+            repo_id=repo_id,
+            text=step.text,
+            kind=step.kind,
+            scope="repo",
+            confidence=step.confidence,
+            rationale=f"learned from commit {commit.sha[:12]} of the repository's history",
+            related_ids=(undone.memory_id,) if undone is not None else (),
+            change_targets=tuple(m.memory_id for m in targets),
+            evidence_refs=evidence,
+            author=AUTHOR,
+            anchors=anchors,
+        )
+        clean = replace(CleanWrite.of(cmd), mid=mid)
+        session.add(
+            Memory.written(
+                id=mid,
+                text=clean.text.strip(),
+                kind=cmd.kind,
+                scope="repo",
+                repo_id=repo_id,
+                confidence=cmd.confidence,
+                rationale=clean.rationale,
+                problem_id=None,
+                related_ids=list(cmd.related_ids),
+                change_targets=list(cmd.change_targets),
+                evidence_refs=clean.evidence,
+                author=clean.author,
+                status="active",
+                redactions=clean.redactions,
+            )
+        )
+        memory = session.find(mid)
+        assert memory is not None
+        if clean.anchors:
+            memory._record_anchors(anchors=list(clean.anchors), repo_id=repo_id)
+        memory._learned(source=source, ref=commit.sha, occurred_at=occurred_at(commit.time))
+        outcome.written[step.kind] = outcome.written.get(step.kind, 0) + 1
+        summary = clean.text.strip()[:280]
+        for target in targets:
+            target._record_change(change_memory_id=str(mid), summary=summary)
+            target._adjust_truth(
+                target=0.0,
+                confidence=step.confidence,
+                rationale=f"changed since by commit {commit.sha[:12]}",
+                evidence_refs=list(clean.evidence),
+                source="change",
+                weight=LINK_WEIGHT,
+                repo_id=repo_id,
+            )
+            session.changed(target)
+            outcome.links += 1
+        if undone is not None:
+            undone._record_change(change_memory_id=str(mid), summary=summary)
+            undone._adjust_truth(
+                target=0.0,
+                confidence=step.confidence,
+                rationale=f"reverted by commit {commit.sha[:12]}",
+                evidence_refs=list(clean.evidence),
+                source="change",
+                weight=REVERT_WEIGHT,
+                repo_id=repo_id,
+            )
+            session.changed(undone)
+            outcome.reverted += 1
+            self._give_back(session, repo_id, undone, commit.sha, clean.evidence)
+
+    def _give_back(self, session: Session, repo_id: str, undone: Memory, sha: str, evidence: list[str]) -> None:
+        """A revert of a revert: the change the first revert undid is back, and so is its truth."""
+        if undone.kind != "failed_tactic":
+            return
+        for first in undone.related_ids:
+            memory = self._alive(session, repo_id, first)
+            if memory is None:
+                continue
+            memory._adjust_truth(
+                target=1.0,
+                confidence=0.8,
+                rationale=f"applied again by commit {sha[:12]} (a revert of its revert)",
+                evidence_refs=list(evidence),
+                source="change",
+                weight=REVERT_WEIGHT,
+                repo_id=repo_id,
+            )
+            session.changed(memory)
+
+    @staticmethod
+    def _alive(session: Session, repo_id: str, raw: str | None) -> Memory | None:
+        if raw is None:
+            return None
+        memory = session.find(UUID(raw))
+        if memory is None or memory.status != "active" or memory.scope != "repo" or memory.repo_id != repo_id:
+            return None
+        return memory
