@@ -19,8 +19,9 @@ e-mail address (Signed-off-by, Co-authored-by, ...) are left out by the parser, 
 - every other commit becomes a **change** anchored to the files it touched (MAX_ANCHORS of them, the
   most changed first, each path followed through later renames), its text the subject, the short sha,
   the date and the first files, then the trimmed body;
-- a change whose message explains why (`explains_why`: a body of DECISION_WORDS words or more with a
-  reason in it: because, so that, to avoid, instead of, ...) is a **documented decision**. So is a
+- a change whose message explains why (`explains_why`: a body whose prose, bullet lists aside, has
+  DECISION_WORDS words or more with a reason in it: because, so that, to avoid, instead of, ..., or
+  EXPLAINED_WORDS words whatever they are) is a **documented decision**. So is a
   memory an agent wrote anchored to a file (any kind but change). A later commit that rewrites a
   decision's file (deletes at least REWRITE_LINES lines, or a quarter of what the decision added there)
   is recorded as a change of the decision (ChangeRecorded), so a read that finds the decision says it
@@ -292,6 +293,7 @@ FILES_IN_TEXT = 5
 BODY_CHARS = 1200
 """A body is cut after about this many characters (at a word)."""
 DECISION_WORDS = 15
+EXPLAINED_WORDS = 30
 CHANGE_CONFIDENCE = 0.7
 DECISION_CONFIDENCE = 0.8
 REVERT_CONFIDENCE = 0.8
@@ -302,7 +304,7 @@ REASON = re.compile(
     r"prevents?|to ensure|ensures?|to make sure|the reason|reason is|is needed|was needed|we need|needs to|caused|"
     r"causes|due to|breaks?|broke|the problem|the issue|this means|which means|as a result|root cause|workaround|"
     r"so we|so it|would otherwise|must not|should not|never|races?|deadlocks?|hangs?|leaks?|crash(?:es|ed)?|"
-    r"fails?|failed|failing|wrong|incorrect(?:ly)?)\b",
+    r"fails?|failed|failing|wrong|incorrect(?:ly)?|thus|therefore|hence)\b|, so\b",
     re.IGNORECASE,
 )
 """Words that give a reason or name what went wrong: a body of DECISION_WORDS words with one explains why."""
@@ -330,10 +332,15 @@ def trimmed_body(body: str, chars: int = BODY_CHARS) -> str:
     return text
 
 
+_BULLET = re.compile(r"^\s*(?:[*+\-]|\d+[.)])\s")
+
+
 def explains_why(commit: Commit) -> bool:
-    """A documented decision: the message says why, at some length."""
-    body = trimmed_body(commit.body)
-    return len(body.split()) >= DECISION_WORDS and REASON.search(body) is not None
+    """A documented decision: the message explains, in prose (not a squashed list of bullet points), at
+    DECISION_WORDS words with a reason in them, or at EXPLAINED_WORDS words whatever they are."""
+    prose = " ".join(p for p in trimmed_body(commit.body).split("\n") if not _BULLET.match(p))
+    words = len(prose.split())
+    return words >= EXPLAINED_WORDS or (words >= DECISION_WORDS and REASON.search(prose) is not None)
 
 
 def _files_phrase(paths: Sequence[str]) -> str:
@@ -528,24 +535,31 @@ class Planner:
                     continue
                 found.append(d.memory_id)
                 self.linked[d.memory_id] = self.linked.get(d.memory_id, d.links) + 1
+                if self.linked[d.memory_id] >= LINKS_PER_DECISION:
+                    self._close(d.memory_id)
                 break
-        self._close_full()
         return found
+
+    def __post_init__(self) -> None:
+        self._where: dict[str, set[str]] = {}  # a waiting decision -> the paths it waits on
+        for path, queue in self.waiting.items():
+            for d in queue:
+                self._where.setdefault(d.memory_id, set()).add(path)
 
     def _wait(self, decision: Decision) -> None:
         queue = self.waiting.setdefault(decision.path, [])
         queue.append(decision)
+        self._where.setdefault(decision.memory_id, set()).add(decision.path)
         del queue[:-DECISIONS_PER_FILE]
 
-    def _close_full(self) -> None:
-        """Decisions that took their changes stop waiting (only this plan's links are counted here)."""
-        full = {m for m, n in self.linked.items() if n >= LINKS_PER_DECISION}
-        if not full:
-            return
-        for path in [p for p, ds in self.waiting.items() if any(d.memory_id in full for d in ds)]:
-            self.waiting[path] = [d for d in self.waiting[path] if d.memory_id not in full]
-            if not self.waiting[path]:
-                del self.waiting[path]
+    def _close(self, memory_id: str) -> None:
+        """A decision that took its changes stops waiting, on every path it waits on."""
+        for path in self._where.pop(memory_id, ()):
+            queue = [d for d in self.waiting.get(path, ()) if d.memory_id != memory_id]
+            if queue:
+                self.waiting[path] = queue
+            else:
+                self.waiting.pop(path, None)
 
 
 def counts(steps: Iterable[Step]) -> dict[str, int]:

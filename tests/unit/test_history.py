@@ -138,7 +138,10 @@ def test_a_documented_decision_says_why_at_some_length() -> None:
     why = "Hold the lock across the size check and the pop, because two threads otherwise take the last connection."
     assert explains_why(commit("1", "Hold the pool lock", [change("pool.py")], body=why))
     assert not explains_why(commit("1", "Hold the pool lock", [change("pool.py")], body="because."))
-    assert not explains_why(commit("1", "Hold the pool lock", [change("pool.py")], body="Adds a lock. " * 10))
+    assert not explains_why(commit("1", "Hold the pool lock", [change("pool.py")], body="Adds a lock. " * 6))
+    assert explains_why(commit("1", "Stream rows", [change("r.py")], body="Rows are streamed from a cursor now. " * 5))
+    squashed = "* update versions\n* fix a few typos\n* pandas to 0.20 because of the bug in the old one\n" * 5
+    assert not explains_why(commit("1", "Update versions (#2204)", [change("ci.yml")], body=squashed))
 
 
 def test_identical_messages_are_different_memories_and_a_text_says_where_and_when() -> None:
