@@ -29,7 +29,7 @@ archived (`unreachable`), pointing at the memory of the commit that replaced the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from eventsourcing.persistence import EventStore
 
 AUTHOR = "strata learn"
+RATIONALE = "learned from the repository's history (strata learn): the commit is in evidence_refs"
 LINK_WEIGHT = 0.25
 """How far one later change pulls a decision's truth toward 0: a rewrite of its file is a reason to
 check it, not proof it stopped holding (three changes take a decision of 0.8 to about 0.58)."""
@@ -338,22 +339,29 @@ class HistoryCommands:
             return
         targets = [m for m in (self._alive(session, repo_id, t) for t in step.changes) if m is not None]
         undone = self._alive(session, repo_id, step.reverts) if step.reverts else None
-        evidence = (f"git:{commit.sha}",)
-        anchors = tuple(Anchor(path=p, fingerprint="", commit=commit.sha, fingerprinted_by=BY_GIT) for p in step.paths)
+        text, evidence = sanitise(step.text), sanitise(f"git:{commit.sha}")
+        anchors = [
+            Anchor(path=sanitise(p).text, fingerprint="", commit=commit.sha, fingerprinted_by=BY_GIT).as_event()
+            for p in step.paths
+        ]
         cmd = NewMemory(
             repo_id=repo_id,
             text=step.text,
             kind=step.kind,
             scope="repo",
             confidence=step.confidence,
-            rationale=f"learned from commit {commit.sha[:12]} of the repository's history",
             related_ids=(undone.memory_id,) if undone is not None else (),
             change_targets=tuple(m.memory_id for m in targets),
-            evidence_refs=evidence,
-            author=AUTHOR,
-            anchors=anchors,
         )
-        clean = replace(CleanWrite.of(cmd), mid=mid)
+        clean = CleanWrite(
+            text.text,
+            RATIONALE,
+            [evidence.text],
+            text.redactions + evidence.redactions,
+            mid,
+            tuple(anchors),
+            AUTHOR,
+        )
         session.add(
             Memory.written(
                 id=mid,

@@ -130,6 +130,8 @@ def learn_commits(
             f.old_path: f.path for s in part for f in s.commit.files if f.old_path is not None and f.old_path != f.path
         }
         for s in part:
+            if s.skip == "learned":  # its renames were followed when it was learned
+                continue
             for f in s.commit.files:
                 if f.old_path is not None and f.old_path != f.path:
                     moved[f.old_path] = (f.path, s.commit.sha)
@@ -148,7 +150,9 @@ def learn_commits(
         report.head = last.sha
         progress("learning", min(i + batch, len(steps)), len(steps), f"{last.date} {last.subject[:60]}")
     if moved and cursor is not None:
-        report.reanchored += _follow_renames(strata, repo_id, moved, learned_now={s.memory_id for s in steps})
+        report.reanchored += _follow_renames(
+            strata, repo_id, moved, learned_now={s.memory_id for s in steps if s.memory_id}
+        )
     report.seconds["learn"] = round(report.seconds.get("learn", 0.0) + time.perf_counter() - started, 3)
     log.info(
         "learned",
