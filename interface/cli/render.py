@@ -107,6 +107,8 @@ def _event_line(e: dict[str, Any]) -> str:
         "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
         "MemoryArchived": lambda: f"reason {f['reason']!r}",
         "MemoryRestored": lambda: f"reason {f['reason']!r}",
+        "Learned": lambda: f"from {f['source']} {f['ref'][:12]} of {f['occurred_at'][:10]}",
+        "Advanced": lambda: f"learned through {(f['head'] or '')[:12]}: {f['read']} commits read",
     }.get(e["type"], lambda: "")()
     where = f"#{e['position']} " if "position" in e else ""
     return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"
@@ -202,4 +204,30 @@ def reflection(result: dict[str, Any]) -> str:
             lines.append(f"  link failed tactic {f['memory_id']} -> solution {f['solution_id']}: {f['text']}")
     if any(r["actions"] and not r["applied"] for r in result["reports"]):
         lines.append("dry run: nothing recorded (add --apply to record these actions)")
+    return "\n".join(lines)
+
+
+def learned(r: dict[str, Any]) -> str:
+    """The summary of `strata learn`."""
+    head = (r["head"] or "")[:12]
+    if r["nothing_new"]:
+        return f"{r['repo_id']}: nothing new since {head} (learned already)"
+    made = ", ".join(f"{n:,} {kind.replace('_', ' ')}s" for kind, n in sorted(r["learned"].items())) or "nothing"
+    lines = [f"{r['repo_id']}: read {r['read']:,} commits ({r['range']}) through {head}; wrote {made}"]
+    if r["decisions"] or r["links"]:
+        lines.append(f"  {r['decisions']:,} documented decisions; {r['links']:,} later changes recorded on decisions")
+    if r["reverted"]:
+        lines.append(f"  {r['reverted']:,} reverted changes lowered")
+    skipped = ", ".join(f"{n:,} {reason.replace('_', '-')}" for reason, n in sorted(r["skipped"].items()))
+    if skipped:
+        lines.append(f"  skipped: {skipped}")
+    if r["already_learned"]:
+        lines.append(f"  {r['already_learned']:,} learned before, left as they were")
+    if r["archived"]:
+        lines.append(f"  {r['archived']:,} memories of commits no longer in the history archived (a rewrite)")
+    if r["reanchored"]:
+        lines.append(f"  {r['reanchored']:,} earlier memories followed a rename")
+    seconds = r["seconds"].get("total")
+    state = "searchable" if r["searchable"] else "searchable once the projections catch up"
+    lines.append(f"  {state}; log position {r['position']}" + (f"; {seconds:.1f} s" if seconds is not None else ""))
     return "\n".join(lines)
