@@ -39,7 +39,6 @@ from eventsourcing.domain import Aggregate, event
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import BY_GIT, Anchor
-from strata_recall.domain.commands import NewMemory
 from strata_recall.domain.errors import Conflict
 from strata_recall.domain.history import (
     DECISIONS_PER_FILE,
@@ -50,7 +49,7 @@ from strata_recall.domain.history import (
     history_id,
 )
 from strata_recall.domain.memory import Memory, iso
-from strata_recall.domain.unit_of_work import CleanWrite, Session, sanitise
+from strata_recall.domain.unit_of_work import Session, sanitise
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import EventStore
@@ -165,6 +164,29 @@ def occurred_at(time: int) -> str:
     return iso(datetime.fromtimestamp(time, UTC))
 
 
+class _Batch:
+    """The session of one learning command, and the events of the memories it creates beyond their
+    MemoryWritten (anchors, Learned), kept as bare events until something in the batch needs such a
+    memory as an aggregate (a later commit of the batch reverts or changes it): a learn builds tens of
+    thousands of memories, and most are never needed as aggregates (domain/memory.py Memory.written)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.extra: dict[UUID, list[Any]] = {}
+
+    def find(self, mid: UUID) -> Memory | None:
+        memory = self.session.find(mid)
+        pending = self.extra.pop(mid, None)
+        if memory is not None and pending:
+            for e in pending:
+                e.mutate(memory)
+                memory.pending_events.append(e)
+        return memory
+
+    def events(self) -> list[Any]:
+        return self.session.events() + [e for es in self.extra.values() for e in es]
+
+
 class HistoryCommands:
     """Mixed into MemoryLog, whose transactions, sessions and event store it uses."""
 
@@ -209,13 +231,13 @@ class HistoryCommands:
         moved it meanwhile makes this one a Conflict (learn again). Returns the outcome and the cursor's
         new version."""
 
-        def run(session: Session) -> tuple[LearnOutcome, History]:
+        def run(batch: _Batch) -> tuple[LearnOutcome, History]:
             cursor = self._cursor(repo_id, source, expected)
             outcome = LearnOutcome()
-            session.prefetch(UUID(s.memory_id) for s in steps if s.memory_id)
+            batch.session.prefetch(UUID(s.memory_id) for s in steps if s.memory_id)
             for step in steps:
                 if step.skip is None:
-                    self._learn_one(session, repo_id, source, step, outcome)
+                    self._learn_one(batch, repo_id, source, step, outcome)
             cursor.advance(
                 head=head,
                 head_time=head_time,
@@ -246,7 +268,8 @@ class HistoryCommands:
         version (None when there was no cursor)."""
         pairs = list(gone)
 
-        def run(session: Session) -> tuple[LearnOutcome, History | None]:
+        def run(batch: _Batch) -> tuple[LearnOutcome, History | None]:
+            session = batch.session
             cursor = self._cursor(repo_id, source, expected) if expected is not None else None
             outcome = LearnOutcome()
             mids = [commit_memory_id(repo_id, sha) for sha, _ in pairs]
@@ -280,7 +303,8 @@ class HistoryCommands:
         """Follow renames on memories learned before them: each (memory id, old path, new path, sha of
         the rename) records the new path beside the old one (AnchorsRecorded keeps other paths)."""
 
-        def run(session: Session) -> LearnOutcome:
+        def run(batch: _Batch) -> LearnOutcome:
+            session = batch.session
             outcome = LearnOutcome()
             session.prefetch(UUID(m) for m, _, _, _ in moves)
             for memory_id, old, new, sha in moves:
@@ -296,22 +320,22 @@ class HistoryCommands:
                 outcome.written["reanchored"] = outcome.written.get("reanchored", 0) + 1
             return outcome
 
-        outcome, _, position = self._transaction(lambda session: (run(session), None))
+        outcome, _, position = self._transaction(lambda batch: (run(batch), None))
         outcome.position = position
         return outcome
 
     # --- the parts ----------------------------------------------------------------------------------
 
     def _transaction(
-        self, run: Callable[[Session], tuple[LearnOutcome, History | None]]
+        self, run: Callable[[_Batch], tuple[LearnOutcome, History | None]]
     ) -> tuple[LearnOutcome, History | None, int | None]:
         """Run a learning command on a fresh session and record what it changed, its cursor's events
         included, in one transaction (a concurrent writer that got there first makes it run again)."""
 
         def attempt() -> tuple[LearnOutcome, History | None, int | None]:
-            session = Session(self)
-            outcome, cursor = run(session)
-            events = session.events() + (list(cursor.collect_events()) if cursor is not None else [])
+            batch = _Batch(Session(self))
+            outcome, cursor = run(batch)
+            events = batch.events() + (list(cursor.collect_events()) if cursor is not None else [])
             return outcome, cursor, self._append(events)
 
         result: tuple[LearnOutcome, History | None, int | None] = self._retry(attempt)
@@ -331,74 +355,70 @@ class HistoryCommands:
             current = History(id=history_id(repo_id, source), repo_id=repo_id, source=source)
         return current
 
-    def _learn_one(self, session: Session, repo_id: str, source: str, step: Step, outcome: LearnOutcome) -> None:
+    def _learn_one(self, batch: _Batch, repo_id: str, source: str, step: Step, outcome: LearnOutcome) -> None:
         commit = step.commit
         mid = UUID(step.memory_id)
-        if session.find(mid) is not None:
+        if batch.find(mid) is not None:
             outcome.already += 1
             return
-        targets = [m for m in (self._alive(session, repo_id, t) for t in step.changes) if m is not None]
-        undone = self._alive(session, repo_id, step.reverts) if step.reverts else None
+        targets = [m for m in (self._alive(batch, repo_id, t) for t in step.changes) if m is not None]
+        undone = self._alive(batch, repo_id, step.reverts) if step.reverts else None
         text, evidence = sanitise(step.text), sanitise(f"git:{commit.sha}")
         anchors = [
             Anchor(path=sanitise(p).text, fingerprint="", commit=commit.sha, fingerprinted_by=BY_GIT).as_event()
             for p in step.paths
         ]
-        cmd = NewMemory(
-            repo_id=repo_id,
-            text=step.text,
+        written = Memory.written(
+            id=mid,
+            text=text.text.strip(),
             kind=step.kind,
             scope="repo",
+            repo_id=repo_id,
             confidence=step.confidence,
-            related_ids=(undone.memory_id,) if undone is not None else (),
-            change_targets=tuple(m.memory_id for m in targets),
+            rationale=RATIONALE,
+            problem_id=None,
+            related_ids=[undone.memory_id] if undone is not None else [],
+            change_targets=[m.memory_id for m in targets],
+            evidence_refs=[evidence.text],
+            author=AUTHOR,
+            status="active",
+            redactions=text.redactions + evidence.redactions,
         )
-        clean = CleanWrite(
-            text.text,
-            RATIONALE,
-            [evidence.text],
-            text.redactions + evidence.redactions,
-            mid,
-            tuple(anchors),
-            AUTHOR,
-        )
-        session.add(
-            Memory.written(
-                id=mid,
-                text=clean.text.strip(),
-                kind=cmd.kind,
-                scope="repo",
-                repo_id=repo_id,
-                confidence=cmd.confidence,
-                rationale=clean.rationale,
-                problem_id=None,
-                related_ids=list(cmd.related_ids),
-                change_targets=list(cmd.change_targets),
-                evidence_refs=clean.evidence,
-                author=clean.author,
-                status="active",
-                redactions=clean.redactions,
+        batch.session.add(written)
+        stamp, version = written.timestamp, written.originator_version
+        extra: list[Any] = []
+        if anchors:
+            version += 1
+            extra.append(
+                Memory.AnchorsRecorded(  # type: ignore[call-arg]
+                    originator_id=mid, originator_version=version, timestamp=stamp, anchors=anchors, repo_id=repo_id
+                )
+            )
+        extra.append(
+            Memory.Learned(  # type: ignore[call-arg]
+                originator_id=mid,
+                originator_version=version + 1,
+                timestamp=stamp,
+                source=source,
+                ref=commit.sha,
+                occurred_at=occurred_at(commit.time),
             )
         )
-        memory = session.find(mid)
-        assert memory is not None
-        if clean.anchors:
-            memory._record_anchors(anchors=list(clean.anchors), repo_id=repo_id)
-        memory._learned(source=source, ref=commit.sha, occurred_at=occurred_at(commit.time))
+        batch.extra[mid] = extra
         outcome.written[step.kind] = outcome.written.get(step.kind, 0) + 1
-        summary = clean.text.strip()[:280]
+        summary = written.text[:280]
         for target in targets:
             target._record_change(change_memory_id=str(mid), summary=summary)
             target._adjust_truth(
                 target=0.0,
                 confidence=step.confidence,
                 rationale=f"changed since by commit {commit.sha[:12]}",
-                evidence_refs=list(clean.evidence),
+                evidence_refs=[evidence.text],
                 source="change",
                 weight=LINK_WEIGHT,
                 repo_id=repo_id,
             )
-            session.changed(target)
+            batch.session.changed(target)
             outcome.links += 1
         if undone is not None:
             undone._record_change(change_memory_id=str(mid), summary=summary)
@@ -406,21 +426,21 @@ class HistoryCommands:
                 target=0.0,
                 confidence=step.confidence,
                 rationale=f"reverted by commit {commit.sha[:12]}",
-                evidence_refs=list(clean.evidence),
+                evidence_refs=[evidence.text],
                 source="change",
                 weight=REVERT_WEIGHT,
                 repo_id=repo_id,
             )
-            session.changed(undone)
+            batch.session.changed(undone)
             outcome.reverted += 1
-            self._give_back(session, repo_id, undone, commit.sha, clean.evidence)
+            self._give_back(batch, repo_id, undone, commit.sha, [evidence.text])
 
-    def _give_back(self, session: Session, repo_id: str, undone: Memory, sha: str, evidence: list[str]) -> None:
+    def _give_back(self, batch: _Batch, repo_id: str, undone: Memory, sha: str, evidence: list[str]) -> None:
         """A revert of a revert: the change the first revert undid is back, and so is its truth."""
         if undone.kind != "failed_tactic":
             return
         for first in undone.related_ids:
-            memory = self._alive(session, repo_id, first)
+            memory = self._alive(batch, repo_id, first)
             if memory is None:
                 continue
             memory._adjust_truth(
@@ -432,13 +452,13 @@ class HistoryCommands:
                 weight=REVERT_WEIGHT,
                 repo_id=repo_id,
             )
-            session.changed(memory)
+            batch.session.changed(memory)
 
     @staticmethod
-    def _alive(session: Session, repo_id: str, raw: str | None) -> Memory | None:
+    def _alive(batch: _Batch, repo_id: str, raw: str | None) -> Memory | None:
         if raw is None:
             return None
-        memory = session.find(UUID(raw))
+        memory = batch.find(UUID(raw))
         if memory is None or memory.status != "active" or memory.scope != "repo" or memory.repo_id != repo_id:
             return None
         return memory
