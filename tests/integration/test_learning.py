@@ -340,3 +340,14 @@ def test_a_decision_followed_by_a_misleading_change_is_found_for_the_bug_report(
         else:
             misses.append(scenario["id"])
     assert found >= 0.9 * len(reads), misses
+
+
+def test_strata_check_leaves_learned_anchors_alone(strata: Strata, repo: Repo) -> None:
+    from strata_recall.interface.cli.anchors import check
+
+    repo.commit("Add the pool", T0, {"src/pool.py": lines(30)})
+    repo.commit("Grow the pool", T0 + DAY, {"src/pool.py": lines(31)})
+    learn_repository(strata, repo.root, REPO, searchable=False)
+    (repo.root / "src" / "pool.py").write_text("changed since\n", encoding="utf-8")
+    report = check(strata, REPO, str(repo.root), apply=True)
+    assert (report["checked"], report["unjudged"], report["drifted"], report["recorded"]) == (0, 0, [], 0)
