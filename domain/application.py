@@ -7,16 +7,17 @@ and only then acknowledges, with the log position. A rejected command records no
 from __future__ import annotations
 
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
-from strata_recall.domain import beliefs
+from strata_recall.domain import beliefs, idempotency
 from strata_recall.domain.access import DEFAULT_NAME
 from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
@@ -53,22 +54,9 @@ CONFLICT_BACKOFF_S = 0.005
 """Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
 
 
-def _retrying(attempt: Callable[[], T]) -> T:
-    for n in range(1, CONFLICT_RETRIES + 1):
-        try:
-            return attempt()
-        except IntegrityError:
-            if n == CONFLICT_RETRIES:
-                raise
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
-        except (OperationalError, InterfaceError) as exc:  # disk full, I/O error, locked too long, server gone
-            raise EventStoreUnavailable(
-                "event_log_unavailable",
-                "",
-                f"the event log cannot be used right now ({' '.join(str(exc).split())[:300]}); nothing was recorded: "
-                "retry once it is fixed (strata doctor checks the data directory and the log)",
-            ) from None
-    raise AssertionError("unreachable")  # pragma: no cover
+SETTLE_TIMEOUT_S = 5
+"""After an append whose answer was lost, how long the lookup that decides whether it was recorded waits
+for transactions still inserting into the log to end (PostgreSQL; see MemoryLog._stored)."""
 
 
 class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Application[UUID]):
@@ -76,10 +64,6 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     and the commands that append to it."""
 
     name = "Strata"
-
-    @staticmethod
-    def _retry(attempt: Callable[[], T]) -> T:
-        return _retrying(attempt)
 
     def construct_transcoder(self) -> OrjsonTranscoder:
         transcoder = OrjsonTranscoder()
@@ -89,11 +73,13 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     # --- reading the write side (by id only: queries belong to the projections) -----------------
 
     def find(self, mid: UUID) -> Memory | None:
+        """The memory `mid`; None if there is none (or the id is another aggregate's: a token's, an
+        archetype's, a request's key, whose ids a client can derive from their names)."""
         try:
-            memory: Memory = self.repository.get(mid)
-            return memory
+            memory = self.repository.get(mid)
         except AggregateNotFoundError:
             return None
+        return memory if isinstance(memory, Memory) else None
 
     def memory(self, raw_id: str, repo_id: str | None = None) -> Memory:
         """One memory for display; with `repo_id`, only if visible there."""
@@ -299,20 +285,20 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         name, description = sanitise(name).text, sanitise(description).text
         examples = [sanitise(e).text for e in examples]
 
-        def attempt() -> tuple[str, int | None]:
+        def attempt() -> tuple[str, Sequence[Any]]:
             try:
                 current: Archetype = self.repository.get(archetype_id(name))
             except AggregateNotFoundError:
                 created = Archetype(
                     id=archetype_id(name), name=name, description=description, examples=examples, profile=profile
                 )
-                return "created", self._append(created.collect_events())
+                return "created", created.collect_events()
             if (current.description, current.examples, current.profile) == (description, list(examples), dict(profile)):
-                return "unchanged", None
+                return "unchanged", []
             current.change(description=description, examples=examples, profile=profile)
-            return "changed", self._append(current.collect_events())
+            return "changed", current.collect_events()
 
-        return _retrying(attempt)
+        return self._transact(attempt)
 
     def forget(self, repo_id: str, raw_id: str, reason: str, actor: str | None = None) -> ForgetOutcome:
         def run(session: Session) -> ForgetOutcome:
@@ -711,15 +697,172 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     # --- transactions -----------------------------------------------------------------------------
 
     def _run(self, command: Callable[[Session], T]) -> tuple[T, int | None]:
-        """Run a command on a fresh session and record what it changed in one transaction.
-        A concurrent writer that got there first makes the whole command run again on fresh state."""
+        """Run a command on a fresh session and record what it changed in one transaction (_transact)."""
 
-        def attempt() -> tuple[T, int | None]:
+        def attempt() -> tuple[T, list[Any]]:
             session = Session(self)
-            result = command(session)
-            return result, self._append(session.events())
+            return command(session), session.events()
 
-        return _retrying(attempt)
+        return self._transact(attempt)
+
+    def _transact(self, attempt: Callable[[], tuple[T, Sequence[Any]]]) -> tuple[T, int | None]:
+        """Every command's transaction: `attempt` decides on the current state what the command answers
+        and which events record it; they are appended in one transaction, and the answer goes back with
+        the log position of its last event (None when it recorded nothing).
+
+        An append that meets rows already in the log (IntegrityError) was beaten by another writer, and
+        the command runs again on fresh state; or it meets its own rows: the event store's client sends
+        an insert again when the connection broke before the commit's answer came (PostgreSQL), and the
+        first one had committed. Which of the two is looked up, never guessed: the request's key
+        (domain/idempotency.py), or without a key the attempt's last event, every field (its timestamp
+        too) as the log holds it. An append that fails (OperationalError, InterfaceError) is looked up
+        the same way before the answer says that nothing was recorded, and says so only when the log
+        says so.
+
+        Under an idempotency key (domain/idempotency.py keyed) the key's event is recorded with the
+        command's events, and a key already in the log answers with the outcome recorded then: the
+        command does not run again."""
+        key = idempotency.current()
+        if key is not None:
+            if key.spent:
+                raise AssertionError(f"a second command under the idempotency key of one {key.operation} request")
+            key.spent = True
+            if key.given:  # a client's retry: maybe recorded already (a key the transport just made is not)
+                try:
+                    found = self._recorded(key)
+                except (OperationalError, InterfaceError) as exc:
+                    raise EventStoreUnavailable(
+                        "event_log_unavailable",
+                        "",
+                        f"the event log cannot be read right now ({' '.join(str(exc).split())[:300]}); this request "
+                        "recorded nothing: retry it with the same idempotency key once the log is back",
+                    ) from None
+                if found is not None:
+                    return found
+        for n in range(1, CONFLICT_RETRIES + 1):
+            result, events = attempt()
+            if not events:
+                return result, None
+            if key is not None:
+                events = [*events, idempotency.recorded(key, result)]
+            try:
+                return result, self._append(events)
+            except IntegrityError:
+                try:
+                    found = self._recorded(key) if key is not None else self._landed(result, events)
+                except (OperationalError, InterfaceError) as exc:
+                    return self._after_failure(exc, key, result, events)
+                if found is not None:
+                    return found
+                if n == CONFLICT_RETRIES:
+                    raise
+                time.sleep(random.uniform(0, CONFLICT_BACKOFF_S * n))
+            except (OperationalError, InterfaceError) as exc:  # disk full, I/O error, locked too long, server gone
+                return self._after_failure(exc, key, result, events)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _recorded(self, key: idempotency.CommandKey, settle: bool = False) -> tuple[Any, int | None] | None:
+        """The outcome recorded under `key` and its log position, or None if the key is not in the log."""
+        found = self._stored(key.id, 1, settle)
+        if found is None:
+            return None
+        position, record = found
+        return idempotency.answer(key, record, position), position
+
+    def _landed(self, result: T, events: Sequence[Any], settle: bool = False) -> tuple[T, int | None] | None:
+        """(result, position) if the log holds `events` as this attempt made them (they were appended
+        together: the last one tells), else None."""
+        last = events[-1]
+        found = self._stored(last.originator_id, last.originator_version, settle)
+        if found is None:
+            return None
+        position, stored = found
+        ours = self.mapper.to_domain_event(self.mapper.to_stored_event(last))  # as the log would give it back
+        return (result, position) if stored == ours else None
+
+    def _after_failure(
+        self, exc: Exception, key: idempotency.CommandKey | None, result: T, events: Sequence[Any]
+    ) -> tuple[T, int | None]:
+        """An append failed. Whether its transaction committed anyway (the answer lost with the connection)
+        is for the log to say: the outcome if it did; otherwise EventStoreUnavailable, saying that
+        nothing was recorded only when the log could be asked."""
+        detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+        try:
+            found = self._recorded(key, settle=True) if key is not None else self._landed(result, events, settle=True)
+        except (PersistenceError, sqlite3.Error) as failed:
+            again = f"; asking it whether it was recorded failed too ({' '.join(str(failed).split())[:200]})"
+            retry = (
+                f"retry with the same idempotency key ({key.value}): the retry answers with the original outcome "
+                "if it was recorded, and records it once if it was not"
+                if key is not None
+                else "look at the log (strata log) before doing it again"
+            )
+            raise EventStoreUnavailable(
+                "event_log_unavailable",
+                "",
+                f"the event log failed while recording this request ({detail}){again}; it may or may not have been "
+                f"recorded: {retry}",
+            ) from None
+        if found is not None:
+            self.write_failure = None
+            return found
+        raise EventStoreUnavailable(
+            "event_log_unavailable",
+            "",
+            f"the event log cannot be used right now ({detail}); nothing was recorded: retry once it is fixed "
+            "(strata doctor checks the data directory and the log)",
+        ) from None
+
+    def _stored(self, originator_id: UUID, version: int, settle: bool = False) -> tuple[int | None, Any] | None:
+        """One event of the log by aggregate and version, with its position: a probe of the log's primary
+        key, read from the log itself (never from a projection). `settle`: on PostgreSQL, first wait (up
+        to SETTLE_TIMEOUT_S) for every transaction inserting into the log to end (a SHARE lock conflicts
+        with the EXCLUSIVE lock each insert holds until it commits or aborts), so that a transaction
+        whose answer was lost is either visible by then or never will be."""
+        recorder = self.recorder
+        if isinstance(recorder, SQLiteAggregateRecorder):
+            sql = (
+                f"SELECT rowid, topic, state FROM {recorder.events_table_name} "  # a fixed table name, not input
+                "WHERE originator_id = ? AND originator_version = ?"
+            )
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql, [originator_id.hex, version])
+                row = cursor.fetchone()
+            found = None if row is None else (row[0], row[1], row[2])
+        elif type(recorder).__module__ == "eventsourcing.postgres":
+            found = self._stored_postgres(recorder, originator_id, version, settle)
+        else:  # another recorder (e.g. in memory): no position to tell
+            rows = recorder.select_events(originator_id, gt=version - 1, lte=version)
+            found = (None, rows[0].topic, rows[0].state) if rows else None
+        if found is None:
+            return None
+        position, topic, state = found
+        event = self.mapper.to_domain_event(StoredEvent(originator_id, version, topic, bytes(state)))
+        return position, event
+
+    @staticmethod
+    def _stored_postgres(
+        recorder: Any, originator_id: UUID, version: int, settle: bool
+    ) -> tuple[int, str, bytes] | None:
+        from psycopg.sql import SQL, Identifier, Literal  # only imported when the log is on PostgreSQL
+
+        table = SQL("{schema}.{table}").format(
+            schema=Identifier(recorder.datastore.schema), table=Identifier(recorder.events_table_name)
+        )
+        select = SQL(
+            "SELECT notification_id, topic, state FROM {} WHERE originator_id = %s AND originator_version = %s"
+        ).format(table)
+        if settle:  # in a transaction, so that the lock holds until the row is read
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{SETTLE_TIMEOUT_S}s")))
+                cursor.execute(SQL("LOCK TABLE {} IN SHARE MODE").format(table))
+                cursor.execute(select, [originator_id, version])
+                row = cursor.fetchone()
+        else:  # one round trip (autocommit): a client's key is looked up before the write it names
+            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                cursor.execute(select, [originator_id, version], prepare=True)
+                row = cursor.fetchone()
+        return None if row is None else (row["notification_id"], row["topic"], row["state"])
 
     write_failure: str | None = None
     """Why the last attempt to append to the log failed, until an append succeeds (for health checks)."""

@@ -21,6 +21,7 @@ from uuid import UUID, uuid5
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate, event
 
+from strata_recall.domain import idempotency
 from strata_recall.domain.access import EVERY_REPO, PERMISSIONS, check_name, check_pattern
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.sanitise import sanitise
@@ -77,8 +78,9 @@ CREDENTIAL_EVENTS = (Credential.TokenIssued, Credential.TokenRevoked)
 @dataclass(frozen=True)
 class Issued:
     name: str
-    secret: str
-    """Shown once, to whoever issued it; the log keeps only its digest."""
+    secret: str | None
+    """Shown once, to whoever issued it; the log keeps only its digest. None for a request that repeats an
+    earlier one's idempotency key: that request was shown the secret, which is not kept anywhere."""
     position: int | None
 
 
@@ -92,8 +94,7 @@ class CredentialCommands:
 
     if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
 
-        def _append(self, events: Sequence[Any]) -> int | None: ...
-        def _retry(self, attempt: Callable[[], T]) -> T: ...
+        def _transact(self, attempt: Callable[[], tuple[T, Sequence[Any]]]) -> tuple[T, int | None]: ...
 
     def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:
         """A new token NAME for `repos` (patterns) and `ops`; refused if the name was ever issued."""
@@ -104,7 +105,7 @@ class CredentialCommands:
             raise InvalidInput("invalid_token_name", "name", problem)
         secret = SECRET_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
 
-        def attempt() -> Issued:
+        def attempt() -> tuple[str, Sequence[Any]]:
             if self._exists(credential_id(name)):
                 raise Conflict(
                     "token_exists",
@@ -115,31 +116,39 @@ class CredentialCommands:
             issued = Credential(
                 id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops, globals=globals
             )
-            return Issued(name, secret, self._append(issued.collect_events()))
+            return name, issued.collect_events()
 
-        return self._retry(attempt)
+        _, position = self._transact(attempt)
+        key = idempotency.current()
+        if key is not None and key.replayed and self._digest(credential_id(name)) != digest_of(secret):
+            return Issued(name, None, position)  # issued by an earlier request with this key, whose secret that was
+        return Issued(name, secret, position)
 
     def revoke_token(self, name: str, reason: str = "") -> tuple[bool, int | None]:
         """Revoke the token NAME: (whether it was active until now, the log position)."""
 
-        def attempt() -> tuple[bool, int | None]:
+        def attempt() -> tuple[bool, Sequence[Any]]:
             try:
                 credential: Credential = self.repository.get(credential_id(name))
             except AggregateNotFoundError:
                 raise NotFound("token_not_found", "name", f"no token named {name!r}") from None
             if credential.revoked:
-                return False, None
+                return False, []
             credential.revoke(reason=sanitise(reason).text)
-            return True, self._append(credential.collect_events())
+            return True, credential.collect_events()
 
-        return self._retry(attempt)
+        return self._transact(attempt)
 
     def _exists(self, cid: UUID) -> bool:
+        return self._digest(cid) is not None
+
+    def _digest(self, cid: UUID) -> str | None:
+        """The digest of the secret of the token `cid`, None if there is no such token."""
         try:
-            self.repository.get(cid)
+            credential: Credential = self.repository.get(cid)
         except AggregateNotFoundError:
-            return False
-        return True
+            return None
+        return credential.digest
 
 
 def _checked_ops(ops: Sequence[str]) -> list[str]:

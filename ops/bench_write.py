@@ -15,6 +15,7 @@ Every figure is printed beside a baseline measured in the same run on the same m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +62,45 @@ def bench_single_writes(n: int) -> dict[str, float]:
         "p99_ms": pct(latencies, 0.99) * 1e3,
         "mean_ms": statistics.fmean(latencies) * 1e3,
     }
+
+
+def bench_keys(n: int, postgres: bool) -> dict[str, dict[str, float]]:
+    """Single writes through the command API under the three ways a request meets idempotency keys,
+    alternating write by write in one process over one store (SQLite, or a throwaway PostgreSQL with
+    fsync on): no key (the Python API, and every write before keys existed), a key the transport made
+    (every HTTP, MCP and CLI request without one: one more event, no lookup), and a client's key (one
+    lookup of the log's primary key first, then one more event)."""
+    from strata_recall.domain.idempotency import CommandKey
+    from strata_recall.interface.app.operations import OPERATIONS
+
+    write = OPERATIONS["write"]
+    lines = realistic_lines(n, seed=17)
+    modes = ("none", "made", "given")
+    latencies: dict[str, list[float]] = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory() as tmp, _log_store(postgres) as overrides:
+        strata = build(load_settings(environ={}, data_dir=Path(tmp) / "data", **overrides))
+        api = CommandAPI(strata.log)
+        for i, line in enumerate(lines):
+            mode = modes[i % 3]
+            start = time.perf_counter()
+            if mode == "none":
+                api.write(line)
+            else:
+                api.perform(write, line, key=CommandKey.made() if mode == "made" else CommandKey(f"client-{i}"))
+            latencies[mode].append(time.perf_counter() - start)
+        strata.close()
+    return {m: {"p50_ms": pct(v, 0.5) * 1e3, "p99_ms": pct(v, 0.99) * 1e3} for m, v in latencies.items()}
+
+
+@contextlib.contextmanager
+def _log_store(postgres: bool) -> Iterator[dict[str, object]]:
+    if not postgres:
+        yield {}
+        return
+    from pg import throwaway
+
+    with throwaway() as server:  # a folder of its own (the server may run as another user: ops/pg.py)
+        yield server.settings()
 
 
 class _Bare(Aggregate):
@@ -168,8 +209,29 @@ def main() -> None:
     parser.add_argument("--near-writes", type=int, default=1000, help="0 skips the near-duplicate figures")
     parser.add_argument("--near-store", type=int, default=2000)
     parser.add_argument("--model-dir", type=Path, default=None, help="the model folder (default: in the temp store)")
+    parser.add_argument(
+        "--keys", type=int, default=0, help="only the idempotency-key figures, over this many writes (0: the usual run)"
+    )
+    parser.add_argument("--postgres", action="store_true", help="--keys on a throwaway PostgreSQL (fsync on)")
     args = parser.parse_args()
     configure_logging("warning")
+
+    if args.keys:
+        keys = bench_keys(args.keys, args.postgres)
+        store = "PostgreSQL, fsync on" if args.postgres else "SQLite"
+        print(f"single write via the command API by idempotency key ({args.keys} writes alternating, {store}):")
+        base = keys["none"]
+        for mode, label in (
+            ("none", "no key (baseline)"),
+            ("made", "a key the transport made"),
+            ("given", "a client's key"),
+        ):
+            k = keys[mode]
+            print(
+                f"  {label:26} p50 {k['p50_ms']:.3f} ms   p99 {k['p99_ms']:.3f} ms   "
+                f"(/ baseline: p50 {k['p50_ms'] / base['p50_ms']:.2f}x, p99 {k['p99_ms'] / base['p99_ms']:.2f}x)"
+            )
+        return
 
     single = bench_single_writes(args.writes)
     bare_single = bench_bare_eventsourcing(min(args.writes, 3000), batch=1)

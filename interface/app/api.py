@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from strata_recall.domain import idempotency
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
@@ -31,6 +32,7 @@ from strata_recall.domain.commands import (
 )
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
+from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.ids import parse_memory_id, written_id
 from strata_recall.domain.unit_of_work import CleanWrite
 from strata_recall.interface.app import access
@@ -208,6 +210,23 @@ class CommandAPI:
         access.check(op, request, principal, self._scope_of)
         return request
 
+    def perform(
+        self, op: Operation, payload: Payload, principal: Principal = LOCAL, key: CommandKey | None = None
+    ) -> BaseModel:
+        """The operation as `principal` (the caller checked access first: `admit`). One that records
+        anything runs under an idempotency key (domain/idempotency.py): the client's `key`, or one made
+        here for a request without (the transports make it themselves when they tell the client): a
+        request whose key is in the log answers with the outcome recorded then (`key.replayed`)."""
+        if op.read_only:
+            return op.call(self, payload, principal)
+        request = parse(op.request, payload)
+        key = (key or CommandKey.made()).bind(op.name, request.model_dump(mode="json"), principal.name)
+        with idempotency.keyed(key):
+            response = op.call(self, request, principal)
+        if key.replayed:
+            log.info("replayed", op=op.name, position=getattr(response, "position", None))
+        return response
+
     def _scope_of(self, raw_id: str, repo_id: str) -> str | None:
         mid = parse_memory_id(raw_id)
         memory = self.log.find(mid) if mid else None
@@ -325,7 +344,7 @@ class CommandAPI:
         )
         return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
 
-    def define_archetype(self, payload: str | bytes | dict[str, Any]) -> ArchetypeResponse:
+    def define_archetype(self, payload: Payload) -> ArchetypeResponse:
         request = parse(ArchetypeRequest, payload)
         outcome, position = self.log.define_archetype(
             request.name, request.description, list(request.examples), request.profile.model_dump()

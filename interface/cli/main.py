@@ -23,11 +23,13 @@ import structlog
 import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from strata_recall.domain import archive
+from strata_recall.domain import archive, idempotency
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
-from strata_recall.interface.app.api import CommandAPI
+from strata_recall.domain.idempotency import CommandKey, check_key
+from strata_recall.interface.app.api import CommandAPI, parse
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
 from strata_recall.interface.cli import anchors as anchoring
@@ -35,6 +37,7 @@ from strata_recall.interface.cli import operator, render
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
 from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.store import ProjectionBusy
+from strata_recall.schemas.archetype import ArchetypeRequest
 from strata_recall.schemas.common import AsOf
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
 from strata_recall.schemas.registry import CONTRACTS
@@ -166,19 +169,36 @@ def _api(strata: Strata) -> CommandAPI:
 
 
 REQUEST_ARG = typer.Argument(None, help="JSON request, a path to a JSON file, or '-' for stdin (the default).")
+KEY_OPT = typer.Option(
+    None,
+    "--idempotency-key",
+    help="A key of your own for this request (e.g. a UUID): run again with the same key, it answers with what "
+    "the first run recorded instead of doing it again [default: a new key each run].",
+)
+
+
+def _key(key: str | None) -> CommandKey:
+    """The command's idempotency key (domain/idempotency.py): the one given, or a new one (which still
+    settles a commit whose answer the log's connection lost)."""
+    return CommandKey(check_key(key)) if key is not None else CommandKey.made()
+
+
+def _perform(strata: Strata, op: str, request: str | None, key: str | None) -> BaseModel:
+    """An operation of the table, as the local operator, under its idempotency key."""
+    return _api(strata).perform(OPERATIONS[op], _request_text(request), key=_key(key))
 
 
 # --- commands -------------------------------------------------------------------------------------
 
 
 @app.command()
-def write(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
+def write(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
     """Record a memory (problem, solution, failed_tactic, fact, preference or change).
 
     Example: strata write '{"repo_id": "acme/api", "memory": {"text": "Migrations need DB_URL set", "kind": "fact", "scope": "repo", "confidence": 0.9, "evidence_refs": ["file:Makefile"]}}'
     """
     with _session(ctx) as strata:
-        _emit(ctx.obj, _api(strata).write(_request_text(request)), render.write)
+        _emit(ctx.obj, _perform(strata, "write", request, key), render.write)
 
 
 @app.command()
@@ -195,23 +215,23 @@ def read(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
 
 
 @app.command()
-def update(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
+def update(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
     """Adjust a memory's truth and/or its utility for a problem; mode dry_run shows, commit records.
 
     Example: strata update '{"repo_id": "acme/api", "memory_id": "<id>", "mode": "dry_run", "updates": {"truth": {"target": 0.1, "confidence": 0.9, "rationale": "the Makefile no longer reads DB_URL", "evidence_refs": ["file:Makefile#L12"]}}}'
     """
     with _session(ctx) as strata:
-        _emit(ctx.obj, _api(strata).update(_request_text(request)), render.update)
+        _emit(ctx.obj, _perform(strata, "update", request, key), render.update)
 
 
 @app.command()
-def forget(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
+def forget(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
     """Forget a memory: it stays in the log but is dead to every read and update.
 
     Example: strata forget '{"repo_id": "acme/api", "memory_id": "<id>", "reason": "asked by the user"}'
     """
     with _session(ctx) as strata:
-        _emit(ctx.obj, _api(strata).forget(_request_text(request)), render.forget)
+        _emit(ctx.obj, _perform(strata, "forget", request, key), render.forget)
 
 
 @app.command()
@@ -403,14 +423,14 @@ def index(
 
 
 @app.command()
-def feedback(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
+def feedback(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
     """End of a session: rate the recalled memories the agent actually used, citing the session's
     reads. Only memories those reads returned are credited, and one session moves a bounded number.
 
     Example: strata feedback '{"repo_id": "acme/api", "read_ids": ["<read id>"], "used": [{"memory_id": "<id>", "target": 1.0, "rationale": "fixed the hang"}]}'
     """
     with _session(ctx) as strata:
-        _emit(ctx.obj, _api(strata).feedback(_request_text(request)), render.feedback)
+        _emit(ctx.obj, _perform(strata, "feedback", request, key), render.feedback)
 
 
 @app.command()
@@ -1005,12 +1025,18 @@ def review_list(
         _emit(ctx.obj, {"ok": True, "pending": memories}, render.pending)
 
 
-def _decide(ctx: typer.Context, memory_ids: list[str], decision: str, note: str, reviewer: str | None) -> None:
+def _decide(
+    ctx: typer.Context, memory_ids: list[str], decision: str, note: str, reviewer: str | None, key: str | None
+) -> None:
     reviewer = reviewer or os.environ.get("USER")
     with _session(ctx) as strata:
+        given = check_key(key) if key is not None else None
         decided = []
-        for mid in memory_ids:
-            outcome = strata.log.review(mid, decision, note, reviewer)
+        for mid in memory_ids:  # a decision each, so a key each: the given one with the memory's id
+            one = CommandKey(f"{given}/{mid}") if given is not None else CommandKey.made()
+            request = {"memory_id": mid, "decision": decision, "note": note, "reviewer": reviewer}
+            with idempotency.keyed(one.bind("review", request, None)):
+                outcome = strata.log.review(mid, decision, note, reviewer)
             log.info("review", memory_id=outcome.memory_id, decision=decision, position=outcome.position)
             decided.append({"memory_id": outcome.memory_id, "status": outcome.status, "position": outcome.position})
         _emit(
@@ -1029,12 +1055,13 @@ def review_approve(
     memory_ids: list[str] = typer.Argument(..., help="Memory ids to approve."),
     note: str = typer.Option("", "--note", help="Why (kept in the log)."),
     reviewer: str | None = REVIEWER_OPT,
+    key: str | None = KEY_OPT,
 ) -> None:
     """Approve pending memories: they become active and are recalled.
 
     Example: strata review approve 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "checked the Makefile"
     """
-    _decide(ctx, memory_ids, "approved", note, reviewer)
+    _decide(ctx, memory_ids, "approved", note, reviewer, key)
 
 
 @review_app.command("reject")
@@ -1043,12 +1070,13 @@ def review_reject(
     memory_ids: list[str] = typer.Argument(..., help="Memory ids to reject."),
     note: str = typer.Option("", "--note", help="Why (shown when the same memory is proposed again)."),
     reviewer: str | None = REVIEWER_OPT,
+    key: str | None = KEY_OPT,
 ) -> None:
     """Reject pending memories: never recalled, and the same proposal is refused with your note.
 
     Example: strata review reject 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --note "we have no VPN"
     """
-    _decide(ctx, memory_ids, "rejected", note, reviewer)
+    _decide(ctx, memory_ids, "rejected", note, reviewer, key)
 
 
 token_app = typer.Typer(
@@ -1077,6 +1105,7 @@ def token_create(
         "--global",
         help="It may also write, change, rate, forget and review global memories (every token reads them).",
     ),
+    key: str | None = KEY_OPT,
 ) -> None:
     """Create a named token and print its secret, once: the log keeps only its sha256. A running
     `strata serve` on this store accepts it within a second; from then on every request needs a token.
@@ -1086,14 +1115,24 @@ def token_create(
     with _session(ctx) as strata:
         patterns = [part.strip() for item in repos or [] for part in item.split(",") if part.strip()]
         first = not _credentials(strata).in_force
-        issued = strata.log.issue_token(name, patterns, ops.split(","), global_memories)
+        request = {"name": name, "repos": patterns, "ops": ops, "global": global_memories}
+        with idempotency.keyed(_key(key).bind("token_create", request, None)):
+            issued = strata.log.issue_token(name, patterns, ops.split(","), global_memories)
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
+        view: dict[str, Any] = {"ok": True, "token": issued.secret, **listed, "position": issued.position}
+        if issued.secret is None:
+            view["note"] = (
+                f"token {name} was issued by an earlier run with this idempotency key, which was shown its secret; "
+                "a secret is shown once and kept nowhere: if it was lost, revoke the token and create another"
+            )
         _emit(
             ctx.obj,
-            {"ok": True, "token": issued.secret, **listed, "position": issued.position},
+            view,
             lambda v: (
-                f"{v['token']}\n(token {v['name']}: {', '.join(v['operations'])} on {', '.join(v['repos'])}"
+                v["note"]
+                if v["token"] is None
+                else f"{v['token']}\n(token {v['name']}: {', '.join(v['operations'])} on {', '.join(v['repos'])}"
                 f"{' and global memories' if v['global_memories'] else ''}; shown once, store it now: the server "
                 "keeps only its hash; send it as Authorization: Bearer <token>)"
             ),
@@ -1140,6 +1179,7 @@ def token_revoke(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The token to revoke."),
     reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
+    key: str | None = KEY_OPT,
 ) -> None:
     """Revoke a named token: a running `strata serve` refuses it within a second (every node of a
     shared deployment: they read the same log). Its name is not issued again.
@@ -1147,7 +1187,8 @@ def token_revoke(
     Example: strata token revoke alice-agent --reason "left the team"
     """
     with _session(ctx) as strata:
-        revoked, position = strata.log.revoke_token(name, reason)
+        with idempotency.keyed(_key(key).bind("token_revoke", {"name": name, "reason": reason}, None)):
+            revoked, position = strata.log.revoke_token(name, reason)
         log.info("token_revoked", name=name, revoked=revoked, position=position)
         _emit(
             ctx.obj,
@@ -1204,17 +1245,16 @@ def archetypes_list(ctx: typer.Context) -> None:
 
 
 @archetypes_app.command("set")
-def archetypes_set(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
+def archetypes_set(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
     """Add or change an archetype (recorded as an event in the log).
 
     Example: strata archetypes set '{"name": "security", "examples": ["is this input sanitised", "CVE in a dependency"], "profile": {"limit": 8, "kinds": ["fact", "solution", "failed_tactic"]}}'
     """
     with _session(ctx) as strata:
-        _emit(
-            ctx.obj,
-            _api(strata).define_archetype(_request_text(request)),
-            lambda r: f"{r.outcome} archetype {r.name} (position {r.position})",
-        )
+        parsed = parse(ArchetypeRequest, _request_text(request))
+        with idempotency.keyed(_key(key).bind("archetype", parsed.model_dump(mode="json"), None)):
+            response = _api(strata).define_archetype(parsed)
+        _emit(ctx.obj, response, lambda r: f"{r.outcome} archetype {r.name} (position {r.position})")
 
 
 @archetypes_app.command("seed")
@@ -1224,7 +1264,11 @@ def archetypes_seed(ctx: typer.Context) -> None:
     Example: strata archetypes seed
     """
     with _session(ctx) as strata:
-        outcomes = {a["name"]: _api(strata).define_archetype(a).outcome for a in DEFAULT_ARCHETYPES}
+        outcomes = {}
+        for archetype in DEFAULT_ARCHETYPES:
+            parsed = parse(ArchetypeRequest, dict(archetype))
+            with idempotency.keyed(CommandKey.made().bind("archetype", parsed.model_dump(mode="json"), None)):
+                outcomes[parsed.name] = _api(strata).define_archetype(parsed).outcome
         _emit(
             ctx.obj,
             {"ok": True, "archetypes": outcomes},

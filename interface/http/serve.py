@@ -49,6 +49,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
+from strata_recall.domain.idempotency import MAX_KEY_CHARS, CommandKey, check_key
 from strata_recall.interface.app.access import PRINCIPAL, principal_in
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.app.logs import route_stdlib_logging
@@ -134,15 +135,30 @@ def _too_large() -> InvalidInput:
     return InvalidInput("request_too_large", "", f"the request exceeds {MAX_BODY_BYTES} bytes")
 
 
+IDEMPOTENCY_KEY = "Idempotency-Key"
+"""The request header naming a request's idempotency key (domain/idempotency.py; the IETF httpapi draft's
+name). Every answer of an operation that records says the key it ran under, the client's or one the
+server made, so that a client that lost the answer (or got 503) can send the request again with it."""
+REPLAYED = "Idempotent-Replayed"
+"""`true` on an answer recorded earlier under the request's key: the request did not run again."""
+
+
 def _operation_endpoint(op: Operation, dispatcher: Dispatcher) -> Any:
     async def endpoint(request: Request) -> Response:
         request.scope.setdefault("state", {})["op"] = op.name
+        key, headers = None, None
         try:
+            if not op.read_only:
+                given = request.headers.get(IDEMPOTENCY_KEY)
+                key = CommandKey(check_key(given)) if given is not None else CommandKey.made()
+                headers = {IDEMPOTENCY_KEY: key.value}
             body = await _body(request)
-            response = await dispatcher.call(op, body, principal_in(request.scope))  # the CLI's parse
+            response = await dispatcher.call(op, body, principal_in(request.scope), key=key)  # the CLI's parse
         except StrataError as exc:
-            return error_json(exc, 413 if exc.code == "request_too_large" else None)
-        return Response(response.model_dump_json(), media_type="application/json")
+            return error_json(exc, 413 if exc.code == "request_too_large" else None, headers=headers)
+        if key is not None and key.replayed:
+            headers = {**(headers or {}), REPLAYED: "true"}
+        return Response(response.model_dump_json(), media_type="application/json", headers=headers)
 
     endpoint.__name__ = f"op_{op.name}"
     return endpoint
@@ -190,12 +206,29 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                 "built for the hour (as_of_quota): retry later"
             ),
         }
+        keyed: dict[str, Any] = {}
+        if not op.read_only:
+            responses["409"]["description"] += "; or the Idempotency-Key was used for another request"
+            responses["503"]["description"] += (
+                "; an append whose outcome the log could not be asked about says so: send the request again "
+                "with the Idempotency-Key of this answer"
+            )
+            for status in ("200", "409", "503"):
+                responses[status]["headers"] = {
+                    IDEMPOTENCY_KEY: {"description": "The key the request ran under.", "schema": {"type": "string"}}
+                }
+            responses["200"]["headers"][REPLAYED] = {
+                "description": "Present (true) when the answer is the one recorded earlier under the key.",
+                "schema": {"const": "true"},
+            }
+            keyed["parameters"] = [IDEMPOTENCY_PARAMETER]
         paths[f"/v1/{op.name}"] = {
             "post": {
                 "operationId": op.name,
                 "summary": op.summary,
                 "description": op.description,
                 "tags": ["memory" if op.agent_tool else "inspector"],
+                **keyed,
                 "requestBody": {"required": True, "content": body},
                 "responses": responses,
                 **({"x-read-only": True} if op.read_only else {}),
@@ -255,6 +288,18 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
         document["security"] = [{"bearer": []}]
     _without_workspace_roots(document["components"]["schemas"])
     return document
+
+
+IDEMPOTENCY_PARAMETER: dict[str, Any] = {
+    "name": IDEMPOTENCY_KEY,
+    "in": "header",
+    "required": False,
+    "description": "A key of the client's own for this request (a UUID): the request sent again with the same "
+    "key answers with the outcome recorded the first time instead of running again; the same key with "
+    "another request is refused (409 idempotency_key_reused). Without one the server makes one and says "
+    "which in the answer's Idempotency-Key header. Keys are remembered as long as the log (docs/API.md).",
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS + 2, "pattern": "^[!-~]+$"},
+}
 
 
 def _without_workspace_roots(schemas: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.errors import StrataError
+from strata_recall.domain.idempotency import CommandKey, check_key
 from strata_recall.interface.app.access import principal_in
 from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
 from strata_recall.interface.app.lean import lean
@@ -111,6 +112,29 @@ def _pre_parse(request_schema: dict[str, Any], arguments: dict[str, Any]) -> dic
     return out
 
 
+KEY_META = "strata/idempotency-key"
+"""The `_meta` entry of a tools/call request naming its idempotency key (domain/idempotency.py), over stdio
+and HTTP alike; over HTTP the request's Idempotency-Key header does too. A tool that records answers
+with the key it ran under in its result's `_meta` (one the server made when the request had none), and
+REPLAYED_META true when the answer is the one recorded earlier under the key."""
+REPLAYED_META = "strata/replayed"
+
+
+def command_key(context: Any) -> CommandKey:
+    """The idempotency key of a tools/call request: `_meta[KEY_META]`, else (streamable HTTP) the
+    request's Idempotency-Key header, else one made for it. InvalidInput for a malformed one."""
+    try:
+        request_context = context.request_context
+    except (AttributeError, ValueError):  # no request context at all
+        return CommandKey.made()
+    meta = getattr(request_context, "meta", None) or {}
+    if KEY_META in meta:
+        return CommandKey(check_key(meta[KEY_META]))
+    request = getattr(request_context, "request", None)
+    header = request.headers.get("idempotency-key") if request is not None else None
+    return CommandKey(check_key(header)) if header is not None else CommandKey.made()
+
+
 def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
     input_schema = tool_schema.input_schema(op.request, hidden=op.advanced)
 
@@ -118,16 +142,23 @@ def _tool(op: Operation, dispatcher: Dispatcher) -> OperationTool:
         started = time.perf_counter()
         arguments = _pre_parse(input_schema, arguments)
         payload = orjson.dumps(arguments)  # JSON text: the same parse as CLI and HTTP
+        key: CommandKey | None = None
+        meta: dict[str, Any] | None = None
         try:
-            response = await dispatcher.call(op, payload, principal_of(context), session_of(context))
+            if not op.read_only:
+                key = command_key(context)
+                meta = {KEY_META: key.value}
+            response = await dispatcher.call(op, payload, principal_of(context), session_of(context), key)
         except StrataError as exc:
             log.info("tool", op=op.name, ok=False, code=exc.code, ms=round((time.perf_counter() - started) * 1000, 2))
             text = error_response(exc).model_dump_json()
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, meta=meta)
         data = tool_answer(op, arguments, response)
+        if key is not None and key.replayed:
+            meta = {**(meta or {}), REPLAYED_META: True}
         log.info("tool", op=op.name, ok=True, ms=round((time.perf_counter() - started) * 1000, 2))
         return CallToolResult(
-            content=[TextContent(type="text", text=orjson.dumps(data).decode())], structured_content=data
+            content=[TextContent(type="text", text=orjson.dumps(data).decode())], structured_content=data, meta=meta
         )
 
     return OperationTool(

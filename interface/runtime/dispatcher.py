@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.errors import StrataError, Unavailable
+from strata_recall.domain.idempotency import CommandKey
 from strata_recall.interface.app import access
 from strata_recall.interface.app.api import CommandAPI, PastNeed
 from strata_recall.interface.app.bootstrap import FOLLOWERS, Strata
@@ -116,11 +117,13 @@ class Dispatcher:
         payload: str | bytes | dict[str, Any],
         principal: Principal = LOCAL,
         session: Session | None = None,
+        key: CommandKey | None = None,
     ) -> BaseModel:
         """The operation's response model, or StrataError (unexpected failures become internal_error).
         `principal` is who asks (domain/access.py): admitted first (CommandAPI.admit), before anything
         waits or is built on its behalf. `session`: the MCP session it comes from (None: HTTP JSON,
-        which waits only for an explicit consistency.after_position)."""
+        which waits only for an explicit consistency.after_position). `key`: the request's idempotency
+        key (CommandAPI.perform; one is made for an operation that records and has none)."""
         if self._lane is None or self._past is None:  # created inside the event loop that uses them
             self._lane, self._past = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
         try:
@@ -128,7 +131,7 @@ class Dispatcher:
                 request = await self._on_lane(op.name, self.api.admit, op, payload, principal)
             else:
                 request = self.api.admit(op, payload, principal)
-            response = await self._call(op, request, principal, session)
+            response = await self._call(op, request, principal, session, key)
         except StrataError:
             raise
         except Exception as exc:  # never a traceback at the caller; the log has it
@@ -139,7 +142,7 @@ class Dispatcher:
         return response
 
     async def _call(
-        self, op: Operation, request: BaseModel, principal: Principal, session: Session | None
+        self, op: Operation, request: BaseModel, principal: Principal, session: Session | None, key: CommandKey | None
     ) -> BaseModel:
         behind = None
         if self.waiters is not None and op.method in ("read", "index"):
@@ -152,7 +155,7 @@ class Dispatcher:
         if op.read_only and getattr(request, "as_of", None) is not None:
             need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
         if need is None:
-            response = await self._on_lane(op.name, op.call, self.api, request, principal)
+            response = await self._on_lane(op.name, self.api.perform, op, request, principal, key)
         else:
             response = await self._call_past(op, request, principal, need)
         return response if behind is None else response.model_copy(update={"consistency": behind})

@@ -39,7 +39,7 @@ WRITE = {
 
 def test_write_from_argument_stdin_and_file(env: dict[str, str], tmp_path: Path) -> None:
     first = ok_json(run(env, "write", json.dumps(WRITE)))
-    assert first["ok"] is True and first["outcome"] == "created" and first["position"] == 1
+    assert first["ok"] is True and first["outcome"] == "created" and first["position"] == 2  # with its key's event
     assert first["resolved"] == {"scope": "repo", "kind": "preference"} and first["needs_review"] is False
     again = ok_json(run(env, "write", stdin=json.dumps(WRITE)))
     assert again["outcome"] == "reinforced" and again["memory_id"] == first["memory_id"]
@@ -120,9 +120,9 @@ def test_update_dry_run_then_commit(env: dict[str, str]) -> None:
     }
     dry = ok_json(run(env, "update", json.dumps({**request, "mode": "dry_run"})))
     assert dry["position"] is None and dry["truth"]["after"] < dry["truth"]["before"]
-    assert ok_json(run(env, "log"))["position"] == 1
+    assert ok_json(run(env, "log"))["position"] == 2  # the write and its request's key: the dry run recorded nothing
     committed = ok_json(run(env, "update", json.dumps({**request, "mode": "commit"})))
-    assert committed["position"] == 2 and committed["truth"]["after"] == dry["truth"]["after"]
+    assert committed["position"] == 4 and committed["truth"]["after"] == dry["truth"]["after"]
 
 
 def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
@@ -156,8 +156,8 @@ def test_log_lists_recent_events_with_positions(env: dict[str, str]) -> None:
     for i in range(3):
         ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))
     log = ok_json(run(env, "log", "--limit", "2"))
-    assert [e["position"] for e in log["events"]] == [2, 3]
-    assert log["events"][-1]["fields"]["text"] == "fact 2"
+    assert [(e["position"], e["type"]) for e in log["events"]] == [(5, "MemoryWritten"), (6, "RequestRecorded")]
+    assert log["events"][0]["fields"]["text"] == "fact 2"  # then the request's idempotency key (docs/API.md)
 
 
 def test_import_jsonl(env: dict[str, str], tmp_path: Path) -> None:
@@ -258,7 +258,7 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
         )
     )
     answer = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"})))
-    assert answer["ok"] and answer["position"] == 2 and answer["read_id"]
+    assert answer["ok"] and answer["position"] == 4 and answer["read_id"]  # two writes, each with its key
     assert [r["kind"] for r in answer["results"]] == ["problem"]  # one case: the solution comes nested in it
     assert [s["kind"] for s in answer["results"][0]["solutions"]] == ["solution"]
     assert (

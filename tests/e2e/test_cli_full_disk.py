@@ -35,7 +35,7 @@ def test_a_cli_write_on_a_full_disk_is_unavailable_and_records_nothing(
     env = {**strata_env, "STRATA_DATA_DIR": str(tiny_disk / "data")}
     first = strata(env, "--json", "write", json.dumps(write_request(REPO, "The test database listens on 5433")))
     assert first.returncode == 0, first.stdout + first.stderr
-    assert json.loads(first.stdout)["position"] == 1
+    assert json.loads(first.stdout)["position"] == 2  # the write, then its request's key
 
     fill(tiny_disk / "filler")
     note = json.dumps(write_request(REPO, "Integration tests hang without the local Postgres"))
@@ -50,4 +50,4 @@ def test_a_cli_write_on_a_full_disk_is_unavailable_and_records_nothing(
     (tiny_disk / "filler").unlink()  # space again: the write goes through, after the one acknowledged before
     again = strata(env, "--json", "write", note)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert json.loads(again.stdout)["position"] == 2
+    assert json.loads(again.stdout)["position"] == 4

@@ -91,7 +91,7 @@ def test_a_store_with_other_repos_is_refused_unless_forced(strata_env: dict[str,
     assert refused.returncode == 4, refused.stdout + refused.stderr
     error = json.loads(refused.stdout.strip().splitlines()[-1])["error"]
     assert error["code"] == "store_not_empty" and "acme/api" in error["message"] and "--force" in error["message"]
-    assert overview(data_dir)["position"] == 1  # nothing was written
+    assert overview(data_dir)["position"] == 2  # nothing was written (after the write and its key)
 
     forced = strata(strata_env, "--text", "demo", "--into-store", "--force")
     assert forced.returncode == 0, forced.stderr

@@ -86,7 +86,7 @@ def test_every_operation_and_error_status(serve: Callable[..., Served]) -> None:
                 {
                     "repo_id": REPO,
                     "query": "integration tests hang",
-                    "consistency": {"after_position": solution["position"]},
+                    "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
                 },
             ),
             "read",

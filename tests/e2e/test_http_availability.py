@@ -61,7 +61,8 @@ def test_reads_waiting_for_a_far_position_stall_nobody(serve: Callable[..., Serv
                 read = await timed(
                     "read",
                     lambda: http.post(
-                        "/v1/read", json={**READ, "consistency": {"after_position": write.json()["position"]}}
+                        "/v1/read",
+                        json={**READ, "consistency": {"after_position": write.json()["position"], "timeout_ms": 30000}},
                     ),
                 )
                 assert read.status_code == 200, read.text
@@ -163,7 +164,7 @@ def test_a_full_disk_is_503_records_nothing_and_shows_in_healthz(
 
         filler.unlink()  # space again: writes and health come back by themselves
         again = http.post("/v1/write", json=WRITE)
-        assert again.status_code == 200 and again.json()["position"] == head + 1, again.text
+        assert again.status_code == 200 and again.json()["position"] == head + 2, again.text  # the write, its key
         deadline = time.monotonic() + 90
         while (health := http.get("/healthz").json())["status"] != "ok" and time.monotonic() < deadline:
             time.sleep(0.5)

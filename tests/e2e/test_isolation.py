@@ -140,7 +140,11 @@ def test_reads_of_another_repo_see_nothing_of_b(
 ) -> None:
     store = seeded(strata_env, tmp_path)
     served = serve(env={"STRATA_DATA_DIR": store["env"]["STRATA_DATA_DIR"]})
-    query = {"repo_id": "acme/a", "query": "retry flaky HTTP calls backoff", "consistency": {"after_position": 1}}
+    query = {
+        "repo_id": "acme/a",
+        "query": "retry flaky HTTP calls backoff",
+        "consistency": {"after_position": 1, "timeout_ms": 30000},
+    }
     with httpx.Client(base_url=served.url, timeout=60) as http:
         plain = http.post("/v1/read", json=query).json()
         named = http.post("/v1/read", json={**query, "current_problem_id": store["problem"]}).json()

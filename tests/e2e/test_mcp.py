@@ -122,7 +122,7 @@ async def session(client: Client) -> None:
                 "repo_id": REPO,
                 "query": "integration tests hang",
                 "mode": "targeted",
-                "consistency": {"after_position": solution["position"]},
+                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
             },
         ),
         "read",
@@ -309,7 +309,7 @@ def test_a_write_never_waits_for_the_model(strata_env: dict[str, str], tmp_path:
                 ),
                 "write",
             )
-            assert written["outcome"] == "created" and written["position"] == 1
+            assert written["outcome"] == "created" and written["position"] == 2  # and its request's key
             refused = tool_error(await client.call_tool("read", {"repo_id": REPO, "query": "CI runners"}))
             assert refused["code"] == "internal_error"
 

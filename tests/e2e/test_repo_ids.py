@@ -82,7 +82,10 @@ def test_repo_ids_over_http(serve: Callable[..., Served], strata_env: dict[str, 
         assert again.json()["outcome"] == "reinforced"
         index = http.post(
             "/v1/memory_index",
-            json={"repo_id": DECOMPOSED, "consistency": {"after_position": again.json()["position"]}},
+            json={
+                "repo_id": DECOMPOSED,
+                "consistency": {"after_position": again.json()["position"], "timeout_ms": 30000},
+            },
         )
         assert index.status_code == 200 and f"Memory of {COMPOSED}: 1 memories" in index.json()["text"]
 
@@ -94,4 +97,6 @@ def test_repo_ids_over_http(serve: Callable[..., Served], strata_env: dict[str, 
             read = http.post("/v1/read", json={"repo_id": repo_id, "query": "vpn"})
             assert read.status_code == 400 and read.json()["error"]["code"] == code
         after = http.post("/v1/write", json=write_request(COMPOSED, "Releases are tagged on main"))
-        assert after.status_code == 200 and after.json()["position"] == position + 1  # nothing was appended
+        assert (
+            after.status_code == 200 and after.json()["position"] == position + 2
+        )  # nothing was appended (2: the write, its key)

@@ -135,7 +135,11 @@ def test_a_new_data_directory_is_private(serve: Callable[..., Served], strata_en
     assert written.status_code == 200, written.text
     httpx.post(
         f"{served.url}/v1/read",
-        json={"repo_id": ACME, "query": "VPN", "consistency": {"after_position": written.json()["position"]}},
+        json={
+            "repo_id": ACME,
+            "query": "VPN",
+            "consistency": {"after_position": written.json()["position"], "timeout_ms": 30000},
+        },
         timeout=60,
     )
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
@@ -168,11 +172,12 @@ def test_one_token_cannot_replay_the_log_for_past_moments_without_bound(
         def past(token: str, position: int) -> httpx.Response:
             return call(http, "memories", {"repo_id": ACME, "as_of": position}, token)
 
-        for position in (1, 2):
+        # each write is two events (its MemoryWritten, then its request's key): the n-th memory is at 2n - 1
+        for position in (1, 3):
             assert ok(past(ana, position))["as_of"]["position"] == position
-        error = refused(past(ana, 3), 503, "as_of_quota")
+        error = refused(past(ana, 5), 503, "as_of_quota")
         assert error["path"] == "as_of" and "as_of_builds_per_token" in error["message"]
         assert ok(past(ana, 1))["total"] == 1  # built already: no replay, nothing counted
-        assert ok(past(bob, 3))["total"] == 3  # another token's own allowance
-        assert ok(past(ana, 3))["total"] == 3  # now built: served to anyone
+        assert ok(past(bob, 5))["total"] == 3  # another token's own allowance
+        assert ok(past(ana, 5))["total"] == 3  # now built: served to anyone
     assert served.stop() == 0

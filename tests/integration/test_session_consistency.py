@@ -73,7 +73,7 @@ def test_a_session_read_waits_for_its_write_outside_the_lane_and_says_when_it_ra
     anyio.run(both)
     assert finished == ["bob wrote", "alice read"]
     behind = answers["alice"].consistency
-    assert behind is not None and behind.behind and behind.after_position == answers["written"].position == 1
+    assert behind is not None and behind.behind and behind.after_position == answers["written"].position
     assert behind.waited_ms >= 900 and answers["alice"].position == 0
     assert answers["bob"].consistency is None  # and he wrote before Alice's wait ran out (the order above)
 
