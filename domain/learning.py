@@ -37,7 +37,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate, event
 
-from strata_recall.domain import beliefs
+from strata_recall.domain import beliefs, idempotency
 from strata_recall.domain.anchors import BY_GIT, Anchor
 from strata_recall.domain.errors import Conflict
 from strata_recall.domain.history import (
@@ -195,8 +195,7 @@ class HistoryCommands:
 
     if TYPE_CHECKING:  # MemoryLog's, which this is mixed into
 
-        @staticmethod
-        def _retry(attempt: Callable[[], Any]) -> Any: ...
+        def _transact(self, attempt: Callable[[], tuple[Any, Sequence[Any]]]) -> tuple[Any, int | None]: ...
 
         def _append(self, events: Sequence[Any]) -> int | None: ...
 
@@ -332,14 +331,17 @@ class HistoryCommands:
         """Run a learning command on a fresh session and record what it changed, its cursor's events
         included, in one transaction (a concurrent writer that got there first makes it run again)."""
 
-        def attempt() -> tuple[LearnOutcome, History | None, int | None]:
+        def attempt() -> tuple[tuple[LearnOutcome, History | None], list[Any]]:
             batch = _Batch(Session(self))
             outcome, cursor = run(batch)
             events = batch.events() + (list(cursor.collect_events()) if cursor is not None else [])
-            return outcome, cursor, self._append(events)
+            return (outcome, cursor), events
 
-        result: tuple[LearnOutcome, History | None, int | None] = self._retry(attempt)
-        return result
+        # A learn is many transactions, none of them a client's request: no idempotency key applies
+        # (the cursor's version makes a batch recordable once).
+        with idempotency.keyed(None):
+            (outcome, cursor), position = self._transact(attempt)
+        return outcome, cursor, position
 
     def _cursor(self, repo_id: str, source: str, expected: int | None) -> History:
         current = self.learning_cursor(repo_id, source)
