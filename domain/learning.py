@@ -29,16 +29,16 @@ archived (`unreachable`), pointing at the memory of the commit that replaced the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate, event
 
 from strata_recall.domain import beliefs, idempotency
-from strata_recall.domain.anchors import BY_GIT, Anchor
+from strata_recall.domain.anchors import BY_GIT, BY_STRATA, Anchor, fingerprint
 from strata_recall.domain.errors import Conflict
 from strata_recall.domain.history import (
     DECISIONS_PER_FILE,
@@ -48,13 +48,24 @@ from strata_recall.domain.history import (
     commit_memory_id,
     history_id,
 )
+from strata_recall.domain.instructions import Known, Rule, match_rules, rule_memory_id
 from strata_recall.domain.memory import Memory, iso
 from strata_recall.domain.unit_of_work import Session, sanitise
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import EventStore
 
+Out = TypeVar("Out")
 AUTHOR = "strata learn"
+INSTRUCTIONS = "instructions"
+"""The source (History cursor, Learned) of rules learned from instruction files."""
+RULE_CONFIDENCE = 0.8
+RULE_RATIONALE = (
+    "learned from the repository's instruction file (strata learn): the file and the rule's lines are in evidence_refs"
+)
+REVALIDATE_DAYS = 7
+"""A rule still standing in its file, unvalidated for this long, is validated again by a learn (a fact's
+truth decays from its last validation: a rule the team keeps should not fade)."""
 RATIONALE = "learned from the repository's history (strata learn): the commit is in evidence_refs"
 LINK_WEIGHT = 0.25
 """How far one later change pulls a decision's truth toward 0: a rewrite of its file is a reason to
@@ -139,12 +150,53 @@ class History(Aggregate):
             self.renames[old] = new
             self.renames.pop(new, None)  # a path renamed back is itself again
 
+    class RulesRecorded(Aggregate.Event):
+        TOPIC = "domain.learning:History.RulesRecorded"
+        """The rules learned from instruction files (source `instructions`), per file, replacing what the
+        cursor held for those files (an empty list: the file has no rules any more): each rule its
+        memory id and the digest of its text (domain/instructions.py rule_digest)."""
+
+        files: dict[str, list[dict[str, str]]]
+
+    @event(RulesRecorded)
+    def record_rules(self, files: dict[str, list[dict[str, str]]]) -> None:
+        rules = dict(getattr(self, "rules", {}))
+        for path, entries in files.items():
+            if entries:
+                rules[path] = [dict(e) for e in entries]
+            else:
+                rules.pop(path, None)
+        self.rules = rules
+
+    def learned_rules(self) -> dict[str, list[dict[str, str]]]:
+        """The rules learned from each instruction file, as RulesRecorded left them."""
+        return dict(getattr(self, "rules", {}))
+
     def decisions(self) -> dict[str, list[Decision]]:
         """The decisions waiting for changes, per path, as the Planner takes them."""
         return {
             path: [Decision(d["memory_id"], d["path"], d["added"], d["time"], d["links"]) for d in queue]
             for path, queue in self.waiting.items()
         }
+
+
+@dataclass
+class RulesOutcome:
+    """What relearning the instruction files did."""
+
+    files: int = 0  # instruction files read
+    rules: int = 0  # rules they hold
+    written: dict[str, int] = field(default_factory=dict)  # new rules' memories, by kind
+    edited: int = 0  # old rules superseded by their edited text
+    removed: int = 0  # rules no longer in their file, archived
+    restored: int = 0  # rules archived before and back in their file
+    kept: int = 0  # rules as they were
+    validated: int = 0  # of those, validated again (REVALIDATE_DAYS)
+    position: int | None = None
+
+
+def _ref(rule: Rule) -> str:
+    return f"{rule.path}#L{rule.lines[0]}-{rule.lines[1]}"
 
 
 @dataclass
@@ -323,15 +375,157 @@ class HistoryCommands:
         outcome.position = position
         return outcome
 
+    def learn_rules(
+        self,
+        repo_id: str,
+        rules: Sequence[Rule],
+        *,
+        read: Sequence[str],
+        unread: Sequence[str] = (),
+        commit: str | None,
+        now: datetime,
+        expected: int | None,
+    ) -> tuple[RulesOutcome, int | None]:
+        """Record what the instruction files `read` (paths) hold now, `rules` (domain/instructions.py
+        parse_rules, texts redacted), against what was learned from them before (the `instructions`
+        cursor), in one transaction: new rules written, edited ones written and superseding the old
+        (ChangeRecorded naming the new rule, then archived into it), removed ones archived, the rest left
+        as they are (a rule unvalidated for REVALIDATE_DAYS is validated again: it still stands in its
+        file). Files learned before and neither `read` nor `unread` (there, but not readable now: left as
+        they were) are gone: their rules are removed. Returns the
+        outcome and the cursor's new version (None when nothing was recorded)."""
+
+        cleaned = []
+        for rule in rules:  # redacted before anything compares or records them, as every write's text
+            text = sanitise(rule.text)
+            cleaned.append(replace(rule, text=text.text.strip(), redactions=text.redactions))
+        rules = cleaned
+
+        def run(batch: _Batch) -> tuple[RulesOutcome, History | None]:
+            session = batch.session
+            cursor = self._cursor(repo_id, INSTRUCTIONS, expected)
+            held = {path: entries for path, entries in cursor.learned_rules().items() if path not in unread}
+            known_ids = [UUID(e["memory_id"]) for entries in held.values() for e in entries]
+            session.prefetch([*known_ids, *(rule_memory_id(repo_id, r.path, r.text) for r in rules)])
+            known = []
+            for path, entries in held.items():
+                for e in entries:
+                    memory = session.find(UUID(e["memory_id"]))
+                    if memory is not None:
+                        known.append(Known(e["memory_id"], path, memory.text, (0, 0)))
+            plan = match_rules(rules, known)
+            outcome = RulesOutcome(files=len(read), rules=len({(r.path, r.key) for r in rules}))
+            stamp = iso(now)
+            for rule in plan.new:
+                self._learn_rule(batch, repo_id, rule, commit, stamp, outcome, None)
+            for rule, old in plan.edited:
+                self._learn_rule(batch, repo_id, rule, commit, stamp, outcome, old)
+            for old in plan.removed:
+                memory = session.find(UUID(old.memory_id))
+                if memory is not None and memory.status in ("active", "pending"):
+                    memory._archive(reason=f"no longer in {old.path}", merged_into=None, repo_id=repo_id)
+                    session.changed(memory)
+                    outcome.removed += 1
+            for rule, old in plan.kept:
+                memory = session.find(UUID(old.memory_id))
+                if memory is None or memory.status != "active":
+                    continue
+                if (now - memory.last_validated).total_seconds() >= REVALIDATE_DAYS * 86400:
+                    memory._learned(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
+                    session.changed(memory)
+                    outcome.validated += 1
+                outcome.kept += 1
+            files: dict[str, list[dict[str, str]]] = {}
+            for path in dict.fromkeys([*read, *held]):
+                seen: dict[str, dict[str, str]] = {}
+                for r in rules:
+                    if r.path == path:
+                        seen.setdefault(r.key, {"memory_id": str(rule_memory_id(repo_id, r.path, r.text))})
+                entries = list(seen.values())
+                if entries != held.get(path, []):
+                    files[path] = entries
+            if not files:  # the rules stand as learned: the cursor does not move (nor is it made)
+                return outcome, None
+            cursor.record_rules(files=files)
+            return outcome, cursor
+
+        outcome, cursor, position = self._transaction(run)
+        outcome.position = position
+        return outcome, (cursor.version if cursor is not None and position is not None else None)
+
+    def _learn_rule(
+        self,
+        batch: _Batch,
+        repo_id: str,
+        rule: Rule,
+        commit: str | None,
+        stamp: str,
+        outcome: RulesOutcome,
+        replaces: Known | None,
+    ) -> None:
+        """One rule new or edited: its memory (restored, when a rule learned before and archived is back),
+        its anchor on the rule's lines, Learned; an edited rule's old memory records the change and is
+        archived into it."""
+        session = batch.session
+        mid = rule_memory_id(repo_id, rule.path, rule.text)
+        anchor = Anchor(
+            path=rule.path,
+            fingerprint=fingerprint(rule.span),
+            lines=rule.lines,
+            commit=commit,
+            fingerprinted_by=BY_STRATA,
+        ).as_event()
+        memory = session.find(mid)
+        if memory is None:
+            evidence = sanitise(_ref(rule))
+            written = Memory.written(
+                id=mid,
+                text=rule.text,
+                kind=rule.kind,
+                scope="repo",
+                repo_id=repo_id,
+                confidence=RULE_CONFIDENCE,
+                rationale=RULE_RATIONALE,
+                problem_id=None,
+                related_ids=[],
+                change_targets=[],
+                evidence_refs=[evidence.text],
+                author=AUTHOR,
+                status="active",
+                redactions=rule.redactions + evidence.redactions,
+            )
+            session.add(written)
+            memory = session.find(mid)
+            assert memory is not None
+            outcome.written[rule.kind] = outcome.written.get(rule.kind, 0) + 1
+        elif memory.status == "archived":
+            memory._restore(reason=f"the rule is in {rule.path} again", repo_id=repo_id)
+            outcome.restored += 1
+        else:  # active already, or forgotten by someone (their choice stands): left as it is
+            memory = None
+        if memory is not None:
+            memory._record_anchors(anchors=[anchor], repo_id=repo_id)
+            memory._learned(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
+            session.changed(memory)
+        if replaces is None:
+            return
+        old = session.find(UUID(replaces.memory_id))
+        if old is None or old.status not in ("active", "pending"):
+            return
+        old._record_change(change_memory_id=str(mid), summary=rule.text[:280])
+        old._archive(reason=f"edited in {rule.path}: superseded by {mid}", merged_into=str(mid), repo_id=repo_id)
+        session.changed(old)
+        outcome.edited += 1
+
     # --- the parts ----------------------------------------------------------------------------------
 
     def _transaction(
-        self, run: Callable[[_Batch], tuple[LearnOutcome, History | None]]
-    ) -> tuple[LearnOutcome, History | None, int | None]:
+        self, run: Callable[[_Batch], tuple[Out, History | None]]
+    ) -> tuple[Out, History | None, int | None]:
         """Run a learning command on a fresh session and record what it changed, its cursor's events
         included, in one transaction (a concurrent writer that got there first makes it run again)."""
 
-        def attempt() -> tuple[tuple[LearnOutcome, History | None], list[Any]]:
+        def attempt() -> tuple[tuple[Out, History | None], list[Any]]:
             batch = _Batch(Session(self))
             outcome, cursor = run(batch)
             events = batch.events() + (list(cursor.collect_events()) if cursor is not None else [])

@@ -761,17 +761,27 @@ def learn(
     embed: bool = typer.Option(
         True, "--embed/--no-embed", help="Make it searchable now (embeddings) or leave it to a server's workers."
     ),
+    history: bool = typer.Option(True, "--history/--no-history", help="Learn the commit history."),
+    instructions: bool = typer.Option(
+        True,
+        "--instructions/--no-instructions",
+        help="Learn the instruction files (CLAUDE.md, AGENTS.md, .cursor/rules, .github/copilot-instructions.md).",
+    ),
 ) -> None:
     """Learn the repository's history: each meaningful commit becomes a change anchored to the files it
     touched, each revert a failed tactic, and later commits that rewrite a documented decision's files
     are recorded as changes of it. Merges, bot and release commits, lockfile-only and formatting-only
     commits are skipped. Run again, it learns only the new commits, and follows a rebase or force-push
-    without duplicating anything (docs/LEARNING.md).
+    without duplicating anything. Its instruction files for agents too: each rule (a bullet, a paragraph)
+    a fact or preference anchored to its lines, edited rules superseding the old, removed ones archived;
+    Strata's own block is never learned (docs/LEARNING.md).
 
     Example: strata learn   |   strata learn --root ~/src/api --max-commits 300   |   strata --json learn --since 2024-01-01
     """
     from strata_recall.interface.agents.repo_identity import identify, repo_root
+    from strata_recall.interface.app.learning.core import LearnReport, make_searchable
     from strata_recall.interface.app.learning.git import learn_repository
+    from strata_recall.interface.app.learning.instructions import learn_instructions
     from strata_recall.schemas.common import RepoId
 
     bars = _Bars()
@@ -786,10 +796,21 @@ def learn(
             raise InvalidInput(
                 "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
             ) from None
+        if not (history or instructions):
+            raise InvalidInput("nothing_to_learn", "", "--no-history and --no-instructions leave nothing to learn")
         try:
-            report = learn_repository(
-                strata, top, chosen, since=since, max_commits=max_commits, searchable=embed, progress=bars
-            )
+            if history:
+                report = learn_repository(
+                    strata, top, chosen, since=since, max_commits=max_commits, searchable=False, progress=bars
+                )
+            else:
+                report = LearnReport(chosen, nothing_new=True)
+            if instructions:
+                report.instructions = learn_instructions(strata, top, chosen)
+                report.position = report.instructions["position"] or report.position
+            recorded = not report.nothing_new or (report.instructions or {}).get("position") is not None
+            if embed and recorded:
+                make_searchable(strata, report, bars)
         finally:
             bars.close()
         _emit(ctx.obj, report.as_dict(), render.learned)

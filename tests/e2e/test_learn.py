@@ -95,3 +95,108 @@ def test_what_learn_refuses_is_one_structured_line_and_nothing_is_written(
     assert log["position"] == 0  # nothing was recorded
     learned = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed", "--repo-id", "acme/other"))
     assert learned["repo_id"] == "acme/other" and learned["learned"] == {"change": 1} and not learned["searchable"]
+
+
+RULES = """# Billing API
+
+The service talks to the payment provider through src/pay only.
+
+## Testing
+
+- Always run `pytest -x` before committing.
+- Never mock the database: use the `db` fixture of tests/conftest.py.
+  It rolls back after each test.
+- Keep each commit small enough to review in ten minutes.
+"""
+
+
+def events(env: dict[str, str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = ok(run(env, "--json", "log", "--limit", "10000"))["events"]
+    return found
+
+
+def rules_written(env: dict[str, str]) -> dict[str, str]:
+    """memory id -> text of every memory learned from an instruction file (its Learned names the source)."""
+    log = events(env)
+    learned = {e["memory_id"] for e in log if e["type"] == "Learned" and e["fields"]["source"] == "instructions"}
+    return {
+        e["memory_id"]: e["fields"]["text"] for e in log if e["type"] == "MemoryWritten" and e["memory_id"] in learned
+    }
+
+
+def test_instruction_files_learned_one_memory_a_rule_edits_checked_relearned(
+    strata_env: dict[str, str], git_repo: Path
+) -> None:
+    (git_repo / "CLAUDE.md").write_text(RULES, encoding="utf-8")
+    (git_repo / ".cursor" / "rules").mkdir(parents=True)
+    (git_repo / ".cursor" / "rules" / "python.mdc").write_text(
+        "---\ndescription: Python style\nglobs: src/**/*.py\nalwaysApply: false\n---\n\n- Use type hints on every "
+        "public function.\n",
+        encoding="utf-8",
+    )
+    for client in ("claude-code", "codex", "cursor", "vscode"):  # Strata's own protocol, in every file it writes
+        ok(run(strata_env, "--json", "init", client, cwd=git_repo))
+    with (git_repo / ".github" / "copilot-instructions.md").open("a", encoding="utf-8") as handle:
+        handle.write("\n- Answer in British English.\n")
+    commit(git_repo, "Add the instructions for agents", {"README.md": "billing\n"}, 1_700_000_000)
+
+    first = ok(run(strata_env, "--json", "learn", "--root", str(git_repo)))
+    learned = first["instructions"]
+    assert learned["paths"] == ["CLAUDE.md", "AGENTS.md", ".github/copilot-instructions.md", ".cursor/rules/python.mdc"]
+    assert learned["rules"] == 6 and sum(learned["written"].values()) == 6 and first["searchable"] is True
+    texts = rules_written(strata_env)
+    assert sorted(texts.values()) == sorted(
+        [
+            "Billing API: The service talks to the payment provider through src/pay only.",
+            "Billing API > Testing: Always run `pytest -x` before committing.",
+            "Billing API > Testing: Never mock the database: use the `db` fixture of tests/conftest.py.\n"
+            "  It rolls back after each test.",
+            "Billing API > Testing: Keep each commit small enough to review in ten minutes.",
+            "(applies to src/**/*.py): Use type hints on every public function.",
+            "Answer in British English.",
+        ]
+    )  # every rule, and nothing of the protocol blocks `strata init` wrote
+    answer = ok(
+        run(
+            strata_env,
+            "read",
+            json.dumps({"repo_id": "github.com/acme/api", "query": "can I mock the database in tests?", "limit": 3}),
+        )
+    )
+    rule = next(r for r in answer["results"] if "Never mock the database" in r["text"])
+    assert rule["kind"] == "preference" and rule["anchors"][0]["path"] == "CLAUDE.md"
+    assert rule["anchors"][0]["lines"] == [8, 9]
+
+    again = ok(run(strata_env, "--json", "learn", "--root", str(git_repo)))
+    assert again["nothing_new"] is True and again["position"] is None and again["instructions"]["kept"] == 6
+    assert again["instructions"]["written"] == {} and len(rules_written(strata_env)) == 6  # nothing duplicated
+
+    clean = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    assert clean["checked"] == 6 and clean["drifted"] == []
+    edited = RULES.replace("`pytest -x`", "`pytest -x -n 4`").replace(
+        "- Keep each commit small enough to review in ten minutes.\n", ""
+    )
+    (git_repo / "CLAUDE.md").write_text("Read this first.\n\n" + edited + "\n", encoding="utf-8")
+    drift = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    assert sorted(d["text"][:40] for d in drift["drifted"]) == [
+        "Billing API > Testing: Always run `pytes",
+        "Billing API > Testing: Keep each commit ",
+    ]  # the edit and the removal; the rules that only moved down two lines did not drift
+
+    relearned = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))["instructions"]
+    assert (relearned["edited"], relearned["removed"], relearned["kept"]) == (1, 1, 4)
+    assert relearned["written"] == {"preference": 2}  # the edited rule's new text, and "Read this first."
+    log = events(strata_env)
+    archived = {e["memory_id"]: e["fields"] for e in log if e["type"] == "MemoryArchived"}
+    old = next(m for m, t in rules_written(strata_env).items() if "`pytest -x` before" in t)
+    new = next(m for m, t in rules_written(strata_env).items() if "`pytest -x -n 4`" in t)
+    assert archived[old]["merged_into"] == new
+    assert any(e["type"] == "ChangeRecorded" and e["memory_id"] == old for e in log)
+    gone = next(m for m, t in rules_written(strata_env).items() if "Keep each commit" in t)
+    assert gone in archived and archived[gone]["merged_into"] is None
+    after = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    assert after["drifted"] == [] and after["checked"] == 6
+    shown = ok(run(strata_env, "--json", "show", old))["memory"]
+    assert shown["status"] == "archived" and shown["change_chain"][0]["change_memory_id"] == new
+    third = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))["instructions"]
+    assert third["kept"] == 6 and third["position"] is None  # relearning duplicates nothing

@@ -64,6 +64,7 @@ class LearnReport:
     searchable: bool = False
     position: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    instructions: dict[str, Any] | None = None  # the instruction files' summary (instructions.py), when learned
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": True, **asdict(self)}
