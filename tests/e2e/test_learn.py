@@ -91,6 +91,8 @@ def test_what_learn_refuses_is_one_structured_line_and_nothing_is_written(
     assert bad_id.returncode == 2 and json.loads(bad_id.stdout)["error"]["code"] == "invalid_repo_id"
     usage = run(strata_env, "learn", "--max-commits", "0", "--root", str(git_repo))
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+    neither = run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history", "--no-instructions")
+    assert neither.returncode == 2 and json.loads(neither.stdout)["error"]["code"] == "nothing_to_learn"
     log = ok(run(strata_env, "--json", "log", "--limit", "5"))
     assert log["position"] == 0  # nothing was recorded
     learned = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed", "--repo-id", "acme/other"))
