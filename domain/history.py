@@ -37,6 +37,7 @@ memory. The rules are in docs/LEARNING.md.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -574,11 +575,20 @@ def counts(steps: Iterable[Step]) -> dict[str, int]:
 # --- ranking files from what a read recalled -------------------------------------------------------
 
 
-def rank_files(results: Iterable[Sequence[str]], exists: Callable[[str], bool] | None = None) -> list[str]:
+def rank_files(
+    results: Iterable[Sequence[str]],
+    exists: Callable[[str], bool] | None = None,
+    changes: Callable[[str], int] | None = None,
+    total: int = 0,
+) -> list[str]:
     """Files ranked from a read's answer: each memory, in the answer's order, is a vote for the files
     it is anchored to, worth 1 / its rank, split over its files as 1 / sqrt(their number) each (a
     commit of one file says more about that file than a sweep of twenty says about each). Ties keep
-    the order in which files first appear. `exists` drops files that are no longer there."""
+    the order in which files first appear. `exists` drops files that are no longer there.
+
+    With `changes` (how many of the `total` learned commits changed a file), each vote is weighted by
+    how rare the file is, log(1 + total / changes), as BM25 weighs a word: a changelog or a test module
+    that half the commits touch says little about where a particular change belongs."""
     scores: dict[str, float] = {}
     for rank, paths in enumerate(results, start=1):
         unique = list(dict.fromkeys(paths))
@@ -587,6 +597,7 @@ def rank_files(results: Iterable[Sequence[str]], exists: Callable[[str], bool] |
         share = 1.0 / rank / len(unique) ** 0.5
         for path in unique:
             if exists is None or exists(path):
-                scores[path] = scores.get(path, 0.0) + share
+                weight = math.log(1.0 + total / max(changes(path), 1)) if changes is not None and total else 1.0
+                scores[path] = scores.get(path, 0.0) + share * weight
     order = {path: i for i, path in enumerate(scores)}
     return sorted(scores, key=lambda p: (-scores[p], order[p]))

@@ -21,6 +21,9 @@ files — for each dev task whose base commit is in a history, the store holds e
   the same run's baselines on the same ancestors:
     bm25      Okapi BM25 over every commit message (subject and body), its best 20 commits' files ranked by
               the same rule;
+    ..., file rarity  the same ranking with each file's vote weighted by how rare it is among the commits
+              so far (rank_files' `changes`: log(1 + commits / commits that changed it)), for Strata and
+              for BM25 alike;
     recency   files by the time they were last changed, latest first;
     co-change files changed together with the files the statement names (a path, a file's name, a dotted
               module), by how often, the named ones first; no file named: the most changed files.
@@ -206,8 +209,13 @@ class Baselines:
                         if p != q:
                             self.together[p][q] += 1
 
-    def rank_bm25(self, query: str) -> list[str]:
-        return rank_files(self.files[sha] for sha in self.bm25.rank(query)[:BASELINE_COMMITS])
+    def rank_bm25(self, query: str, rarity: bool = False) -> list[str]:
+        top = (self.files[sha] for sha in self.bm25.rank(query)[:BASELINE_COMMITS])
+        return rank_files(top, **self.rarity()) if rarity else rank_files(top)
+
+    def rarity(self) -> dict:
+        """rank_files' file rarity: how many of the commits so far changed each file (under its path now)."""
+        return {"changes": lambda p: self.churn[p], "total": len(self.commits)}
 
     def rank_recency(self) -> list[str]:
         return sorted(self.last, key=lambda p: -self.last[p])
@@ -268,7 +276,16 @@ class Scores:
         return self.hits[system][(which, k)] / max(self.n, 1)
 
 
-SYSTEMS = ("strata", "strata, bar off", "bm25 (messages)", "recency", "co-change")
+SYSTEMS = (
+    "strata",
+    "strata, bar off",
+    "strata, file rarity",
+    "bm25 (messages)",
+    "bm25, file rarity",
+    "recency",
+    "co-change",
+)
+BASELINES = ("bm25 (messages)", "bm25, file rarity", "recency", "co-change")
 
 
 def edit_query(task: Task, path: str) -> str:
@@ -324,7 +341,9 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             ranked = {
                 "strata": rank_files(paths_of(r) for r in barred),
                 "strata, bar off": rank_files(paths_of(r) for r in unbarred),
+                "strata, file rarity": rank_files((paths_of(r) for r in barred), **baselines.rarity()),
                 "bm25 (messages)": baselines.rank_bm25(task.query),
+                "bm25, file rarity": baselines.rank_bm25(task.query, rarity=True),
                 "recency": baselines.rank_recency(),
                 "co-change": baselines.rank_cochange(task.statement),
             }
@@ -376,10 +395,12 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
         print(
             f"  foreign reads answered with nothing: {foreign_empty}/{foreign} ({foreign_empty / max(foreign, 1):.3f})"
         )
-        best = max(scores.acc(s) for s in SYSTEMS[2:])
+        best = max(scores.acc(s) for s in BASELINES)
         print(
             f"  Acc@5 (all): strata {scores.acc('strata'):.3f}, bar off {scores.acc('strata, bar off'):.3f}; "
-            f"best baseline {best:.3f} -> {scores.acc('strata') / best if best else float('inf'):.2f}x "
+            f"file rarity {scores.acc('strata, file rarity'):.3f}; best baseline {best:.3f} -> "
+            f"{scores.acc('strata') / best if best else float('inf'):.2f}x, with file rarity "
+            f"{scores.acc('strata, file rarity') / best if best else float('inf'):.2f}x "
             f"(goal >= 1.5x; {time.perf_counter() - started:.0f} s)\n",
             flush=True,
         )

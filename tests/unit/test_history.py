@@ -266,3 +266,8 @@ def test_files_are_ranked_by_votes_of_the_answer_in_order() -> None:
     assert ranked == ["a.py", "b.py", "c.py", "d.py", "e.py", "z.py", "y.py"]  # b: 1/2/2 + 1/3; c, d, e, z tie at 1/4
     assert rank_files([["a.py", "b.py", "c.py", "d.py", "e.py"], ["z.py"]])[0] == "z.py"  # 1/2 > 1/sqrt(5)
     assert rank_files([["a.py", "gone.py"]], exists=lambda p: p != "gone.py") == ["a.py"]
+    changed = {"CHANGES.rst": 500, "src/pool.py": 10}.get  # of 1,000 commits
+    assert rank_files([["CHANGES.rst"], ["src/pool.py", "CHANGES.rst"]]) == ["CHANGES.rst", "src/pool.py"]
+    # with file rarity: CHANGES.rst log(3) (1 + 1 / (2 sqrt 2)) = 1.49, src/pool.py log(101) / (2 sqrt 2) = 1.63
+    rare = rank_files([["CHANGES.rst"], ["src/pool.py", "CHANGES.rst"]], changes=lambda p: changed(p, 0), total=1000)
+    assert rare == ["src/pool.py", "CHANGES.rst"]
