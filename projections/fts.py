@@ -1,19 +1,32 @@
 """Keyword search: SQLite FTS5 with porter stemming over memory text and its code words
-(projections/code_words.py: identifiers whole and in parts), filterable by repo, scope, kind and
-status; and the evidence a search holds on an absolute scale (how much of what the query's words
-could score a memory scored), for the read's relevance estimate."""
+(projections/code_words.py: identifiers whole and in parts), filterable by kind and status; and the
+evidence a search holds on an absolute scale (how much of what the query's words could score a memory
+scored), for the read's relevance estimate.
+
+Per-scope statistics: the index is split into parts, one FTS5 table for each set of memories that the
+same readers may see — a repo's active memories, its other ones (forgotten, archived, waiting for review,
+rejected), the global proposals it wrote (pending or rejected: no other repo sees them), the active global
+memories, the other global ones (domain/visibility.py's rule, table by table). A reader searches only its
+own parts, and every statistic a search uses — how many memories there are, how many hold each word, how
+long they are (FTS5's bm25 takes all three from its table), the words a long query keeps, the keyword
+scale, `known` — comes from the parts it may see, the word counts from the active ones alone. So what a
+reader is answered never depends on another repo's memories, nor on forgotten or unapproved ones' words.
+A memory moves between parts when its status changes (forget, review, archive, restore); the projection
+keeps each memory's indexed text for that (`fts_docs`), since the parts store no text of their own.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from strata_recall.domain.memory import Memory, status_after
-from strata_recall.domain.visibility import sql_clause
+from strata_recall.domain.visibility import PROPOSED, can_see
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
 from strata_recall.projections.code_words import code_terms, indexed_text
@@ -48,6 +61,17 @@ def m003_code_words(conn: Connection) -> None:
     conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
 
 
+def m004_scope_parts(conn: Connection) -> None:
+    """Per-scope statistics: the one text table, whose bm25 and word counts were the whole store's,
+    becomes one table per part (part_of()), created as memories arrive, with each memory's indexed text
+    kept to move it between parts. The projection starts again from position zero."""
+    conn.execute("DROP TABLE IF EXISTS fts_text")
+    conn.execute("DELETE FROM fts_memories")
+    conn.execute("CREATE TABLE fts_docs (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+    conn.execute("CREATE TABLE fts_parts (name TEXT PRIMARY KEY, documents INTEGER NOT NULL) WITHOUT ROWID")
+    conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
+
+
 def scope_key(scope: str, repo_id: str) -> str:
     """One opaque token per repo (and one for global memories), safe for any repo id."""
     if scope == "global":
@@ -71,7 +95,8 @@ was were be been being have has had having do does did doing would could might m
 
 
 MAX_QUERY_WORDS = 12
-"""A keyword query keeps at most this many words: its rarest ones in the store. A question has fewer
+"""A keyword query keeps at most this many words: its rarest ones among the active memories its reader
+may see (words none of them holds are dropped: they cannot match what a read returns). A question has fewer
 and is searched as it is; a pasted issue or traceback has a hundred, and BM25 over all of them is a
 vote that boilerplate (templates, log lines, common code words) wins. As a person picks search words
 from such a text, the search keeps the most distinctive, and the fusion counts the keyword list in
@@ -92,27 +117,68 @@ def idf(documents: int, holding: int) -> float:
     return max(math.log((documents - holding + 0.5) / (holding + 0.5)), 1e-6)
 
 
+ACTIVE, HELD, PROPOSED_PART = "active", "held", "proposed"
+HOLDS = {
+    ACTIVE: frozenset({"active"}),
+    HELD: frozenset({"pending", "rejected", "forgotten", "archived"}),
+    PROPOSED_PART: frozenset(PROPOSED),
+}
+"""The statuses each kind of part holds (a global memory that is not active nor proposed: forgotten,
+archived)."""
+
+
+def part_of(scope: str, repo_id: str, status: str) -> str:
+    """The table holding a memory of this scope, repo and status: one set of readers sees all of it."""
+    if scope == "global":
+        if status == "active":
+            return f"fts_sglobal_{ACTIVE}"
+        if status in PROPOSED:  # its writer repo's proposal (domain/visibility.py)
+            return f"fts_{scope_key('repo', repo_id)}_{PROPOSED_PART}"
+        return f"fts_sglobal_{HELD}"
+    return f"fts_{scope_key('repo', repo_id)}_{ACTIVE if status == 'active' else HELD}"
+
+
+def parts_seen(repo_id: str, include_global: bool) -> list[tuple[str, str]]:
+    """(table, kind of part) of every part a reader of `repo_id` may search, its active ones first."""
+    own = f"fts_{scope_key('repo', repo_id)}"
+    seen = [(f"{own}_{ACTIVE}", ACTIVE)]
+    if include_global:
+        seen.append((f"fts_sglobal_{ACTIVE}", ACTIVE))
+    seen.append((f"{own}_{HELD}", HELD))
+    if include_global:
+        seen += [(f"{own}_{PROPOSED_PART}", PROPOSED_PART), (f"fts_sglobal_{HELD}", HELD)]
+    return seen
+
+
+_PART = re.compile(r"fts_s(?:global|[0-9a-f]{20})_(?:active|held|proposed)")
+"""A part's table name (they are made only by part_of(): never from text a client chose)."""
+
+
 @dataclass
 class KeywordSearch:
-    """A keyword search's hits (best first; bm25 as FTS5 gives it, lower is better) and the scale that
-    makes their scores absolute: `possible` is the most bm25 the searched words can give one memory
-    ((k1 + 1) × the sum of their idf), so -score / possible is the share of the query's keyword
-    evidence a memory holds; `known` is the share of the query's idf mass the store holds at all (a
-    word no memory holds counts at the highest idf: a question about what the store never heard of)."""
+    """A keyword search's hits, best first, each with minus the share of the query's keyword evidence
+    it holds (lower is better, as bm25): its bm25 in its part over the most the searched words could
+    score one memory there ((k1 + 1) × the sum of their idf in that part) — the same scale for every
+    part, so a repo's hits and the global ones rank together; and `known`, the share of the query's idf
+    mass the reader's active memories hold at all (a word none of them holds counts at the highest
+    idf: a question about what this reader's store never heard of)."""
 
     hits: list[tuple[str, float]]
-    possible: float
     known: float
 
-    @classmethod
-    def of(cls, searched: list[str], stats: dict[str, int], documents: int) -> KeywordSearch:
+    @staticmethod
+    def held(stats: dict[str, int], documents: int) -> float:
+        """`known` for these word counts among `documents` memories."""
         if not stats or documents <= 0:
-            return cls([], 0.0, 0.0)
+            return 0.0
         weights = {w: idf(documents, n) for w, n in stats.items()}
         total = sum(weights.values())
-        held = sum(weight for w, weight in weights.items() if stats[w] > 0)
-        possible = (K1 + 1) * sum(weights[w] for w in searched if stats.get(w, 0) > 0)
-        return cls([], possible, held / total if total > 0 else 0.0)
+        return sum(weight for w, weight in weights.items() if stats[w] > 0) / total if total > 0 else 0.0
+
+
+def possible(searched: Iterable[str], stats: dict[str, int], documents: int) -> float:
+    """The most bm25 the searched words can give one memory among `documents` with these word counts."""
+    return (K1 + 1) * sum(idf(documents, stats[w]) for w in searched if stats.get(w, 0) > 0)
 
 
 def _rarest(words: list[str], stats: dict[str, int], k: int) -> list[str]:
@@ -150,19 +216,14 @@ def _distinct_words(text: str) -> list[str]:
     return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
 
 
-def _scope_match(words: str, repo_id: str, include_global: bool) -> str:
-    """An FTS5 query for `words` confined, by the scope token, to what `repo_id` may see."""
-    keys = [scope_key("repo", repo_id)] + (["sglobal"] if include_global else [])
-    return f"scope_key : ({' OR '.join(keys)}) AND text : ({words})"
-
-
 class FTSProjection(Projection):
     name = "fts"
-    migrations = (m001_create_tables, m002_scope_column, m003_code_words)
-    tables = ("fts_text", "fts_memories")
+    migrations = (m001_create_tables, m002_scope_column, m003_code_words, m004_scope_parts)
+    tables = ("fts_text", "fts_memories", "fts_docs", "fts_parts")
     digest_queries = (
-        "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
-        "SELECT m.memory_id, t.rowid FROM fts_memories m JOIN fts_text t ON t.rowid = m.rowid ORDER BY m.memory_id",
+        "SELECT memory_id, rowid, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
+        "SELECT m.memory_id, d.text FROM fts_memories m JOIN fts_docs d ON d.rowid = m.rowid ORDER BY m.memory_id",
+        "SELECT name, documents FROM fts_parts ORDER BY name",
     )
     count_query = "SELECT count(*) FROM fts_memories"
 
@@ -175,17 +236,21 @@ class FTSProjection(Projection):
     )
     statuses = frozenset(reads[1:])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
-    _vocabulary: Connection | None = None  # the scratch table of rarest(), opened on first use
+    _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use
+    _counted: set[str] | None = None  # parts whose word counts this connection can read (temp fts5vocab tables)
+
+    # --- applying the log ---------------------------------------------------------------------
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         """The batch's rows in a few statements: the memories written (each once in the log, and past
         the position, so without a row yet) with the rowids the table would give them one by one,
-        and the statuses of older memories. A batch that breaks those expectations (a second write
-        of a memory, a status before its memory's write, a row already there) is applied event by
-        event instead, with the same result as ever."""
+        each in its part, and the statuses of older memories (moving each to the part of its new
+        status). A batch that breaks those expectations (a second write of a memory, a status before
+        its memory's write, a row already there) is applied event by event instead, with the same
+        result as ever."""
         written, moves = Memory.MemoryWritten, self.statuses
         rows: dict[str, list[Any]] = {}
-        statuses: dict[str, str | None] = {}  # memories written before this batch: their last status
+        statuses: dict[str, str] = {}  # memories written before this batch: their last status
         for _, event in batch:
             kind = type(event)
             if kind is written:
@@ -195,7 +260,7 @@ class FTSProjection(Projection):
                 rows[key] = [key, event.repo_id, event.scope, event.kind, event.status, event.text]
             elif kind in moves:
                 key = str(event.originator_id)
-                status = status_after(event)
+                status = str(status_after(event))
                 row = rows.get(key)
                 if row is not None:
                     row[4] = status
@@ -205,10 +270,8 @@ class FTSProjection(Projection):
                 return self._apply_each(conn, batch)
         conn.execute("SAVEPOINT fts_batch")
         try:
-            conn.executemany(
-                "UPDATE fts_memories SET status = ? WHERE memory_id = ?",
-                [(status, key) for key, status in statuses.items()],
-            )
+            if statuses:
+                self._move(conn, statuses)
             if rows:
                 self._insert(conn, list(rows.values()))
         except store.IntegrityError:  # a memory with a row already: the general path decides
@@ -218,22 +281,75 @@ class FTSProjection(Projection):
             return
         conn.execute("RELEASE fts_batch")
 
-    @staticmethod
-    def _insert(conn: Connection, rows: list[list[Any]]) -> None:
+    def _insert(self, conn: Connection, rows: list[list[Any]]) -> None:
         start = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM fts_memories").fetchone()[0]
         conn.executemany(
             "INSERT INTO fts_memories (rowid, memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
             [(rowid, *row[:5]) for rowid, row in enumerate(rows, start)],
         )
-        keys: dict[tuple[str, str], str] = {}
-        texts = []
+        parts: dict[tuple[str, str, str], str] = {}
+        texts: list[tuple[int, str]] = []
+        into: dict[str, list[tuple[int, str]]] = {}
         for rowid, row in enumerate(rows, start):
-            where = (row[2], row[1])
-            key = keys.get(where)
-            if key is None:
-                key = keys[where] = scope_key(row[2], row[1])
-            texts.append((rowid, indexed_text(row[5]), key))
-        conn.executemany("INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)", texts)
+            where = (row[2], row[1], row[4])
+            part = parts.get(where)
+            if part is None:
+                part = parts[where] = part_of(*where)
+            text = indexed_text(row[5])
+            texts.append((rowid, text))
+            into.setdefault(part, []).append((rowid, text))
+        conn.executemany("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", texts)
+        self._add(conn, into)
+
+    def _move(self, conn: Connection, statuses: dict[str, str]) -> None:
+        """Older memories to their new statuses, each into the part of its new status."""
+        found = list(
+            store.select_in(
+                conn,
+                "SELECT rowid, memory_id, repo_id, scope, status FROM fts_memories WHERE memory_id IN ({marks})",
+                list(statuses),
+            )
+        )
+        moving: dict[int, tuple[str, str]] = {}  # rowid -> (from part, to part)
+        for rowid, memory_id, repo_id, scope, status in found:
+            new = statuses[memory_id]
+            source, target = part_of(scope, repo_id, status), part_of(scope, repo_id, new)
+            if source != target:
+                moving[rowid] = (source, target)
+        conn.executemany(
+            "UPDATE fts_memories SET status = ? WHERE rowid = ?",
+            [(statuses[memory_id], rowid) for rowid, memory_id, *_ in found],
+        )
+        if not moving:
+            return
+        texts = dict(store.select_in(conn, "SELECT rowid, text FROM fts_docs WHERE rowid IN ({marks})", list(moving)))
+        out: dict[str, list[tuple[int, str]]] = {}
+        into: dict[str, list[tuple[int, str]]] = {}
+        for rowid, (source, target) in moving.items():
+            out.setdefault(source, []).append((rowid, texts[rowid]))
+            into.setdefault(target, []).append((rowid, texts[rowid]))
+        for part, docs in out.items():  # a contentless table forgets a row given the text it indexed
+            conn.executemany(f"INSERT INTO {part} ({part}, rowid, text) VALUES ('delete', ?, ?)", docs)
+        conn.executemany(
+            "UPDATE fts_parts SET documents = documents - ? WHERE name = ?", [(len(d), p) for p, d in out.items()]
+        )
+        self._add(conn, into)
+
+    @staticmethod
+    def _add(conn: Connection, into: dict[str, list[tuple[int, str]]]) -> None:
+        """(rowid, indexed text) into each part, made when its first memory arrives."""
+        known = {
+            row[0] for row in store.select_in(conn, "SELECT name FROM fts_parts WHERE name IN ({marks})", sorted(into))
+        }
+        for part in sorted(into.keys() - known):
+            assert _PART.fullmatch(part), part
+            conn.execute(f"CREATE VIRTUAL TABLE {part} USING fts5(text, content='', tokenize='porter unicode61')")
+            conn.execute("INSERT INTO fts_parts (name, documents) VALUES (?, 0)", (part,))
+        for part, docs in into.items():
+            conn.executemany(f"INSERT INTO {part} (rowid, text) VALUES (?, ?)", docs)
+        conn.executemany(
+            "UPDATE fts_parts SET documents = documents + ? WHERE name = ?", [(len(d), p) for p, d in into.items()]
+        )
 
     def _apply_each(self, conn: Connection, batch: Sequence[Positioned]) -> None:
         for _, event in batch:
@@ -243,15 +359,22 @@ class FTSProjection(Projection):
                     (str(event.originator_id), event.repo_id, event.scope, event.kind, event.status),
                 )
                 if cursor.rowcount:
-                    conn.execute(
-                        "INSERT INTO fts_text (rowid, text, scope_key) VALUES (?, ?, ?)",
-                        (cursor.lastrowid, indexed_text(event.text), scope_key(event.scope, event.repo_id)),
-                    )
+                    text = indexed_text(event.text)
+                    conn.execute("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
+                    self._add(conn, {part_of(event.scope, event.repo_id, event.status): [(cursor.lastrowid, text)]})
             elif isinstance(event, self.reads):
-                conn.execute(
-                    "UPDATE fts_memories SET status = ? WHERE memory_id = ?",
-                    (status_after(event), str(event.originator_id)),
-                )
+                self._move(conn, {str(event.originator_id): str(status_after(event))})
+
+    def _reset(self) -> None:
+        """Every part is dropped too (they are named in fts_parts; sqlite_master is asked, in case)."""
+        with store.transaction(self.conn):
+            for (part,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                if _PART.fullmatch(part):
+                    self.conn.execute(f"DROP TABLE IF EXISTS {part}")
+        self._forget_counts()
+        super()._reset()
+
+    # --- searching ----------------------------------------------------------------------------
 
     def search(
         self,
@@ -263,7 +386,7 @@ class FTSProjection(Projection):
         statuses: Sequence[str] = ("active",),
         limit: int = 50,
     ) -> list[tuple[str, float]]:
-        """(memory_id, bm25 score — lower is better) for memories visible from `repo_id`."""
+        """(memory_id, score — lower is better) for memories visible from `repo_id` (KeywordSearch)."""
         return self.search_with_evidence(
             query, repo_id, include_global=include_global, kinds=kinds, statuses=statuses, limit=limit
         ).hits
@@ -278,51 +401,109 @@ class FTSProjection(Projection):
         statuses: Sequence[str] = ("active",),
         limit: int = 50,
     ) -> KeywordSearch:
-        """The search's hits, and what they are worth on an absolute scale (KeywordSearch)."""
+        """The search's hits in the parts `repo_id` may see, and what they are worth on an absolute
+        scale (KeywordSearch), every statistic from those parts, all read in one transaction (the same
+        committed state, whatever a worker commits meanwhile)."""
+        with self._reading():
+            return self._search(query, repo_id, include_global, kinds, statuses, limit)
+
+    def _search(
+        self,
+        query: str,
+        repo_id: str,
+        include_global: bool,
+        kinds: Sequence[str] | None,
+        statuses: Sequence[str],
+        limit: int,
+    ) -> KeywordSearch:
         words = query_words(query)
-        stats = self.term_stats(words)
+        sizes = self._sizes(repo_id, include_global)
+        wanted = set(statuses)
+        searched = [(part, kind) for part, kind in parts_seen(repo_id, include_global) if sizes.get(part)]
+        counts = {part: self._counts(part, words) for part, kind in searched if kind == ACTIVE or HOLDS[kind] & wanted}
+        active = [part for part, kind in searched if kind == ACTIVE]
+        stats = {w: sum(counts[part][w] for part in active) for w in words}
+        documents = sum(sizes[part] for part in active)
         if len(words) > MAX_QUERY_WORDS:
             words = _rarest(words, stats, MAX_QUERY_WORDS)
-        found = KeywordSearch.of(words, stats, self.documents())
+        found = KeywordSearch([], KeywordSearch.held(stats, documents))
         if not words:
             return found
-        match = _scope_match(quote_query(words), repo_id, include_global)
-        # rank inside FTS5 first (the scope token already confines it to visible memories), then
-        # join only the best rows: joining every match before sorting doubled the cost at 100k
-        sql = (
-            "SELECT m.memory_id, hit.score FROM (SELECT rowid, bm25(fts_text, 1.0, 0.0) AS score FROM fts_text"
-            " WHERE fts_text MATCH ? ORDER BY score LIMIT ?) AS hit JOIN fts_memories m ON m.rowid = hit.rowid"
-            f" WHERE {sql_clause(include_global)} AND m.status IN ({','.join('?' * len(statuses))})"
-        )
-        params: list[Any] = [match, limit if not kinds else limit * 4, repo_id, *statuses]
-        if kinds:
-            sql += f" AND m.kind IN ({','.join('?' * len(kinds))})"
-            params += list(kinds)
-        sql += " ORDER BY hit.score LIMIT ?"
-        params.append(limit)
-        found.hits = [(row[0], row[1]) for row in self.conn.execute(sql, params)]
+        match = quote_query(words)
+        hits: list[tuple[float, int, str]] = []
+        for part, kind in searched:
+            scale = possible(words, counts[part], sizes[part]) if part in counts else 0.0
+            if scale <= 0 or not HOLDS[kind] & wanted:
+                continue  # none of the searched words is in this part, or none of the statuses asked
+            # rank inside FTS5 first (the part holds only memories this reader may see), then join
+            # only the best rows: joining every match before sorting doubled the cost at 100k
+            sql = (
+                f"SELECT m.memory_id, hit.score, hit.rowid, m.repo_id, m.scope, m.status FROM (SELECT rowid,"
+                f" bm25({part}) AS score FROM {part} WHERE {part} MATCH ? ORDER BY score, rowid LIMIT ?) AS hit"
+                f" JOIN fts_memories m ON m.rowid = hit.rowid WHERE m.status IN ({','.join('?' * len(statuses))})"
+            )
+            params: list[Any] = [match, limit if not kinds else limit * 4, *statuses]
+            if kinds:
+                sql += f" AND m.kind IN ({','.join('?' * len(kinds))})"
+                params += list(kinds)
+            sql += " ORDER BY hit.score, hit.rowid LIMIT ?"
+            params.append(limit)
+            for memory_id, score, rowid, owner, scope, status in self.conn.execute(sql, params):
+                if can_see(repo_id, scope, owner, include_global, status):
+                    hits.append((score / scale, rowid, memory_id))
+        hits.sort()
+        found.hits = [(memory_id, share) for share, _, memory_id in hits[:limit]]
         return found
 
-    def documents(self) -> int:
-        """How many memories the table holds (rows are never deleted, so the last rowid), as bm25 counts."""
-        count: int = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM fts_memories").fetchone()[0]
-        return count
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read transaction (unless one is open): its statements see one committed state."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
 
-    def term_stats(self, words: list[str]) -> dict[str, int]:
-        """How many memories of the whole store hold each word (as bm25 counts them): each word is
-        tokenized as the table tokenizes text (porter stems; a word like foo_bar is two tokens and
-        counts as its rarest)."""
+    def _sizes(self, repo_id: str, include_global: bool) -> dict[str, int]:
+        """The documents of each part a reader of `repo_id` may see that exists."""
+        names = [part for part, _ in parts_seen(repo_id, include_global)]
+        return dict(
+            self.conn.execute(
+                f"SELECT name, documents FROM fts_parts WHERE name IN ({','.join('?' * len(names))})", names
+            ).fetchall()
+        )
+
+    def _counts(self, part: str, words: list[str]) -> dict[str, int]:
+        """How many memories of one part hold each word."""
         terms = self._terms(words)
         wanted = sorted({t for ts in terms.values() for t in ts})
+        vocabulary = self._vocabulary_of(part)
         counts = dict(
-            store.select_in(self.conn, "SELECT term, doc FROM temp.fts_terms WHERE term IN ({marks})", wanted)
+            store.select_in(self.conn, f"SELECT term, doc FROM temp.{vocabulary} WHERE term IN ({{marks}})", wanted)
         )
         return {w: min((counts.get(t, 0) for t in ts), default=0) for w, ts in terms.items()}
 
-    def rarest(self, words: list[str], k: int) -> list[str]:
-        """The k words found in the fewest memories (of the whole store, as bm25 counts them), in
-        their order in `words`; words no memory holds are dropped (they cannot match)."""
-        return _rarest(words, self.term_stats(words), k)
+    def _vocabulary_of(self, part: str) -> str:
+        """This connection's view of a part's word counts (a temp fts5vocab table: nothing is written to
+        the projection's file), made on first use."""
+        assert _PART.fullmatch(part), part
+        name = f"vocab_{part}"
+        if self._counted is None:
+            self._counted = set()
+        if part not in self._counted:
+            self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {part}, 'row')")
+            self._counted.add(part)
+        return name
+
+    def _forget_counts(self) -> None:
+        """Drop this connection's views of the parts (a reset drops the parts themselves)."""
+        for (name,) in self.conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'table'").fetchall():
+            if name.startswith(("vocab_fts_", "postings_fts_")) and _PART.fullmatch(name.split("_", 1)[1]):
+                self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        self._counted = None
 
     def _terms(self, words: list[str]) -> dict[str, tuple[str, ...]]:
         """Each word's FTS5 tokens, through a scratch FTS5 table of this connection's own (remembered:
@@ -349,14 +530,24 @@ class FTSProjection(Projection):
             self._vocabulary.close()
         super().close()
 
-    def _open_vocabulary(self) -> Connection:
-        """The scratch table that stems query words, and this connection's view of the table's
-        vocabulary (temp objects: nothing is written to the projection's file)."""
-        self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts_text, 'row')")
+    @staticmethod
+    def _open_vocabulary() -> Connection:
+        """The scratch table that stems query words."""
         scratch = store.connect(":memory:")
         scratch.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
         scratch.execute("CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'instance')")
         return scratch
+
+    def digest(self) -> str:
+        """The tables' rows, and every part's postings (its words, rows and offsets)."""
+        queries = list(self.digest_queries)
+        for (part,) in self.conn.execute("SELECT name FROM fts_parts ORDER BY name").fetchall():
+            assert _PART.fullmatch(part), part
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.postings_{part} USING fts5vocab(main, {part}, 'instance')"
+            )
+            queries.append(f"SELECT term, doc, col, offset FROM temp.postings_{part} ORDER BY term, doc, offset")
+        return store.table_digest(self.conn, queries)
 
     def matching(
         self,
@@ -368,23 +559,44 @@ class FTSProjection(Projection):
         statuses: Sequence[str] = (),
         limit: int = 1000,
     ) -> list[str]:
-        """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first,
-        optionally of these kinds and statuses: a search box over a repo's memories."""
+        """Memories visible from `repo_id` holding every word of `text` (prefix_query), best bm25 first
+        (each in its part), optionally of these kinds and statuses: a search box over a repo's memories."""
         words = prefix_query(text)
         if not words:
             return []
-        sql = (
-            "SELECT m.memory_id FROM fts_text JOIN fts_memories m ON m.rowid = fts_text.rowid"
-            f" WHERE fts_text MATCH ? AND {sql_clause(include_global)}"
-        )
-        params: list[Any] = [_scope_match(words, repo_id, include_global), repo_id]
-        for column, values in (("kind", kinds), ("status", statuses)):
-            if values:
-                sql += f" AND m.{column} IN ({','.join('?' * len(values))})"
-                params += list(values)
-        sql += " ORDER BY bm25(fts_text, 1.0, 0.0), m.rowid LIMIT ?"
-        params.append(limit)
-        return [row[0] for row in self.conn.execute(sql, params)]
+        with self._reading():
+            return self._matching(words, repo_id, include_global, kinds, statuses, limit)
+
+    def _matching(
+        self,
+        words: str,
+        repo_id: str,
+        include_global: bool,
+        kinds: Sequence[str],
+        statuses: Sequence[str],
+        limit: int,
+    ) -> list[str]:
+        sizes = self._sizes(repo_id, include_global)
+        hits: list[tuple[float, int, str]] = []
+        for part, kind in parts_seen(repo_id, include_global):
+            if not sizes.get(part) or (statuses and not HOLDS[kind] & set(statuses)):
+                continue
+            sql = (
+                f"SELECT m.memory_id, bm25({part}) AS score, m.rowid, m.repo_id, m.scope, m.status FROM {part}"
+                f" JOIN fts_memories m ON m.rowid = {part}.rowid WHERE {part} MATCH ?"
+            )
+            params: list[Any] = [words]
+            for column, values in (("kind", kinds), ("status", statuses)):
+                if values:
+                    sql += f" AND m.{column} IN ({','.join('?' * len(values))})"
+                    params += list(values)
+            sql += " ORDER BY score, m.rowid LIMIT ?"
+            params.append(limit)
+            for memory_id, score, rowid, owner, scope, status in self.conn.execute(sql, params):
+                if can_see(repo_id, scope, owner, include_global, status):
+                    hits.append((score, rowid, memory_id))
+        hits.sort()
+        return [memory_id for _, _, memory_id in hits[:limit]]
 
     def pending(self, repo_id: str | None = None, limit: int = 200) -> list[str]:
         """Memories waiting for review, oldest first (optionally of one repo's queue: its own memories

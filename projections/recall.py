@@ -1,8 +1,11 @@
 """The recall engine: scope → relevance → association → threshold → cases → selection, answered at
 one log position from the projections (never by rebuilding aggregates).
 
-1. Scope: the request's repo plus global memories when asked; every route (search, links, chains,
-   hops) is checked against it, and what is out of scope is dropped without a trace.
+1. Scope: the request's repo plus global memories when asked (and of those, never another repo's
+   proposals: domain/visibility.py); every route (search, links, chains, hops) is checked against it,
+   and what is out of scope is dropped without a trace, before it takes a place in a ranking or a
+   link is walked through it. The keyword search's statistics are the reader's own too
+   (projections/fts.py), so an answer depends on nothing the reader may not see.
 2. Relevance: vector k-NN (exact, in memory) and FTS5 keyword search (on a thread beside the query
    embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
@@ -45,7 +48,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -57,7 +60,7 @@ import orjson
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.memory import STATUSES
-from strata_recall.domain.visibility import can_see
+from strata_recall.domain.visibility import PROPOSED, can_see
 from strata_recall.projections import brief
 from strata_recall.projections.anchors import Workspace, anchor_fields, anchor_weight
 from strata_recall.projections.archetypes import ArchetypeClassifier
@@ -76,7 +79,7 @@ from strata_recall.projections.relevance import (
 )
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
-from strata_recall.projections.vector_index import VectorIndex
+from strata_recall.projections.vector_index import GLOBAL, VectorIndex
 
 GUIDANCE = (
     "Memories are hypotheses, not orders: check each against the code in front of you, which is the "
@@ -349,6 +352,7 @@ class RecallEngine:
         self.clock = clock
         self._lock = threading.Lock()  # the tail, the index and the connections are one reader's
         self._bars: dict[tuple[str, str, bool], float] = {}  # similarity bar by mode, kind, keyword hit
+        self._proposed: tuple[tuple[int, int], int] = ((-2, -1), 0)  # (index refresh, globals) -> proposals among them
         self.reads = 0  # served so far
 
     def read(self, q: ReadQuery) -> Recall:
@@ -490,8 +494,9 @@ class RecallEngine:
     # --- relevance ----------------------------------------------------------------------------
 
     def keyword_search(self, q: ReadQuery) -> KeywordSearch:
-        """The keyword ranking over every status (the threshold counts what it holds back), best first,
-        with bm25 negated (higher is better), and the scale that makes it absolute."""
+        """The keyword ranking over every status the reader may see (the threshold counts what it holds
+        back), best first, each hit with the share of the query's keyword evidence it holds (higher is
+        better; fts.KeywordSearch), every statistic from the reader's own parts of the index."""
         found = self.fts.search_with_evidence(
             q.query, q.repo_id, include_global=q.include_global, statuses=STATUSES, limit=self.config.overfetch
         )
@@ -503,9 +508,16 @@ class RecallEngine:
     ) -> tuple[dict[str, Candidate], Answer]:
         """The search's hits fused into one ranking, and the evidence of the read as a whole."""
         c = self.config
-        vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch)
+        # asked for as many more as the global partition holds proposals: those the reader may not see
+        # are dropped, and cannot have taken a visible memory's place
+        more = self._proposals() if q.include_global else 0
+        vector = self.index.search(qv, q.repo_id, include_global=q.include_global, k=c.overfetch + more)
+        vector = self._seen(q, vector, qv)[: c.overfetch]
         found = searching.result()
         keyword = found.hits
+        unembedded = self._unembedded(keyword, qv, q.repo_id, {m for m, _ in vector})
+        if unembedded:
+            vector = sorted(vector + unembedded, key=lambda hit: -hit[1])[: c.overfetch]
         if c.relevance == "vector":
             keyword = []
         elif c.relevance == "keyword":
@@ -516,7 +528,6 @@ class RecallEngine:
             fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: c.consider * q.limit])
         in_vector, in_keyword = {m for m, _ in vector}, dict(keyword)
         cosines = dict(vector)
-        scale = 1.0 / found.possible if found.possible > 0 else 0.0
         out = {}
         for rank, (memory_id, score) in enumerate(sorted(fused.items(), key=lambda item: -item[1])):
             reason = "+".join(
@@ -529,15 +540,67 @@ class RecallEngine:
                 direct=True,
                 keyword=memory_id in in_keyword,
                 cos=cosines.get(memory_id),
-                kw=in_keyword.get(memory_id, 0.0) * scale,
+                kw=in_keyword.get(memory_id, 0.0),
                 rank=rank,
             )
         best_cos = max((cos for _, cos in vector), default=0.0)
-        best_keyword = max(in_keyword.values(), default=0.0) * scale
+        best_keyword = max(in_keyword.values(), default=0.0)
         agree = any(cand.reason == "vector+keyword" for cand in itertools.islice(out.values(), 3))
         features = answer_features(best_cos, best_keyword, found.known, agree, len(q.query.split()))
         hybrid = c.relevance == "hybrid"  # the single signals (evaluation) are ranked by their own scores
         return out, Answer(c.model.answer(features) if hybrid else 1.0, best_cos, features, hybrid)
+
+    def _unembedded(
+        self, hits: Sequence[tuple[str, float]], qv: np.ndarray, repo_id: str, found: set[str]
+    ) -> list[tuple[str, float]]:
+        """Keyword hits the vectors have not embedded yet (after a bulk import they work through a
+        backlog; a read answers at once from what is searchable and says how far behind they are):
+        embedded now, with their cosines as the vector search would have given them, so they are
+        judged on the same evidence. Nothing to do while the vectors are current."""
+        missing = [m for m, _ in hits if m not in found and self.index.vector(m, repo_id) is None]
+        if not missing:
+            return []
+        rows = self.state.rows(set(missing))
+        texts = [(m, rows[m]["text"]) for m in missing if m in rows]
+        if not texts:
+            return []
+        vectors = self.embedder.embed([text for _, text in texts])
+        return [(m, float(v @ qv)) for (m, _), v in zip(texts, vectors, strict=True)]
+
+    def _proposals(self) -> int:
+        """How many global proposals (pending or rejected) the vector index holds, counted once per
+        refresh of the index."""
+        partition = self.index.partitions.get(GLOBAL)
+        if partition is None:
+            return 0
+        key = (self.index.seq, len(partition.ids))
+        if self._proposed[0] != key:
+            self._proposed = (key, sum(1 for status in partition.statuses if status in PROPOSED))
+        return self._proposed[1]
+
+    def _seen(self, q: ReadQuery, hits: list[tuple[str, float]], against: np.ndarray) -> list[tuple[str, float]]:
+        """Vector hits as the reader may see them, best first: without another repo's global proposals
+        (pending or rejected: the global partition holds them, only their writer repo sees them),
+        dropped before they take a place in any ranking; and with each cosine to `against` computed
+        row by row (a partition's matrix product rounds a row's last bit differently as the partition
+        grows, so another repo's proposals would move a global memory's cosine by a float's last bit)."""
+        if not hits:
+            return hits
+        partitions = [(key, self.index.partitions.get(key)) for key in (q.repo_id, GLOBAL)]
+        found: dict[str, float] = {}
+        for key, partition in partitions:
+            if partition is None or (key == GLOBAL and not q.include_global):
+                continue
+            slots = [(m, at) for m, _ in hits if (at := partition.slot.get(m)) is not None]
+            if key == GLOBAL and any(partition.statuses[at] in PROPOSED for _, at in slots):
+                proposed = {m for m, at in slots if partition.statuses[at] in PROPOSED}
+                rows = self.state.rows(proposed)
+                unseen = {m for m in proposed if m not in rows or not self._visible(rows[m], q)}
+                slots = [(m, at) for m, at in slots if m not in unseen]
+            if slots:
+                cosines = np.einsum("ij,j->i", partition.matrix[[at for _, at in slots]], against)
+                found.update(zip([m for m, _ in slots], cosines.tolist(), strict=True))
+        return sorted(((m, found[m]) for m, _ in hits if m in found), key=lambda hit: -hit[1])
 
     def _estimate(self, q: ReadQuery, qv: np.ndarray, candidates: Iterable[Candidate], answer: Answer) -> None:
         """Each candidate's absolute relevance (projections/relevance.py): the answer's relevance times
@@ -579,13 +642,17 @@ class RecallEngine:
     def _associate(
         self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
-        self._spread_related(candidates, seeds[: self.config.related_seeds])
+        """Explicit links from the seeds, each route offering only memories the reader may see (one it may
+        not see is neither offered nor passed through: another repo's proposal linked to two of the
+        reader's memories would otherwise carry relevance from one to the other)."""
+        self._spread_related(q, candidates, rows, seeds[: self.config.related_seeds])
         if q.include_problem_links:
-            self._link_cases(candidates, rows, seeds)
+            self._link_cases(q, candidates, rows, seeds)
         rows.update(self.state.rows(set(candidates) - rows.keys()))
         if q.include_update_links:
             seed_ids = {c.memory_id for c in seeds}
             self._changes(
+                q,
                 candidates,
                 rows,
                 [
@@ -595,12 +662,27 @@ class RecallEngine:
                 ],
             )
 
+    def _seeable(self, q: ReadQuery, rows: dict[str, dict[str, Any]], memory_ids: set[str]) -> set[str]:
+        """Those of `memory_ids` the reader may see (their rows join `rows`)."""
+        missing = memory_ids - rows.keys()
+        if missing:
+            rows.update(self.state.rows(missing))
+        return {m for m in memory_ids if m in rows and self._visible(rows[m], q)}
+
     def _changes(
-        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], reached: list[Candidate]
+        self,
+        q: ReadQuery,
+        candidates: dict[str, Candidate],
+        rows: dict[str, dict[str, Any]],
+        reached: list[Candidate],
     ) -> None:
         """The change memories that target what association reached come too (explicit links)."""
+        chains = {cand.memory_id: (rows.get(cand.memory_id) or {}).get("change_chain", []) for cand in reached}
+        seen = self._seeable(q, rows, {change["change_memory_id"] for chain in chains.values() for change in chain})
         for cand in reached:
-            for change in (rows.get(cand.memory_id) or {}).get("change_chain", []):
+            for change in chains[cand.memory_id]:
+                if change["change_memory_id"] not in seen:
+                    continue
                 self._offer(
                     candidates,
                     change["change_memory_id"],
@@ -611,27 +693,39 @@ class RecallEngine:
         rows.update(self.state.rows(set(candidates) - rows.keys()))
 
     def _link_cases(
-        self, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
         """Explicit problem links, both ways: a seed problem brings its solutions, failed tactics and
         the memories about it; a seed solution (or failed tactic, or memory about a problem) brings
         its problem, and that problem the rest of its case."""
         decay = self.config.link_decay
         problems: dict[str, Candidate] = {}
+        named = {
+            p
+            for seed in seeds
+            if rows[seed.memory_id]["kind"] != "problem"
+            for p in rows[seed.memory_id]["problem_ids"]
+        }
+        seen = self._seeable(q, rows, named)
         for seed in seeds:
             row = rows[seed.memory_id]
             if row["kind"] == "problem":
                 problems.setdefault(seed.memory_id, seed)
                 continue
             for problem in row["problem_ids"]:
-                self._offer(candidates, problem, seed.relevance * decay, "problem_link", seed)
-                problems.setdefault(problem, candidates[problem])
+                if problem in seen:
+                    self._offer(candidates, problem, seed.relevance * decay, "problem_link", seed)
+                    problems.setdefault(problem, candidates[problem])
         attached = self.links.incoming_many(list(problems), ("solves", "failed_on", "about"))
+        seen = self._seeable(q, rows, {other for members in attached.values() for other in members})
         for problem_id, problem in problems.items():
             for other in attached.get(problem_id, []):
-                self._offer(candidates, other, problem.relevance * decay, "problem_link", problem)
+                if other in seen:
+                    self._offer(candidates, other, problem.relevance * decay, "problem_link", problem)
 
-    def _spread_related(self, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
+    def _spread_related(
+        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
+    ) -> None:
         """Each seed gives the memories `related` to it (breadth first, up to len(related_decay) links
         away) a share of its relevance; shares from different seeds add up (LoCoMo's evidence is
         often the turn next to the one that matches: +0.07 recall at every k). Seeds whose
@@ -645,11 +739,12 @@ class RecallEngine:
         for share in self.config.related_decay:
             wanted = sorted({m for ms in frontier.values() for m in ms})
             neighbours = self.links.related_many(wanted)
+            seen = self._seeable(q, rows, {other for others in neighbours.values() for other in others})
             for seed_id, members in frontier.items():
                 step = []
                 for member in members:
                     for other in neighbours.get(member, []):
-                        if other not in reached[seed_id]:
+                        if other in seen and other not in reached[seed_id]:
                             reached[seed_id].add(other)
                             step.append(other)
                 for other in step:
@@ -691,7 +786,7 @@ class RecallEngine:
             return
         rows.update(self.state.rows(set(candidates) - before))
         if q.include_update_links:
-            self._changes(candidates, rows, [candidates[m] for m in set(candidates) - before])
+            self._changes(q, candidates, rows, [candidates[m] for m in set(candidates) - before])
         fresh = {m: cand for m, cand in candidates.items() if m not in before}
         self._estimate(q, qv, fresh.values(), answer)
         yield from self._cases(self._score(q, qv, fresh, rows, now, favoured, suppressed))
@@ -714,11 +809,12 @@ class RecallEngine:
             located = [(p, v) for p, v in parents if v is not None]
             if not located:
                 break
+            more = self._proposals() if q.include_global else 0
             neighbours = self.index.search_many(
-                np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1
+                np.stack([v for _, v in located]), q.repo_id, include_global=q.include_global, k=c.hop_fanout + 1 + more
             )
-            for (parent, _), hits in zip(located, neighbours, strict=True):
-                for memory_id, cos in hits:
+            for (parent, vector), hits in zip(located, neighbours, strict=True):
+                for memory_id, cos in self._seen(q, hits, vector)[: c.hop_fanout + 1]:
                     if memory_id != parent.memory_id and cos >= floor:
                         relevance = below * parent.relevance / top * (c.hop_decay**hop) * cos
                         if self._offer(candidates, memory_id, relevance, f"semantic_hop_{hop}", parent):

@@ -5,11 +5,12 @@ Two small logistic models over evidence every read has (a few multiply-adds per 
 
 - the answer's relevance, P(the answer holds a relevant memory), from the read as a whole: the best
   cosine similarity of any memory to the query (the embedding model's, absolute); the best keyword
-  evidence (a memory's bm25 over the most the searched words could score it, projections/fts.py);
-  the share of the query's idf mass the store holds at all (a question about names and terms no
-  memory mentions is one memory cannot answer); whether the two searches agree on one of the first
-  three hits; and the query's length in words (a pasted issue and a question differ in how similar
-  anything looks);
+  evidence (a memory's bm25 over the most the searched words could score a memory of its part of the
+  index, projections/fts.py); the share of the query's idf mass the reader's active memories hold at
+  all (a question about names and terms none of them mentions is one memory cannot answer; counted
+  over what the reader may see, never the whole store: docs/READING.md); whether the two searches
+  agree on one of the first three hits; and the query's length in words (a pasted issue and a
+  question differ in how similar anything looks);
 - a memory's relevance given that the answer holds one: its cosine, how far below the best cosine it
   is, its keyword evidence, whether both searches found it, its fused relevance over the answer's best
   (links and hops lift it) and its place in the fused order.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sqlean
 import structlog
 
 from strata_recall.domain.memory import Memory, status_after
@@ -40,35 +41,85 @@ def m002_change_feed(conn: Connection) -> None:
     conn.execute("CREATE TABLE vec_feed (seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL)")
 
 
+CACHE_PAGE_SIZE = 8192
+"""The cache file's page: a row is ~1.6 KB (a 384-float vector), two fit a 4 KB page with 0.8 KB left
+over, four an 8 KB page with 1.4 KB left (ops/bench_projections.py prints the bytes per vector)."""
+
+
 class EmbeddingCache:
-    """(content hash, model id) -> float32 vector, in its own SQLite file."""
+    """(content hash, model id) -> float32 vector, in its own SQLite file: the hash as its 32 bytes, the
+    model as a small number (`models`), the vector as float32 bytes, in a rowid table (~1.65 KB a
+    vector on 8 KB pages). The first layout (hex hash and model id as text in a WITHOUT ROWID table)
+    spilled each row's vector into an overflow page of its own: ~4.6 KB a vector, 461 MB at 100,000
+    memories; a file in that layout is converted when it is opened."""
 
     def __init__(self, path: Path) -> None:
+        if not Path(path).exists() or Path(path).stat().st_size == 0:  # the page size holds from the first write
+            store.private_file(path)
+            fresh = sqlean.connect(str(path), isolation_level=None)  # before WAL, which fixes the page size
+            fresh.execute(f"PRAGMA page_size={CACHE_PAGE_SIZE}")
+            fresh.execute(_CREATE_VECTORS)
+            fresh.close()
         self.conn = store.connect(path)
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, model_id TEXT NOT NULL,"
-            " vector BLOB NOT NULL, PRIMARY KEY (content_hash, model_id)) WITHOUT ROWID"
-        )
+        self._models: dict[str, int] = {}
+        with store.transaction(self.conn):
+            self.conn.execute(_CREATE_VECTORS)
+            self.conn.execute(_CREATE_MODELS)
+            old = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'")
+            if old.fetchone():
+                self.conn.execute("INSERT OR IGNORE INTO models (model_id) SELECT DISTINCT model_id FROM embeddings")
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO vectors SELECT unhex(e.content_hash), m.id, e.vector"
+                    " FROM embeddings e JOIN models m ON m.model_id = e.model_id"
+                )
+                self.conn.execute("DROP TABLE embeddings")
+                log.info("embedding_cache_converted", path=str(path))
+
+    def _model(self, model_id: str, create: bool) -> int | None:
+        number = self._models.get(model_id)
+        if number is None:
+            if create:
+                self.conn.execute("INSERT OR IGNORE INTO models (model_id) VALUES (?)", (model_id,))
+            row = self.conn.execute("SELECT id FROM models WHERE model_id = ?", (model_id,)).fetchone()
+            if row is None:
+                return None
+            number = self._models[model_id] = int(row[0])
+        return number
 
     def get_many(self, hashes: Sequence[str], model_id: str) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        unique = list(dict.fromkeys(hashes))
-        found.update(
-            store.select_in(
+        """Vectors by hex content hash, of the hashes the cache holds for `model_id`."""
+        model = self._model(model_id, create=False)
+        if model is None:
+            return {}
+        unique = [bytes.fromhex(h) for h in dict.fromkeys(hashes)]
+        return {
+            digest.hex(): vector
+            for digest, vector in store.select_in(
                 self.conn,
-                "SELECT content_hash, vector FROM embeddings WHERE model_id = ? AND content_hash IN ({marks})",
+                "SELECT content_hash, vector FROM vectors WHERE model = ? AND content_hash IN ({marks})",
                 unique,
-                [model_id],
+                [model],
             )
-        )
-        return found
+        }
 
     def put_many(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """(hex content hash, model id, float32 vector bytes) rows; a hash already held stays as it is."""
         with store.transaction(self.conn):
-            self.conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)", rows)
+            models = {model_id: self._model(model_id, create=True) for model_id in {r[1] for r in rows}}
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                [(bytes.fromhex(h), models[model_id], vector) for h, model_id, vector in rows],
+            )
 
     def close(self) -> None:
         self.conn.close()
+
+
+_CREATE_VECTORS = (
+    "CREATE TABLE IF NOT EXISTS vectors (content_hash BLOB NOT NULL, model INTEGER NOT NULL, vector BLOB NOT NULL,"
+    " PRIMARY KEY (content_hash, model))"
+)
+_CREATE_MODELS = "CREATE TABLE IF NOT EXISTS models (id INTEGER PRIMARY KEY, model_id TEXT NOT NULL UNIQUE)"
 
 
 def vectors_for(texts: Iterable[str], embedder: Embedder, cache: EmbeddingCache) -> tuple[dict[str, bytes], int]:

@@ -185,6 +185,20 @@ class Behind(Response):
     waited_ms: int = Field(description="How long the answer waited for the projections to reach it.")
 
 
+class VectorsBehind(Response):
+    """The vectors (embeddings) lag behind the answer: the newest memories were found by their words only."""
+
+    events: int = Field(description="Log events the answer holds that the vectors have not embedded yet.")
+    seconds: float | None = Field(
+        description="Estimated seconds until they have, at the throughput measured lately (null: not measured yet)."
+    )
+
+
+VECTORS_BEHIND_DESCRIPTION = (
+    "Extension: only when the vectors lag behind the answer (after a bulk import, while the backlog is "
+    "embedded): the answer is complete by keywords, and these events are not searchable by meaning yet."
+)
+
 BEHIND_DESCRIPTION = (
     "Extension: only when the answer does not yet reflect this MCP session's last write: reads and "
     "memory_index in a session wait for it (read_your_writes_seconds), and say so when that ran out."
@@ -215,6 +229,7 @@ class ReadResponse(Response):
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
     as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")
     consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)
+    behind: VectorsBehind | None = Field(None, description=VECTORS_BEHIND_DESCRIPTION)
 
 
 # --- the compact answer (projections/brief.py): what an agent receives for a read by query over MCP ---
@@ -271,3 +286,4 @@ class CompactReadResponse(Compact):
     archetype: CompactArchetype | None = None
     as_of: AsOfPoint | None = None
     consistency: Behind | None = None
+    behind: VectorsBehind | None = None

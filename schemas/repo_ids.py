@@ -147,8 +147,22 @@ def script_of(char: str) -> str | None:
     return _SCRIPT_ALIASES.get(word, word)
 
 
+_CHECKED: dict[str, None] = {}
+"""Repo ids found valid (at most _CHECKED_MAX): a bulk import names a few repos over and over, and the
+rules below ask unicodedata about every character (~15 us an id, a tenth of an import's parsing)."""
+_CHECKED_MAX = 4096
+
+
 def check(value: str) -> None:
     """Raise RepoIdProblem if the (NFC) repo id breaks a rule of this module."""
+    if value in _CHECKED:
+        return
+    _check(value)
+    if len(_CHECKED) < _CHECKED_MAX:
+        _CHECKED[value] = None
+
+
+def _check(value: str) -> None:
     for offset, char in enumerate(value):
         if ord(char) in _INVISIBLE:
             raise RepoIdProblem(

@@ -183,3 +183,11 @@ def git_repo(tmp_path: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "git@github.com:acme/api.git"], check=True)
     return root
+
+
+# --- the lifecycle hooks (tests/e2e/test_hooks.py, test_hook_*.py, test_init.py) -------------------
+
+HOOK_DEADLINE_ENV = {"STRATA_HOOK_RECALL_DEADLINE_SECONDS": "20"}
+"""The environment the hook tests run `strata hook` with: a recall deadline of 20 s (2 s by default, the
+setting hook_recall_deadline_seconds), so what a hook answers does not depend on how loaded the machine
+is. A test of the deadline itself sets its own."""

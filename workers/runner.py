@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -24,6 +25,35 @@ log = structlog.get_logger("strata.worker")
 
 Progress = Callable[[int, int], None]
 """progress(position reached, head)"""
+
+
+_RATES: dict[str, float] = {}
+"""Each projection file's recent throughput in events/s, as runners in this process measured it (by file:
+a serving process follows the log on projections of its own and answers reads on others)."""
+_RATES_LOCK = threading.Lock()
+RATE_WEIGHT = 0.3
+"""How much a new batch moves the throughput: an exponential average over the last few batches."""
+
+
+def rate(path: Path) -> float | None:
+    """The events/s the projection in file `path` was applied at lately in this process (None: not measured)."""
+    return _RATES.get(str(path))
+
+
+def estimated_seconds(path: Path, events: int) -> float | None:
+    """How long `events` more events will take the projection in file `path` at its recent throughput
+    (None: unknown)."""
+    measured = rate(path)
+    return None if measured is None or measured <= 0 else events / measured
+
+
+def _measured(projection: Projection, events: int, seconds: float) -> None:
+    if events <= 0 or seconds <= 0:
+        return
+    now, key = events / seconds, str(projection.path)
+    with _RATES_LOCK:
+        before = _RATES.get(key)
+        _RATES[key] = now if before is None else before + RATE_WEIGHT * (now - before)
 
 
 class ProjectionFailed(RuntimeError):
@@ -85,7 +115,10 @@ class Runner:
         applied = 0
         for projection in lagging:
             try:
-                applied += projection.handle(batch)
+                started = time.perf_counter()
+                handled = projection.handle(batch)
+                _measured(projection, handled, time.perf_counter() - started)
+                applied += handled
                 self._backoff.pop(projection.name, None)
                 self.errors.pop(projection.name, None)
             except Exception as exc:  # a worker must never die of one projection's failure
@@ -110,13 +143,20 @@ class Runner:
         return applied
 
     def catch_up(
-        self, progress: Progress | None = None, stop: threading.Event | None = None, max_failures: int = 3
+        self,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+        max_failures: int = 3,
+        *,
+        seconds: float | None = None,
     ) -> int:
         """Run until every projection has reached the head as it was when this started. Unlike a
-        worker, which retries forever, this gives up on a projection that keeps failing."""
+        worker, which retries forever, this gives up on a projection that keeps failing. `seconds`:
+        stop after the batch that ran past that long (0: apply nothing), wherever the projections are."""
         head = self.memory_log.position()
         total = 0
-        while not (stop and stop.is_set()):
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while not (stop and stop.is_set()) and not (deadline is not None and time.monotonic() >= deadline):
             if all(p.position >= head for p in self.projections):
                 break
             stuck = [n for n, b in self._backoff.items() if b.failures >= max_failures]

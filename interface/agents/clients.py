@@ -542,6 +542,7 @@ def init(
         "client": client,
         "repo_id": target.repo_id,
         "repo_id_source": "--repo-id" if repo_id is not None else identity.source,
+        "repo_id_from": "--repo-id" if repo_id is not None else identity.where,
         "dry_run": dry_run,
         "removed": remove,
         "files": [_file_entry(p) for p in changed],
@@ -563,8 +564,14 @@ def init(
             f"if this repository's memories are filed under it, keep it with `strata init {client} "
             f"--repo-id {shlex.quote(older)}`",
         )
+    if repo_id is None and identity.refused and not remove:
+        notes.insert(
+            0,
+            f"not adopted: {identity.refused}; repo_id {chosen} comes from {identity.where}. If this checkout "
+            f"belongs to that repository, say so with `strata init {client} --repo-id ID`",
+        )
     result["notes"] = notes
-    if repo_id is None and older != chosen and not remove:
+    if repo_id is None and (older != chosen or identity.refused) and not remove:
         result["note"] = notes[0]
     return result
 

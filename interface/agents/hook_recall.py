@@ -29,6 +29,10 @@ TOKEN_ENV = "STRATA_TOKEN"
 the same one)."""
 
 
+MAX_ANSWER_BYTES = 4 << 20
+"""The most of a server's answer a hook reads (a read's answer is a few kilobytes)."""
+
+
 class HookReadError(Exception):
     """The store could not be read (unreachable server, refused token, ...): the hook injects nothing."""
 
@@ -44,6 +48,8 @@ class Item:
     anchors: tuple[str, ...] = ()
     problem_id: str | None = None
     relevance: float | None = None
+    scope: str = "repo"
+    """`global`: written from any repo, not only the one read."""
 
 
 @dataclass
@@ -74,6 +80,7 @@ def _item(result: dict[str, Any], problem_id: str | None = None) -> Item:
         anchors,
         problem_id or result.get("problem_id"),
         result.get("relevance"),
+        "global" if result.get("scope") == "global" else "repo",
     )
 
 
@@ -107,11 +114,13 @@ class HttpReader:
         try:
             connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(body), headers=headers)
             response = connection.getresponse()
-            data = response.read()
+            data = response.read(MAX_ANSWER_BYTES + 1)
         except (OSError, http.client.HTTPException) as exc:
             raise HookReadError(f"{self.base} did not answer: {exc}") from None
         finally:
             connection.close()
+        if len(data) > MAX_ANSWER_BYTES:
+            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB")
         try:
             answer = json.loads(data)
         except ValueError:
@@ -193,7 +202,9 @@ class LocalReader:
                 continue
             paths = tuple(a["path"] for a in json.loads(anchors or "[]") if isinstance(a, dict) and a.get("path"))
             problems = json.loads(problem_ids or "[]")
-            out[memory_id] = Item(memory_id, kind, text, paths, problems[0] if problems else None)
+            out[memory_id] = Item(
+                memory_id, kind, text, paths, problems[0] if problems else None, scope=scope or "repo"
+            )
         return out
 
     def record(self, answer: Answer, repo_id: str, query: str, event: str, memory_ids: list[str]) -> None:

@@ -73,6 +73,7 @@ from strata_recall.schemas.read import (
     ReadRequest,
     ReadResponse,
     ReadResult,
+    VectorsBehind,
 )
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse, UtilityValueChange, ValueChange
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
@@ -178,6 +179,8 @@ class Reader:
     """Build the past model of a moment (and its vector index: True) ahead of the request."""
     past: Callable[[], PastModels] | None = None
     """The past models themselves: whether one is built, pinning one while a request uses it."""
+    behind: Callable[[int], tuple[int, float | None]] | None = None
+    """(events, estimated seconds) the vectors are behind a read's position: found by keywords only."""
 
 
 class CommandAPI:
@@ -268,7 +271,17 @@ class CommandAPI:
             guidance=recall.guidance,
             position=recall.position,
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
+            behind=self._behind(reader, recall.position) if moment is None and request.memory_ids is None else None,
         )
+
+    def _behind(self, reader: Reader, position: int) -> VectorsBehind | None:
+        if reader.behind is None:
+            return None
+        events, seconds = reader.behind(position)
+        if not events:
+            return None
+        log.info("read_vectors_behind", events=events, seconds=seconds)
+        return VectorsBehind(events=events, seconds=None if seconds is None else round(seconds, 1))
 
     def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
         if not reader.wait(consistency.after_position, consistency.timeout_ms / 1000):

@@ -41,12 +41,18 @@ from strata_recall.projections.vector_index import VectorIndex
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
 from strata_recall.workers import consolidation
 from strata_recall.workers.as_of import Moment, PastModels, moment_of
-from strata_recall.workers.runner import Runner, wait_for
+from strata_recall.workers.runner import Progress, Runner, estimated_seconds, wait_for
 from strata_recall.workers.scheduler import build_scheduler
 
 PROJECTIONS = ("fts", "vectors", "links", "archetypes", "snapshot")
 FOLLOWERS = ("fts", "vectors", "links", "archetypes")
 """Projections the runner keeps current; the snapshot moves by compaction (and the tail fold)."""
+SEARCHABLE = ("fts", "links", "archetypes")
+"""What a read answers from at once: every follower but the vectors, which embed each text (~100 texts/s
+on a busy 2-core machine) and may be far behind after a bulk import; a read says how far (`behind`)."""
+CATCH_UP_VECTOR_EVENTS = 64
+"""A read's bounded catch-up of the vectors (catch_up_for_read) runs batches of this many events, so it
+overruns its time by one small batch at most."""
 
 
 @dataclass
@@ -78,6 +84,7 @@ class Strata:
             browser=self.browser,
             prepare=self.prepare_past,
             past=self.past,
+            behind=self.vectors_behind,
         )
         workspaces = Workspaces.remote() if remote else Workspaces.for_local(self.settings.workspace_roots)
         return CommandAPI(
@@ -135,7 +142,7 @@ class Strata:
                 tokens=self.tokens,
                 archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
                 ledger=self.ledger(),
-                positions=lambda: min(p.position for p in self.projections(FOLLOWERS)),
+                positions=lambda: min(p.position for p in self.projections(SEARCHABLE)),
                 config=config,
             )
             if config is not None:
@@ -221,6 +228,22 @@ class Strata:
         """Bring every projection to the head now (what a CLI read does when no worker runs)."""
         self.runner().catch_up()
         self.compact()
+
+    def catch_up_for_read(self, seconds: float, progress: Progress | None = None) -> None:
+        """What a CLI read does when no worker runs: every projection it answers from (SEARCHABLE, the
+        snapshot) to the head, then the vectors for at most about `seconds`; the read says how far
+        behind they stayed (vectors_behind). `progress(reached, head)` follows both parts."""
+        self.runner(SEARCHABLE).catch_up(progress)
+        self.compact()
+        vectors = Runner(self.log, self.projections(["vectors"]), batch_size=CATCH_UP_VECTOR_EVENTS)
+        vectors.catch_up(progress, seconds=seconds)
+
+    def vectors_behind(self, position: int) -> tuple[int, float | None]:
+        """(events, estimated seconds) the vectors are behind a read's `position`: what the answer found
+        by keywords only (seconds: None until this process measured the vectors' throughput)."""
+        vectors = self.projection("vectors")
+        events = max(0, position - vectors.position)
+        return events, estimated_seconds(vectors.path, events) if events else 0.0
 
     def projection(self, name: str) -> Projection:
         if name not in PROJECTIONS:

@@ -84,6 +84,13 @@ class Settings(BaseModel):
         description="In an MCP session, how long a read or memory_index waits for the projections to reach the "
         "session's last write before it answers anyway, saying it is behind (consistency.behind).",
     )
+    read_embed_seconds: float = Field(
+        2.0,
+        ge=0,
+        le=3600,
+        description="How long a CLI read (with no worker running) spends embedding the vectors' backlog before it "
+        "answers from what is searchable, saying how far behind the vectors are (behind).",
+    )
     as_of_models: int = Field(
         1,
         ge=1,
@@ -136,6 +143,22 @@ class Settings(BaseModel):
         default_factory=list,
         description="Web origins (scheme://host:port) whose pages may call `strata serve`, besides its own "
         "(comma-separated in STRATA_ALLOWED_ORIGINS).",
+    )
+    mcp_sessions_per_token: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Most MCP sessions (streamable HTTP) one token holds open on `strata serve`: opening one more "
+        "ends that token's session idle longest, or is refused (503) while each has a request in flight.",
+    )
+    # strata hook
+    hook_recall_deadline_seconds: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="How long a recall hook (prompt, edit, after-command) may take before it gives up and injects "
+        "nothing; session-start, stop and pre-compact take 1 s more. Read by the hooks themselves "
+        "(interface/agents/hooks.py recall_deadline: the environment, then the config file).",
     )
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"

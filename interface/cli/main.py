@@ -210,8 +210,38 @@ def read(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
     """
     with _session(ctx) as strata:
         text = _request_text(request)
-        strata.catch_up()
-        _emit(ctx.obj, _api(strata).read(text), render.read)
+        strata.catch_up_for_read(strata.settings.read_embed_seconds, _Waiting("catching up"))
+        answer = _api(strata).read(text)
+        if answer.behind is not None:
+            left = "" if answer.behind.seconds is None else f", about {_duration(answer.behind.seconds)} of embedding"
+            sys.stderr.write(
+                f"strata: the vectors are {answer.behind.events:,} events behind{left}: the newest memories were "
+                "found by their words only; `strata worker` or `strata serve` embeds the rest\n"
+            )
+        _emit(ctx.obj, answer, render.read)
+
+
+PROGRESS_AFTER_S = 2.0
+"""A command that waits says so on stderr once it has waited this long (then every second)."""
+
+
+class _Waiting:
+    """progress(reached, head) for a wait the user did not ask for: quiet for PROGRESS_AFTER_S, then a
+    line on stderr every second."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.started, self.said = what, time.monotonic(), 0.0
+
+    def __call__(self, reached: int, head: int) -> None:
+        now = time.monotonic()
+        if now - self.started >= PROGRESS_AFTER_S and now - self.said >= 1.0:
+            self.said = now
+            sys.stderr.write(f"strata: {self.what}: log position {reached:,} of {head:,}\n")
+            sys.stderr.flush()
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 @app.command()
@@ -967,7 +997,7 @@ def init_client(
             for f in r["files"]
         ]
         lines += [f"{step['status']}: {step['command']}  ({step['why']})" for step in r.get("local", [])]
-        source = r["repo_id_source"] if r["repo_id_source"].startswith("--") else f"the {r['repo_id_source']}"
+        source = r.get("repo_id_from") or r["repo_id_source"]
         head = (
             f"{r['client']} (repo_id {r['repo_id']}, from {source})"
             + (" -- removed" if r["removed"] else "")

@@ -38,6 +38,7 @@ import anyio
 import orjson
 import structlog
 import uvicorn
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
@@ -51,9 +52,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
 from strata_recall.domain.idempotency import MAX_KEY_CHARS, CommandKey, check_key
 from strata_recall.interface.app.access import PRINCIPAL, principal_in
-from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata
+from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.interface.app.logs import route_stdlib_logging
 from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL, Operation
+from strata_recall.interface.http.mcp_sessions import McpSessions
 from strata_recall.interface.http.page import PAGE_PATHS, page_routes
 from strata_recall.interface.http.security import (
     WILDCARDS,
@@ -71,6 +73,7 @@ from strata_recall.interface.runtime.dispatcher import Dispatcher, error_respons
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.projections.credentials import Credentials
 from strata_recall.schemas.errors import ErrorResponse
+from strata_recall.workers.runner import estimated_seconds
 
 log = structlog.get_logger("strata.http")
 
@@ -316,10 +319,21 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "status": {
-            "enum": ["ok", "degraded", "unwritable", "stopped"],
-            "description": "degraded: a projection fails (reads may lag), or an operation is stuck past "
-            "request_stall_seconds (see stalled); unwritable: the event log refuses writes (e.g. "
-            "a full disk); stopped: the projection workers stopped.",
+            "enum": ["ok", "catching_up", "degraded", "unwritable", "stopped"],
+            "description": "catching_up: serving, while the projections work through events they have not "
+            "applied yet (see behind; after a bulk import the vectors take longest); degraded: a projection "
+            "fails (reads may lag), or an operation is stuck past request_stall_seconds (see stalled); "
+            "unwritable: the event log refuses writes (e.g. a full disk); stopped: the projection workers stopped.",
+        },
+        "behind": {
+            "type": ["object", "null"],
+            "description": "While catching up: the events the slowest projection has not applied yet, which one, "
+            "and the seconds that should take at the throughput measured lately (null: not measured yet).",
+            "properties": {
+                "events": {"type": "integer"},
+                "projection": {"type": "string"},
+                "seconds": {"type": ["number", "null"]},
+            },
         },
         "version": {"type": "string"},
         "head": {"type": "integer", "description": "The log position of the last event."},
@@ -341,6 +355,10 @@ HEALTH_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "position": {"type": "integer"},
                     "lag": {"type": "integer"},
+                    "seconds": {
+                        "type": ["number", "null"],
+                        "description": "Estimated seconds to apply the lag at the throughput measured lately.",
+                    },
                     "last_error": {"type": ["string", "null"]},
                     "error_position": {"type": ["integer", "null"]},
                 },
@@ -376,15 +394,18 @@ class Health:
         head = self.strata.log.position()
         runner = self.background.runner if self.background is not None else None
         unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
+        folder = self.strata.settings.projection_dir
         projections = {}
         for name, row in self.positions.rows().items():
             position = row["position"] or 0
             error_position, error = row["error_position"], row["last_error"]
             if error is None and name in unrecorded:
                 error_position, error = unrecorded[name]
+            lag = head - position
             projections[name] = {
                 "position": position,
-                "lag": head - position,
+                "lag": lag,
+                "seconds": _rounded(estimated_seconds(folder / f"{name}.sqlite", lag)) if lag else None,
                 "last_error": error,
                 "error_position": error_position,
             }
@@ -392,19 +413,38 @@ class Health:
         write_failure = self.strata.log.write_failure
         failing = any(p["last_error"] for p in projections.values())
         stalled = self.stalls.stalled() if self.stalls is not None else None
+        # the snapshot moves by compaction, not with the runner: its lag is no backlog
+        lagging = [(p["lag"], name) for name, p in projections.items() if name in FOLLOWERS and p["lag"] > 0]
+        behind = None
+        if lagging:
+            events, slowest = max(lagging)
+            behind = {"events": events, "projection": slowest, "seconds": projections[slowest]["seconds"]}
         status = (
-            "stopped" if not workers else "unwritable" if write_failure else "degraded" if failing or stalled else "ok"
+            "stopped"
+            if not workers
+            else "unwritable"
+            if write_failure
+            else "degraded"
+            if failing or stalled
+            else "catching_up"
+            if behind
+            else "ok"
         )
         return {
-            "ok": status in ("ok", "degraded"),
+            "ok": status in ("ok", "catching_up", "degraded"),
             "status": status,
             "version": version(),
             "head": head,
             "workers": workers,
             "writes": {"ok": write_failure is None, "error": write_failure},
             "stalled": stalled,
+            "behind": behind,
             "projections": projections,
         }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 # --- middleware ---------------------------------------------------------------------------------------
@@ -476,6 +516,7 @@ def create_app(
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    sessions = McpSessions(mcp.session_manager, strata.settings.mcp_sessions_per_token, DEFAULT_SESSION_IDLE_TIMEOUT)
     health = Health(strata, background, positions, dispatcher.stalls)
     probe = anyio.CapacityLimiter(1)  # /healthz never waits for a thread other requests hold
     document = orjson.dumps(
@@ -506,7 +547,7 @@ def create_app(
         return error_json(internal_error(exc), 500)
 
     routes = [
-        *mcp_app.routes,
+        *sessions.routes(mcp_app.routes),  # each session bound to its token: interface/http/mcp_sessions.py
         *(Route(f"/v1/{op.name}", _operation_endpoint(op, dispatcher), methods=["POST"]) for op in OPERATIONS.values()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
@@ -515,7 +556,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), sessions.following(credentials, TOKEN_REFRESH_S):
             if background is not None:
                 background.start()
             watching = _watch_tokens(credentials)

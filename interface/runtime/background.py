@@ -10,11 +10,27 @@ from typing import Any
 import structlog
 
 from strata_recall.domain.errors import Conflict
-from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
+from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, SEARCHABLE, Strata, build
 from strata_recall.projections import store
 from strata_recall.projections.store import ProjectionBusy
+from strata_recall.workers.runner import Runner
 
 log = structlog.get_logger("strata.runtime")
+
+
+VECTOR_BATCH_EVENTS = 128
+"""Events per batch of the vectors' runner in a serving process (one transaction each)."""
+
+
+class _Runners:
+    """The runners of a serving process as /healthz sees them: their errors together."""
+
+    def __init__(self, runners: list[Runner]) -> None:
+        self.runners = runners
+
+    @property
+    def errors(self) -> dict[str, tuple[int, str]]:
+        return {name: error for runner in self.runners for name, error in runner.errors.items()}
 
 
 class Background:
@@ -39,7 +55,7 @@ class Background:
         self.model_ready = threading.Event()
         self.loading: threading.Thread | None = None
         self.runner: Any = None
-        """The runner while this process leads (its in-memory errors feed /healthz)."""
+        """The runners while this process leads (their in-memory errors feed /healthz)."""
 
     def prepare(self, load_model: bool = True) -> None:
         """With `load_model` False (stdio's fast start) the model loads on a thread from start(); a
@@ -91,17 +107,30 @@ class Background:
         leader = store.FileLock(self.strata.settings.projection_dir / "followers.lock")
         if not self._lead(leader):
             return
+        # Two runners: what reads answer from (SEARCHABLE) never waits behind the vectors, which embed
+        # each text: after a bulk import they work through their backlog on a thread of their own (in
+        # small batches, so each commit and /healthz's estimate come often) while reads find the new
+        # memories by their words and say how far behind the vectors are.
+        searchable = self.workers.runner(SEARCHABLE)
+        vectors = self.workers.runner(["vectors"])
+        vectors.batch_size = min(vectors.batch_size, VECTOR_BATCH_EVENTS)
+        self.runner = _Runners([searchable, vectors])
+        embedding = threading.Thread(target=self._run, args=(vectors,), name="strata-vectors", daemon=True)
         try:
-            runner = self.runner = self.workers.runner(FOLLOWERS)
-            while not self.stop_event.is_set():
-                try:
-                    runner.run(self.stop_event)  # returns when stop_event is set
-                except Exception as exc:  # e.g. the log briefly unreadable: keep following after a pause
-                    log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=self.RESTART_PAUSE_S)
-                    self.stop_event.wait(self.RESTART_PAUSE_S)
+            embedding.start()
+            self._run(searchable)
         finally:
+            embedding.join(timeout=120)
             leader.release()
             self.leading = False
+
+    def _run(self, runner: Runner) -> None:
+        while not self.stop_event.is_set():
+            try:
+                runner.run(self.stop_event)  # returns when stop_event is set
+            except Exception as exc:  # e.g. the log briefly unreadable: keep following after a pause
+                log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=self.RESTART_PAUSE_S)
+                self.stop_event.wait(self.RESTART_PAUSE_S)
 
     def _lead(self, leader: store.FileLock) -> bool:
         """Wait until this process holds the runner lock (True), or until stopped (False)."""

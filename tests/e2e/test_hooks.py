@@ -7,6 +7,8 @@ never fails or holds up its client."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -20,7 +22,8 @@ import httpx
 import pytest
 
 from strata_recall.domain.anchors import fingerprint
-from tests.conftest import STRATA_COMMAND, Served
+from strata_recall.interface.agents.hooks import FRAME_TOKENS
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 from tests.e2e import real_clients
 
 REPO = "github.com/acme/api"
@@ -32,6 +35,12 @@ def repo(git_repo: Path) -> Path:
     return git_repo
 
 
+@pytest.fixture
+def strata_env(strata_env: dict[str, str]) -> dict[str, str]:
+    """tests/conftest.py's, the hooks with a generous recall deadline (HOOK_DEADLINE_ENV)."""
+    return {**strata_env, **HOOK_DEADLINE_ENV}
+
+
 def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run(
@@ -39,9 +48,15 @@ def hook(env: dict[str, str], event: str, payload: Any, *extra: str) -> subproce
     )
 
 
+NOTHING = "{}\n"
+"""What a hook prints when it has nothing to say (or failed): one JSON object on one line."""
+
+
 def reply(result: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
+    """The hook's reply (None: `{}`); always exactly one line of JSON, exit 0."""
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-    return json.loads(result.stdout) if result.stdout.strip() else None
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1, result.stdout
+    return json.loads(result.stdout) or None
 
 
 def claude(event: str, repo: Path, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
@@ -148,7 +163,7 @@ def test_cursor_payloads_get_cursor_replies(strata_env: dict[str, str], repo: Pa
 )
 def test_a_hook_never_fails_its_client(strata_env: dict[str, str], event: str, payload: str) -> None:
     result = hook(strata_env, event, payload)
-    assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.returncode == 0 and result.stdout == NOTHING and "Traceback" not in result.stderr
     assert json.loads(result.stderr.splitlines()[-1])["event"] == "hook_failed"
 
 
@@ -162,7 +177,7 @@ def test_an_unusable_data_dir_is_not_the_clients_problem(
         "session-start",
         claude("SessionStart", repo, source="startup"),
     )
-    assert result.returncode == 0 and result.stdout == "" and "hook_failed" in result.stderr
+    assert result.returncode == 0 and result.stdout == NOTHING and "hook_failed" in result.stderr
 
 
 def test_an_empty_store_says_so(strata_env: dict[str, str], repo: Path) -> None:
@@ -487,7 +502,7 @@ def test_hooks_read_the_server_they_are_set_up_for(
         claude("UserPromptSubmit", repo, "sess-2", prompt="db_pool.acquire hangs in tests/test_orders.py"),
         *options,
     )
-    assert refused.returncode == 0 and refused.stdout == "" and "401" in refused.stderr
+    assert refused.returncode == 0 and refused.stdout == NOTHING and "401" in refused.stderr
 
 
 def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
@@ -563,13 +578,13 @@ def test_a_server_that_does_not_answer_costs_the_client_nothing(strata_env: dict
     try:
         port = silent.getsockname()[1]
         result = hook_with(
-            strata_env,
+            {**strata_env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "1"},  # the deadline is the point here
             "prompt",
             claude("UserPromptSubmit", repo, prompt="db_pool.acquire hangs again"),
             "--http",
             f"http://127.0.0.1:{port}",
         )
-        assert result.returncode == 0 and result.stdout == ""
+        assert result.returncode == 0 and result.stdout == NOTHING
         failure = json.loads(result.stderr.splitlines()[-1])
         assert failure["event"] == "hook_failed" and ("timed out" in failure["error"] or "gave up" in failure["error"])
     finally:
@@ -683,16 +698,17 @@ def topic_prompt(topic: str) -> str:
 @pytest.mark.slow
 def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """Three prompts, each with five memories that clear the bar: the first injection fits the prompt's
-    budget (400 tokens), the second only what the session has left of its 600, the third nothing; a new
-    session gets the third topic's memories (it was the budget, not the bar)."""
+    budget (400 tokens, the block's tags on top), the second only what the session has left of its 600,
+    the third nothing; a new session gets the third topic's memories (it was the budget, not the bar)."""
     seed_topics(strata_env, tmp_path)
     contexts = [
         context_of(hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-1", prompt=topic_prompt(t))))
         for t in TOPICS
     ]
-    shown = [len(re.findall(r"^- fact ", c, re.M)) for c in contexts]
+    shown = [len(re.findall(r"^- \[repo\] fact ", c, re.M)) for c in contexts]
     assert 0 < shown[0] < 5 and 0 < shown[1] < shown[0] and shown[2] == 0, contexts
-    assert len(contexts[0]) / 2.5 <= 400 and sum(len(c) for c in contexts) / 2.5 <= 600
+    # the heading and lines fit the prompt's 400 (the block's tags on top); all of it fits the session's 600
+    assert len(contexts[0]) / 2.5 <= 400 + FRAME_TOKENS and sum(len(c) for c in contexts) / 2.5 <= 600
     fresh = context_of(
         hook(strata_env, "prompt", claude("UserPromptSubmit", repo, "budget-2", prompt=topic_prompt("mailer")))
     )
@@ -796,7 +812,8 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
             timeout=60,
         )
         assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
-        return "" if not done.stdout.strip() else json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        answer = json.loads(done.stdout)
+        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
 
     assert "Memory of team/backend: 3 memories" in run("SessionStart", "s1", source="startup")
     prompt = run(
@@ -851,3 +868,35 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
         == ""
     )
     assert not (tmp_path / "client-data" / "projections").exists()  # the server was read, not this machine
+
+
+@pytest.mark.slow
+def test_the_recall_deadline_is_a_setting(strata_env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """hook_recall_deadline_seconds, from the environment or the config file, is how long a recall hook
+    waits before it gives up: here on the lock of its session's state, held by this test, so the hook can
+    only give up, and says after how long. A value the settings refuse gives the default and says why."""
+    data = Path(strata_env["STRATA_DATA_DIR"])
+    (data / "hooks").mkdir(parents=True)
+    session = "sess-locked"
+    lock = data / "hooks" / (hashlib.sha256(session.encode()).hexdigest()[:24] + ".lock")
+    payload = claude("UserPromptSubmit", repo, session, prompt="db_pool.acquire hangs again")
+    env = {k: v for k, v in strata_env.items() if k != "STRATA_HOOK_RECALL_DEADLINE_SECONDS"}
+    config = tmp_path / "cfg" / "strata" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+
+    def gave_up(environ: dict[str, str]) -> list[dict[str, Any]]:
+        result = hook_with(environ, "prompt", payload)
+        assert reply(result) is None
+        return [json.loads(line) for line in result.stderr.splitlines()]
+
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        said = gave_up({**env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "1.5"})
+        assert said == [{"event": "hook_failed", "hook": "prompt", "error": "gave up after 1.5 s"}], said
+        config.write_text("[strata]\nhook_recall_deadline_seconds = 2.5\n")
+        said = gave_up(env)
+        assert said == [{"event": "hook_failed", "hook": "prompt", "error": "gave up after 2.5 s"}], said
+        said = gave_up({**env, "STRATA_HOOK_RECALL_DEADLINE_SECONDS": "soon"})
+        assert [s["event"] for s in said] == ["hook_setting_ignored", "hook_failed"], said
+        assert "STRATA_HOOK_RECALL_DEADLINE_SECONDS" in said[0]["error"] and "'soon'" in said[0]["error"]
+        assert said[1]["error"] == "gave up after 2.0 s"

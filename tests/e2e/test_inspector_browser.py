@@ -551,3 +551,23 @@ def test_an_empty_store_tells_how_to_connect_an_agent(serve: Callable[..., Serve
     assert "strata init claude-code" in page.text
     assert not console_errors(driver)
     assert served.stop() == 0
+
+
+def test_the_page_says_when_the_vectors_are_catching_up(
+    serve: Callable[..., Served], browser: Any, strata_env: dict[str, str], tmp_path: Path
+) -> None:
+    """After a bulk import the page says the server is catching up, and how far, until it is done
+    (issue #32: /healthz said ok and the page said nothing)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.e2e.test_catching_up import import_memories
+
+    import_memories(strata_env, tmp_path, 1500)  # nothing embedded until the server runs: seconds of work
+    served = serve()
+    driver = browser
+    driver.get(f"{served.url}/")
+    banner = wait(driver, lambda d: (b := find(d, "#catching-up")).is_displayed() and b)
+    assert "Catching up: the vectors are" in banner.text and "events behind" in banner.text, banner.text
+    shot(driver, "25-catching-up")
+    WebDriverWait(driver, 900).until(lambda d: not find(d, "#catching-up").is_displayed())  # a deadline, not a timing
+    assert not console_errors(driver)

@@ -143,6 +143,26 @@ def test_embed_query_matches_batch_embedding(minilm: MiniLMEmbedder) -> None:
     np.testing.assert_allclose(other, batch, atol=1e-5)
 
 
+def test_vectors_are_fastembeds(minilm: MiniLMEmbedder, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedder runs the model itself (texts sorted by length, batches padded to their own longest):
+    its vectors are those fastembed's description of all-MiniLM-L6-v2 gives on the same files."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from fastembed import TextEmbedding
+
+    reference = TextEmbedding(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        cache_dir=str(model_dir),
+        specific_model_path=str(model_dir),
+        local_files_only=True,
+        threads=2,
+    )
+    texts = [FAILED, "", UNRELATED, "a much longer passage " * 90, PARAPHRASE, "émigré naïve café 数据库", "x " * 255]
+    texts += [f"memory {i}: " + "word " * (i % 37) for i in range(150)]
+    expected = np.stack(list(reference.embed(texts, batch_size=64)))
+    np.testing.assert_allclose(minilm.embed(texts), expected, atol=1e-6)
+    np.testing.assert_allclose(MiniLMEmbedder(model_dir, threads=1, batch_tokens=40).embed(texts), expected, atol=1e-6)
+
+
 def test_long_text_is_truncated_at_256_tokens(minilm: MiniLMEmbedder) -> None:
     head = " ".join(f"word{i}" for i in range(400))  # well over 256 word pieces
     a, b = minilm.embed([head, head + " completely different trailing pizza text"])

@@ -1,6 +1,7 @@
 """The keyword search reads code: identifiers are searchable whole and in parts (snake_case,
 CamelCase, dotted paths, file paths, error class names, flags), in memories and queries alike; a
-pasted stack trace keeps its code tokens; a store indexed before this rebuilds from the log."""
+pasted stack trace keeps its code tokens; a store indexed in one table (before per-scope statistics)
+rebuilds from the log."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import fts as fts_module
+from strata_recall.projections import store as projection_store
 from strata_recall.projections.code_words import code_terms
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
@@ -97,26 +99,57 @@ def test_code_words_for_queries_and_memories_agree() -> None:
     assert code_terms("plain words only, nothing else.") == []
 
 
-def test_a_store_indexed_before_code_words_rebuilds_from_the_log(
-    store: tuple[Strata, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_store_indexed_in_one_table_rebuilds_from_the_log(
+    store: tuple[Strata, dict[str, str]], tmp_path: Path
 ) -> None:
-    """The migration empties the text table and replays: the result equals a fresh replay."""
+    """A store indexed before per-scope statistics (one text table for every repo, m001 to m003) is
+    rebuilt: migration m004 drops that table and the projection starts again from position zero; the
+    result equals a fresh replay."""
     app, ids = store
     path = tmp_path / "fts.sqlite"
+    old = projection_store.connect(path)
+    projection_store.migrate(
+        old, "fts", (fts_module.m001_create_tables, fts_module.m002_scope_column, fts_module.m003_code_words)
+    )
+    old.execute("INSERT INTO fts_memories VALUES (1, 'old', 'acme', 'repo', 'fact', 'active')")
+    old.execute(
+        "INSERT INTO fts_text (rowid, text, scope_key) VALUES (1, 'readcsv', ?)",
+        (fts_module.scope_key("repo", "acme"),),
+    )
+    projection_store.set_position(old, "fts", app.log.position())
+    old.close()
 
-    class Before(FTSProjection):  # the projection as it was: two migrations, text without its code words
-        migrations = (fts_module.m001_create_tables, fts_module.m002_scope_column)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(fts_module, "indexed_text", lambda text: text)
-        old = Before(path)
-        Runner(app.log, [old]).catch_up()
-        assert old.search("readcsv", "acme") == []  # indexed as before: the compound is not there
-        old.close()
-
-    reopened = FTSProjection(path)  # migration m003 runs and starts again from position zero
+    reopened = FTSProjection(path)
     assert reopened.position == 0
+    assert not reopened.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts_text'").fetchall()
     Runner(app.log, [reopened]).catch_up()
     assert [m for m, _ in reopened.search("readcsv", "acme")] == [ids["csv"]]
     assert reopened.digest() == app.projection("fts").digest()
     reopened.close()
+
+
+def test_a_search_reads_one_committed_state(
+    store: tuple[Strata, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts' sizes, their word counts and the hits come from one committed state: a worker (another
+    connection) committing a memory between two of the search's statements changes nothing in it."""
+    app, _ = store
+    fts: FTSProjection = app.projection("fts")  # type: ignore[assignment]
+    query = "where does the nightly job write its report"
+    before = vars(fts.search_with_evidence(query, "acme"))
+    CommandAPI(app.log).write(write_request("acme", "The nightly report job writes to the archive drive"))
+    worker = FTSProjection(fts.path)
+    counts = fts._counts
+    committed = []
+
+    def counts_then_commit(part: str, words: list[str]) -> dict[str, int]:
+        found = counts(part, words)
+        if not committed:
+            committed.append(Runner(app.log, [worker]).catch_up())
+        return found
+
+    monkeypatch.setattr(fts, "_counts", counts_then_commit)
+    assert vars(fts.search_with_evidence(query, "acme")) == before
+    assert committed and worker.position == app.log.position()
+    assert vars(fts.search_with_evidence(query, "acme")) != before  # the next search sees the new memory
+    worker.close()

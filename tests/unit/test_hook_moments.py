@@ -4,10 +4,12 @@ directory resolved as the settings module does without importing it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from strata_recall.domain.errors import InvalidInput
 from strata_recall.interface.agents import hook_cues, hooks
 from strata_recall.interface.agents.hook_recall import Item, base_url
 from strata_recall.interface.app.settings import load_settings
@@ -245,3 +247,51 @@ def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Pa
     seen, cited = hooks.transcript_reads(str(transcript))
     assert seen == [unrated] and cited == {rated}
     assert hooks.transcript_reads(str(tmp_path / "missing.jsonl")) == ([], set())
+
+
+@pytest.mark.parametrize("case", ["default", "env", "config", "env over config", "explicit config"])
+def test_the_hooks_find_the_recall_deadline_the_settings_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # the settings module reads it from the process
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    default_file, explicit = tmp_path / "cfg" / "strata" / "config.toml", None
+    default_file.parent.mkdir(parents=True)
+    if case in ("config", "env over config"):
+        default_file.write_text("[strata]\nhook_recall_deadline_seconds = 7\n")
+    if case in ("env", "env over config"):
+        environ["STRATA_HOOK_RECALL_DEADLINE_SECONDS"] = "4.5"
+    if case == "explicit config":
+        explicit = tmp_path / "other.toml"
+        explicit.write_text("[strata]\nhook_recall_deadline_seconds = 12.5\n")
+    expected = load_settings(config_file=explicit, environ=environ).hook_recall_deadline_seconds
+    assert hooks.recall_deadline(explicit, environ) == (expected, None)
+    assert expected == {"default": 2.0, "env": 4.5, "config": 7.0, "env over config": 4.5}.get(case, 12.5)
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "61", "nan", "inf", ""])
+def test_a_recall_deadline_the_settings_refuse_gives_the_hooks_the_default_and_a_reason(
+    tmp_path: Path, value: str
+) -> None:
+    environ = {"XDG_CONFIG_HOME": str(tmp_path), "STRATA_HOOK_RECALL_DEADLINE_SECONDS": value}
+    with pytest.raises(InvalidInput):
+        load_settings(environ=environ)
+    seconds, why = hooks.recall_deadline(None, environ)
+    assert seconds == hooks.RECALL_DEADLINE_S and why and "STRATA_HOOK_RECALL_DEADLINE_SECONDS" in why
+
+
+def test_a_config_file_a_hook_cannot_use_gives_the_default(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    for text, reason in (
+        ("[strata]\nhook_recall_deadline_seconds = true\n", "hook_recall_deadline_seconds in"),
+        ("[strata\nthis is no toml", "cannot read"),
+        ("", None),
+        ("[strata]\nport = 1\n", None),
+    ):
+        config.write_text(text)
+        seconds, why = hooks.recall_deadline(config, {})
+        assert seconds == hooks.RECALL_DEADLINE_S and (why is None if reason is None else reason in str(why)), why
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it would block: not read
+    assert hooks.recall_deadline(fifo, {}) == (hooks.RECALL_DEADLINE_S, None)

@@ -542,6 +542,32 @@ async function act(action) {
   }
 }
 
+// --- catching up: what /healthz says while the projections work through a backlog -------------------
+
+const LAG_POLL_MS = { behind: 1000, current: 5000 };
+
+function duration(seconds) {
+  return seconds < 90 ? `${Math.max(1, Math.round(seconds))} s` : `${Math.round(seconds / 60)} min`;
+}
+
+async function watchLag() {
+  let behind = null;
+  try {
+    const report = await (await fetch("/healthz", { cache: "no-store" })).json();
+    behind = report.status === "catching_up" ? report.behind : null;
+  } catch {
+    behind = null; // the server is away: the next call's error says so
+  }
+  const banner = $("catching-up");
+  banner.hidden = !behind;
+  if (behind) {
+    const left = behind.seconds == null ? "" : `, about ${duration(behind.seconds)} left`;
+    banner.textContent = `Catching up: the ${behind.projection} are ${behind.events.toLocaleString("en")} events behind${left}. `
+      + "Until then reads find the newest memories by their words only.";
+  }
+  setTimeout(watchLag, behind ? LAG_POLL_MS.behind : LAG_POLL_MS.current);
+}
+
 // --- wiring -------------------------------------------------------------------------------------
 
 function start() {
@@ -563,6 +589,7 @@ function start() {
   window.addEventListener("hashchange", render);
   WIDE.addEventListener("change", () => { if (["memories", "memory"].includes(route().view)) render(); });
   render();
+  watchLag();
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
