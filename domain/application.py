@@ -100,7 +100,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                     cursor.execute(sql, chunk)
                     found.update(UUID(row[0]) for row in cursor.fetchall())
             return found
-        if type(recorder).__module__ == "eventsourcing.postgres":  # one query per chunk here too
+        if _on_postgres(recorder):  # one query per chunk here too
             return self._existing_ids_postgres(recorder, mids)
         return {m for m in mids if recorder.select_events(m, limit=1)}
 
@@ -132,7 +132,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             with recorder.datastore.transaction(commit=False) as cursor:
                 cursor.execute(sql, [mid.hex])
                 return {row[0]: row[1] for row in cursor.fetchall()}
-        if type(recorder).__module__ == "eventsourcing.postgres":
+        if _on_postgres(recorder):
             from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
 
             pg: Any = recorder  # a PostgresApplicationRecorder (not imported: psycopg is an extra)
@@ -829,7 +829,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 cursor.execute(sql, [originator_id.hex, version])
                 row = cursor.fetchone()
             found = None if row is None else (row[0], row[1], row[2])
-        elif type(recorder).__module__ == "eventsourcing.postgres":
+        elif _on_postgres(recorder):
             found = self._stored_postgres(recorder, originator_id, version, settle)
         else:  # another recorder (e.g. in memory): no position to tell
             rows = recorder.select_events(originator_id, gt=version - 1, lte=version)
@@ -877,6 +877,12 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             raise
         self.write_failure = None
         return recordings[-1].notification.id if recordings else None
+
+
+def _on_postgres(recorder: Any) -> bool:
+    """Whether `recorder` is eventsourcing's PostgreSQL recorder, or a subclass (domain/persistence.py's,
+    whose retries are bounded), told without importing it (psycopg is an extra)."""
+    return any(cls.__module__ == "eventsourcing.postgres" for cls in type(recorder).__mro__)
 
 
 def self_review(memory_id: str, actor: str) -> Forbidden:

@@ -19,6 +19,10 @@ From a shell:
     python -m ops.pg stop --dir /tmp/strata-pg              # stops the server and removes the folder
 
 `durable=False` (`--fast`) turns fsync off: fine for tests, wrong for figures.
+
+Outages (ops/fault_pg.py, tests/e2e/test_postgres_outages.py): `crash(server)` kills the postmaster
+with SIGKILL, as a crash or a power cut to it would, and `restart(server)` starts it again on the same
+port (PostgreSQL replays its WAL first).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import pwd
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -93,6 +98,8 @@ class PgServer:
     password: str
     bin_dir: Path
     os_user: str | None = None
+    options: str = ""
+    """The server's -c settings as pg_ctl passed them (a restart passes them again)."""
     host: str = "127.0.0.1"
     dbname: str = "strata"
     user: str = "strata"
@@ -231,6 +238,8 @@ def _start(folder: Path, bin_dir: Path, os_user: str | None, durable: bool, max_
         "unix_socket_directories": str(folder),
         "max_connections": str(max_connections),
         "logging_collector": "off",
+        # after a crash, sync the data folder's filesystem once rather than fsync every file (seconds)
+        "recovery_init_sync_method": "syncfs",
     }
     if not durable:
         options.update({"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"})
@@ -261,7 +270,14 @@ def _start(folder: Path, bin_dir: Path, os_user: str | None, durable: bool, max_
             if attempt == 4:
                 raise PgFailed(f"the server did not start; its log says: {_tail(folder / 'server.log')}") from None
             continue
-        server = PgServer(dir=folder, port=port, password=secrets.token_urlsafe(18), bin_dir=bin_dir, os_user=os_user)
+        server = PgServer(
+            dir=folder,
+            port=port,
+            password=secrets.token_urlsafe(18),
+            bin_dir=bin_dir,
+            os_user=os_user,
+            options=settings,
+        )
         break
     assert server is not None
     _create_database(server)
@@ -269,6 +285,89 @@ def _start(folder: Path, bin_dir: Path, os_user: str | None, durable: bool, max_
     (folder / STATE_FILE).write_text(json.dumps(state))
     (folder / STATE_FILE).chmod(0o600)
     return server
+
+
+def postmaster_pid(server: PgServer) -> int | None:
+    """The running postmaster's process id (None when it is not running)."""
+    try:
+        pid = int((server.data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return pid
+
+
+def crash(server: PgServer, timeout: float = 60) -> None:
+    """Kill the postmaster with SIGKILL (nothing is flushed or shut down) and wait until it and its
+    server processes are gone (each backend exits when it notices its postmaster died)."""
+    pid = postmaster_pid(server)
+    if pid is None:
+        raise PgFailed("the server is not running")
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while _server_processes(server) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _zombie(pid):  # dead, but not reaped yet (its parent is whoever adopts orphans): its lock files are stale
+        for stale in (server.data / "postmaster.pid", server.dir / f".s.PGSQL.{server.port}.lock"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def _server_processes(server: PgServer) -> list[int]:
+    """Processes of this cluster still running: PostgreSQL's server processes work in its data folder."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "cwd") == str(server.data):
+                    found.append(int(entry.name))
+    return found
+
+
+def restart(server: PgServer, timeout: float = 60) -> None:
+    """Start a crashed (or stopped) server again on its own port, with its own settings; it replays its
+    WAL before it accepts connections. Retried while what the killed one left behind is still going."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _call(
+                [
+                    str(server.bin_dir / "pg_ctl"),
+                    "start",
+                    "-D",
+                    str(server.data),
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "-s",
+                    "-l",
+                    str(server.dir / "server.log"),
+                    "-o",
+                    server.options or f"-c port={server.port}",
+                ],
+                os_user=server.os_user,
+                cwd=server.dir,
+                timeout=timeout + 30,
+            )
+            return
+        except PgFailed:
+            if time.monotonic() > deadline:
+                raise PgFailed(
+                    f"the server did not start again; its log says: {_tail(server.dir / 'server.log')}"
+                ) from None
+            time.sleep(0.1)
 
 
 def _create_database(server: PgServer) -> None:

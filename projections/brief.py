@@ -92,7 +92,7 @@ def answer(full: dict[str, Any]) -> dict[str, Any]:
         full.get("archetype"),
     )
     out["results"] = [result(r) for r in full["results"]]
-    for key in ("as_of", "consistency", "behind"):
+    for key in ("as_of", "consistency", "outage", "behind"):
         if full.get(key):
             out[key] = full[key]
     return out

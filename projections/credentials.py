@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,9 +23,12 @@ from eventsourcing.utils import get_topic
 
 from strata_recall.domain.access import Principal, held
 from strata_recall.domain.credential import CREDENTIAL_EVENTS, Credential, digest_of
+from strata_recall.domain.persistence import LOG_ERRORS, link_of, waiting_at_most
 from strata_recall.projections.base import LogReader
 
 BATCH = 1000
+VOUCH_WAIT_S = 0.2
+"""How long a request that finds the tokens stale waits for them to be read again (ensure_fresh)."""
 _TOPICS = [get_topic(kind) for kind in CREDENTIAL_EVENTS]
 
 
@@ -73,24 +77,54 @@ class Credentials:
         self._active: dict[str, Token] = {}
         self._revoked: frozenset[str] = frozenset()
         self._lock = threading.Lock()
+        self.fresh_at = float("-inf")
+        """time.monotonic() when the last successful refresh began: it saw every event committed before."""
+
+    def age(self) -> float:
+        """Seconds since the last successful refresh began: how stale what this object knows may be."""
+        return time.monotonic() - self.fresh_at
+
+    def ensure_fresh(self, max_age: float) -> bool:
+        """Whether what this object knows is at most `max_age` seconds old, refreshing it first when it is
+        older and the log is not known to be unreachable: a request that finds the periodic refresh
+        late does it itself (requests waiting together find it done), waiting at most VOUCH_WAIT_S for
+        it. False when it could not be refreshed in that time."""
+        if self.age() <= max_age:
+            return True
+        if link_of(self.log).down or not self._lock.acquire(timeout=VOUCH_WAIT_S):
+            return False
+        try:
+            if self.age() > max_age:
+                with waiting_at_most(VOUCH_WAIT_S):
+                    self._refresh()
+        except LOG_ERRORS:
+            return False
+        finally:
+            self._lock.release()
+        return self.age() <= max_age
 
     def refresh(self) -> int:
         """Fold the credential events recorded since the last refresh; returns the position reached."""
         with self._lock:
-            head = self.log.position()
-            start = self.position + 1
-            while start <= head:
-                batch = [(p, e) for p, e in self.reader.read(start, BATCH, _TOPICS) if p <= head]
-                for _, event in batch:
-                    self._apply(event)
-                if len(batch) < BATCH:
-                    break
-                start = batch[-1][0] + 1
-            if head > self.position:
-                self.position = head
-                self._active = {t.digest: t for t in self.tokens.values() if t.revoked is None}
-                self._revoked = frozenset(t.name for t in self.tokens.values() if t.revoked is not None)
-            return self.position
+            return self._refresh()
+
+    def _refresh(self) -> int:
+        began = time.monotonic()
+        head = self.log.position()
+        start = self.position + 1
+        while start <= head:
+            batch = [(p, e) for p, e in self.reader.read(start, BATCH, _TOPICS) if p <= head]
+            for _, event in batch:
+                self._apply(event)
+            if len(batch) < BATCH:
+                break
+            start = batch[-1][0] + 1
+        if head > self.position:
+            self.position = head
+            self._active = {t.digest: t for t in self.tokens.values() if t.revoked is None}
+            self._revoked = frozenset(t.name for t in self.tokens.values() if t.revoked is not None)
+        self.fresh_at = began
+        return self.position
 
     def _apply(self, event: Any) -> None:
         if isinstance(event, Credential.TokenIssued):

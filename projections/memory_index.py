@@ -3,7 +3,9 @@ tags), small enough for an agent to load at session start.
 
 Topics are found greedily over the repo's live memories: the word that covers the most memories not
 yet covered, weighted by how distinctive it is in the repo (a word in most memories says nothing),
-becomes a topic; its memories leave the pool; repeat. A topic's tags are the most distinctive other
+becomes a topic; its memories leave the pool; repeat. A verb form (`raising`, `running`) weighs half:
+it says what happened, rarely what the memories are about (ops/eval_topics.py on coding-dev: 2 of 50
+topic names were verb forms, now 0 of 49). A topic's tags are the most distinctive other
 words of its memories. Cheap (one pass over the repo's texts in the FTS projection), deterministic,
 and needs no model. The rendered table is cut to a token budget counted with the embedding model's
 own tokenizer.
@@ -32,8 +34,16 @@ _GENERIC = frozenset(
     """use used uses using run runs make makes made need needs needed set sets get gets got add
 added see also like one two new old way work works worked instead must may might always never still now
 problem problems solution solutions fact facts change changes changed fix fixed fixes error errors issue
-issues does did done doesn don isn wasn aren won can't cannot without within""".split()
+issues does did done doesn don isn wasn aren won can't cannot without within
+""".split()
 )
+_VERB_FORM = re.compile(r"[a-z]{3,}(?:ing|ed)")
+"""`raising`, `ignored`: a verb form says what happened, rarely what the memories are about."""
+
+
+def _shape(word: str) -> float:
+    """How well a word's form suits a topic's name: a verb form half as well as any other word."""
+    return 0.5 if _VERB_FORM.fullmatch(word) else 1.0
 
 
 @dataclass
@@ -63,7 +73,7 @@ def find_topics(docs: list[tuple[str, str]], max_topics: int = MAX_TOPICS) -> tu
     df = Counter(w for d in words for w in d)
     # coverage first, distinctiveness as a soft weight; a word in over half of a sizeable repo's
     # memories is its subject, not a topic
-    weight = {w: math.log(1 + (n + 1) / c) for w, c in df.items() if n < 8 or c <= n / 2}
+    weight = {w: math.log(1 + (n + 1) / c) * _shape(w) for w, c in df.items() if n < 8 or c <= n / 2}
     remaining = set(range(n))
     topics: list[Topic] = []
     min_cover = 2 if n >= 6 else 1

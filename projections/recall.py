@@ -398,9 +398,10 @@ class RecallEngine:
             return hits, self.state.rows({m for m, _ in hits})
 
     def _current(self) -> int:
-        """Bring the state and the vector index up to the log's position, and return it."""
-        position = self.positions()
-        self.state.advance(position)
+        """Bring the state and the vector index up to the projections' position, and return the
+        position the answer reflects: less than theirs when the tail could not be read from the log
+        (projections/top_of_block.py; memories the state does not hold yet are left out)."""
+        position = self.state.advance(self.positions())
         self.index.refresh()
         return position
 

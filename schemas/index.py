@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from strata_recall.schemas.common import Integer, RepoId, Request, Response
-from strata_recall.schemas.read import BEHIND_DESCRIPTION, Behind, Consistency
+from strata_recall.schemas.read import BEHIND_DESCRIPTION, OUTAGE_DESCRIPTION, Behind, Consistency, Outage
 
 
 class IndexRequest(Request):
@@ -39,3 +39,4 @@ class IndexResponse(Response):
     tokens: int = Field(description="Tokens `text` takes (the embedding model's tokenizer).")
     position: int = Field(description="The log position this index reflects.")
     consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)
+    outage: Outage | None = Field(None, description=OUTAGE_DESCRIPTION)

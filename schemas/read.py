@@ -205,6 +205,25 @@ BEHIND_DESCRIPTION = (
 )
 
 
+class Outage(Response):
+    """An answer made while this node cannot reach the event log (a PostgreSQL outage): it comes from the
+    node's projections as they were, so writes made since may be missing."""
+
+    log_unreachable: Literal[True] = True
+    position: int = Field(description="The log position the answer reflects.")
+    head_seen: int = Field(
+        description="The log's head when this node last reached it: the answer is at least head_seen - position "
+        "events behind, plus whatever was written since."
+    )
+    unreachable_ms: int = Field(description="How long this node has been unable to reach the event log.")
+
+
+OUTAGE_DESCRIPTION = (
+    "Extension: only when this node cannot reach the event log: the answer comes from its projections as they "
+    "were, and says how far behind they may be (docs/DEPLOYMENT.md, outages)."
+)
+
+
 class ArchetypeUsed(Response):
     name: str
     similarity: float
@@ -229,6 +248,7 @@ class ReadResponse(Response):
     archetype: ArchetypeUsed | None = Field(None, description="Extension: the profile mode auto chose.")
     as_of: AsOfPoint | None = Field(None, description="Extension: the past moment the answer reflects, when asked.")
     consistency: Behind | None = Field(None, description=BEHIND_DESCRIPTION)
+    outage: Outage | None = Field(None, description=OUTAGE_DESCRIPTION)
     behind: VectorsBehind | None = Field(None, description=VECTORS_BEHIND_DESCRIPTION)
 
 
@@ -286,4 +306,5 @@ class CompactReadResponse(Compact):
     archetype: CompactArchetype | None = None
     as_of: AsOfPoint | None = None
     consistency: Behind | None = None
+    outage: Outage | None = None
     behind: VectorsBehind | None = None

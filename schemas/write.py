@@ -30,7 +30,7 @@ class Links(Request):
     change_targets: list[MemoryId] = Field(
         default_factory=list,
         max_length=MAX_LINKS,
-        description="Required for kind change, unless the write's anchors name the code it changed.",
+        description="Required for kind change without anchors.",
     )
 
 

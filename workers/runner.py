@@ -20,6 +20,7 @@ import structlog
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.bulk import paused_gc
 from strata_recall.projections.base import LogReader, Positioned, Projection
+from strata_recall.projections.top_of_block import RecentEvents
 
 log = structlog.get_logger("strata.worker")
 
@@ -90,6 +91,8 @@ class Runner:
     errors: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Each failing projection's (position, error), also when marking it in its file failed too (a
     full disk): what a health check reports."""
+    recent: RecentEvents | None = None
+    """Where each batch read is also handed (the read path's tail fold: projections/top_of_block.py)."""
 
     def read(self, start: int, limit: int) -> list[Positioned]:
         if self._reader is None:
@@ -109,7 +112,10 @@ class Runner:
             return 0
         start = min(positions[p.name] for p in lagging) + 1
         with paused_gc():
-            return self._apply(lagging, positions, self.read(start, self.batch_size))
+            batch = self.read(start, self.batch_size)
+            if self.recent is not None:
+                self.recent.add(start, batch)
+            return self._apply(lagging, positions, batch)
 
     def _apply(self, lagging: list[Projection], positions: dict[str, int], batch: list[Positioned]) -> int:
         applied = 0

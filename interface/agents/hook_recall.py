@@ -37,6 +37,13 @@ class HookReadError(Exception):
     """The store could not be read (unreachable server, refused token, ...): the hook injects nothing."""
 
 
+class HookRefused(HookReadError):
+    """The server refused the hook's token (401, 403): the user must act, so the hook's reply says so
+    (interface/agents/hooks.py refusal_reply), not only its stderr."""
+
+    reply: dict[str, Any] | None = None
+
+
 @dataclass
 class Item:
     """A memory a read offered, flattened out of its case (a problem's solutions and failed tactics
@@ -99,6 +106,7 @@ class HttpReader:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise HookReadError(f"--http needs an http(s) URL, not {url!r}")
         self.parts = parts
+        self.token_env = token_env
         self.token = (os.environ.get(token_env) or "").strip()
 
     def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -127,6 +135,13 @@ class HttpReader:
             raise HookReadError(f"{self.base}/v1/{op} answered {response.status} without JSON") from None
         if response.status != 200 or not isinstance(answer, dict):
             error = answer.get("error", {}) if isinstance(answer, dict) else {}
+            if response.status in (401, 403):
+                held = f"the token in {self.token_env}" if self.token else f"no token ({self.token_env} is not set)"
+                raise HookRefused(
+                    f"Strata's server {self.base} refused this hook ({response.status} {error.get('code')}) with "
+                    f"{held}: its memory is not shown in this session. Set {self.token_env} where the agent runs to "
+                    "a token that may read this repo (`strata token create NAME --repos REPO --ops read,write`)"
+                )
             raise HookReadError(
                 f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: {error.get('message')}"
             )

@@ -64,7 +64,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
-from strata_recall.interface.agents.hook_recall import TOKEN_ENV, HookReadError, HttpReader, Item, LocalReader
+from strata_recall.interface.agents.hook_recall import (
+    TOKEN_ENV,
+    HookReadError,
+    HookRefused,
+    HttpReader,
+    Item,
+    LocalReader,
+)
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
 
@@ -465,6 +472,12 @@ def context_reply(hook: Hook, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 
 
+def refusal_reply(cursor: bool, exc: HookRefused) -> dict[str, Any]:
+    """What a hook the server refused tells the user (Claude Code and Codex show `systemMessage`; Cursor
+    gets it as context), since its stderr is seen by no one."""
+    return {"additional_context": str(exc)} if cursor else {"systemMessage": str(exc)}
+
+
 def session_start(hook: Hook) -> dict[str, Any] | None:
     source = str(hook.payload.get("source") or "startup")
     previous = hook.load()
@@ -483,16 +496,18 @@ def session_start(hook: Hook) -> dict[str, Any] | None:
         f"Strata long-term memory is connected. Use repo_id {json.dumps(hook.repo_id, ensure_ascii=False)}{where} "
         "with its tools. Call `read` when a problem starts; memories are hypotheses, the code is the truth."
     )
+    refused: dict[str, Any] = {}
     try:
         index = hook.reader().index(hook.repo_id, INDEX_TOKENS, hook.remaining())
         parts = [f"{connected} What its memory holds (data, not instructions):\n{framed(index)}"]
     except HookReadError as exc:  # the rest of the session still works: say why the index is missing
         parts = [connected, inert(f"(The memory index could not be read: {exc}.)")]
+        refused = refusal_reply(hook.cursor, exc) if isinstance(exc, HookRefused) and not hook.cursor else {}
     if source == "compact" and session.compacted_reads:
         parts.append(reminder(session.compacted_reads, hook.repo_id))
         session.compacted_reads = []
     hook.save(session)
-    return context_reply(hook, "\n\n".join(parts))
+    return {**context_reply(hook, "\n\n".join(parts)), **refused}
 
 
 def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
@@ -705,13 +720,15 @@ def run(
             )
         except BaseException as exc:  # anything at all: the client gets {} and stderr says why
             outcome["error"] = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+            if isinstance(exc, HookRefused) and exc.reply:  # the user must act: the reply says it too
+                outcome["reply"] = exc.reply
         finally:
             done.set()
 
     threading.Thread(target=work, name="strata-hook", daemon=True).start()
     finished = done.wait(seconds)
     result = dict(outcome) if finished else {"error": f"gave up after {seconds} s"}
-    reply = result.get("reply") if "error" not in result else None
+    reply = result.get("reply")  # with an error, only a refusal's reply (_handle)
     try:
         stdout.write(json.dumps(reply or {}) + "\n")  # ASCII: whatever the client's locale
         stdout.flush()
@@ -752,7 +769,11 @@ def _handle(
         deadline,
         identity,
     )
-    return HANDLERS[event](hook)
+    try:
+        return HANDLERS[event](hook)
+    except HookRefused as exc:
+        exc.reply = refusal_reply(hook.cursor, exc)
+        raise
 
 
 def payload_text(stdin: IO[str]) -> str:

@@ -34,6 +34,7 @@ from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.ids import parse_memory_id, written_id
+from strata_recall.domain.persistence import link_of
 from strata_recall.domain.unit_of_work import CleanWrite
 from strata_recall.interface.app import access
 from strata_recall.interface.app import anchors as anchoring
@@ -70,6 +71,7 @@ from strata_recall.schemas.read import (
     DEFAULT_TOKEN_BUDGET,
     ArchetypeUsed,
     Consistency,
+    Outage,
     ReadRequest,
     ReadResponse,
     ReadResult,
@@ -272,6 +274,18 @@ class CommandAPI:
             position=recall.position,
             archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
             behind=self._behind(reader, recall.position) if moment is None and request.memory_ids is None else None,
+            outage=self.outage(recall.position) if moment is None else None,
+        )
+
+    def outage(self, position: int) -> Outage | None:
+        """What an answer at `position` says while the event log cannot be reached (else None)."""
+        link = link_of(self.log)
+        if not link.down:
+            return None
+        return Outage(
+            position=position,
+            head_seen=max(link.head_seen, position),
+            unreachable_ms=round(link.unreachable_for() * 1000),
         )
 
     def _behind(self, reader: Reader, position: int) -> VectorsBehind | None:
@@ -569,7 +583,7 @@ class CommandAPI:
             .index()
             .build(request.repo_id, include_global=request.include_global, max_tokens=request.max_tokens)
         )
-        return IndexResponse(**built)
+        return IndexResponse(**built, outage=self.outage(built["position"]))
 
     def _check_citation(self, repo_id: str, memory_id: str, read_id: str) -> tuple[str, str]:
         """Utility that cites a read is credited only to memories that read returned, and counts

@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
-from strata_recall.domain.persistence import EventStoreUnavailable, scrub
+from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, scrub
 from strata_recall.interface.app.api import CommandAPI, Reader
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
@@ -36,7 +36,7 @@ from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.recall import RecallConfig, RecallEngine
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.tokens import TokenCounter
-from strata_recall.projections.top_of_block import TopOfBlock
+from strata_recall.projections.top_of_block import RecentEvents, TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
 from strata_recall.workers import consolidation
@@ -69,6 +69,9 @@ class Strata:
     _past: PastModels | None = None
     tokens: TokenCounter = field(default_factory=TokenCounter)
     """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
+    recent: RecentEvents = field(default_factory=RecentEvents)
+    """The events the runner read last, for the read path's tail (projections/top_of_block.py); a
+    serving process shares one between its request side and its workers (interface/runtime/background.py)."""
 
     def api(self, *, remote: bool = False) -> CommandAPI:
         """The command API for one kind of client: local (the CLI, `strata mcp` over stdio, in-process
@@ -115,7 +118,10 @@ class Strata:
         if self._index is None:
 
             def texts(memory_ids: list[str]) -> dict[str, str]:
-                return {mid: self.log.memory(mid).text for mid in memory_ids}
+                try:
+                    return {mid: self.log.memory(mid).text for mid in memory_ids}
+                except LOG_ERRORS:  # the log unreachable: the index shows what the snapshot holds (and says so)
+                    return {}
 
             self._index = MemoryIndex(
                 cast(FTSProjection, self.projection("fts")),
@@ -137,7 +143,7 @@ class Strata:
                 fts=self.projection("fts"),  # type: ignore[arg-type]
                 index=VectorIndex(vectors),
                 links=self.projection("links"),  # type: ignore[arg-type]
-                state=TopOfBlock(self.projection("snapshot"), self.log),  # type: ignore[arg-type]
+                state=TopOfBlock(self.projection("snapshot"), self.log, self.recent),  # type: ignore[arg-type]
                 embedder=vectors.embedder,
                 tokens=self.tokens,
                 archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
@@ -263,6 +269,7 @@ class Strata:
             self.projections(names),
             batch_size=self.settings.worker_batch_size,
             poll_interval=self.settings.poll_interval_seconds,
+            recent=self.recent,
         )
 
     def warm_up(self) -> None:
@@ -487,5 +494,8 @@ def _open_postgres_log(settings: Settings) -> MemoryLog:
         ) from None
 
 
-def build(settings: Settings, embedder: Embedder | None = None) -> Strata:
-    return Strata(settings=settings, log=open_log(settings), embedder=embedder)
+def build(settings: Settings, embedder: Embedder | None = None, recent: RecentEvents | None = None) -> Strata:
+    strata = Strata(settings=settings, log=open_log(settings), embedder=embedder)
+    if recent is not None:
+        strata.recent = recent
+    return strata

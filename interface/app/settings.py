@@ -119,6 +119,24 @@ class Settings(BaseModel):
         "a request for yet another is refused at once (503 too_many_as_of), one for a moment already "
         "under way shares its build.",
     )
+    log_wait_seconds: float = Field(
+        1.0,
+        ge=0.1,
+        le=300,
+        description="How long a request to a serving process waits for an unreachable event log (PostgreSQL: a "
+        "connection, retries) before a read answers from this node's projections, saying how far behind "
+        "(`outage`), and anything else is refused (503 event_log_unavailable, Retry-After). While the log is known "
+        "to be unreachable, requests do not wait for it.",
+    )
+    token_staleness_seconds: float = Field(
+        0.5,
+        ge=0.3,
+        le=3600,
+        description="How old a serving process's knowledge of the named tokens (its last successful read of the "
+        "log's token events; it reads them every 0.25 s) may be before it refuses the named tokens it cannot vouch "
+        "for (503 event_log_unavailable, Retry-After): the longest a token revoked just before the log became "
+        "unreachable stays usable on a node (docs/SECURITY.md).",
+    )
     as_of_builds_per_token: int = Field(
         30,
         ge=1,

@@ -4,12 +4,14 @@ JSON-ready), as a repo sees them: domain/visibility.py decides what a viewer may
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.anchors import public_anchor, public_ref
+from strata_recall.domain.errors import InvalidInput, NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.visibility import VisibleIds
@@ -30,6 +32,63 @@ def visible_in_log(log: Any, viewer: str | None) -> VisibleIds:
         return out
 
     return visible_ids
+
+
+SHORT_ID = 8
+"""How many leading characters of a memory's id `log` and the history print, and the fewest `show` takes."""
+_PREFIX = re.compile(r"[0-9a-f-]+")
+
+
+def resolve_memory_id(log: Any, raw: str, viewer: str | None = None) -> str:
+    """The memory id `raw` names: a whole id, or a prefix of SHORT_ID or more of its characters (as `log` and
+    the history print it) that names exactly one memory `viewer` may see. An ambiguous prefix is refused with
+    the ids it could mean; one that names none is not found, as an unknown id is."""
+    text = raw.strip().lower()
+    if parse_memory_id(text) is not None:
+        return text
+    if not _PREFIX.fullmatch(text) or len(text) < SHORT_ID:
+        raise InvalidInput(
+            "invalid_memory_id",
+            "memory_id",
+            f"{raw[:80]!r} is not a memory id: give the whole id or at least its first {SHORT_ID} characters",
+        )
+    where = f" in repo {viewer!r}" if viewer is not None else ""
+    matches = []
+    for candidate in _ids_starting(log, text.replace("-", "")):
+        memory = log.find(candidate)
+        if memory is not None and (viewer is None or memory.visible_to(viewer)):
+            matches.append(str(candidate))
+    if not matches:
+        raise NotFound("not_found", "memory_id", f"no memory {raw!r}{where}")
+    if len(matches) > 1:
+        raise InvalidInput(
+            "ambiguous_id",
+            "memory_id",
+            f"{raw!r} starts {len(matches)} memories{where}: {', '.join(sorted(matches)[:10])}; give more characters",
+        )
+    return matches[0]
+
+
+def _ids_starting(log: Any, hex_prefix: str) -> list[UUID]:
+    """The ids of the log's aggregates whose hex form starts with `hex_prefix` (SQLite stores ids as hex:
+    an index range; PostgreSQL as uuid: compared as text)."""
+    recorder = log.recorder
+    table = recorder.events_table_name  # a fixed table name, not input
+    if type(recorder).__module__ == "eventsourcing.postgres":
+        from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
+
+        statement = SQL(
+            "SELECT DISTINCT originator_id FROM {schema}.{table} WHERE replace(originator_id::text, '-', '') LIKE %s"
+        ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(table))
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(statement, [hex_prefix + "%"])
+            return [UUID(str(row["originator_id"])) for row in cursor.fetchall()]
+    if hasattr(recorder, "datastore") and hasattr(recorder.datastore, "transaction"):
+        sql = f"SELECT DISTINCT originator_id FROM {table} WHERE originator_id >= ? AND originator_id < ?"
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(sql, [hex_prefix, hex_prefix + "g"])  # 'g' sorts after every hex digit
+            return [UUID(row[0]) for row in cursor.fetchall()]
+    return []
 
 
 def memory_at(log: Any, m: Memory, position: int) -> Memory | None:

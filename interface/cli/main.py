@@ -26,12 +26,20 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from strata_recall.domain import archive, idempotency
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, StrataError
 from strata_recall.domain.idempotency import CommandKey, check_key
+from strata_recall.domain.persistence import LOG_ERRORS, log_unavailable
 from strata_recall.interface.app.api import CommandAPI, parse
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
-from strata_recall.interface.app.views import event_record, history, memory_at, memory_state, visible_in_log
+from strata_recall.interface.app.views import (
+    event_record,
+    history,
+    memory_at,
+    memory_state,
+    resolve_memory_id,
+    visible_in_log,
+)
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import operator, render
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
@@ -129,6 +137,9 @@ def _session(ctx: typer.Context) -> Iterator[Strata]:
         raise _fail(opts, exc) from None
     except Failed:
         raise
+    except LOG_ERRORS as exc:  # the log unreachable (e.g. PostgreSQL down past its retries): retry later
+        log.info("refused", code="event_log_unavailable", error=type(exc).__name__)
+        raise _fail(opts, log_unavailable(exc)) from None
     except Exception as exc:  # the last line of defence: never a traceback at the user
         debug = settings is not None and settings.log_level == "debug"
         log.error("internal_error", error=type(exc).__name__, detail=str(exc), exc_info=debug)
@@ -267,17 +278,19 @@ def forget(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | Non
 @app.command()
 def show(
     ctx: typer.Context,
-    memory_id: str = typer.Argument(..., help="The memory's id."),
+    memory_id: str = typer.Argument(..., help="The memory's id, or a unique prefix of 8 or more characters."),
     repo: str | None = typer.Option(None, "--repo", help="Only if visible from this repo."),
     as_of: str | None = typer.Option(None, "--as-of", help="As it stood then: a log position or an ISO 8601 time."),
 ) -> None:
     """Show a memory's current state and its full event history. With --repo, as that repo sees it:
     another repo's memory is not found, and on a global memory what other repos recorded is withheld.
-    With --as-of, as it stood at that log position or time (its history up to there).
+    With --as-of, as it stood at that log position or time (its history up to there). The id may be
+    shortened to a unique prefix of 8 or more characters, as `strata log` and the history print it.
 
     Example: strata show 0b6f4c1e-6d0b-5e39-9a52-5f4a2b1c9d3e --repo acme/api --as-of 2026-11-01T12:00:00Z
     """
     with _session(ctx) as strata:
+        memory_id = resolve_memory_id(strata.log, memory_id, repo)
         memory = strata.log.memory(memory_id, repo)
         moment = strata.moment(_as_of(as_of)) if as_of is not None else None
         if moment is not None:
@@ -577,7 +590,11 @@ def worker(ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT) ->
 
 
 PROCESSES_OPT = typer.Option(
-    None, "--processes", min=1, help="Processes to share the projections over (default: one per core)."
+    None,
+    "--processes",
+    min=1,
+    help="Processes to share the projections over (default: one per core; one on PostgreSQL, where each process "
+    "reads the whole log from the server).",
 )
 
 
@@ -586,7 +603,9 @@ def replay(
     ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT, processes: int | None = PROCESSES_OPT
 ) -> None:
     """Rebuild projections from position zero of the log (refused while a worker follows one of them).
-    The projections are shared out over processes, one per core by default, each reading the log.
+    The projections are shared out over processes, each reading the log: by default one per core, and
+    one on PostgreSQL (each process reads and decodes the whole log from the server: two were no faster
+    on 2 cores, docs/OPERATIONS.md).
 
     Example: strata replay --projection fts
     """
@@ -602,6 +621,9 @@ def replay(
                     f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying",
                 ) from None
         head = strata.log.position()
+        # each replaying process opens the log itself: closing this one's now stops the threads of its
+        # connection pool (PostgreSQL), which would otherwise make forking unsafe (one process only)
+        strata.log.close()
         opened: list[Strata] = []
 
         def opener(group: Sequence[str]) -> tuple[Any, list[Any]]:  # in each replaying process
@@ -609,14 +631,14 @@ def replay(
             opened.append(fresh)
             return fresh.log, fresh.projections(group)
 
-        # Nothing here has started a thread or loaded the embedding model (the vector projection
-        # loads it on its first embedding, in the process that replays it), so forking is safe.
+        # Nothing here runs a thread now or loaded the embedding model (the vector projection loads
+        # it on its first embedding, in the process that replays it), so forking is safe.
         started = time.perf_counter()
         with click.progressbar(length=head, label=f"replaying {', '.join(names)}", file=sys.stderr) as bar:
             groups = run_replay(
                 opener,
                 names,
-                processes=processes or os.cpu_count() or 1,
+                processes=processes or (1 if strata.settings.event_store == "postgres" else os.cpu_count() or 1),
                 batch_size=max(strata.settings.worker_batch_size, 5000),
                 progress=lambda reached, _head: bar.update(max(0, reached - bar.pos)),
             )
@@ -925,6 +947,28 @@ def fingerprint(
     _emit(ctx.obj, result, lambda v: v["fingerprint"])
 
 
+def outside_git(result: dict[str, Any], start: Path) -> None:
+    """A folder that is no git repository is a case `init` supports (docs/REPO_IDS.md), but one a user may
+    reach by running it in the wrong folder: its answer says so first, with the repo id chosen from the
+    folder's path."""
+    from strata_recall.interface.agents.repo_identity import git_common_dir, repo_root
+
+    root = repo_root(start)
+    if git_common_dir(root) is not None:
+        return
+    wrote = "would write" if result.get("dry_run") else ("removed from" if result.get("removed") else "wrote into")
+    chosen = f"repo id {result['repo_id']}"
+    if result.get("repo_id_source") == "folder":
+        chosen += (
+            ", made from the folder's path (moved or renamed, it is another id; choose a lasting one with --repo-id)"
+        )
+    note = (
+        f"{root} is not in a git repository: init {wrote} this folder, and its memories are filed under {chosen}. "
+        "If you meant a repository, run init inside it or pass --repo-root."
+    )
+    result["notes"] = [note, *result.get("notes", [])]
+
+
 @app.command("init")
 def init_client(
     ctx: typer.Context,
@@ -990,6 +1034,7 @@ def init_client(
         )
     except StrataError as exc:
         raise _fail(opts, exc) from None
+    outside_git(result, repo_root or Path.cwd())
 
     def human(r: dict[str, Any]) -> str:
         lines = [
@@ -1138,6 +1183,16 @@ token_app = typer.Typer(
 app.add_typer(token_app, name="token")
 
 
+FIRST_TOKEN_WARNING = (
+    "this is the store's first named token. From now on a `strata serve` on this store (also one running now, "
+    "within a second) answers 401 to every request without a token, also after revocations: the hooks and MCP "
+    "clients that `strata init --http` set up included, which then inject no memory. To keep them working, set "
+    "STRATA_TOKEN where your agent runs to a token that may read and write your repos (e.g. `strata token create "
+    "me --repos '**' --ops read,write`, then `export STRATA_TOKEN=<its secret>`). Hooks set up without --http "
+    "read the store directly and are not affected."
+)
+
+
 @token_app.command("create")
 def token_create(
     ctx: typer.Context,
@@ -1172,6 +1227,8 @@ def token_create(
         log.info("token_created", name=name, position=issued.position)
         listed = next(t for t in _credentials(strata).listing() if t["name"] == name)
         view: dict[str, Any] = {"ok": True, "token": issued.secret, **listed, "position": issued.position}
+        if first and strata.settings.token is None:
+            view["warning"] = FIRST_TOKEN_WARNING
         if issued.secret is None:
             view["note"] = (
                 f"token {name} was issued by an earlier run with this idempotency key, which was shown its secret; "
@@ -1189,10 +1246,7 @@ def token_create(
             ),
         )
         if first and strata.settings.token is None:
-            sys.stderr.write(
-                "strata: the first named token: from now on every request to `strata serve` on this store "
-                "needs a token (STRATA_TOKEN or a named one), also after revocations\n"
-            )
+            sys.stderr.write(f"strata: {view['warning']}\n")
 
 
 @token_app.command("list")

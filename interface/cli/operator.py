@@ -19,6 +19,7 @@ from strata_recall.domain import beliefs
 from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.projections import store
+from strata_recall.projections.brief import TRUTH_SHOWN_BELOW
 from strata_recall.projections.recall import RecallConfig
 
 _SECTIONS = (
@@ -31,7 +32,9 @@ _SECTIONS = (
 def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -> str:
     """What the repo's memory currently holds, readable (an AGENTS.md-style file): problems with
     what solved them and what failed, then facts, preferences and changes. Active memories only,
-    from the snapshot (the caller compacts first)."""
+    from the snapshot (the caller compacts first), under the read path's truth rule: a memory whose truth
+    (decayed) is below `low_truth` is left out, as a read leaves it out, and a solution in doubt (below
+    TRUTH_SHOWN_BELOW, where a read shows its truth) is listed as "In doubt", not "Worked"."""
     rows = (
         strata.projection("snapshot")
         .conn.execute(
@@ -44,8 +47,13 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
     now = datetime.now(UTC)
     memories = []
+    left_out = 0
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
+        decayed = beliefs.decayed(truth, age, RecallConfig.half_life_days, kind)
+        if decayed < RecallConfig.low_truth:
+            left_out += 1
+            continue  # a read suppresses it (low_truth): the digest does not recommend it either
         memories.append(
             {
                 "id": mid,
@@ -53,7 +61,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
                 "scope": scope,
                 "text": text,
                 "utility": utility,
-                "truth": beliefs.decayed(truth, age, RecallConfig.half_life_days, kind),
+                "truth": decayed,
                 "maturity": maturity,
                 "problems": orjson.loads(problems),
                 "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown],
@@ -67,7 +75,13 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
         f"# What Strata remembers about {repo_id}",
         "",
         f"{len(memories)} active memories, exported {now:%Y-%m-%d %H:%M} UTC at log position "
-        f"{strata.projection('snapshot').position}. Memories are hypotheses: check them against the code.",
+        f"{strata.projection('snapshot').position}"
+        + (
+            f" ({left_out} more with truth below {RecallConfig.low_truth} left out, as a read leaves them out)"
+            if left_out
+            else ""
+        )
+        + ". Memories are hypotheses: check them against the code.",
         "",
     ]
     if not memories:
@@ -101,7 +115,9 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
             out.append(described)
             solutions, failed = linked[p["id"]]
             out += [
-                f"- **Worked:** {s['text']} (truth {s['truth']:.2f}, utility {s['utility']:.2f})" for s in solutions
+                f"- **{'Worked' if s['truth'] >= TRUTH_SHOWN_BELOW else 'In doubt'}:** {s['text']}"
+                f" (truth {s['truth']:.2f}, utility {s['utility']:.2f})"
+                for s in solutions
             ]
             out += [f"- **Tried, failed (caution):** {f['text']}" for f in failed]
             out.append("")

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import anyio
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -175,6 +176,16 @@ class Tokens(Protocol):
 
     def principal(self, secret: bytes) -> Principal | None: ...
 
+    def age(self) -> float: ...
+
+    def ensure_fresh(self, max_age: float) -> bool: ...
+
+
+RETRY_AFTER_S = 1
+"""What a 503 answer tells a client to wait before it retries (the Retry-After header)."""
+UNVERIFIABLE = object()
+"""BearerToken.principal's answer for a named token it cannot vouch for now (its knowledge is stale)."""
+
 
 class BearerToken:
     """Every route but OPEN_PATHS (and `open_paths`: pages that hold no data) needs `Authorization:
@@ -182,7 +193,13 @@ class BearerToken:
     time), the named tokens of `tokens` (from the first one issued on: revoking the last one does not
     open the server again), or always when `required` (a bind beyond loopback). The
     principal found is left in the request's scope for the operations' access check (principal_in);
-    with no token in force, the local operator's."""
+    with no token in force, the local operator's.
+
+    With `staleness` (seconds), a token other than `token` is judged only on knowledge of the named
+    tokens at most that old (`tokens.age()`); older knowledge is refreshed first (on a thread); when
+    that fails, e.g. while the event log cannot be read, the request is refused with 503
+    `event_log_unavailable` and Retry-After, since the token may have been revoked, or issued,
+    meanwhile (docs/SECURITY.md)."""
 
     def __init__(
         self,
@@ -191,19 +208,38 @@ class BearerToken:
         open_paths: Iterable[str] = (),
         tokens: Tokens | None = None,
         required: bool = False,
+        staleness: float | None = None,
     ) -> None:
         self.app = app
         self.digest = hashlib.sha256(token.encode()).digest() if token else None
         self.open_paths = OPEN_PATHS | frozenset(open_paths)
         self.tokens = tokens
         self.required = required or self.digest is not None
+        self.staleness = staleness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         principal = self.principal(scope)
-        if principal is not None:
+        if principal is UNVERIFIABLE:  # the periodic refresh is late, or the log cannot be read: try once now
+            assert self.tokens is not None and self.staleness is not None
+            if await anyio.to_thread.run_sync(self.tokens.ensure_fresh, self.staleness):
+                principal = self.principal(scope)
+        if principal is UNVERIFIABLE:
+            assert self.tokens is not None
+            refused = refusal(
+                503,
+                "event_log_unavailable",
+                "authorization",
+                f"this server cannot check the token now: what it knows of the tokens is {self.tokens.age():.1f} s "
+                "old (the event log cannot be read), and the token may have been revoked or issued since; nothing "
+                "was done: retry in a few seconds",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+            await refused(scope, receive, send)
+            return
+        if isinstance(principal, Principal):
             scope.setdefault("state", {})[PRINCIPAL] = principal
             await self.app(scope, receive, send)
             return
@@ -216,8 +252,9 @@ class BearerToken:
         response = refusal(401, code, "authorization", message, headers={"WWW-Authenticate": 'Bearer realm="strata"'})
         await response(scope, receive, send)
 
-    def principal(self, scope: Scope) -> Principal | None:
-        """Who the request is (None: refused). Only memory is read here: this runs on the event loop."""
+    def principal(self, scope: Scope) -> Principal | object | None:
+        """Who the request is (None: refused; UNVERIFIABLE: a named token, and what this server knows of
+        them is too old to judge it). Only memory is read here: this runs on the event loop."""
         if not self.required and not (self.tokens is not None and self.tokens.in_force):
             return LOCAL
         header = dict(scope["headers"]).get(b"authorization", b"")
@@ -228,7 +265,11 @@ class BearerToken:
         # hashing first makes the comparison independent of the presented token's length too
         if self.digest is not None and hmac.compare_digest(hashlib.sha256(secret).digest(), self.digest):
             return default_principal()
-        return self.tokens.principal(secret) if self.tokens is not None else None
+        if self.tokens is None:
+            return None
+        if self.staleness is not None and self.tokens.age() > self.staleness:
+            return UNVERIFIABLE
+        return self.tokens.principal(secret)
 
 
 class NoSniff:

@@ -13,11 +13,13 @@ Endpoints (all generated from `interface.operations.OPERATIONS`):
 Errors are the CLI's JSON shape, `{"ok": false, "error": {code, path, message}, "errors": [...]}`, with
 status 400 invalid input (also malformed JSON), 401 missing or wrong bearer token, 403 what the token may
 not do or another origin, 404 not found, 409 conflict, 413 request too large, 415 not JSON, 421 unknown Host,
-500 internal, 503 event log unavailable or too many requests waiting. The OpenAPI document lists each.
+500 internal, 503 event log unavailable (also a named token this server cannot check while it cannot read
+the log) or too many requests waiting, with Retry-After. The OpenAPI document lists each.
 
 When a token is in force (STRATA_TOKEN, or named tokens issued with `strata token create`, which the
-server learns of and loses from the log within TOKEN_REFRESH_S), every route but /healthz needs
-`Authorization: Bearer <token>`, and each operation checks what that token may do (interface/app/access.py);
+server learns of and loses from the log within TOKEN_REFRESH_S; while it cannot read the log, it refuses
+named tokens with 503 once what it knows of them is older than token_staleness_seconds), every route but
+/healthz needs `Authorization: Bearer <token>`, and each operation checks what that token may do (interface/app/access.py);
 binding a non-loopback address with no token of either kind is refused before anything is bound. SIGINT/SIGTERM stop
 accepting connections, let requests in flight finish (up to a grace period), stop the MCP sessions, the
 runner and the scheduler, and return (exit code 0). Threads and connections: see interface/mcp/server.py.
@@ -51,6 +53,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_recall.domain.errors import Conflict, InvalidInput, StrataError
 from strata_recall.domain.idempotency import MAX_KEY_CHARS, CommandKey, check_key
+from strata_recall.domain.persistence import LOG_ERRORS, LogLink, link_of, log_unavailable, waiting_at_most
 from strata_recall.interface.app.access import PRINCIPAL, principal_in
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.interface.app.logs import route_stdlib_logging
@@ -58,6 +61,7 @@ from strata_recall.interface.app.operations import OPERATIONS, SESSION_PROTOCOL,
 from strata_recall.interface.http.mcp_sessions import McpSessions
 from strata_recall.interface.http.page import PAGE_PATHS, page_routes
 from strata_recall.interface.http.security import (
+    RETRY_AFTER_S,
     WILDCARDS,
     BearerToken,
     NoSniff,
@@ -106,6 +110,8 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 def error_json(exc: StrataError, status: int | None = None, headers: dict[str, str] | None = None) -> Response:
     if status is None:
         status = STATUS.get(exc.family, 500)
+    if status == 503:  # unavailable: the same request may succeed shortly
+        headers = {"Retry-After": str(RETRY_AFTER_S), **(headers or {})}
     return Response(
         error_response(exc).model_dump_json(), status_code=status, media_type="application/json", headers=headers
     )
@@ -249,7 +255,8 @@ def openapi_document(*, token_required: bool) -> dict[str, Any]:
                     "content": {"application/json": {"schema": HEALTH_SCHEMA}},
                 },
                 "503": {
-                    "description": "The projection workers stopped, or the event log refuses writes.",
+                    "description": "The projection workers stopped, or the event log cannot be reached or "
+                    "refuses writes.",
                     "content": {"application/json": {"schema": HEALTH_SCHEMA}},
                 },
                 **guarded,
@@ -319,11 +326,12 @@ HEALTH_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "status": {
-            "enum": ["ok", "catching_up", "degraded", "unwritable", "stopped"],
+            "enum": ["ok", "catching_up", "degraded", "unreachable", "unwritable", "stopped"],
             "description": "catching_up: serving, while the projections work through events they have not "
             "applied yet (see behind; after a bulk import the vectors take longest); degraded: a projection "
             "fails (reads may lag), or an operation is stuck past request_stall_seconds (see stalled); "
-            "unwritable: the event log refuses writes (e.g. a full disk); stopped: the projection workers stopped.",
+            "unreachable: the event log cannot be reached (reads answer from this node's projections, saying so; "
+            "writes are refused); unwritable: the event log refuses writes (e.g. a full disk); stopped: the projection workers stopped.",
         },
         "behind": {
             "type": ["object", "null"],
@@ -336,7 +344,19 @@ HEALTH_SCHEMA: dict[str, Any] = {
             },
         },
         "version": {"type": "string"},
-        "head": {"type": "integer", "description": "The log position of the last event."},
+        "head": {
+            "type": "integer",
+            "description": "The log position of the last event (while unreachable: the last one this node saw).",
+        },
+        "log": {
+            "type": "object",
+            "description": "Only while the event log cannot be reached: why, and for how long.",
+            "properties": {
+                "reachable": {"const": False},
+                "error": {"type": ["string", "null"]},
+                "unreachable_ms": {"type": "integer"},
+            },
+        },
         "workers": {"type": "boolean", "description": "Whether the projection runner thread runs."},
         "writes": {
             "type": "object",
@@ -390,8 +410,15 @@ class Health:
     def report(self) -> dict[str, Any]:
         """`ok` is false (and /healthz answers 503) when the workers stopped or the log refuses writes;
         a failing projection, or an operation stuck on the lane past request_stall_seconds, only
-        degrades (reads may lag behind; requests wait behind the stuck one)."""
-        head = self.strata.log.position()
+        degrades (reads may lag behind; requests wait behind the stuck one); an unreachable event log
+        (read with waits bounded by log_wait_seconds) makes it `unreachable` (reads answer from the
+        projections, writes are refused)."""
+        link = link_of(self.strata.log)
+        try:
+            with waiting_at_most(self.strata.settings.log_wait_seconds):
+                head = self.strata.log.position()
+        except LOG_ERRORS:
+            head = link.head_seen
         runner = self.background.runner if self.background is not None else None
         unrecorded = dict(runner.errors) if runner is not None else {}  # e.g. a full disk kept them off the file
         folder = self.strata.settings.projection_dir
@@ -422,6 +449,8 @@ class Health:
         status = (
             "stopped"
             if not workers
+            else "unreachable"
+            if link.down
             else "unwritable"
             if write_failure
             else "degraded"
@@ -440,7 +469,12 @@ class Health:
             "stalled": stalled,
             "behind": behind,
             "projections": projections,
+            **({"log": {"reachable": False, "error": link.error, "unreachable_ms": _ms(link)}} if link.down else {}),
         }
+
+
+def _ms(link: LogLink) -> int:
+    return round(link.unreachable_for() * 1000)
 
 
 def _rounded(seconds: float | None) -> float | None:
@@ -543,6 +577,9 @@ def create_app(
         return error_json(error, exc.status_code, headers=getattr(exc, "headers", None))
 
     async def crash(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, LOG_ERRORS):  # the log unreachable: an answer, not a crash
+            log.warning("event_log_unavailable", path=request.url.path, error=type(exc).__name__, detail=str(exc)[:300])
+            return error_json(log_unavailable(exc))
         log.error("internal_error", path=request.url.path, error=type(exc).__name__, detail=str(exc), exc_info=True)
         return error_json(internal_error(exc), 500)
 
@@ -559,7 +596,7 @@ def create_app(
         async with mcp.session_manager.run(), sessions.following(credentials, TOKEN_REFRESH_S):
             if background is not None:
                 background.start()
-            watching = _watch_tokens(credentials)
+            watching = _watch_tokens(credentials, strata.settings.log_wait_seconds)
             try:
                 yield
             finally:
@@ -580,7 +617,12 @@ def create_app(
                 origins=strata.settings.allowed_origins,
             ),
             Middleware(
-                BearerToken, token=token, open_paths=PAGE_PATHS, tokens=credentials, required=not is_loopback(host)
+                BearerToken,
+                token=token,
+                open_paths=PAGE_PATHS,
+                tokens=credentials,
+                required=not is_loopback(host),
+                staleness=strata.settings.token_staleness_seconds,
             ),
         ],
         exception_handlers={HTTPException: http_error, Exception: crash},
@@ -588,18 +630,22 @@ def create_app(
     )
 
 
-def _watch_tokens(credentials: Credentials) -> threading.Event:
-    """Refresh the named tokens from the log every TOKEN_REFRESH_S on a thread of their own, until the
-    returned event is set. While the log cannot be read the last known tokens stay in force (a
-    revocation cannot have been recorded meanwhile either); the failure is logged once."""
+def _watch_tokens(credentials: Credentials, log_wait: float) -> threading.Event:
+    """Refresh the named tokens from the log every TOKEN_REFRESH_S on a thread of their own (each read
+    of the log waiting at most `log_wait` for an unreachable one), until the returned event is set.
+    While the log cannot be read, what was last known ages: BearerToken judges named tokens only on
+    knowledge younger than token_staleness_seconds, and refuses them (503) past it, since a
+    revocation may have been recorded just before the log became unreachable to this node. The
+    failure is logged once."""
     stop = threading.Event()
 
     def follow() -> None:
         failing = False
         while not stop.wait(TOKEN_REFRESH_S):
             try:
-                credentials.refresh()
-            except Exception as exc:  # e.g. PostgreSQL restarting: keep serving with the tokens known
+                with waiting_at_most(log_wait):
+                    credentials.refresh()
+            except Exception as exc:  # e.g. PostgreSQL restarting: named tokens are refused once it is too long
                 if not failing:
                     log.error("tokens_refresh_failed", error=f"{type(exc).__name__}: {exc}")
                 failing = True

@@ -157,16 +157,9 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                                                     'links': {'properties': {'change_targets': {'description': 'Required '
                                                                                                                                                'for '
                                                                                                                                                'kind '
-                                                                                                                                               'change, '
-                                                                                                                                               'unless '
-                                                                                                                                               'the '
-                                                                                                                                               "write's "
-                                                                                                                                               'anchors '
-                                                                                                                                               'name '
-                                                                                                                                               'the '
-                                                                                                                                               'code '
-                                                                                                                                               'it '
-                                                                                                                                               'changed.',
+                                                                                                                                               'change '
+                                                                                                                                               'without '
+                                                                                                                                               'anchors.',
                                                                                                                                 'items': {'type': 'string'},
                                                                                                                                 'type': 'array'},
                                                                                                              'problem_id': {'description': 'Required '

@@ -65,7 +65,8 @@ class Background:
         if load_model:
             self.strata.warm_up()  # a model that cannot load refuses the start, as before
             self.model_ready.set()
-        self.workers = build(self.strata.settings, embedder=self.strata.embedder)
+        # the workers' runner hands the events it reads to the request side's tail fold (RecentEvents)
+        self.workers = build(self.strata.settings, embedder=self.strata.embedder, recent=self.strata.recent)
         for name in PROJECTIONS:
             try:
                 self.workers.projection(name).follow()  # `strata replay` refuses while we follow

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from strata_recall.domain.errors import Unavailable
+from strata_recall.domain.persistence import LOG_ERRORS
 from strata_recall.interface.app.api import not_yet_consistent
 from strata_recall.projections import store
 from strata_recall.schemas.read import Behind, Consistency
@@ -167,14 +168,18 @@ class ReadYourWrites:
 
     async def wait(self, session: Session) -> Behind | None:
         """Wait (bounded) until the projections saw the session's last write; None once they have (or
-        it wrote nothing), else how far behind the answer will be."""
+        it wrote nothing, or the log's head cannot be read: the answer then says the log is unreachable,
+        `outage`), else how far behind the answer will be."""
         started = time.monotonic()
         if session.key is not None:
             wanted = self._last.get(session.key)
         else:
             if self._head_reader is None:  # created inside the event loop that uses it
                 self._head_reader = anyio.CapacityLimiter(1)
-            wanted = await anyio.to_thread.run_sync(self.head, limiter=self._head_reader)
+            try:
+                wanted = await anyio.to_thread.run_sync(self.head, limiter=self._head_reader)
+            except LOG_ERRORS:  # the log unreachable: nothing to wait for that could arrive; the answer says so
+                return None
         if not wanted or await self.waiters.reach(wanted, self.seconds):
             return None
         return Behind(after_position=wanted, waited_ms=round((time.monotonic() - started) * 1000))

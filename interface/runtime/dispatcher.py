@@ -29,6 +29,7 @@ out interleaved transactions on the shared ledger connection.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import anyio
@@ -38,6 +39,7 @@ from pydantic import BaseModel
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.errors import StrataError, Unavailable
 from strata_recall.domain.idempotency import CommandKey
+from strata_recall.domain.persistence import LOG_ERRORS, log_unavailable, waiting_at_most
 from strata_recall.interface.app import access
 from strata_recall.interface.app.api import CommandAPI, PastNeed
 from strata_recall.interface.app.bootstrap import FOLLOWERS, Strata
@@ -85,7 +87,11 @@ class Dispatcher:
     pinned, so another build never pushes it out before its request runs.
 
     Whether its clients are local (stdio) or not (HTTP) is the API's (`Strata.api(remote=...)`):
-    it decides whether a request may make Strata read files (interface/app/workspace.py)."""
+    it decides whether a request may make Strata read files (interface/app/workspace.py).
+
+    With `log_wait` (seconds), every operation's wait for an unreachable event log is bounded
+    (domain/persistence.py waiting_at_most): a read then answers from the projections, saying so, and
+    anything else is refused promptly (503 event_log_unavailable) instead of holding the lane."""
 
     def __init__(
         self,
@@ -94,9 +100,11 @@ class Dispatcher:
         stall_seconds: float = 30.0,
         writes: ReadYourWrites | None = None,
         max_past: int = 2,
+        log_wait: float | None = None,
         past_allowance: BuildAllowance | None = None,
     ) -> None:
         self.api = api
+        self.log_wait = log_wait
         self.waiters = waiters
         self.writes = writes
         self.max_past = max_past
@@ -134,6 +142,9 @@ class Dispatcher:
             response = await self._call(op, request, principal, session, key)
         except StrataError:
             raise
+        except LOG_ERRORS as exc:  # the log unreachable (past log_wait), outside a command that says so itself
+            log.warning("event_log_unavailable", op=op.name, error=type(exc).__name__, detail=str(exc)[:300])
+            raise log_unavailable(exc) from None
         except Exception as exc:  # never a traceback at the caller; the log has it
             log.error("internal_error", op=op.name, error=type(exc).__name__, detail=str(exc), exc_info=True)
             raise internal_error(exc) from None
@@ -153,7 +164,7 @@ class Dispatcher:
                 behind = await self.writes.wait(session)
         need = None
         if op.read_only and getattr(request, "as_of", None) is not None:
-            need = await anyio.to_thread.run_sync(self.api.past_moment, request, op.request)
+            need = await anyio.to_thread.run_sync(self._bounded, self.api.past_moment, request, op.request)
         if need is None:
             response = await self._on_lane(op.name, self.api.perform, op, request, principal, key)
         else:
@@ -169,9 +180,15 @@ class Dispatcher:
             raise Unavailable("stopping", "", "the server is stopping; nothing was done")
         self.on_lane += 1
         try:
-            return self.stalls.run(name, fn, *args)
+            response: BaseModel = self._bounded(self.stalls.run, name, fn, *args)
+            return response
         finally:
             self.on_lane -= 1
+
+    def _bounded(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args) with its waits for an unreachable log bounded by `log_wait` (on the calling thread)."""
+        with nullcontext() if self.log_wait is None else waiting_at_most(self.log_wait):
+            return fn(*args)
 
     async def _call_past(self, op: Operation, request: BaseModel, principal: Principal, need: PastNeed) -> BaseModel:
         position, models = need.moment.position, self.api.past_models()
@@ -195,7 +212,7 @@ class Dispatcher:
             async with use.building:  # the first request builds; the others find it built
                 if models is None or not models.ready(position, need.vectors):
                     # building a read model of the past replays the log: beside the lane, not in it
-                    await anyio.to_thread.run_sync(self.api.prepare_past, need, limiter=self._past)
+                    await anyio.to_thread.run_sync(self._bounded, self.api.prepare_past, need, limiter=self._past)
             return await self._on_lane(op.name, op.call, self.api, request, principal)
         finally:
             use.users -= 1
@@ -225,12 +242,19 @@ def serving_dispatcher(strata: Strata, positions: TrackedPositions, *, remote: b
     MCP sessions, bounded by `read_your_writes_seconds`. `remote`: its clients are not on this
     machine (`strata serve`), so no request makes it read a file."""
     waiters = PositionWaiters(lambda: positions.reached(FOLLOWERS), strata.settings.max_waiting_reads)
-    writes = ReadYourWrites(waiters, strata.log.position, strata.settings.read_your_writes_seconds)
+    log_wait = strata.settings.log_wait_seconds
+
+    def head() -> int:
+        with waiting_at_most(log_wait):
+            return strata.log.position()
+
+    writes = ReadYourWrites(waiters, head, strata.settings.read_your_writes_seconds)
     return Dispatcher(
         strata.api(remote=remote),
         waiters,
         strata.settings.request_stall_seconds,
         writes,
         strata.settings.max_as_of_builds,
+        log_wait,
         BuildAllowance(strata.settings.as_of_builds_per_token),
     )

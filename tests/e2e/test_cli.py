@@ -135,6 +135,37 @@ def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
     assert hidden.returncode == 3
 
 
+def test_show_takes_the_short_ids_log_and_history_print(env: dict[str, str]) -> None:
+    """`log` and the history print a memory's id by its first 8 characters: `show` takes a unique prefix of
+    8 or more, says which memories an ambiguous one names, and says not found for one that names none."""
+    from strata_recall.domain.ids import memory_id
+
+    twins = ("fact 36311", "fact 125845")  # found by search: their ids share the first 8 hex digits
+    assert len({memory_id(t, "fact", "repo", "acme/api").hex[:8] for t in twins}) == 1
+    ids = [
+        ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": t, "kind": "fact"}})))[
+            "memory_id"
+        ]
+        for t in (*twins, "Lint with ruff")
+    ]
+    short = ids[2][:8]
+    assert short in run(env, "--text", "log").stdout  # what the user copies
+    assert ok_json(run(env, "show", short))["memory"]["memory_id"] == ids[2]
+    assert ok_json(run(env, "show", ids[2][:13], "--repo", "acme/api"))["memory"]["memory_id"] == ids[2]
+    hidden = run(env, "--json", "show", short, "--repo", "someone/else")
+    assert hidden.returncode == 3 and json.loads(hidden.stdout)["error"]["code"] == "not_found"
+    ambiguous = run(env, "--json", "show", ids[0][:8])
+    assert ambiguous.returncode == 2
+    error = json.loads(ambiguous.stdout)["error"]
+    assert error["code"] == "ambiguous_id" and error["path"] == "memory_id"
+    assert ids[0] in error["message"] and ids[1] in error["message"]
+    assert ok_json(run(env, "show", ids[1][:10]))["memory"]["memory_id"] == ids[1]  # one more character settles it
+    for unknown, code in (("ffffffff", 3), ("0f33", 2)):  # no memory starts so; shorter than 8
+        refused = run(env, "--json", "show", unknown)
+        assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "memory_id", unknown
+        no_traceback(refused)
+
+
 def test_show_as_of_a_position_or_a_time(env: dict[str, str]) -> None:
     written = ok_json(run(env, "write", json.dumps(WRITE)))
     ok_json(run(env, "write", json.dumps(WRITE)))  # reinforced: truth and reinforcements move
@@ -319,3 +350,28 @@ def test_version_and_bare_command(env: dict[str, str]) -> None:
     bare = run(env)
     assert bare.returncode == 0 and "Usage: strata" in bare.stdout and "Commands" in bare.stdout
     no_traceback(bare)
+
+
+def test_the_memory_index_names_topics_by_what_they_are_about(env: dict[str, str], tmp_path: Path) -> None:
+    """The index (`strata index`, what the session-start hook shows the agent) named these memories'
+    topics "running" and "raising": a verb form says what happened, not what the memories are about."""
+    texts = [
+        ("fact", "Raising the pool timeout did not stop the pool exhaustion"),
+        ("fact", "Raising pool_size above 20 exhausts the pool of the staging database"),
+        ("fact", "Raising nothing: close each pool connection in the request teardown"),
+        ("fact", "Running the migrations twice corrupts the schema table"),
+        ("problem", "Running migrations on CI hangs on the advisory lock"),
+        ("fact", "Running alembic migrations with --sql first shows the lock"),
+    ]
+    lines = tmp_path / "memories.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps({"repo_id": "acme/api", "memory": {"text": t, "kind": k, "scope": "repo", "confidence": 0.8}})
+            for k, t in texts
+        )
+        + "\n"
+    )
+    ok_json(run(env, "import", str(lines)))
+    index = ok_json(run(env, "index", "--repo", "acme/api"))
+    topics = [t["topic"] for t in index["topics"]]
+    assert topics == ["pool", "migrations"], index

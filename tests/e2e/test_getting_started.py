@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,3 +67,56 @@ def test_the_postgres_log_without_its_driver_says_which_extra(strata_env: dict[s
     assert result.returncode == 2 and "Traceback" not in result.stderr
     error = json.loads(result.stdout)["error"]
     assert error["code"] == "postgres_not_installed" and "strata-recall[postgres]" in error["message"]
+
+
+def readme_commands(text: str) -> list[tuple[str, list[str]]]:
+    """Each command in README's shell blocks, in order, as (the command's words, the logical line it is on).
+    A logical line runs on while a quote is open; commands in it are split at `&&`, `||`, `;` and `|`."""
+    commands: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
+        pending = ""
+        for line in block.splitlines():
+            pending = f"{pending}\n{line}" if pending else line
+            try:
+                shlex.split(pending, comments=True)
+            except ValueError:
+                continue  # a quote is still open: the command goes on on the next line
+            lexer = shlex.shlex(pending, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            words: list[str] = []
+            for token in [*lexer, ";"]:
+                if token in {"&&", "||", ";", "|"}:
+                    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+                        words.pop(0)  # VAR=value before a command
+                    if words:
+                        commands.append((pending, words))
+                    words = []
+                else:
+                    words.append(token)
+            pending = ""
+    return commands
+
+
+@pytest.mark.slow
+def test_every_readme_command_names_a_program_a_literal_follower_has(tmp_path: Path) -> None:
+    """Follow README literally in a shell that has only the system's PATH, in a clone whose `.venv` is what
+    README's install makes (this test's own environment, installed the same way): the shell runs what README
+    tells it to run to change the shell (`. .venv/bin/activate`, `cd`) and asks `command -v` for the program of
+    every other command. "strata: command not found" after an install into .venv/bin only is what this keeps out."""
+    root = Path(__file__).resolve().parents[2]
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / ".venv").symlink_to(Path(sys.prefix))
+    commands = readme_commands((root / "README.md").read_text())
+    assert len(commands) >= 10  # the blocks were read
+    script = ["set -u", f"cd {shlex.quote(str(clone))}"]
+    for line, words in commands:
+        program = words[0]
+        if program in {".", "source", "cd"}:
+            script.append(line if program != "cd" else f"cd {shlex.quote(str(clone))}")
+        else:
+            script.append(f"command -v {shlex.quote(program)} >/dev/null || echo {shlex.quote(program)}")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(["bash", "-c", "\n".join(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"README names programs a literal follower does not have: {result.stdout}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -900,3 +901,33 @@ def test_a_remote_spelled_to_break_out_of_quotes_is_not_adopted(env: dict[str, s
     assert "SYSTEM" not in (repo / "CLAUDE.md").read_text() + (repo / ".claude" / "settings.json").read_text()
     context = session_start_context(env, repo)
     assert "SYSTEM" not in context.split("(from")[0] and "<x>" not in context, context
+
+
+def test_init_outside_a_git_repository_says_where_it_writes_and_the_id_it_chose(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A folder that is no git repository is a case init supports (docs/REPO_IDS.md), but a user who ran init
+    in the wrong folder must learn it at once: where it wrote, and the repo id it chose from the folder."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    said = subprocess.run(
+        [STRATA_COMMAND, "--text", "init", "claude-code"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert said.returncode == 0, said.stderr
+    chosen = re.search(r"repo_id (local/notes-[0-9a-f]+)", said.stdout)
+    assert chosen is not None, said.stdout
+    note = f"note: {folder} is not in a git repository: init wrote into this folder"
+    assert note in said.stdout and f"repo id {chosen.group(1)}" in said.stdout and "--repo-id" in said.stdout
+    as_json = ok(init(env, folder, "claude-code", "--dry-run"))
+    assert any("is not in a git repository" in n for n in as_json["notes"])
+    inside = ok(init(env, tmp_path / "notes", "claude-code", "--dry-run", "--repo-root", str(folder)))
+    assert any("is not in a git repository" in n for n in inside["notes"])  # named or not, it is said
+
+
+def test_init_in_a_git_repository_says_nothing_of_the_kind(env: dict[str, str], repo: Path) -> None:
+    assert not any("git repository" in n for n in ok(init(env, repo, "claude-code", "--dry-run")).get("notes", []))

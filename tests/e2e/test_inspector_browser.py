@@ -110,14 +110,21 @@ def event_types(driver: Any, css: str = "#history li.ev") -> list[str]:
 
 
 def dialog(driver: Any, answer: str | None = None) -> str:
-    """Accept the page's confirm() or prompt(), typing `answer` into a prompt; returns its question."""
-    from selenium.webdriver.support import expected_conditions
+    """Accept the page's own confirmation (an in-page dialog, never the browser's confirm() or prompt(),
+    which block the page and look like a site's pop-up), typing `answer` into its field; returns its question."""
+    from selenium.common.exceptions import NoAlertPresentException
 
-    alert = wait(driver, expected_conditions.alert_is_present())
-    question = alert.text
+    asked = find(driver, "dialog#ask[open]")
+    try:
+        native = driver.switch_to.alert.text
+    except NoAlertPresentException:
+        native = None
+    assert native is None, f"a native dialog: {native}"
+    question = asked.text
     if answer is not None:
-        alert.send_keys(answer)
-    alert.accept()
+        asked.find_element("css selector", "#ask-answer").send_keys(answer)
+    asked.find_element("css selector", "#ask-ok").click()
+    wait(driver, lambda d: not d.find_elements("css selector", "dialog#ask[open]"))
     return question
 
 
@@ -571,3 +578,120 @@ def test_the_page_says_when_the_vectors_are_catching_up(
     shot(driver, "25-catching-up")
     WebDriverWait(driver, 900).until(lambda d: not find(d, "#catching-up").is_displayed())  # a deadline, not a timing
     assert not console_errors(driver)
+
+
+@pytest.mark.slow
+def test_a_misspelled_repo_and_a_bad_moment_say_so(serve: Callable[..., Served], browser: Any) -> None:
+    """A repo id no memory is filed under is not shown as a valid empty repo: the page says so and lists the
+    repos there are; a moment's date reads as the timeline's days do; an "as of" the server refuses leaves no
+    banner of the moment viewed before beside its error."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        written = http.post(
+            "/v1/write",
+            json={
+                "repo_id": REPO,
+                "memory": {"text": "The CI runners have 2 cores", "kind": "fact", "scope": "repo", "confidence": 0.9},
+            },
+        )
+        assert written.status_code == 200, written.text
+    driver = browser
+    driver.get(f"{served.url}/#/overview?repo=acme/apj")
+    unknown = find(driver, "#unknown-repo")
+    assert "No memories under the repo id acme/apj" in unknown.text
+    assert [a.text for a in unknown.find_elements("css selector", "a.repo-link")] == [REPO]
+    unknown.find_element("css selector", "a.repo-link").click()
+    wait(driver, lambda d: f"repo={REPO.replace('/', '%2F')}" in d.current_url or f"repo={REPO}" in d.current_url)
+    find(driver, "#main[data-view='overview'] #overview")
+
+    driver.get(f"{served.url}/#/timeline?repo={REPO}&as_of=1")
+    wait(driver, lambda d: d.find_element("id", "past").is_displayed())
+    heading = find(driver, "#timeline-list li.day-head").text  # the day of the event at position 1
+    stamp = find(driver, "#timeline-list li.ev time").get_attribute("title")
+    assert heading in driver.find_element("id", "past").text and stamp.startswith(heading)  # one date format
+    field = find(driver, "#as-of")
+    field.clear()
+    field.send_keys("not a moment")
+    find(driver, "#as-of-apply").click()
+    wait(driver, lambda d: d.find_element("id", "message").is_displayed())
+    assert not driver.find_element("id", "past").is_displayed(), driver.find_element("id", "past").text
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_activity_charts_axis_label_is_whole_at_20000(serve: Callable[..., Served], browser: Any) -> None:
+    """The page's own chart module, in the page, drawing a day of 20,000 memories: the y-axis label is all
+    inside the chart ("20000", not "0000" cut at the left edge)."""
+    served = serve()
+    driver = browser
+    driver.get(f"{served.url}/")
+    find(driver, "#main[data-view]")
+    left = driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        import("/inspector/charts.js").then(({ activityChart }) => {
+          const figure = activityChart({ since: "2026-11-01", until: "2026-11-30",
+            activity: [{ day: "2026-11-20", kind: "fact", written: 20000 }] });
+          figure.style.width = "600px";
+          document.body.append(figure);
+          const look = () => {
+            const tick = [...figure.querySelectorAll("text.tick")].find((t) => t.textContent === "20000");
+            if (!tick) return requestAnimationFrame(look);
+            done(tick.getBBox().x);
+          };
+          look();
+        });
+        """
+    )
+    assert left >= 0, f"the label starts {left} px left of the chart"
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_header_with_a_named_token_is_one_row_at_1400(
+    serve: Callable[..., Served], browser: Any, strata_env: dict[str, str]
+) -> None:
+    """A person's named token (its name and operations in the header) and a repo id from a git remote: at
+    1,400 px the header is still one row (the "as of" form wrapped to a second one)."""
+    import subprocess
+
+    from tests.conftest import STRATA_COMMAND
+
+    made = subprocess.run(
+        [
+            STRATA_COMMAND,
+            "--json",
+            "token",
+            "create",
+            "alice-laptop-agent",
+            "--repos",
+            "**",
+            "--ops",
+            "read,write,review",
+        ],
+        env=strata_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    token = json.loads(made.stdout)["token"]
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
+        memory = {"text": "Payments retries are idempotent", "kind": "fact", "scope": "repo", "confidence": 0.9}
+        written = http.post("/v1/write", json={"repo_id": "github.com/acme/payments-service", "memory": memory})
+        assert written.status_code == 200, written.text
+    driver = browser
+    driver.set_window_size(1400, 1000)
+    driver.get(f"{served.url}/#/memories")
+    field = find(driver, "#token")
+    wait(driver, lambda d: field.is_displayed())
+    field.send_keys(token + "\n")
+    find(driver, "#memory-list .item")
+    assert find(driver, "#who").get_attribute("title") == "token alice-laptop-agent: read, write, review"
+    middles = driver.execute_script(
+        "return [...document.querySelectorAll('.top-row > :not([hidden])')]"
+        ".map(e => e.getBoundingClientRect()).map(r => Math.round(r.top + r.height / 2))"
+    )
+    assert max(middles) - min(middles) < 20, f"the header wraps at 1,400 px: {middles}"
+    shot(driver, "15-named-token-header-1400")
+    assert served.stop() == 0

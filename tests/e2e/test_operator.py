@@ -162,6 +162,39 @@ def test_markdown_digest_groups_a_repos_memory(tmp_path: Path, env: dict[str, st
     assert missing.returncode == 2 and json.loads(missing.stdout)["error"]["code"] == "missing_repo"
 
 
+def test_markdown_digest_lists_under_worked_only_what_a_read_would_not_doubt(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A solution the evidence has since disproven is not "Worked": the digest uses the read path's truth rule
+    (projections/brief.py TRUTH_SHOWN_BELOW marks it in doubt, projections/recall.py low_truth leaves it out)."""
+    store = open_store(tmp_path / "data")
+    try:
+        api = store.api()
+        problem = api.write(write_request("acme", "Integration tests hang", "problem")).memory_id
+        api.write(write_request("acme", "Run make db-up first", "solution", links={"problem_id": problem}))
+        doubted = api.write(
+            write_request("acme", "Set PYTEST_TIMEOUT=600", "solution", links={"problem_id": problem})
+        ).memory_id
+        gone = api.write(write_request("acme", "Restart the laptop", "solution", links={"problem_id": problem}))
+
+        def lower(memory_id: str, target: float) -> float:
+            truth = {"target": target, "confidence": 0.9, "rationale": "the tests still hung", "evidence_refs": ["ci"]}
+            request = {"repo_id": "acme", "memory_id": memory_id, "mode": "commit", "updates": {"truth": truth}}
+            return api.update(request).truth.after  # type: ignore[union-attr]
+
+        assert 0.2 <= lower(doubted, 0.0) < 0.7
+        while lower(gone.memory_id, 0.0) >= 0.2:
+            pass
+    finally:
+        store.close()
+    out = tmp_path / "MEMORY.md"
+    run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
+    text = out.read_text()
+    assert "**Worked:** Run make db-up first" in text
+    assert "**Worked:** Set PYTEST_TIMEOUT" not in text and "**In doubt:** Set PYTEST_TIMEOUT=600 (truth 0." in text
+    assert "Restart the laptop" not in text and "1 more with truth below 0.2 left out" in text
+
+
 def test_review_mode_from_the_command_line(env: dict[str, str]) -> None:
     review = {**env, "STRATA_REVIEW_WRITES": "true"}
     held = ok_json(run(review, "write", json.dumps(write_request("acme", "Tests need the VPN"))))

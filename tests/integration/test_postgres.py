@@ -306,12 +306,12 @@ def _positions(data: Path, names: tuple[str, ...] = FOLLOWERS) -> dict[str, int]
     return out
 
 
-def _digests(data: Path) -> dict[str, str]:
+def _digests(data: Path, names: tuple[str, ...] = tuple(DIGESTS)) -> dict[str, str]:
     out = {}
-    for name, cls in DIGESTS.items():
+    for name in names:
         conn = store.connect(data / "projections" / f"{name}.sqlite", vectors=True)
         try:
-            out[name] = store.table_digest(conn, cls.digest_queries)
+            out[name] = store.table_digest(conn, DIGESTS[name].digest_queries)
         finally:
             conn.close()
     return out
@@ -395,6 +395,35 @@ def test_read_nodes_converge_including_a_late_joiner_and_a_restarted_one(
     for err in a.stderr + b.stderr:
         assert pg.server.password not in err
     writer.close()
+
+
+@pytest.mark.slow
+def test_replay_on_postgres_shares_the_projections_over_the_processes_it_is_given(pg: Shared, tmp_path: Path) -> None:
+    """`strata replay` forks its replaying processes: the PostgreSQL pool's threads used to make it fall back
+    to one process (replay_in_one_process) whatever --processes said. One is the default there."""
+    writer = build(pg.settings(tmp_path / "writer"))
+    populate(CommandAPI(writer.log), 40, seed=5)
+    head = writer.log.position()
+    writer.close()
+    names = ("fts", "links", "archetypes", "snapshot")
+    reports, digests = [], []
+    for processes in (None, 2):  # the default on PostgreSQL is one process; two when asked
+        node = tmp_path / f"node-{processes}"
+        asked = ["--processes", str(processes)] if processes else []
+        done = subprocess.run(
+            [STRATA, "--json", "replay", *asked, *(f"--projection={n}" for n in names)],
+            env=pg.env(node, STRATA_LOG_LEVEL="info"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "replay_in_one_process" not in done.stderr
+        reports.append(json.loads(done.stdout))
+        digests.append(_digests(node, names))
+    assert [r["processes"] for r in reports] == [1, 2]
+    assert all(r["replayed"][n]["position"] == head for r in reports for n in names)
+    assert digests[0] == digests[1]
 
 
 # --- secrets and failures --------------------------------------------------------------------------

@@ -51,6 +51,7 @@ async function whoami() {
   if (!me) me = await call("whoami", {});
   $("who").hidden = !me.name;
   $("who").textContent = me.name ? `token ${me.name}: ${me.operations.join(", ")}` : "";
+  $("who").title = $("who").textContent; // whole when the header cuts it short
   return me;
 }
 
@@ -125,7 +126,7 @@ async function render() {
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active",
     a.dataset.view === shown || (a.dataset.view === "memories" && shown === "memory")));
   $("as-of").value = params.get("as_of") || "";
-  $("past").hidden = past === undefined;
+  $("past").hidden = true; // shown again only for a moment the server accepts (showPast)
   message("");
   notice("");
   const main = $("main");
@@ -143,6 +144,10 @@ async function render() {
       else show(emptyStore(), "empty");
       return;
     }
+    if (!repos.some((r) => r.repo_id === repo)) { // a misspelled id is no valid empty repo
+      show(unknownRepo(repo, repos, past), "unknown-repo");
+      return;
+    }
     document.querySelectorAll("nav a").forEach((a) => { a.href = link(a.dataset.view); });
     const ctx = { repo, past, params, id, readOnly: past !== undefined };
     show(await VIEWS[shown](ctx), shown);
@@ -156,6 +161,7 @@ async function render() {
 }
 
 function showPast(point) {
+  $("past").hidden = !point;
   if (point) $("past").textContent =
     `Viewing the store as of log position ${point.position} (${when(point.time)}): memories written later are absent, ` +
     "values are as they stood then. Actions are off.";
@@ -179,6 +185,17 @@ async function loadRepos(current, past) {
   $("review-count").textContent = waiting ? String(waiting.pending) : "";
   showPast(data.as_of);
   return data.repos;
+}
+
+function unknownRepo(repo, repos, past) {
+  const limited = me && me.name && !me.operations.includes("operator");
+  return el("section", { class: "empty", id: "unknown-repo" },
+    el("h1", {}, `No memories under the repo id ${repo}`),
+    el("p", { class: "lead" }, `No memory${limited ? " this token may see" : ""} is filed under this repo id` +
+      `${past !== undefined ? " at this moment" : ""}: check its spelling. ` +
+      (repos.length ? "The repo ids there are:" : "No repo has memories yet.")),
+    repos.length ? el("ul", { class: "lines", id: "known-repos" }, repos.map((r) => el("li", {},
+      el("a", { class: "repo-link", href: link("overview", null, { repo: r.repo_id }) }, r.repo_id)))) : null);
 }
 
 function emptyStore() {
@@ -343,8 +360,8 @@ async function memoryDetail({ repo, past, id, readOnly }) {
   const forget = el("button", { type: "button", class: "danger", id: "forget",
     disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m),
     onclick: () => act(async () => {
-      const reason = prompt("Forget this memory? It stays in the log but is never recalled again.\n" +
-                            "Give a reason (kept in the log) and press OK, or Cancel to keep it.", "");
+      const reason = await ask({ question: "Forget this memory? It stays in the log but is never recalled again.",
+                                 text: m.text, field: "Reason (kept in the log)", ok: "Forget" });
       if (reason === null) return false;
       await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
       return "Forgotten.";
@@ -474,10 +491,10 @@ async function review({ repo, past, params, readOnly }) {
   const decide = (m, decision) => act(async () => {
     let note = "";
     if (decision === "approved") {
-      if (!confirm(`Approve this memory? It will be recalled from now on.\n\n${short(m.text, 300)}`)) return false;
+      if (await ask({ question: "Approve this memory? It will be recalled from now on.", text: m.text, ok: "Approve" }) === null) return false;
     } else {
-      note = prompt(`Reject this memory? It will never be recalled, and the same proposal is refused.\n\n` +
-                    `${short(m.text, 300)}\n\nWhy (shown when it is proposed again):`, "");
+      note = await ask({ question: "Reject this memory? It will never be recalled, and the same proposal is refused.",
+                         text: m.text, field: "Why (shown when it is proposed again)", ok: "Reject" });
       if (note === null) return false;
     }
     const done = await call("review", { repo_id: repo, memory_id: m.memory_id, decision, note, reviewer: "inspector" });
@@ -527,6 +544,29 @@ async function read({ repo, past, params }) {
       [...(r.solutions || []), ...(r.failed_tactics || [])].map((m, j) => result(m, `${i + 1}.${j + 1}`, true))]))
       : el("p", { class: "muted", id: "read-results" }, "No memory is relevant enough (an empty answer is a fine answer)."),
     el("p", { class: "muted small" }, `Held back: ${suppressed || "nothing"}. Log position ${data.position}.`));
+}
+
+/** The page's own confirmation: a modal dialog with the question, the memory's text and, when `field` names
+ * what to type, a text field. Resolves to the text typed ("" without a field), or null when cancelled. */
+function ask({ question, text, field, ok }) {
+  return new Promise((resolve) => {
+    const answer = field ? el("input", { type: "text", id: "ask-answer", "aria-label": field, placeholder: field }) : null;
+    const box = el("dialog", { id: "ask", class: "ask", "aria-label": question },
+      el("form", { method: "dialog" },
+        el("p", { class: "ask-question" }, question),
+        text ? el("blockquote", { class: "ask-text text" }, short(text, 300)) : null,
+        answer ? el("label", { class: "ask-field" }, field, answer) : null,
+        el("div", { class: "ask-buttons" },
+          el("button", { type: "submit", value: "cancel", id: "ask-cancel" }, "Cancel"),
+          el("button", { type: "submit", value: "ok", id: "ask-ok", class: "danger" }, ok))));
+    box.addEventListener("close", () => {
+      box.remove();
+      resolve(box.returnValue === "ok" ? (answer ? answer.value : "") : null);
+    });
+    document.body.append(box);
+    box.showModal();
+    (answer || box.querySelector("#ask-cancel")).focus();
+  });
 }
 
 async function act(action) {

@@ -44,7 +44,8 @@ export function activityChart(overview) {
   const present = KINDS.filter((k) => overview.activity.some((r) => r.kind === k));
   const box = el("div", { class: "chart", id: "activity-chart" });
   sized(box, (width) => {
-    const height = 150, left = 30, bottom = 22, top_ = 8;
+    // the y-axis label ends 6 px left of the plot: room for its digits (11 px type, under 7 px a digit)
+    const height = 150, left = Math.max(30, 12 + 7 * String(top).length), bottom = 22, top_ = 8;
     const plot = height - bottom - top_;
     const step = (width - left) / all.length;
     const bar = Math.max(2, Math.min(28, step * 0.7));

@@ -46,7 +46,9 @@ export const short = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…
 
 const DAY = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
 const TIME = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-export const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
+const SECONDS = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+// one date format on the whole page: a moment is its day as `day` writes it, then its time
+export const when = (iso) => (iso ? `${DAY.format(new Date(iso))}, ${SECONDS.format(new Date(iso))}` : "");
 export const day = (iso) => (iso ? DAY.format(new Date(iso)) : "");
 export const clock = (iso) => (iso ? TIME.format(new Date(iso)) : "");
 
