@@ -43,6 +43,10 @@ MAX_SEARCH_CHARS = 4_000_000
 UNCHANGED, CHANGED, MISSING = "unchanged", "changed", "missing"
 BY_STRATA, BY_CLIENT = "strata", "client"
 """Who computed an anchor's fingerprints: Strata from a file it read, or the client that sent them."""
+BY_GIT = "git"
+"""An anchor learned from a repository's history (`strata learn`): a file a commit touched, at that
+commit. It has no fingerprint (no file was read: `fingerprint` is empty), so no workspace judges it
+(neither changed nor missing) and `strata check` leaves it alone."""
 
 
 def squeeze(text: str) -> str:

@@ -38,6 +38,7 @@ from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import parse_memory_id, proposal_id, written_id
+from strata_recall.domain.learning import HistoryCommands
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
@@ -58,7 +59,7 @@ SETTLE_TIMEOUT_S = 5
 for transactions still inserting into the log to end (PostgreSQL; see MemoryLog._stored)."""
 
 
-class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
+class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Application[UUID]):
     """The event-sourced log of memories (and of the tokens that may act on them: domain/credential.py)
     and the commands that append to it."""
 
@@ -569,11 +570,12 @@ class MemoryLog(HygieneCommands, CredentialCommands, Application[UUID]):
                 f"{base}.problem_id",
                 f"a {cmd.kind} must name the problem it belongs to in links.problem_id (write the problem first)",
             )
-        if cmd.kind == "change" and not cmd.change_targets:
+        if cmd.kind == "change" and not cmd.change_targets and not cmd.anchors:
             raise InvalidInput(
                 "change_targets_required",
                 f"{base}.change_targets",
-                "a change must name the memories it affects in links.change_targets",
+                "a change must name what it changed: the memories it affects in links.change_targets, "
+                "or the code in anchors",
             )
         if cmd.kind != "change" and cmd.change_targets:
             raise InvalidInput(

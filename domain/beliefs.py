@@ -23,7 +23,10 @@ The model is Beta-like pseudo-counts, kept deliberately simple:
 * **Tiny moves are ignored.** A command whose effect on the value is below ``MIN_MOVE`` records
   nothing (decided by the command before anything reaches the log, so the fold stays a pure sum).
 * **Decay.** At read time truth fades with time since the last validation:
-  ``truth * 0.5 ** (days / half_life)``.
+  ``truth * 0.5 ** (days / half_life)``. Kinds that record what happened (a change, a failed tactic:
+  HISTORY_KINDS) fade ``HISTORY_HALF_LIFE_FACTOR`` times more slowly than claims about how things are
+  (facts, preferences, solutions, problems): time makes a record of history less current, not untrue.
+  A memory learned from history was last validated when what it records happened (a commit's time).
 * **Maturity.** candidate → established → proven by validation count and current truth.
 
 Every weight that enters the log is stored in the event itself, so replay reproduces the state the
@@ -124,9 +127,18 @@ def utility_for(ledger: Ledger, context: str | None) -> float:
     return (g * CONTEXT_PRIOR_STRENGTH + wt) / (CONTEXT_PRIOR_STRENGTH + w)
 
 
-def decayed(truth: float, days_since_validation: float, half_life_days: float) -> float:
+HISTORY_KINDS = frozenset({"change", "failed_tactic"})
+HISTORY_HALF_LIFE_FACTOR = 12.0
+"""A change or failed tactic's truth halves in 12 half-lives of a fact's (two years at the read path's
+60 days): learned from a repository, a commit made two years ago still weighs half of today's
+(ops/eval_history.py measured the factor: docs/LEARNING.md)."""
+
+
+def decayed(truth: float, days_since_validation: float, half_life_days: float, kind: str | None = None) -> float:
     if half_life_days <= 0 or days_since_validation <= 0:
         return truth
+    if kind in HISTORY_KINDS:
+        half_life_days *= HISTORY_HALF_LIFE_FACTOR
     return float(truth * 0.5 ** (days_since_validation / half_life_days))
 
 

@@ -224,6 +224,17 @@ class Memory(Aggregate):
         reason: str
         repo_id: str | None
 
+    class Learned(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.Learned"
+        """The memory was learned from a source (`git`: a repository's history, `strata learn`) rather
+        than written by an agent: `ref` names what it was learned from (a commit's sha), `occurred_at`
+        (ISO, UTC) when what it records happened (the commit's time). Its truth decays from that
+        moment, not from when it was learned: last_validated starts there (docs/LEARNING.md)."""
+
+        source: str
+        ref: str
+        occurred_at: str
+
     @event(MemoryWritten)
     def __init__(
         self,
@@ -394,6 +405,10 @@ class Memory(Aggregate):
     def _restore(self, reason: str, repo_id: str | None) -> None:
         self.status = "active"
 
+    @event(Learned)
+    def _learned(self, source: str, ref: str, occurred_at: str) -> None:
+        self.last_validated = datetime.fromisoformat(occurred_at)
+
     # --- derived views ----------------------------------------------------------------------------
 
     @property
@@ -500,5 +515,6 @@ MEMORY_EVENTS = (
     Memory.DuplicateUnmerged,
     Memory.MemoryArchived,
     Memory.MemoryRestored,
+    Memory.Learned,
 )
 """Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""

@@ -215,7 +215,7 @@ class Browser:
         row["change_chain"] = orjson.loads(row["change_chain"])
         row["problem_ids"] = orjson.loads(row["problem_ids"])
         days = (self.now - datetime.fromisoformat(row["last_validated"])).total_seconds() / 86400
-        row["truth_decayed"] = round(beliefs.decayed(row["truth"], days, self.half_life_days), 4)
+        row["truth_decayed"] = round(beliefs.decayed(row["truth"], days, self.half_life_days, row["kind"]), 4)
         row["truth"], row["utility"] = round(row["truth"], 4), round(row["utility"], 4)
         return row
 

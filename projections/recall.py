@@ -914,7 +914,7 @@ class RecallEngine:
         cached = row.get("_decayed")
         if cached is None:
             days = (now - _moment(row["last_validated"])).total_seconds() / 86400
-            cached = row["_decayed"] = beliefs.decayed(row["truth"], days, self.config.half_life_days)
+            cached = row["_decayed"] = beliefs.decayed(row["truth"], days, self.config.half_life_days, row["kind"])
         return cached
 
     def _utility(self, q: ReadQuery, qv: np.ndarray | None, row: dict[str, Any]) -> float:

@@ -382,6 +382,10 @@ def _duplicate_unmerged(s: dict[str, Any], e: Any) -> None:
             s["last_validated"] = entry["previous_validation"]
 
 
+def _learned(s: dict[str, Any], e: Any) -> None:
+    s["last_validated"] = e.occurred_at  # the ISO text the aggregate's datetime freezes to (domain/learning.py)
+
+
 HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.TruthAdjusted: _truth_adjusted,
     Memory.UtilityObserved: _utility_observed,
@@ -394,6 +398,7 @@ HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.DuplicateUnmerged: _duplicate_unmerged,
     Memory.MemoryArchived: _status,
     Memory.MemoryRestored: _status,
+    Memory.Learned: _learned,
 }
 """Every event of MEMORY_EVENTS but MemoryWritten (which creates the state: _written)."""
 

@@ -28,7 +28,9 @@ class Links(Request):
     problem_id: MemoryId | None = Field(None, description="Required for solution and failed_tactic.")
     related_memory_ids: list[MemoryId] = Field(default_factory=list, max_length=MAX_LINKS)
     change_targets: list[MemoryId] = Field(
-        default_factory=list, max_length=MAX_LINKS, description="Required for kind change."
+        default_factory=list,
+        max_length=MAX_LINKS,
+        description="Required for kind change without anchors.",
     )
 
 
@@ -42,14 +44,8 @@ _LINK_RULES: list[JsonValue] = [
         },
     },
     {
-        "if": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
-        "then": {
-            "required": ["links"],
-            "properties": {
-                "links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}
-            },
-        },
-        "else": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}},
+        "if": {"not": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]}},
+        "then": {"properties": {"links": {"properties": {"change_targets": {"maxItems": 0}}}}},
     },
 ]
 
@@ -67,6 +63,26 @@ class MemoryIn(Request):
 
 
 _ANCHOR_RULES: list[JsonValue] = [
+    # A change names what it changed: memories (links.change_targets) or, with anchors, the code.
+    {
+        "if": {
+            "properties": {
+                "memory": {"properties": {"kind": {"const": "change"}}, "required": ["kind"]},
+                "anchors": {"maxItems": 0},
+            },
+            "required": ["memory"],
+        },
+        "then": {
+            "properties": {
+                "memory": {
+                    "required": ["links"],
+                    "properties": {
+                        "links": {"required": ["change_targets"], "properties": {"change_targets": {"minItems": 1}}}
+                    },
+                }
+            }
+        },
+    },
     # Anchors name files of one repo's working tree: only a repo-scoped memory has them.
     {
         "if": {

@@ -166,7 +166,7 @@ class Reflection:
                 continue
             validated = datetime.fromisoformat(r["last_validated"])
             days = (now - validated).total_seconds() / 86400
-            decayed = beliefs.decayed(r["truth"], days, self.config.half_life_days)
+            decayed = beliefs.decayed(r["truth"], days, self.config.half_life_days, r["kind"])
             if decayed < self.floor:
                 taken.add(r["memory_id"])
                 found.append(

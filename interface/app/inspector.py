@@ -155,7 +155,9 @@ class Inspector:
         visible_ids = visible_in_log(self.log, viewer)
         state = memory_state(memory, viewer, visible_ids)
         days = (browser.now - memory.last_validated).total_seconds() / 86400
-        state["truth_decayed"] = round(beliefs.decayed(memory.truth_value, days, browser.half_life_days), 4)
+        state["truth_decayed"] = round(
+            beliefs.decayed(memory.truth_value, days, browser.half_life_days, memory.kind), 4
+        )
         positions = self.log.positions(memory.id)
         moved = moves(self.log.history(memory.id))
         events = [

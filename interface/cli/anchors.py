@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import structlog
 
-from strata_recall.domain.anchors import CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
+from strata_recall.domain.anchors import BY_GIT, CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
 from strata_recall.domain.commands import AnchorDrift
 from strata_recall.domain.duplicates import short
 from strata_recall.domain.errors import InvalidInput, NotFound
@@ -27,7 +27,8 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
     """Every live memory of `repo_id` anchored to code, judged against the working tree at `root`:
     those whose anchors drifted (changed or gone). With `apply`, each drift is recorded once as a
     truth adjustment. Only anchors whose fingerprints Strata computed are judged here (`unjudged`
-    counts the others: a client's fingerprints are compared only with what clients send)."""
+    counts the others: a client's fingerprints are compared only with what clients send); the anchors
+    of memories learned from the history (domain/anchors.py BY_GIT) are neither judged nor counted."""
     root = local_root(root_text, "root")
     strata.compact()  # the snapshot follows the log itself: no model, no other projection needed
     rows = (
@@ -43,10 +44,14 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
     reader = FileReader()
     tree = Workspace(read=lambda path: reader.read(root, path))
     drifted: list[dict[str, Any]] = []
-    unjudged = 0
+    unjudged = learned = 0
     for memory_id, kind, status, text, stored in rows:
         found = []
-        for anchor in map(Anchor.of, orjson.loads(stored)):
+        anchors = [a for a in map(Anchor.of, orjson.loads(stored)) if a.fingerprinted_by != BY_GIT]
+        if not anchors:  # learned from the history (strata learn): the files a commit touched, nothing to judge
+            learned += 1
+            continue
+        for anchor in anchors:
             if not tree.judges(anchor):
                 unjudged += 1
                 continue
@@ -68,7 +73,7 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
         "repo_id": repo_id,
         "root": str(root),
         "commit": head,
-        "checked": len(rows),
+        "checked": len(rows) - learned,
         "unjudged": unjudged,
         "drifted": drifted,
         "applied": apply,
@@ -85,7 +90,7 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
         log.info(
             "anchors_checked",
             repo_id=repo_id,
-            checked=len(rows),
+            checked=len(rows) - learned,
             drifted=len(drifted),
             recorded=report["recorded"],
             position=report["position"],

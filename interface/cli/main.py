@@ -768,6 +768,106 @@ def _moment(text: str, path: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+_PHASES = {"reading": "reading history", "learning": "learning commits", "embedding": "making searchable"}
+
+
+class _Bars:
+    """A progress bar per phase of a long command, on stderr: where it is, and an estimate of the rest."""
+
+    def __init__(self) -> None:
+        self.phase: str | None = None
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, phase: str, done: int, total: int, where: str) -> None:
+        if phase != self.phase:
+            self.close()
+            self.phase, self.done = phase, 0
+            self.bar = click.progressbar(
+                length=max(total, 1),
+                label=_PHASES.get(phase, phase),
+                file=sys.stderr,
+                show_eta=True,
+                show_pos=True,
+                item_show_func=lambda item: item,
+            )
+            self.bar.__enter__()
+        self.bar.update(max(0, done - self.done), where)
+        self.done = max(self.done, done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@app.command()
+def learn(
+    ctx: typer.Context,
+    root: Path = typer.Option(Path("."), "--root", help="The repository (any folder inside it) [default: here]."),
+    repo_id: str | None = typer.Option(
+        None, "--repo-id", help="File the memories under this repo id [default: the one strata init derives]."
+    ),
+    since: str | None = typer.Option(None, "--since", help="Only commits after this date (git log --since)."),
+    max_commits: int | None = typer.Option(None, "--max-commits", help="Only the most recent N commits.", min=1),
+    embed: bool = typer.Option(
+        True, "--embed/--no-embed", help="Make it searchable now (embeddings) or leave it to a server's workers."
+    ),
+    history: bool = typer.Option(True, "--history/--no-history", help="Learn the commit history."),
+    instructions: bool = typer.Option(
+        True,
+        "--instructions/--no-instructions",
+        help="Learn the instruction files (CLAUDE.md, AGENTS.md, .cursor/rules, .github/copilot-instructions.md).",
+    ),
+) -> None:
+    """Learn the repository's history: each meaningful commit becomes a change anchored to the files it
+    touched, each revert a failed tactic, and later commits that rewrite a documented decision's files
+    are recorded as changes of it. Merges, bot and release commits, lockfile-only and formatting-only
+    commits are skipped. Run again, it learns only the new commits, and follows a rebase or force-push
+    without duplicating anything. Its instruction files for agents too: each rule (a bullet, a paragraph)
+    a fact or preference anchored to its lines, edited rules superseding the old, removed ones archived;
+    Strata's own block is never learned (docs/LEARNING.md).
+
+    Example: strata learn   |   strata learn --root ~/src/api --max-commits 300   |   strata --json learn --since 2024-01-01
+    """
+    from strata_recall.interface.agents.repo_identity import identify, repo_root
+    from strata_recall.interface.app.learning.core import LearnReport, make_searchable
+    from strata_recall.interface.app.learning.git import learn_repository
+    from strata_recall.interface.app.learning.instructions import learn_instructions
+    from strata_recall.schemas.common import RepoId
+
+    bars = _Bars()
+    with _session(ctx) as strata:
+        folder = root.expanduser().absolute()
+        if not folder.is_dir():
+            raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
+        top = repo_root(folder)
+        try:
+            chosen = TypeAdapter(RepoId).validate_python(repo_id) if repo_id is not None else identify(top).repo_id
+        except ValidationError as exc:
+            raise InvalidInput(
+                "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
+            ) from None
+        if not (history or instructions):
+            raise InvalidInput("nothing_to_learn", "", "--no-history and --no-instructions leave nothing to learn")
+        try:
+            if history:
+                report = learn_repository(
+                    strata, top, chosen, since=since, max_commits=max_commits, searchable=False, progress=bars
+                )
+            else:
+                report = LearnReport(chosen, nothing_new=True)
+            if instructions:
+                report.instructions = learn_instructions(strata, top, chosen)
+                report.position = report.instructions["position"] or report.position
+            recorded = not report.nothing_new or (report.instructions or {}).get("position") is not None
+            if embed and recorded:
+                make_searchable(strata, report, bars)
+        finally:
+            bars.close()
+        _emit(ctx.obj, report.as_dict(), render.learned)
+
+
 @app.command()
 def check(
     ctx: typer.Context,

@@ -50,7 +50,7 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     left_out = 0
     for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
-        decayed = beliefs.decayed(truth, age, RecallConfig.half_life_days)
+        decayed = beliefs.decayed(truth, age, RecallConfig.half_life_days, kind)
         if decayed < RecallConfig.low_truth:
             left_out += 1
             continue  # a read suppresses it (low_truth): the digest does not recommend it either

@@ -107,6 +107,11 @@ def _event_line(e: dict[str, Any]) -> str:
         "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
         "MemoryArchived": lambda: f"reason {f['reason']!r}",
         "MemoryRestored": lambda: f"reason {f['reason']!r}",
+        "Learned": lambda: (
+            f"from {f['source']} {f['ref'][:12] if f['source'] == 'git' else f['ref']} of {f['occurred_at'][:10]}"
+        ),
+        "Advanced": lambda: f"learned through {(f['head'] or '')[:12]}: {f['read']} commits read",
+        "RulesRecorded": lambda: "; ".join(f"{path}: {len(rules)} rules" for path, rules in f["files"].items()),
     }.get(e["type"], lambda: "")()
     where = f"#{e['position']} " if "position" in e else ""
     return f"{where}{e['timestamp'][:19]} {e['type']} {e['memory_id'][:8]} v{e['version']} {detail}"
@@ -202,4 +207,53 @@ def reflection(result: dict[str, Any]) -> str:
             lines.append(f"  link failed tactic {f['memory_id']} -> solution {f['solution_id']}: {f['text']}")
     if any(r["actions"] and not r["applied"] for r in result["reports"]):
         lines.append("dry run: nothing recorded (add --apply to record these actions)")
+    return "\n".join(lines)
+
+
+def _rules_learned(i: dict[str, Any] | None) -> str:
+    """The instruction files' line of `strata learn`'s summary."""
+    if i is None:
+        return ""
+    if not i["paths"] and not i["unread"]:
+        return "  instruction files: none found"
+    made = ", ".join(f"{n:,} {kind}s" for kind, n in sorted(i["written"].items())) or "nothing new"
+    done = [f"{i['rules']:,} rules in {', '.join(i['paths']) or 'no file'}: wrote {made}"]
+    done += [f"{n:,} {what}" for what, n in (("edited", i["edited"]), ("removed", i["removed"])) if n]
+    done += [f"{i['kept']:,} as they were"] if i["kept"] else []
+    unread = f"; not read: {', '.join(i['unread'])}" if i["unread"] else ""
+    return "  instruction files: " + "; ".join(done) + unread
+
+
+def learned(r: dict[str, Any]) -> str:
+    """The summary of `strata learn`."""
+    head = (r["head"] or "")[:12]
+    rules = _rules_learned(r.get("instructions"))
+    if r["nothing_new"]:
+        said = f"{r['repo_id']}: nothing new since {head} (learned already)" if head else f"{r['repo_id']}:"
+        if rules:
+            said += "\n" + rules
+        if r["position"] is not None:
+            said += f"\n  {'searchable' if r['searchable'] else 'searchable once the projections catch up'}; "
+            said += f"log position {r['position']}"
+        return said
+    made = ", ".join(f"{n:,} {kind.replace('_', ' ')}s" for kind, n in sorted(r["learned"].items())) or "nothing"
+    lines = [f"{r['repo_id']}: read {r['read']:,} commits ({r['range']}) through {head}; wrote {made}"]
+    if r["decisions"] or r["links"]:
+        lines.append(f"  {r['decisions']:,} documented decisions; {r['links']:,} later changes recorded on decisions")
+    if r["reverted"]:
+        lines.append(f"  {r['reverted']:,} reverted changes lowered")
+    skipped = ", ".join(f"{n:,} {reason.replace('_', '-')}" for reason, n in sorted(r["skipped"].items()))
+    if skipped:
+        lines.append(f"  skipped: {skipped}")
+    if r["already_learned"]:
+        lines.append(f"  {r['already_learned']:,} learned before, left as they were")
+    if r["archived"]:
+        lines.append(f"  {r['archived']:,} memories of commits no longer in the history archived (a rewrite)")
+    if r["reanchored"]:
+        lines.append(f"  {r['reanchored']:,} earlier memories followed a rename")
+    if rules:
+        lines.append(rules)
+    seconds = r["seconds"].get("total")
+    state = "searchable" if r["searchable"] else "searchable once the projections catch up"
+    lines.append(f"  {state}; log position {r['position']}" + (f"; {seconds:.1f} s" if seconds is not None else ""))
     return "\n".join(lines)

@@ -157,7 +157,9 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                                                     'links': {'properties': {'change_targets': {'description': 'Required '
                                                                                                                                                'for '
                                                                                                                                                'kind '
-                                                                                                                                               'change.',
+                                                                                                                                               'change '
+                                                                                                                                               'without '
+                                                                                                                                               'anchors.',
                                                                                                                                 'items': {'type': 'string'},
                                                                                                                                 'type': 'array'},
                                                                                                              'problem_id': {'description': 'Required '

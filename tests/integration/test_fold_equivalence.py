@@ -84,7 +84,47 @@ def every_event(strata: Strata, seed: int = 1) -> list[tuple[int, Any]]:
     api.forget({"repo_id": "repo-1", "memory_id": pending[0]})
     through_tokens(strata, seed)
     hygiene(strata, seed)
+    learning(strata, seed)
     return list(strata.log.read_log(1, 100_000))
+
+
+def learning(strata: Strata, seed: int) -> None:
+    """What `strata learn` records: changes dated by their commits (Learned), a decision changed since, a
+    revert and the revert of that revert, a rename followed, a rewritten commit archived."""
+    from strata_recall.domain.history import Commit, FileChange
+    from strata_recall.interface.app.learning.core import learn_commits
+
+    why = "Hold the lock across the check, because two threads otherwise take the last connection at once."
+    sha = [f"{seed:02d}{i:02d}".ljust(40, "f") for i in range(7)]
+    commits = [
+        Commit(sha[0], (), 1_600_000_000, "Add the pool", "", (FileChange("src/pool.py", 40, 0),)),
+        Commit(sha[1], (sha[0],), 1_600_086_400, "Hold the pool lock", why, (FileChange("src/pool.py", 9, 2),)),
+        Commit(sha[2], (sha[1],), 1_600_172_800, "Simplify acquire()", "", (FileChange("src/pool.py", 2, 8),)),
+        Commit(
+            sha[3],
+            (sha[2],),
+            1_600_259_200,
+            'Revert "Simplify acquire()"',
+            f"This reverts commit {sha[2]}.",
+            (FileChange("src/pool.py", 8, 2),),
+        ),
+        Commit(
+            sha[4],
+            (sha[3],),
+            1_600_345_600,
+            'Revert "Revert"',
+            f"This reverts commit {sha[3]}.",
+            (FileChange("src/pool.py", 2, 8),),
+        ),
+    ]
+    learn_commits(strata, f"learned-{seed}", commits)
+    moved = Commit(
+        sha[5], (sha[4],), 1_600_432_000, "Move the pool", "", (FileChange("src/db/pool.py", 0, 0, "src/pool.py"),)
+    )
+    learn_commits(strata, f"learned-{seed}", [moved])
+    strata.log.unreachable(
+        f"learned-{seed}", [(sha[5], None)], expected=strata.log.learning_cursor(f"learned-{seed}").version
+    )
 
 
 def through_tokens(strata: Strata, seed: int) -> None:

@@ -240,6 +240,10 @@ def test_change_needs_targets_and_only_changes_have_them(api: CommandAPI) -> Non
     with pytest.raises(InvalidInput) as caught:
         api.write(write_request("r", "Everything changed", "change"))
     assert caught.value.code == "change_targets_required"
+    # a change of code rather than of memories names the code instead (as a learned commit does)
+    anchor = {"path": "src/pool.py", "fingerprint": "ws1:12:0123456789abcdef0123456789abcdef"}
+    written = api.write({**write_request("r", "acquire() now holds the lock", "change"), "anchors": [anchor]})
+    assert written.outcome == "created" and written.resolved.kind == "change"
     fact = api.write(write_request("r", "x")).memory_id
     with pytest.raises(InvalidInput) as caught:
         api.write(write_request("r", "y", "fact", links={"change_targets": [fact]}))

@@ -49,6 +49,12 @@ def cases(problem: str, fact: str, read_id: str, root: str = "/") -> list[tuple[
         ("write", write(kind="change", links={"change_targets": [fact]})),
         ("write", write(kind="change")),
         ("write", write(kind="change", links={"change_targets": []})),
+        ("write", {**write(kind="change"), "anchors": [{"path": "src/db.py", "fingerprint": FP}]}),
+        ("write", {**write(kind="change"), "anchors": []}),
+        (
+            "write",
+            {**write(kind="fact", links={"change_targets": [fact]}), "anchors": [{"path": "a.py", "fingerprint": FP}]},
+        ),
         ("write", write(kind="fact", links={"change_targets": [fact]})),
         ("write", write(kind="preference", links={"change_targets": []})),
         ("write", {**write(), "op": "write"}),

@@ -100,6 +100,14 @@ def test_tiny_moves_are_ignored() -> None:
 def test_decay_halves_at_the_half_life() -> None:
     assert math.isclose(beliefs.decayed(0.8, 60, 60), 0.4)
     assert beliefs.decayed(0.8, 0, 60) == 0.8
+    assert math.isclose(beliefs.decayed(0.8, 60, 60, "fact"), 0.4)
+
+
+def test_records_of_what_happened_fade_more_slowly_than_claims() -> None:
+    slow = 60 * beliefs.HISTORY_HALF_LIFE_FACTOR
+    for kind in ("change", "failed_tactic"):
+        assert math.isclose(beliefs.decayed(0.8, slow, 60, kind), 0.4)
+        assert beliefs.decayed(0.8, 365, 60, kind) > beliefs.decayed(0.8, 365, 60, "solution")
 
 
 def test_maturity_grows_with_validation() -> None:

@@ -84,6 +84,8 @@ const SENTENCES = {
   MemoryArchived: (f, e, ctx) => ["Archived", ...quote(f.reason),
     f.merged_into ? [", merged into ", memoryLink(f.merged_into, ctx, "another memory")] : "", ". Not recalled, restorable."],
   MemoryRestored: (f) => ["Restored", ...quote(f.reason), "."],
+  Learned: (f) => ["Learned from ", f.source === "git" ? `commit ${String(f.ref).slice(0, 12)}` : `${f.source} ${f.ref}`,
+    `, which happened on ${String(f.occurred_at).slice(0, 10)}: its truth decays from then.`],
 };
 
 /** The event as a sentence, with its moves of truth and utility as before → after chips. */
