@@ -63,24 +63,31 @@ def _quiet_logs() -> None:
     configure_logging("warning")
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[object]:
-    """A throwaway PostgreSQL server (ops/pg.py) for the whole session: skipped, loudly, where the
-    machine has no server binaries; a failure instead when STRATA_REQUIRE_POSTGRES=1 (CI)."""
-    import os
+def require_postgres_binaries() -> None:
+    """Skip, loudly, where the machine has no PostgreSQL server binaries; fail instead when
+    STRATA_REQUIRE_POSTGRES=1 (CI), so a missing install is never a green run."""
     import warnings
 
-    from ops.pg import find_binaries, throwaway
+    from ops.pg import find_binaries
 
-    if find_binaries() is None:
-        reason = (
-            "PostgreSQL tests NOT RUN: no server binaries (initdb, pg_ctl, postgres) under "
-            "/usr/lib/postgresql/*/bin or on PATH; install postgresql-15 (.ci/run does) to run them"
-        )
-        if os.environ.get("STRATA_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"STRATA_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
-        warnings.warn(pytest.PytestWarning(reason), stacklevel=1)
-        pytest.skip(reason)
+    if find_binaries() is not None:
+        return
+    reason = (
+        "PostgreSQL tests NOT RUN: no server binaries (initdb, pg_ctl, postgres) under "
+        "/usr/lib/postgresql/*/bin or on PATH; install postgresql-15 (.ci/run does) to run them"
+    )
+    if os.environ.get("STRATA_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"STRATA_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+    warnings.warn(pytest.PytestWarning(reason), stacklevel=2)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A throwaway PostgreSQL server (ops/pg.py) for the whole session (require_postgres_binaries)."""
+    from ops.pg import throwaway
+
+    require_postgres_binaries()
     with throwaway(durable=False) as server:
         yield server
 

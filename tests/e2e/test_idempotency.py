@@ -17,7 +17,6 @@ import subprocess
 import threading
 import time
 import uuid
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from mcp import Client
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.update import UpdateResponse
 from strata_recall.schemas.write import WriteResponse
-from tests.conftest import STRATA_COMMAND, Served
+from tests.conftest import STRATA_COMMAND, Served, require_postgres_binaries
 
 REPO = "acme/api"
 KEY = "strata/idempotency-key"
@@ -48,16 +47,9 @@ the rest of a replayed answer is the original's."""
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    import os
+    from ops.pg import throwaway
 
-    from ops.pg import find_binaries, throwaway
-
-    if find_binaries() is None:
-        reason = "PostgreSQL tests NOT RUN: no server binaries (install postgresql-15, as .ci/run does)"
-        if os.environ.get("STRATA_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"STRATA_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
-        warnings.warn(pytest.PytestWarning(reason), stacklevel=1)
-        pytest.skip(reason)
+    require_postgres_binaries()
     with throwaway(durable=False) as server:
         with admin(server) as db:  # every session of the application commits synchronously (ops/pg.py turns it off)
             db.execute("ALTER ROLE strata SET synchronous_commit = on")

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from ops import pg
-from tests.conftest import STRATA_COMMAND, Served
+from tests.conftest import STRATA_COMMAND, Served, require_postgres_binaries
 
 WAIT_S = 90
 """Deadlines that only guard against a hang."""
@@ -34,10 +34,7 @@ SLOW_WAY_S = 60
 
 @pytest.fixture
 def cluster() -> Iterator[pg.PgServer]:
-    from ops.pg import find_binaries
-
-    if find_binaries() is None:
-        pytest.skip("no PostgreSQL server binaries (see tests/conftest.py postgres_server)")
+    require_postgres_binaries()
     server = pg.start(durable=False)
     try:
         yield server
