@@ -603,31 +603,26 @@ class HistoryCommands:
         batch.extra[mid] = extra
         outcome.written[step.kind] = outcome.written.get(step.kind, 0) + 1
         summary = written.text[:280]
-        for target in targets:
-            target._record_change(change_memory_id=str(mid), summary=summary)
-            target._adjust_truth(
+
+        def changed(memory: Memory, why: str, weight: float) -> None:
+            """`memory` records this commit as its change, its truth lowered with the commit as evidence."""
+            memory._record_change(change_memory_id=str(mid), summary=summary)
+            memory._adjust_truth(
                 target=0.0,
                 confidence=step.confidence,
-                rationale=f"changed since by commit {commit.sha[:12]}",
+                rationale=f"{why} by commit {commit.sha[:12]}",
                 evidence_refs=[evidence.text],
                 source="change",
-                weight=LINK_WEIGHT,
+                weight=weight,
                 repo_id=repo_id,
             )
-            batch.session.changed(target)
+            batch.session.changed(memory)
+
+        for target in targets:
+            changed(target, "changed since", LINK_WEIGHT)
             outcome.links += 1
         if undone is not None:
-            undone._record_change(change_memory_id=str(mid), summary=summary)
-            undone._adjust_truth(
-                target=0.0,
-                confidence=step.confidence,
-                rationale=f"reverted by commit {commit.sha[:12]}",
-                evidence_refs=[evidence.text],
-                source="change",
-                weight=REVERT_WEIGHT,
-                repo_id=repo_id,
-            )
-            batch.session.changed(undone)
+            changed(undone, "reverted", REVERT_WEIGHT)
             outcome.reverted += 1
             self._give_back(batch, repo_id, undone, commit.sha, [evidence.text])
 
