@@ -30,7 +30,6 @@ together, and the ratio is the figure to read.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import statistics
@@ -60,22 +59,7 @@ CHUNK = 512
 def load_baseline(ref: str, tmp: Path) -> ModuleType:
     """projections/embedder.py as it is at `ref`, imported beside this checkout's (ops/revision.py)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    paths = revision.import_paths(revision.checkout(ref, tmp))
-
-    def ours(name: str) -> bool:
-        return name.split(".")[0] in ("strata_recall", *revision.LAYERS)
-
-    saved_path, saved = list(sys.path), {k: m for k, m in sys.modules.items() if ours(k)}
-    for name in saved:
-        del sys.modules[name]
-    sys.path[:0] = [str(p) for p in paths]
-    try:
-        return importlib.import_module("strata_recall.projections.embedder")
-    finally:  # the baseline's module stays reachable from it; this checkout's come back
-        sys.path[:] = saved_path
-        for name in [k for k in sys.modules if ours(k)]:
-            del sys.modules[name]
-        sys.modules.update(saved)
+    return revision.import_beside(revision.checkout(ref, tmp), "strata_recall.projections.embedder")
 
 
 def workload_texts(n: int) -> list[str]:

@@ -14,7 +14,6 @@ Usage: python ops/eval_redaction.py [--baseline-ref main] [--rounds 5] [--writes
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import subprocess
 import sys
@@ -44,24 +43,10 @@ def load_baseline(ref: str, tmp: Path) -> ModuleType | None:
     and value rules), imported in this process beside this checkout's (ops/revision.py); None if git
     cannot show `ref`."""
     try:
-        paths = revision.import_paths(revision.checkout(ref, tmp))
+        tree = revision.checkout(ref, tmp)
     except (OSError, subprocess.CalledProcessError):
         return None
-
-    def ours(name: str) -> bool:
-        return name.split(".")[0] in ("strata_recall", *revision.LAYERS)
-
-    saved_path, saved = list(sys.path), {k: m for k, m in sys.modules.items() if ours(k)}
-    for name in saved:
-        del sys.modules[name]
-    sys.path[:0] = [str(p) for p in paths]
-    try:
-        return importlib.import_module("strata_recall.domain.sanitise")
-    finally:  # the baseline's modules stay reachable from it; this checkout's come back
-        sys.path[:] = saved_path
-        for name in [k for k in sys.modules if ours(k)]:
-            del sys.modules[name]
-        sys.modules.update(saved)
+    return revision.import_beside(tree, "strata_recall.domain.sanitise")
 
 
 def redacted(fn: Sanitiser, case: Case, named: bool) -> bool:

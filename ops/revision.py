@@ -9,9 +9,12 @@ then the tree itself.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("domain", "interface", "projections", "schemas", "workers")
@@ -36,3 +39,24 @@ def import_paths(tree: Path) -> list[Path]:
         if (tree / layer).is_dir() and not link.exists():
             link.symlink_to(tree / layer, target_is_directory=True)
     return [shim, tree]
+
+
+def import_beside(tree: Path, module: str) -> ModuleType:
+    """`module` (e.g. "strata_recall.projections.embedder") as it is in `tree`, imported in this process
+    beside this checkout's own: the revision's modules stay reachable from the one returned, and this
+    checkout's are back in sys.modules afterwards."""
+
+    def ours(name: str) -> bool:
+        return name.split(".")[0] in ("strata_recall", *LAYERS)
+
+    saved_path, saved = list(sys.path), {k: m for k, m in sys.modules.items() if ours(k)}
+    for name in saved:
+        del sys.modules[name]
+    sys.path[:0] = [str(p) for p in import_paths(tree)]
+    try:
+        return importlib.import_module(module)
+    finally:
+        sys.path[:] = saved_path
+        for name in [k for k in sys.modules if ours(k)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
