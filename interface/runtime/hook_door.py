@@ -64,9 +64,13 @@ class HookDoor:
             self.close()
 
     def close(self) -> None:
-        """The door's file removed (also from a thread that ends the process without unwinding the loop)."""
+        """The door's file removed (also from a thread that ends the process without unwinding the loop),
+        and a folder of the runtime directory with it once no other door is left in it."""
         with suppress(OSError):
             self.path.unlink()
+        if self.folder.name.startswith("strata-doors-"):
+            with suppress(OSError):
+                self.folder.rmdir()
 
     def _prepared(self) -> Path:
         """The folder made owner-only if new, doors of processes that no longer run removed."""
