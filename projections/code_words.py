@@ -22,19 +22,39 @@ _PIECE = re.compile(r"[._\-:]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
+_CODE_RUN = re.compile(r"(?<![\w.\-/:])(?!(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?![\w.\-/:]))[\w.\-/:]+")
+"""A maximal run of word characters and identifier punctuation that is not a plain ASCII word (lower
+case, capitalised or upper case): the runs that may hold code words. A chunk (_CHUNK) never crosses
+the end of a run and a run holds at most one, so the chunks of these runs, in order, are every chunk
+of the text that is not a plain word, which has no code words (_chunk_terms)."""
+
+
 def code_terms(text: str) -> list[str]:
-    """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance."""
+    """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance.
+    Plain words are skipped by the regular expression (_CODE_RUN), not one by one: most of a memory's
+    words are plain, and looking each up cost half of indexing a memory for the keyword search."""
     out: dict[str, None] = {}
-    for chunk in _CHUNK.findall(text):
-        for term in _chunk_terms(chunk):
-            out[term] = None
+    for run in _CODE_RUN.findall(text):
+        for chunk in _CHUNK.findall(run):
+            for term in _chunk_terms(chunk):
+                out[term] = None
     return list(out)
+
+
+_SEPARATOR = re.compile(r"[._\-:/\\]")
 
 
 @lru_cache(maxsize=65536)
 def _chunk_terms(chunk: str) -> tuple[str, ...]:
     if chunk.isalpha() and (chunk.islower() or chunk.isupper() or chunk[1:].islower()):
         return ()  # a plain word: FTS5 indexes it as it is
+    if chunk.isdigit():
+        return ()  # a number: no parts
+    if _SEPARATOR.search(chunk) is None:  # one piece (a number, a hash, a CamelCase name): its parts only
+        parts = _CAMEL.findall(chunk)
+        if len(parts) < 2:
+            return ()
+        return tuple(t for t in dict.fromkeys([p.lower() for p in parts]) if len(t) > 1)
     terms: list[str] = []
     segments = [s for s in _SEGMENT.split(chunk) if s]
     pieces_all: list[str] = []
