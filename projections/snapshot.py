@@ -59,16 +59,22 @@ def m001_create_tables(conn: Connection) -> None:
         " validations INTEGER NOT NULL, reinforcements INTEGER NOT NULL, last_validated TEXT NOT NULL,"
         " maturity TEXT NOT NULL, created TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL)"
     )
-    conn.execute("CREATE INDEX snapshot_scope ON snapshot (repo_id, scope, status)")
+    conn.execute(INDEXES["snapshot_scope"])
 
 
 def m002_browse_index(conn: Connection) -> None:
     """What the inspector's pages filter and sort by, per repo and for global memories (projections/
     browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
-    conn.execute(
-        "CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
-        " truth, utility)"
-    )
+    conn.execute(INDEXES["snapshot_browse"])
+
+
+INDEXES = {
+    "snapshot_scope": "CREATE INDEX IF NOT EXISTS snapshot_scope ON snapshot (repo_id, scope, status)",
+    "snapshot_browse": "CREATE INDEX IF NOT EXISTS snapshot_browse ON snapshot (scope, repo_id, created, memory_id,"
+    " kind, status, maturity, truth, utility)",
+}
+"""The table's secondary indexes. A replay into an empty table drops them and builds each once at
+the end (SnapshotProjection.bulk_started): one sort instead of a b-tree insert per row."""
 
 
 def m003_anchors_column(conn: Connection) -> None:
@@ -469,11 +475,31 @@ class SnapshotProjection(Projection):
         self._seen: int | None = None
         super().__init__(path)
 
+    def opened(self) -> None:
+        """A replay that stopped before its end (killed) left the indexes unbuilt: build them now."""
+        self._build_indexes()
+
     def bulk_started(self) -> None:
         self._states, self._seen = {}, None
+        if self.conn.execute("SELECT NOT EXISTS (SELECT 1 FROM snapshot)").fetchone()[0]:
+            with store.transaction(self.conn):
+                for index in INDEXES:
+                    self.conn.execute(f"DROP INDEX IF EXISTS {index}")
 
     def bulk_ended(self) -> None:
         self._states, self._seen = None, None
+        self._build_indexes()
+
+    def _build_indexes(self) -> None:
+        missing = [
+            name
+            for name in INDEXES
+            if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone()
+        ]
+        if missing:
+            with store.transaction(self.conn):
+                for name in missing:
+                    self.conn.execute(INDEXES[name])
 
     def handle(self, batch: Sequence[Positioned], through: int | None = None) -> int:
         try:

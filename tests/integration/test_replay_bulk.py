@@ -225,3 +225,51 @@ def test_strata_replay_shares_the_projections_out_over_processes(hashed: Strata,
     assert {n: r["position"] for n, r in report["replayed"].items()} == dict.fromkeys(NAMES, head)
     for p in hashed.projections(NAMES):
         assert p.digest() == expected[p.name], p.name
+
+
+def snapshot_indexes(projection: SnapshotProjection) -> set[str]:
+    return {
+        row[0]
+        for row in projection.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'snapshot'")
+        if not row[0].startswith("sqlite_autoindex")
+    }
+
+
+def test_a_replay_into_an_empty_snapshot_builds_its_indexes_at_the_end(hashed: Strata, tmp_path: Path) -> None:
+    """The indexes are dropped while a replay fills an empty table and built once at its end; a table
+    that already holds rows keeps them throughout (building them again would cost more than it saves)."""
+    events = every_event(hashed)
+    projection = SnapshotProjection(tmp_path / "snap.sqlite")
+    built = snapshot_indexes(projection)
+    assert built == {"snapshot_scope", "snapshot_browse"}
+    with projection.bulk():
+        assert snapshot_indexes(projection) == set()
+        projection.handle(events[:5])
+    assert snapshot_indexes(projection) == built
+    with projection.bulk():
+        assert snapshot_indexes(projection) == built
+        projection.handle(events)
+    assert snapshot_indexes(projection) == built
+    plan = " ".join(
+        str(row)
+        for row in projection.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT memory_id FROM snapshot WHERE repo_id = ? AND scope = ?", ("r", "repo")
+        )
+    )
+    assert "USING COVERING INDEX snapshot_" in plan
+    projection.close()
+
+
+def test_a_replay_stopped_midway_leaves_the_snapshot_its_indexes(hashed: Strata, tmp_path: Path) -> None:
+    """A replay killed before its end (no bulk_ended) left the table without its indexes: the next
+    process to open the projection builds them."""
+    events = every_event(hashed)
+    path = tmp_path / "snap.sqlite"
+    projection = SnapshotProjection(path)
+    projection.bulk_started()  # and never bulk_ended(), as in a process killed mid-replay
+    projection.handle(events[:5])
+    assert snapshot_indexes(projection) == set()
+    projection.close()
+    reopened = SnapshotProjection(path)
+    assert snapshot_indexes(reopened) == {"snapshot_scope", "snapshot_browse"}
+    reopened.close()
