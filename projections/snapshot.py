@@ -494,7 +494,9 @@ class SnapshotProjection(Projection):
         missing = [
             name
             for name in INDEXES
-            if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone()
+            if not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+            ).fetchone()
         ]
         if missing:
             with store.transaction(self.conn):

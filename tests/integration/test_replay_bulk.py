@@ -230,7 +230,9 @@ def test_strata_replay_shares_the_projections_out_over_processes(hashed: Strata,
 def snapshot_indexes(projection: SnapshotProjection) -> set[str]:
     return {
         row[0]
-        for row in projection.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'snapshot'")
+        for row in projection.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'snapshot'"
+        )
         if not row[0].startswith("sqlite_autoindex")
     }
 
