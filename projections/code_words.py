@@ -25,8 +25,9 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CODE_RUN = re.compile(r"(?<![\w.\-/:])(?!(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?![\w.\-/:]))[\w.\-/:]+")
 """A maximal run of word characters and identifier punctuation that is not a plain ASCII word (lower
 case, capitalised or upper case): the runs that may hold code words. A chunk (_CHUNK) never crosses
-the end of a run and a run holds at most one, so the chunks of these runs, in order, are every chunk
-of the text that is not a plain word, which has no code words (_chunk_terms)."""
+the end of a run and a run holds at most one (the run without its leading and trailing punctuation),
+so the chunks of these runs, in order, are every chunk of the text that is not a plain word, which
+has no code words (_chunk_terms)."""
 
 
 def code_terms(text: str) -> list[str]:
@@ -35,7 +36,8 @@ def code_terms(text: str) -> list[str]:
     words are plain, and looking each up cost half of indexing a memory for the keyword search."""
     out: dict[str, None] = {}
     for run in _CODE_RUN.findall(text):
-        for chunk in _CHUNK.findall(run):
+        chunk = run.strip(".-/:")  # the run's chunk: from its first word character to its last
+        if chunk:
             for term in _chunk_terms(chunk):
                 out[term] = None
     return list(out)
