@@ -38,8 +38,14 @@ def m001_create_tables(conn: Connection) -> None:
         "CREATE TABLE fts_memories (rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL UNIQUE,"
         " repo_id TEXT NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL)"
     )
-    conn.execute("CREATE INDEX fts_memories_scope ON fts_memories (repo_id, scope, status)")
+    conn.execute(INDEXES["fts_memories_scope"])
     conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, content='', tokenize='porter unicode61')")
+
+
+INDEXES = {
+    "fts_memories_scope": "CREATE INDEX IF NOT EXISTS fts_memories_scope ON fts_memories (repo_id, scope, status)"
+}
+"""Built once at the end of a replay into an empty projection (Projection.deferred_indexes)."""
 
 
 def m002_scope_column(conn: Connection) -> None:
@@ -234,6 +240,7 @@ class FTSProjection(Projection):
         Memory.MemoryArchived,
         Memory.MemoryRestored,
     )
+    deferred_indexes = INDEXES
     statuses = frozenset(reads[1:])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use

@@ -73,8 +73,8 @@ INDEXES = {
     "snapshot_browse": "CREATE INDEX IF NOT EXISTS snapshot_browse ON snapshot (scope, repo_id, created, memory_id,"
     " kind, status, maturity, truth, utility)",
 }
-"""The table's secondary indexes. A replay into an empty table drops them and builds each once at
-the end (SnapshotProjection.bulk_started): one sort instead of a b-tree insert per row."""
+"""The table's secondary indexes, built once at the end of a replay into an empty table
+(Projection.deferred_indexes)."""
 
 
 def m003_anchors_column(conn: Connection) -> None:
@@ -466,6 +466,7 @@ class SnapshotProjection(Projection):
     count_query = "SELECT count(*) FROM snapshot"
 
     reads = MEMORY_EVENTS
+    deferred_indexes = INDEXES
     bulk_states = 250_000
     """How many memories' states a replay keeps in memory between batches (~1 KB each; the oldest
     are dropped past it and read back from the table if touched again)."""
@@ -475,33 +476,11 @@ class SnapshotProjection(Projection):
         self._seen: int | None = None
         super().__init__(path)
 
-    def opened(self) -> None:
-        """A replay that stopped before its end (killed) left the indexes unbuilt: build them now."""
-        self._build_indexes()
-
     def bulk_started(self) -> None:
         self._states, self._seen = {}, None
-        if self.conn.execute("SELECT NOT EXISTS (SELECT 1 FROM snapshot)").fetchone()[0]:
-            with store.transaction(self.conn):
-                for index in INDEXES:
-                    self.conn.execute(f"DROP INDEX IF EXISTS {index}")
 
     def bulk_ended(self) -> None:
         self._states, self._seen = None, None
-        self._build_indexes()
-
-    def _build_indexes(self) -> None:
-        missing = [
-            name
-            for name in INDEXES
-            if not self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
-            ).fetchone()
-        ]
-        if missing:
-            with store.transaction(self.conn):
-                for name in missing:
-                    self.conn.execute(INDEXES[name])
 
     def handle(self, batch: Sequence[Positioned], through: int | None = None) -> int:
         try:
