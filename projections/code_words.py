@@ -58,18 +58,22 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
             return ()
         return tuple(t for t in dict.fromkeys([p.lower() for p in parts]) if len(t) > 1)
     terms: list[str] = []
-    segments = [s for s in _SEGMENT.split(chunk) if s]
+    segments = [s for s in _SEGMENT.split(chunk) if s] if "/" in chunk or "::" in chunk else [chunk]
     pieces_all: list[str] = []
     for segment in segments:
         pieces = [p for p in _PIECE.split(segment) if p]
         pieces_all += pieces
         if len(pieces) > 1 and len(segments) > 1:
             terms.append("".join(pieces).lower())  # a path segment whole: _logistic.py -> logisticpy
-        for name in segment.split("."):  # a dotted part that is an identifier whole: csv_writer.py -> csvwriter
+        # a dotted part that is an identifier whole: csv_writer.py -> csvwriter (without a dot, the
+        # segment's one part is its pieces, never fewer)
+        for name in segment.split(".") if "." in segment else ():
             parts = [p for p in _PIECE.split(name) if p]
             if 1 < len(parts) < len(pieces):
                 terms.append("".join(parts).lower())
         for piece in pieces:
+            if piece.isascii() and piece.isalpha() and piece.islower():
+                continue  # one CamelCase part: itself
             parts = _CAMEL.findall(piece)
             if len(parts) > 1 and not piece.isdigit():
                 terms += [p.lower() for p in parts]  # TypeError -> type, error
