@@ -284,3 +284,19 @@ def test_a_replay_killed_midway_leaves_the_indexes_to_the_next_process_that_appl
     follower.handle(events[:5])
     assert indexes(follower) == built
     follower.close()
+
+
+@pytest.mark.parametrize("window", [40_000, 30])
+def test_fts_built_live_event_by_event_equals_its_replay(hashed: Strata, tmp_path: Path, window: int) -> None:
+    """A memory that passes through a status of another part (pending, then approved) leaves that part
+    made, and empty, when the events come one by one as a live worker may see them: a replay that
+    sees both events in one window makes the same parts."""
+    every_event(hashed)
+    live = FTSProjection(tmp_path / "live.sqlite")
+    Runner(hashed.log, [live], batch_size=1).catch_up()
+    replayed = FTSProjection(tmp_path / "replayed.sqlite")
+    pipelined(hashed.log, [replayed], 5000, window=window)
+    assert live.conn.execute("SELECT count(*) FROM fts_parts WHERE documents = 0").fetchone()[0] > 0
+    assert replayed.digest() == live.digest()
+    live.close()
+    replayed.close()
