@@ -31,6 +31,7 @@ from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections import store
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import keyword_threads
 from strata_recall.schemas.read import ReadRequest
@@ -59,6 +60,35 @@ def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
     started = time.perf_counter()
     strata.catch_up()
     return strata, time.perf_counter() - started
+
+
+MEM0_BYTES_PER_100K = 477e6
+"""mem0's store at 100,000 memories, as the issue measured it on this machine."""
+
+
+def disk_breakdown(folder: Path, size: int) -> str:
+    """The store's files (each with its -wal and -shm), their total and the total per 100,000
+    memories against mem0's. Files are checkpointed first, so a WAL holds nothing that counts twice."""
+    for database in folder.rglob("*.sqlite"):
+        conn = store.connect(database)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    files: dict[str, int] = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.name.endswith(".lock"):
+            name = str(path.relative_to(folder)).removesuffix("-wal").removesuffix("-shm")
+            files[name] = files.get(name, 0) + path.stat().st_size
+    total = sum(files.values())
+    per = total * 100_000 / size
+    lines = [
+        f"  disk: {total / 1e6:.1f} MB, {per / 1e6:.0f} MB per 100,000 memories ({per / MEM0_BYTES_PER_100K:.2f}x mem0's 477 MB)"
+    ]
+    lines += [
+        f"    {name:<40} {bytes_ / 1e6:8.1f} MB  {bytes_ / size:8,.0f} B a memory" for name, bytes_ in files.items()
+    ]
+    return "\n".join(lines)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -106,6 +136,7 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
         f"  end to end: p50 {pct(latencies, 0.5) * 1e3:.1f} ms   p95 {pct(latencies, 0.95) * 1e3:.1f} ms   "
         f"p99 {pct(latencies, 0.99) * 1e3:.1f} ms"
     )
+    print(disk_breakdown(strata.settings.data_dir, size))
     print("  per stage (median ms): " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f}" for k, v in stages.items()))
     print(f"  CPU per read without the query embedding (best of 3 passes): {min(cpu) * 1e3:.2f} ms")
     # the same-run floor: what the two prescribed parts cost on their own, the query embedding

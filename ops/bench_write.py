@@ -132,11 +132,13 @@ def bench_import(n: int) -> dict[str, float]:
         data = Path(tmp) / "cli"
         strata_bin = Path(sys.executable).parent / "strata"
         env = {**os.environ, "STRATA_DATA_DIR": str(data)}
-        start = time.perf_counter()
+        start, children = time.perf_counter(), os.times()
         result = subprocess.run(
             [str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True
         )
         cli_seconds = time.perf_counter() - start
+        after = os.times()
+        cli_cpu = after.children_user + after.children_system - children.children_user - children.children_system
         if result.returncode != 0:
             raise SystemExit(f"import failed: {result.stdout} {result.stderr}")
         outcome = json.loads(result.stdout)
@@ -151,11 +153,34 @@ def bench_import(n: int) -> dict[str, float]:
     return {
         "cli_per_s": n / cli_seconds,
         "cli_seconds": cli_seconds,
+        "cli_cpu": cli_cpu,
         "inproc_per_s": n / inproc_seconds,
         "created": outcome["created"],
         "reinforced": outcome["reinforced"],
         "bytes": size,
     }
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (a `strata import` subprocess)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def import_rounds(n: int, rounds: int) -> None:
+    """`strata import` of n realistic lines against the bare eventsourcing batch save of n aggregates,
+    alternating, each with its wall clock and CPU time: on a shared machine the CPU ratio is the steadier."""
+    print(f"import of {n} write requests, {rounds} rounds alternating with the bare eventsourcing batch save:")
+    for round_ in range(1, rounds + 1):
+        imp = bench_import(n)
+        cpu = cpu_seconds()
+        bare = bench_bare_eventsourcing(n, batch=1000) * n
+        bare_cpu = cpu_seconds() - cpu
+        print(
+            f"  round {round_}: `strata import` {imp['cli_seconds']:.2f} s (cpu {imp['cli_cpu']:.2f} s), bare batch "
+            f"save {bare:.2f} s (cpu {bare_cpu:.2f} s): {bare / imp['cli_seconds']:.2f}x its speed, "
+            f"{bare_cpu / imp['cli_cpu']:.2f}x by CPU time"
+        )
 
 
 def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:
@@ -213,8 +238,19 @@ def main() -> None:
         "--keys", type=int, default=0, help="only the idempotency-key figures, over this many writes (0: the usual run)"
     )
     parser.add_argument("--postgres", action="store_true", help="--keys on a throwaway PostgreSQL (fsync on)")
+    parser.add_argument(
+        "--import-only",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="only the import figure: this many rounds of `strata import` and the bare batch save, alternating",
+    )
     args = parser.parse_args()
     configure_logging("warning")
+
+    if args.import_only:
+        import_rounds(args.import_lines, args.import_only)
+        return
 
     if args.keys:
         keys = bench_keys(args.keys, args.postgres)

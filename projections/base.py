@@ -158,12 +158,21 @@ class Projection(ABC):
     reads: ClassVar[tuple[type, ...] | None] = None
     """The event classes apply() acts on (None: it may act on any): a replay decodes only these, and
     the position still moves past the others (handle(..., through=))."""
+    deferred_indexes: ClassVar[dict[str, str]] = {}
+    """Secondary indexes (name: its CREATE INDEX IF NOT EXISTS) that a replay into an empty projection
+    drops and builds once at its end (bulk()): one sort instead of a b-tree insert per row. A replay
+    killed before its end leaves them to the next process that applies events to the projection (a
+    worker, a server, a command catching up); one that only reads never builds them (a hook must not
+    wait on that), and finds the same rows without them, more slowly."""
+    _unbuilt: bool = False
+    _bulk: bool = False
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = store.FileLock(path.with_suffix(".lock"))
         self.conn = store.connect(path, vectors=self.needs_vectors)
         store.migrate(self.conn, self.name, self.migrations)
+        self._unbuilt = bool(self._missing_indexes())
         self.opened()
 
     def opened(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
@@ -182,6 +191,8 @@ class Projection(ABC):
         end = max(batch[-1][0] if batch else 0, through or 0)
         if end <= done:
             return 0
+        if self._unbuilt and not self._bulk:
+            self.build_indexes()
         pending = [item for item in batch if item[0] > done]
         prepared = self.prepare(pending) if pending else None
         with store.transaction(self.conn):
@@ -206,11 +217,31 @@ class Projection(ABC):
         """A replay's settings while it feeds this projection large batches (see store.bulk): the
         same transactions and positions as ever, so a crash still leaves the rows of the position."""
         with store.bulk(self.conn):
+            if self.deferred_indexes and self.position == 0:
+                with store.transaction(self.conn):
+                    for index in self.deferred_indexes:
+                        self.conn.execute(f"DROP INDEX IF EXISTS {index}")
+            self._bulk = True
             self.bulk_started()
             try:
                 yield
             finally:
+                self._bulk = False
                 self.bulk_ended()
+                self.build_indexes()
+
+    def _missing_indexes(self) -> list[str]:
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
+        return [name for name in self.deferred_indexes if not self.conn.execute(sql, (name,)).fetchone()]
+
+    def build_indexes(self) -> None:
+        """Build the deferred indexes that are missing (at the end of a replay, or after one was killed)."""
+        missing = self._missing_indexes()
+        if missing:
+            with store.transaction(self.conn):
+                for name in missing:
+                    self.conn.execute(self.deferred_indexes[name])
+        self._unbuilt = False
 
     def bulk_started(self) -> None:  # noqa: B027 - a hook: doing nothing is the default, not a mistake
         """Hook: a replay starts feeding large batches (e.g. keep state in memory between them)."""

@@ -22,32 +22,58 @@ _PIECE = re.compile(r"[._\-:]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
+_CODE_RUN = re.compile(r"(?<![\w.\-/:])(?!(?:[a-z]+|[A-Z][a-z]*|[A-Z]+)(?![\w.\-/:]))[\w.\-/:]+")
+"""A maximal run of word characters and identifier punctuation that is not a plain ASCII word (lower
+case, capitalised or upper case): the runs that may hold code words. A chunk (_CHUNK) never crosses
+the end of a run and a run holds at most one (the run without its leading and trailing punctuation),
+so the chunks of these runs, in order, are every chunk of the text that is not a plain word, which
+has no code words (_chunk_terms)."""
+
+
 def code_terms(text: str) -> list[str]:
-    """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance."""
+    """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance.
+    Plain words are skipped by the regular expression (_CODE_RUN), not one by one: most of a memory's
+    words are plain, and looking each up cost half of indexing a memory for the keyword search."""
     out: dict[str, None] = {}
-    for chunk in _CHUNK.findall(text):
-        for term in _chunk_terms(chunk):
-            out[term] = None
+    for run in _CODE_RUN.findall(text):
+        chunk = run.strip(".-/:")  # the run's chunk: from its first word character to its last
+        if chunk:
+            for term in _chunk_terms(chunk):
+                out[term] = None
     return list(out)
+
+
+_SEPARATOR = re.compile(r"[._\-:/\\]")
 
 
 @lru_cache(maxsize=65536)
 def _chunk_terms(chunk: str) -> tuple[str, ...]:
     if chunk.isalpha() and (chunk.islower() or chunk.isupper() or chunk[1:].islower()):
         return ()  # a plain word: FTS5 indexes it as it is
+    if chunk.isdigit():
+        return ()  # a number: no parts
+    if _SEPARATOR.search(chunk) is None:  # one piece (a number, a hash, a CamelCase name): its parts only
+        parts = _CAMEL.findall(chunk)
+        if len(parts) < 2:
+            return ()
+        return tuple(t for t in dict.fromkeys([p.lower() for p in parts]) if len(t) > 1)
     terms: list[str] = []
-    segments = [s for s in _SEGMENT.split(chunk) if s]
+    segments = [s for s in _SEGMENT.split(chunk) if s] if "/" in chunk or "::" in chunk else [chunk]
     pieces_all: list[str] = []
     for segment in segments:
         pieces = [p for p in _PIECE.split(segment) if p]
         pieces_all += pieces
         if len(pieces) > 1 and len(segments) > 1:
             terms.append("".join(pieces).lower())  # a path segment whole: _logistic.py -> logisticpy
-        for name in segment.split("."):  # a dotted part that is an identifier whole: csv_writer.py -> csvwriter
+        # a dotted part that is an identifier whole: csv_writer.py -> csvwriter (without a dot, the
+        # segment's one part is its pieces, never fewer)
+        for name in segment.split(".") if "." in segment else ():
             parts = [p for p in _PIECE.split(name) if p]
             if 1 < len(parts) < len(pieces):
                 terms.append("".join(parts).lower())
         for piece in pieces:
+            if piece.isascii() and piece.isalpha() and piece.islower():
+                continue  # one CamelCase part: itself
             parts = _CAMEL.findall(piece)
             if len(parts) > 1 and not piece.isdigit():
                 terms += [p.lower() for p in parts]  # TypeError -> type, error

@@ -38,8 +38,14 @@ def m001_create_tables(conn: Connection) -> None:
         "CREATE TABLE fts_memories (rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL UNIQUE,"
         " repo_id TEXT NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL)"
     )
-    conn.execute("CREATE INDEX fts_memories_scope ON fts_memories (repo_id, scope, status)")
+    conn.execute(INDEXES["fts_memories_scope"])
     conn.execute("CREATE VIRTUAL TABLE fts_text USING fts5(text, content='', tokenize='porter unicode61')")
+
+
+INDEXES = {
+    "fts_memories_scope": "CREATE INDEX IF NOT EXISTS fts_memories_scope ON fts_memories (repo_id, scope, status)"
+}
+"""Built once at the end of a replay into an empty projection (Projection.deferred_indexes)."""
 
 
 def m002_scope_column(conn: Connection) -> None:
@@ -234,6 +240,7 @@ class FTSProjection(Projection):
         Memory.MemoryArchived,
         Memory.MemoryRestored,
     )
+    deferred_indexes = INDEXES
     statuses = frozenset(reads[1:])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use
@@ -250,7 +257,8 @@ class FTSProjection(Projection):
         result as ever."""
         written, moves = Memory.MemoryWritten, self.statuses
         rows: dict[str, list[Any]] = {}
-        statuses: dict[str, str] = {}  # memories written before this batch: their last status
+        statuses: dict[str, list[str]] = {}  # memories written before this batch: the statuses they take
+        passed: set[tuple[str, str, str]] = set()  # (scope, repo, status) a memory of the batch left
         for _, event in batch:
             kind = type(event)
             if kind is written:
@@ -263,17 +271,22 @@ class FTSProjection(Projection):
                 status = str(status_after(event))
                 row = rows.get(key)
                 if row is not None:
+                    passed.add((row[2], row[1], row[4]))
                     row[4] = status
                 else:
-                    statuses[key] = status
+                    statuses.setdefault(key, []).append(status)
             elif isinstance(event, self.reads):  # a subclass: the general path
                 return self._apply_each(conn, batch)
         conn.execute("SAVEPOINT fts_batch")
         try:
             if statuses:
-                self._move(conn, statuses)
+                self._move(conn, {key: taken[-1] for key, taken in statuses.items()}, statuses)
             if rows:
                 self._insert(conn, list(rows.values()))
+            if passed:
+                # applied one by one, these events would have put the memory in the part of each status
+                # it passed through (made then, and left empty): the parts are the same either way
+                self._make_parts(conn, {part_of(*where) for where in passed})
         except store.IntegrityError:  # a memory with a row already: the general path decides
             conn.execute("ROLLBACK TO fts_batch")
             conn.execute("RELEASE fts_batch")
@@ -301,8 +314,9 @@ class FTSProjection(Projection):
         conn.executemany("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", texts)
         self._add(conn, into)
 
-    def _move(self, conn: Connection, statuses: dict[str, str]) -> None:
-        """Older memories to their new statuses, each into the part of its new status."""
+    def _move(self, conn: Connection, statuses: dict[str, str], taken: dict[str, list[str]] | None = None) -> None:
+        """Older memories to their new statuses, each into the part of its new status. `taken`: every
+        status each took in the batch, the last one `statuses` has (the parts of the others are made)."""
         found = list(
             store.select_in(
                 conn,
@@ -311,8 +325,10 @@ class FTSProjection(Projection):
             )
         )
         moving: dict[int, tuple[str, str]] = {}  # rowid -> (from part, to part)
+        passed: set[str] = set()
         for rowid, memory_id, repo_id, scope, status in found:
             new = statuses[memory_id]
+            passed.update(part_of(scope, repo_id, between) for between in (taken or {}).get(memory_id, [])[:-1])
             source, target = part_of(scope, repo_id, status), part_of(scope, repo_id, new)
             if source != target:
                 moving[rowid] = (source, target)
@@ -320,6 +336,8 @@ class FTSProjection(Projection):
             "UPDATE fts_memories SET status = ? WHERE rowid = ?",
             [(statuses[memory_id], rowid) for rowid, memory_id, *_ in found],
         )
+        if passed:
+            self._make_parts(conn, passed)
         if not moving:
             return
         texts = dict(store.select_in(conn, "SELECT rowid, text FROM fts_docs WHERE rowid IN ({marks})", list(moving)))
@@ -336,15 +354,21 @@ class FTSProjection(Projection):
         self._add(conn, into)
 
     @staticmethod
-    def _add(conn: Connection, into: dict[str, list[tuple[int, str]]]) -> None:
-        """(rowid, indexed text) into each part, made when its first memory arrives."""
-        known = {
-            row[0] for row in store.select_in(conn, "SELECT name FROM fts_parts WHERE name IN ({marks})", sorted(into))
-        }
-        for part in sorted(into.keys() - known):
+    def _make_parts(conn: Connection, parts: Iterable[str]) -> None:
+        """Each of these parts that does not exist yet, empty."""
+        wanted = sorted(set(parts))
+        known = {row[0] for row in store.select_in(conn, "SELECT name FROM fts_parts WHERE name IN ({marks})", wanted)}
+        for part in wanted:
+            if part in known:
+                continue
             assert _PART.fullmatch(part), part
             conn.execute(f"CREATE VIRTUAL TABLE {part} USING fts5(text, content='', tokenize='porter unicode61')")
             conn.execute("INSERT INTO fts_parts (name, documents) VALUES (?, 0)", (part,))
+
+    @classmethod
+    def _add(cls, conn: Connection, into: dict[str, list[tuple[int, str]]]) -> None:
+        """(rowid, indexed text) into each part, made when its first memory arrives."""
+        cls._make_parts(conn, into)
         for part, docs in into.items():
             conn.executemany(f"INSERT INTO {part} (rowid, text) VALUES (?, ?)", docs)
         conn.executemany(

@@ -19,9 +19,13 @@ def m001_create_tables(conn: Connection) -> None:
         "CREATE TABLE links (src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,"
         " PRIMARY KEY (src, type, dst)) WITHOUT ROWID"
     )
-    conn.execute("CREATE INDEX links_dst ON links (dst, type)")
+    conn.execute(INDEXES["links_dst"])
     # the kind of every memory, so a links-only replay can type edges added later (LinksAdded)
     conn.execute("CREATE TABLE link_kinds (memory_id TEXT PRIMARY KEY, kind TEXT NOT NULL) WITHOUT ROWID")
+
+
+INDEXES = {"links_dst": "CREATE INDEX IF NOT EXISTS links_dst ON links (dst, type)"}
+"""Built once at the end of a replay into an empty projection (Projection.deferred_indexes)."""
 
 
 def edges_of(
@@ -43,6 +47,7 @@ class LinksProjection(Projection):
     count_query = "SELECT count(*) FROM links"
 
     reads = (Memory.MemoryWritten, Memory.LinksAdded)
+    deferred_indexes = INDEXES
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         edges: list[tuple[str, str, str]] = []

@@ -59,16 +59,22 @@ def m001_create_tables(conn: Connection) -> None:
         " validations INTEGER NOT NULL, reinforcements INTEGER NOT NULL, last_validated TEXT NOT NULL,"
         " maturity TEXT NOT NULL, created TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL)"
     )
-    conn.execute("CREATE INDEX snapshot_scope ON snapshot (repo_id, scope, status)")
+    conn.execute(INDEXES["snapshot_scope"])
 
 
 def m002_browse_index(conn: Connection) -> None:
     """What the inspector's pages filter and sort by, per repo and for global memories (projections/
     browse.py): a page is read from this index alone, in order, and only its own rows are fetched."""
-    conn.execute(
-        "CREATE INDEX snapshot_browse ON snapshot (scope, repo_id, created, memory_id, kind, status, maturity,"
-        " truth, utility)"
-    )
+    conn.execute(INDEXES["snapshot_browse"])
+
+
+INDEXES = {
+    "snapshot_scope": "CREATE INDEX IF NOT EXISTS snapshot_scope ON snapshot (repo_id, scope, status)",
+    "snapshot_browse": "CREATE INDEX IF NOT EXISTS snapshot_browse ON snapshot (scope, repo_id, created, memory_id,"
+    " kind, status, maturity, truth, utility)",
+}
+"""The table's secondary indexes, built once at the end of a replay into an empty table
+(Projection.deferred_indexes)."""
 
 
 def m003_anchors_column(conn: Connection) -> None:
@@ -460,6 +466,7 @@ class SnapshotProjection(Projection):
     count_query = "SELECT count(*) FROM snapshot"
 
     reads = MEMORY_EVENTS
+    deferred_indexes = INDEXES
     bulk_states = 250_000
     """How many memories' states a replay keeps in memory between batches (~1 KB each; the oldest
     are dropped past it and read back from the table if touched again)."""

@@ -42,6 +42,7 @@ from strata_recall.interface.app.views import (
 )
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import operator, render
+from strata_recall.interface.runtime.background import VECTOR_BATCH_EVENTS
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
 from strata_recall.projections.credentials import Credentials
 from strata_recall.projections.store import ProjectionBusy
@@ -539,6 +540,18 @@ def demo(
 
 
 RUNNER_RESTART_S = 2.0
+
+
+def _follow(runner: Any, stop: threading.Event) -> None:
+    """One runner of `strata worker` until `stop`; the batch in hand is finished first."""
+    while not stop.is_set():
+        try:
+            runner.run(stop)
+        except Exception as exc:  # the log unreachable (e.g. a PostgreSQL restart): ride it out
+            log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=RUNNER_RESTART_S)
+            stop.wait(RUNNER_RESTART_S)
+
+
 PROJECTION_OPT = typer.Option(None, "--projection", "-p", help="Only this projection (repeatable).")
 
 
@@ -568,19 +581,24 @@ def worker(ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT) ->
         for name in names:
             strata.projection(name).follow()  # replay of these waits until this worker stops
         scheduler = strata.scheduler(compaction="snapshot" in names)
-        runner = strata.runner(followers) if followers else None
+        # as `strata serve` runs them: the vectors (which embed each text) on a runner and thread of
+        # their own, in small batches, so the keywords never wait behind a backlog of embedding
+        searchable = [n for n in followers if n != "vectors"]
+        runners = [strata.runner(searchable)] if searchable else []
         if "vectors" in followers:
             strata.warm_up()  # load the model now, not on the first write that needs it
+            vectors = strata.runner(["vectors"])
+            vectors.batch_size = min(vectors.batch_size, VECTOR_BATCH_EVENTS)
+            runners.append(vectors)
+        threads = [threading.Thread(target=_follow, args=(r, stop), name="strata-runner") for r in runners]
         scheduler.start()
         try:
-            while runner is not None and not stop.is_set():
-                try:
-                    runner.run(stop)
-                except Exception as exc:  # the log unreachable (e.g. a PostgreSQL restart): ride it out
-                    log.error("runner_failed", error=f"{type(exc).__name__}: {exc}", retry_in_s=RUNNER_RESTART_S)
-                    stop.wait(RUNNER_RESTART_S)
+            for thread in threads:
+                thread.start()
             stop.wait()
         finally:
+            for thread in threads:
+                thread.join()
             scheduler.shutdown(wait=True)
         _emit(
             ctx.obj,

@@ -183,3 +183,44 @@ def test_replay_refuses_while_a_worker_follows_the_projection(tmp_path: Path) ->
         worker.wait(timeout=30)
     done = subprocess.run([STRATA, "--json", "replay", "--projection", "fts"], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and json.loads(done.stdout)["replayed"]["fts"]["position"] == 20
+
+
+def test_the_worker_keeps_keywords_current_while_the_vectors_embed(tmp_path: Path) -> None:
+    """As `strata serve` does, `strata worker` runs the vectors beside the other projections, not in
+    the same runner: after an import the keyword index reaches the head while the vectors are still
+    embedding the backlog (one runner brought each batch to every projection in turn, so the keywords
+    waited on the embedding of every batch before them)."""
+    data = tmp_path / "data"
+    strata = build(load_settings(environ={}, data_dir=data))
+    texts = [f"the importer retried batch {i} after the {i % 7}th timeout of the ledger sync" for i in range(2000)]
+    CommandAPI(strata.log).import_lines([json.dumps(write_request("r", text)) for text in texts])
+    head = strata.log.position()
+    strata.projections(["fts", "vectors"])  # the files, before the worker starts (their tracking rows)
+    strata.close()
+    env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_WORKER_BATCH_SIZE": "500"}
+    process = subprocess.Popen(
+        [STRATA, "worker", "--projection", "fts", "--projection", "vectors"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    conns = {name: store.connect(data / "projections" / f"{name}.sqlite") for name in ("fts", "vectors")}
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and store.position(conns["fts"], "fts") < head:
+            time.sleep(0.005)
+        vectors_then = store.position(conns["vectors"], "vectors")
+        assert store.position(conns["fts"], "fts") == head
+        # one runner: the keywords reach the head in the batch whose vectors come right after them,
+        # so the vectors stand at head - 500 then; run apart, they have embedded a fraction of it
+        assert vectors_then < head // 2, (vectors_then, head)
+        while time.monotonic() < deadline and store.position(conns["vectors"], "vectors") < head:
+            time.sleep(0.05)
+        assert store.position(conns["vectors"], "vectors") == head  # and the vectors still get there
+    finally:
+        for conn in conns.values():
+            conn.close()
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0 and json.loads(out)["stopped"] is True

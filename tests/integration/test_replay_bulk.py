@@ -225,3 +225,78 @@ def test_strata_replay_shares_the_projections_out_over_processes(hashed: Strata,
     assert {n: r["position"] for n, r in report["replayed"].items()} == dict.fromkeys(NAMES, head)
     for p in hashed.projections(NAMES):
         assert p.digest() == expected[p.name], p.name
+
+
+DEFERRED = {SnapshotProjection: {"snapshot_scope", "snapshot_browse"}, FTSProjection: {"fts_memories_scope"}}
+DEFERRED[LinksProjection] = {"links_dst"}
+
+
+def indexes(projection: Any) -> set[str]:
+    return {
+        row[0]
+        for row in projection.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        if not row[0].startswith("sqlite_autoindex")
+    }
+
+
+@pytest.mark.parametrize("cls", list(DEFERRED))
+def test_a_replay_into_an_empty_projection_builds_its_indexes_at_the_end(
+    hashed: Strata, tmp_path: Path, cls: Any
+) -> None:
+    """The secondary indexes are dropped while a replay fills an empty projection and built once at its
+    end; a projection that already holds rows keeps them throughout (building them again would cost more
+    than it saves). Either way the rows are those of the same batches applied without bulk settings."""
+    events = every_event(hashed)
+    expected = cls(tmp_path / "expected.sqlite")
+    expected.handle(events[:5])
+    expected.handle(events)
+    projection = cls(tmp_path / "replayed.sqlite")
+    built = indexes(projection)
+    assert built >= DEFERRED[cls]
+    with projection.bulk():
+        assert indexes(projection) == built - DEFERRED[cls]
+        projection.handle(events[:5])
+    assert indexes(projection) == built
+    with projection.bulk():
+        assert indexes(projection) == built
+        projection.handle(events)
+    assert indexes(projection) == built
+    assert projection.digest() == expected.digest()
+    projection.close()
+    expected.close()
+
+
+@pytest.mark.parametrize("cls", list(DEFERRED))
+def test_a_replay_killed_midway_leaves_the_indexes_to_the_next_process_that_applies_events(
+    hashed: Strata, tmp_path: Path, cls: Any
+) -> None:
+    events = every_event(hashed)
+    path = tmp_path / "replayed.sqlite"
+    projection = cls(path)
+    built = indexes(projection)
+    for index in DEFERRED[cls]:  # what a replay killed mid-way leaves: rows, and not these indexes
+        projection.conn.execute(f"DROP INDEX {index}")
+    projection.close()
+    reader = cls(path)  # a process that only reads (a hook) does not wait on building them
+    assert indexes(reader) == built - DEFERRED[cls]
+    reader.close()
+    follower = cls(path)  # the next one to apply events builds them first
+    follower.handle(events[:5])
+    assert indexes(follower) == built
+    follower.close()
+
+
+@pytest.mark.parametrize("window", [40_000, 30])
+def test_fts_built_live_event_by_event_equals_its_replay(hashed: Strata, tmp_path: Path, window: int) -> None:
+    """A memory that passes through a status of another part (pending, then approved) leaves that part
+    made, and empty, when the events come one by one as a live worker may see them: a replay that
+    sees both events in one window makes the same parts."""
+    every_event(hashed)
+    live = FTSProjection(tmp_path / "live.sqlite")
+    Runner(hashed.log, [live], batch_size=1).catch_up()
+    replayed = FTSProjection(tmp_path / "replayed.sqlite")
+    pipelined(hashed.log, [replayed], 5000, window=window)
+    assert live.conn.execute("SELECT count(*) FROM fts_parts WHERE documents = 0").fetchone()[0] > 0
+    assert replayed.digest() == live.digest()
+    live.close()
+    replayed.close()
