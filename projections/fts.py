@@ -233,8 +233,9 @@ class FTSProjection(Projection):
         Memory.MemoryReviewed,
         Memory.MemoryArchived,
         Memory.MemoryRestored,
+        Memory.TextEdited,
     )
-    statuses = frozenset(reads[1:])
+    statuses = frozenset(reads[1:5])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use
     _counted: set[str] | None = None  # parts whose word counts this connection can read (temp fts5vocab tables)
@@ -362,8 +363,25 @@ class FTSProjection(Projection):
                     text = indexed_text(event.text)
                     conn.execute("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
                     self._add(conn, {part_of(event.scope, event.repo_id, event.status): [(cursor.lastrowid, text)]})
+            elif isinstance(event, Memory.TextEdited):
+                self._reword(conn, str(event.originator_id), event.text)
             elif isinstance(event, self.reads):
                 self._move(conn, {str(event.originator_id): str(status_after(event))})
+
+    def _reword(self, conn: Connection, memory_id: str, text: str) -> None:
+        """A memory's text edited (Memory.TextEdited): its document replaced in its part."""
+        found = conn.execute(
+            "SELECT m.rowid, m.repo_id, m.scope, m.status, d.text FROM fts_memories m"
+            " JOIN fts_docs d ON d.rowid = m.rowid WHERE m.memory_id = ?",
+            (memory_id,),
+        ).fetchone()
+        if found is None:
+            return
+        rowid, repo_id, scope, status, old = found
+        part, new = part_of(scope, repo_id, status), indexed_text(text)
+        conn.execute(f"INSERT INTO {part} ({part}, rowid, text) VALUES ('delete', ?, ?)", (rowid, old))
+        conn.execute(f"INSERT INTO {part} (rowid, text) VALUES (?, ?)", (rowid, new))
+        conn.execute("UPDATE fts_docs SET text = ? WHERE rowid = ?", (new, rowid))
 
     def _reset(self) -> None:
         """Every part is dropped too (they are named in fts_parts; sqlite_master is asked, in case)."""

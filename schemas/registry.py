@@ -25,6 +25,7 @@ from strata_recall.schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
@@ -43,6 +44,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "update-response": UpdateResponse,
     "forget-request": ForgetRequest,
     "forget-response": ForgetResponse,
+    "edit-request": EditRequest,
+    "edit-response": EditResponse,
     "feedback-request": FeedbackRequest,
     "feedback-response": FeedbackResponse,
     "index-request": IndexRequest,

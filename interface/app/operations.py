@@ -3,7 +3,7 @@ its OpenAPI description, the CLI's help) is generated from this table, so they c
 
 Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
 context); the inspector's (`agent_tool=False`: a repo's overview, browse, one memory, the timeline, the
-review queue, the repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
+review queue, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
 MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
@@ -44,6 +44,7 @@ from strata_recall.schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
@@ -384,6 +385,30 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="review",
             touches=("memory_id",),
+            agent_tool=False,
+        ),
+        Operation(
+            name="edit",
+            method="edit",
+            request=EditRequest,
+            response=EditResponse,
+            summary="Inspector: reword a memory; its earlier text stays in its history.",
+            description=(
+                "A person rewords a live memory (active or pending) the repo sees: the same memory, with its links, "
+                "truth and utility, found by its new words from now on; the old text stays in its history. The "
+                "text is sanitised as a write's. Refused when it would repeat another live memory (the same "
+                "text, or a near-duplicate a write would reinforce)."
+            ),
+            example={
+                "repo_id": "acme/api",
+                "memory_id": "<memory id>",
+                "text": "The API listens on port 8080 (set by API_PORT in compose.yml)",
+                "rationale": "named where the port is set",
+            },
+            read_only=False,
+            permission="write",
+            touches=("memory_id",),
+            idempotent=True,
             agent_tool=False,
         ),
         Operation(
