@@ -352,6 +352,12 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                     f"memory {twin.memory_id} already says this: forget one of the two instead of making them copies",
                 )
             into = self._edit_twin(session, memory, repo_id, new_text, near)
+            if into is not None and normalise_text(into.text) == normalise_text(new_text):
+                raise Conflict(  # an edited memory says a text its id was not made from
+                    "duplicate_text",
+                    "text",
+                    f"memory {into.memory_id} already says this: forget one of the two instead of making them copies",
+                )
             if into is not None and near is not None:
                 raise Conflict(
                     "near_duplicate",

@@ -696,3 +696,74 @@ def test_the_header_with_a_named_token_is_one_row_at_1400(
     assert max(middles) - min(middles) < 20, f"the header wraps at 1,400 px: {middles}"
     shot(driver, "15-named-token-header-1400")
     assert served.stop() == 0
+
+
+def write_fact(http: httpx.Client, text: str) -> str:
+    memory = {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}
+    written = http.post("/v1/write", json={"repo_id": REPO, "memory": memory})
+    assert written.status_code == 200, written.text
+    return str(written.json()["memory_id"])
+
+
+def edit_on_the_page(driver: Any, text: str, reason: str) -> None:
+    """The page's own editor (an in-page dialog, never a native prompt): the text replaced, a reason, Save."""
+    find(driver, "#edit").click()
+    asked = find(driver, "dialog#ask[open]")
+    area = asked.find_element("css selector", "#edit-text")
+    area.clear()
+    area.send_keys(text)
+    asked.find_element("css selector", "#edit-reason").send_keys(reason)
+    asked.find_element("css selector", "#ask-ok").click()
+    wait(driver, lambda d: not d.find_elements("css selector", "dialog#ask[open]"))
+
+
+@pytest.mark.slow
+def test_editing_a_memory_from_the_page(serve: Callable[..., Served], browser: Any) -> None:
+    """Edit a memory's text at 1,400 and 420 px: the memory shows its new text, its history says what it said
+    before and what it says now, and the list finds it by its new words; an edit that would copy another
+    memory is refused with the server's error, and nothing changes."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        wide = write_fact(http, "The CI runners have 2 cores")
+        narrow = write_fact(http, "Release notes live in docs/CHANGES.md")
+        other = write_fact(http, "Deploys go out on Tuesdays")
+    driver = browser
+    for memory_id, width, new in (
+        (wide, 1400, "The CI runners have 4 cores since the November upgrade"),
+        (narrow, 420, "Release notes live in the CHANGELOG.md at the root"),
+    ):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/memory/{memory_id}?repo={REPO}")
+        find(driver, f"#memory-page[data-memory='{memory_id}'] #history li.ev")
+        old = find(driver, "#memory-text").text
+        edit_on_the_page(driver, new, "checked the runner settings")
+        wait(driver, lambda d, new=new: d.find_element("id", "memory-text").text == new)
+        wait(driver, lambda d: "Edited" in d.find_element("id", "notice").text)
+        assert event_types(driver) == ["MemoryWritten", "TextEdited"]
+        line = find(driver, "#history li[data-type='TextEdited']").text
+        assert "Text edited: checked the runner settings." in line.replace("“", "").replace("”", ""), line
+        assert old in line and new in line, line
+        assert find(driver, "#history li[data-type='TextEdited'] q.was").text == old
+        fits(driver)
+        shot(driver, f"30-edited-{width}")
+    driver.set_window_size(1400, 1100)
+    driver.get(f"{served.url}/#/memories?repo={REPO}&q=November%20upgrade")
+    wait(
+        driver,
+        lambda d: (
+            [e.get_attribute("data-memory") for e in d.find_elements("css selector", "#memory-list li")] == [wide]
+        ),
+    )
+    with httpx.Client(base_url=served.url, timeout=60) as http:  # the vectors hold the edits: the copy is found
+        head = http.get("/healthz").json()["head"]
+        consistency = {"after_position": head, "timeout_ms": 30000}
+        caught = http.post("/v1/read", json={"repo_id": REPO, "query": "release notes", "consistency": consistency})
+        assert caught.status_code == 200, caught.text
+    driver.get(f"{served.url}/#/memory/{other}?repo={REPO}")
+    find(driver, f"#memory-page[data-memory='{other}']")
+    edit_on_the_page(driver, "Release notes live in the CHANGELOG.md at the root", "")
+    wait(driver, lambda d: d.find_element("id", "message").text)
+    assert "duplicate_text" in find(driver, "#message").text, find(driver, "#message").text
+    assert find(driver, "#memory-text").text == "Deploys go out on Tuesdays"
+    assert not console_errors(driver) or all("/v1/edit" in e and "409" in e for e in console_errors(driver))
+    assert served.stop() == 0

@@ -241,3 +241,21 @@ def test_the_page_serves_every_module_it_imports_its_icon_and_the_readme() -> No
     assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
     assert client.get("/inspector/app.js").headers["content-type"].startswith("text/javascript")
     assert "strata init" in client.get("/inspector/readme").text
+
+
+def test_an_edit_of_a_global_memory_shows_other_repos_the_text_only(strata: Strata, api: CommandAPI) -> None:
+    """A repo's edit of a global memory: every repo sees the new text (it is the memory's), and the old one in
+    the history; why and by which token only the editing repo sees."""
+    editor = Principal("alice", frozenset({"read", "write"}), ("**",), True)
+    mid = api.write(write_request(REPO, "Prefer rebase over merge commits", "preference", "global")).memory_id
+    api.edit(
+        {"repo_id": REPO, "memory_id": mid, "text": "Prefer squash merges", "rationale": "acme's own reasons"},
+        principal=editor,
+    )
+    own = api.memory({"repo_id": REPO, "memory_id": mid}).model_dump()
+    theirs = api.memory({"repo_id": "other/app", "memory_id": mid}).model_dump()
+    assert own["memory"]["text"] == theirs["memory"]["text"] == "Prefer squash merges"
+    assert own["history"][-1]["fields"]["rationale"] == "acme's own reasons"
+    assert own["history"][-1]["fields"]["actor"] == "alice"
+    assert theirs["history"][0]["fields"]["text"] == "Prefer rebase over merge commits"
+    assert theirs["history"][-1]["fields"] == {"text": "Prefer squash merges"} and theirs["history"][-1]["withheld"]

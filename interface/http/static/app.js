@@ -366,12 +366,21 @@ async function memoryDetail({ repo, past, id, readOnly }) {
       await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
       return "Forgotten.";
     }) }, "Forget…");
+  const edit = el("button", { type: "button", id: "edit",
+    disabled: readOnly || !["active", "pending"].includes(m.status) || !may("write") || !mayTouch(m),
+    onclick: () => act(async () => {
+      const change = await askText({ question: "Edit this memory's text. The old text stays in its history.",
+                                     value: m.text, ok: "Save" });
+      if (change === null) return false;
+      const done = await call("edit", { repo_id: repo, memory_id: m.memory_id, text: change.text, rationale: change.reason });
+      return done.edited ? "Edited: the old text is in its history." : "The text is unchanged: nothing was recorded.";
+    }) }, "Edit…");
   const writer = data.history.find((e) => e.type === "MemoryWritten");
   const author = m.author || (writer && writer.fields.actor);
   return el("article", { id: "memory-page", class: `memory k-${m.kind}`, "data-memory": m.memory_id },
     el("div", { class: "card memory-card" },
       el("div", { class: "badges" }, kindBadge(m.kind), statusBadge(m.status), statusBadge(m.scope), statusBadge(m.maturity),
-        el("span", { class: "actions" }, forget)),
+        el("span", { class: "actions" }, edit, forget)),
       el("p", { class: "memory-text text", id: "memory-text" }, m.text),
       el("p", { class: "byline muted" }, "Written", author ? [" by ", el("strong", {}, author)] : "", ` ${ago(m.created)}`,
         m.repo_id ? [" in ", code(m.repo_id)] : " in another repo", " · ", code(m.memory_id, "small")),
@@ -420,12 +429,17 @@ function changeGraph(data, m) {
 }
 
 function history(events, known) {
-  const ctx = { known, href: memoryHref };
-  return el("ol", { class: "history", id: "history" }, events.map((e) => el("li", { "data-type": e.type, class: `ev ev-${e.type}` },
+  let text = null; // the memory's text before each event: an edit's sentence quotes what it replaced
+  const before = events.map((e) => {
+    const was = text;
+    if ((e.type === "MemoryWritten" || e.type === "TextEdited") && e.fields && e.fields.text) text = e.fields.text;
+    return was;
+  });
+  return el("ol", { class: "history", id: "history" }, events.map((e, i) => el("li", { "data-type": e.type, class: `ev ev-${e.type}` },
     el("div", { class: "ev-when" }, el("time", { datetime: e.timestamp, title: when(e.timestamp) }, `${day(e.timestamp)} ${clock(e.timestamp)}`),
       e.position ? el("a", { href: link(route().view, route().id, { as_of: e.position }), class: "as-of-link",
                              title: "the whole page as it stood right after this event" }, `#${e.position} · as of here`) : null),
-    sentence(e, ctx),
+    sentence(e, { known, href: memoryHref, before: before[i] }),
     el("details", { class: "raw" }, el("summary", {}, `${e.type} (the raw event)`), el("pre", { class: "fields" }, JSON.stringify(e.fields, null, 2))))));
 }
 
@@ -566,6 +580,32 @@ function ask({ question, text, field, ok }) {
     document.body.append(box);
     box.showModal();
     (answer || box.querySelector("#ask-cancel")).focus();
+  });
+}
+
+/** The page's own editor: a modal dialog with the text in a text area and a field for why. Resolves to
+ * {text, reason}, or null when cancelled. */
+function askText({ question, value, ok }) {
+  return new Promise((resolve) => {
+    const area = el("textarea", { id: "edit-text", "aria-label": "Text", rows: 6, maxlength: 4000, required: true });
+    area.value = value;
+    const reason = el("input", { type: "text", id: "edit-reason", "aria-label": "Why (kept in the log)",
+                                 placeholder: "Why (kept in the log)" });
+    const box = el("dialog", { id: "ask", class: "ask ask-edit", "aria-label": question },
+      el("form", { method: "dialog" },
+        el("p", { class: "ask-question" }, question),
+        el("label", { class: "ask-field" }, "Text", area),
+        el("label", { class: "ask-field" }, "Why (kept in the log)", reason),
+        el("div", { class: "ask-buttons" },
+          el("button", { type: "submit", value: "cancel", id: "ask-cancel", formnovalidate: true }, "Cancel"),
+          el("button", { type: "submit", value: "ok", id: "ask-ok", class: "primary" }, ok))));
+    box.addEventListener("close", () => {
+      box.remove();
+      resolve(box.returnValue === "ok" ? { text: area.value, reason: reason.value } : null);
+    });
+    document.body.append(box);
+    box.showModal();
+    area.focus();
   });
 }
 
