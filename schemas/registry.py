@@ -22,6 +22,8 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
@@ -66,6 +68,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "repos-response": ReposResponse,
     "review-request": ReviewRequest,
     "review-response": ReviewResponse,
+    "sessions-request": SessionsRequest,
+    "sessions-response": SessionsResponse,
     "whoami-request": WhoamiRequest,
     "whoami-response": WhoamiResponse,
     "error": ErrorResponse,

@@ -62,6 +62,8 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
@@ -355,6 +357,9 @@ class CommandAPI:
     def _inspector(self) -> Inspector:
         reader = self._reader()
         return Inspector(self.log, reader.moment, reader.browser)
+
+    def sessions(self, payload: Payload, principal: Principal = LOCAL) -> SessionsResponse:
+        return self._inspector().sessions(parse(SessionsRequest, payload), self._reader().ledger())
 
     def review(self, payload: Payload, principal: Principal = LOCAL) -> ReviewResponse:
         """A person's decision on a pending memory of a repo's review queue."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -22,6 +22,7 @@ from strata_recall.interface.app.moves import MOVING, attach, moves
 from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader, Positioned
 from strata_recall.projections.browse import Browser
+from strata_recall.projections.reads import HOOK_MODE_PREFIX, ReadLedger
 from strata_recall.schemas.browse import (
     IN_DOUBT,
     Case,
@@ -37,6 +38,12 @@ from strata_recall.schemas.browse import (
     ReposRequest,
     ReposResponse,
     ReviewQueueRequest,
+    Session,
+    SessionAct,
+    SessionMemory,
+    SessionRead,
+    SessionsRequest,
+    SessionsResponse,
     TimelineEvent,
     TimelineRequest,
     TimelineResponse,
@@ -51,6 +58,11 @@ TIMELINE_TEXT = 300
 OVERVIEW_LISTED = 5
 """How many memories the overview lists of those waiting for review and of those in doubt."""
 _MEMORY_TOPICS = [get_topic(kind) for kind in MEMORY_EVENTS]
+SESSION_READS = 2000
+"""Most reads of this node's ledger the sessions view groups (the newest)."""
+SESSION_SCAN = 20_000
+"""Most log events (the newest) the sessions view looks through for a repo's writes and ratings."""
+_ACTS = {"MemoryWritten", "DuplicateMerged", "TruthAdjusted", "UtilityObserved"}
 
 
 class Inspector:
@@ -259,6 +271,131 @@ class Inspector:
             record = attach(shown(event, in_full, viewer, position), moved.get(key, {}).get(event.originator_version))
             out.append(TimelineEvent(**record, kind=row["kind"], scope=row["scope"], text=text))
         return out
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def sessions(self, request: SessionsRequest, ledger: ReadLedger) -> SessionsResponse:
+        """What each session of a repo was shown, read, wrote and rated, newest first. A session is a run of
+        the repo's activity (its reads in this node's ledger, and the writes and ratings its requests recorded
+        in the log) without a pause longer than gap_minutes; a rating that cites a read joins that read's
+        session. Reads are node-local (projections/reads.py): a server shows the reads it served."""
+        _, browser = self._at(None)
+        viewer, gap = request.repo_id, request.gap_minutes * 60
+        items: list[tuple[float, int, Any]] = [(r["at"], 0, r) for r in ledger.recent(viewer, SESSION_READS)]
+        items += [(e.timestamp.timestamp(), 1, (p, e)) for p, e in self._acts(viewer, browser.position)]
+        items.sort(key=lambda item: (item[0], item[1]))
+        groups: list[list[tuple[float, int, Any]]] = []
+        for item in items:
+            if not groups or item[0] - groups[-1][-1][0] > gap:
+                groups.append([])
+            groups[-1].append(item)
+        parent = list(range(len(groups)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = i = parent[parent[i]]
+            return i
+
+        read_group = {item[2]["read_id"]: g for g, group in enumerate(groups) for item in group if item[1] == 0}
+        for g, group in enumerate(groups):
+            for _, what, value in group:
+                cited = getattr(value[1], "read_id", None) if what == 1 else None
+                if cited in read_group:
+                    a, b = root(g), root(read_group[cited])
+                    parent[max(a, b)] = min(a, b)
+        joined: dict[int, list[tuple[float, int, Any]]] = {}
+        for g, group in enumerate(groups):
+            joined.setdefault(root(g), []).extend(group)
+        chosen = sorted(joined.values(), key=lambda group: max(i[0] for i in group), reverse=True)[: request.limit]
+        wanted = {
+            m
+            for group in chosen
+            for _, what, v in group
+            for m in (v["memory_ids"] if what == 0 else [str(v[1].originator_id)])
+        }
+        rows = {r["memory_id"]: r for r in browser.visible(viewer, wanted)}
+        return SessionsResponse(
+            repo_id=viewer,
+            sessions=[_session(sorted(group, key=lambda i: (i[0], i[1])), rows) for group in chosen],
+            gap_minutes=request.gap_minutes,
+            position=browser.position,
+        )
+
+    def _acts(self, viewer: str, head: int) -> list[Positioned]:
+        """The repo's own writes and ratings among the last SESSION_SCAN log events, oldest first."""
+        reader, cursor = LogReader(self.log), head
+        found: list[Positioned] = []
+        while cursor >= 1 and head - cursor < SESSION_SCAN:
+            start = max(1, cursor - TIMELINE_WINDOW + 1)
+            for position, event in reader.read(start, cursor - start + 1, _MEMORY_TOPICS):
+                name = type(event).__name__
+                ours = position <= cursor and name in _ACTS and getattr(event, "repo_id", None) == viewer
+                if ours and (name != "TruthAdjusted" or event.source in ("update", "reinforcement")):
+                    found.append((position, event))
+            cursor = start - 1
+        return sorted(found, key=lambda item: item[0])
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= TIMELINE_TEXT else text[: TIMELINE_TEXT - 1] + "…"
+
+
+def _session(items: list[tuple[float, int, Any]], rows: dict[str, dict[str, Any]]) -> Session:
+    """One session's reads and acts as the page lists them (memories the repo no longer sees are left out)."""
+    shown: list[SessionRead] = []
+    read: list[SessionRead] = []
+    wrote: list[SessionAct] = []
+    rated: list[SessionAct] = []
+    actors: set[str] = set()
+    for at, what, value in items:
+        moment = datetime.fromtimestamp(at, UTC).isoformat()
+        if what == 0:
+            memories = [
+                SessionMemory(memory_id=m, kind=rows[m]["kind"], status=rows[m]["status"], text=_clip(rows[m]["text"]))
+                for m in value["memory_ids"]
+                if m in rows
+            ]
+            entry = SessionRead(
+                read_id=value["read_id"],
+                mode=value["mode"],
+                query=_clip(value["query"]),
+                at=moment,
+                position=value["position"],
+                memories=memories,
+            )
+            (shown if value["mode"].startswith(HOOK_MODE_PREFIX) else read).append(entry)
+            continue
+        position, event = value
+        key, name = str(event.originator_id), type(event).__name__
+        row = rows.get(key)
+        if row is None:
+            continue
+        if event.actor is not None:
+            actors.add(event.actor)
+        act = SessionAct(
+            type=name,
+            memory_id=key,
+            kind=row["kind"],
+            text=_clip(row["text"]),
+            at=moment,
+            position=position,
+            actor=event.actor,
+        )
+        if name == "UtilityObserved" or (name == "TruthAdjusted" and event.source == "update"):
+            act.target, act.rationale = event.target, event.rationale
+            act.read_id = getattr(event, "read_id", None)
+            rated.append(act)
+        else:
+            wrote.append(act)
+    return Session(
+        started=datetime.fromtimestamp(items[0][0], UTC).isoformat(),
+        ended=datetime.fromtimestamp(items[-1][0], UTC).isoformat(),
+        actors=sorted(actors),
+        shown=shown,
+        read=read,
+        wrote=wrote,
+        rated=rated,
+    )
 
 
 def summaries(browser: Browser, viewer: str, rows: list[dict[str, Any]]) -> list[MemorySummary]:

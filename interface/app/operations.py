@@ -3,7 +3,7 @@ its OpenAPI description, the CLI's help) is generated from this table, so they c
 
 Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
 context); the inspector's (`agent_tool=False`: a repo's overview, browse, one memory, the timeline, the
-review queue, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
+review queue, the sessions, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
 MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
@@ -41,6 +41,8 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
@@ -357,6 +359,24 @@ OPERATIONS: dict[str, Operation] = {
             permission="read",
             agent_tool=False,
             resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
+        ),
+        Operation(
+            name="sessions",
+            method="sessions",
+            request=SessionsRequest,
+            response=SessionsResponse,
+            summary="Inspector: what each recent session of a repo was shown, read, wrote and rated.",
+            description=(
+                "A repo's recent sessions, newest first: runs of its activity without a pause longer than "
+                "gap_minutes, each with what lifecycle hooks showed it, what it read (from this node's read "
+                "ledger), what it wrote and what it rated (from the log); a rating joins the session of the read "
+                "it cites."
+            ),
+            example={"repo_id": "acme/api", "gap_minutes": 30, "limit": 20},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/sessions/{+repo_id}{?gap_minutes,limit}",
         ),
         Operation(
             name="repos",

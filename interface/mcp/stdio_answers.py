@@ -66,6 +66,18 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                      'title': 'Inspector: the memories of a repo waiting for a '
                                                               "person's review, oldest first.",
                                                      'uriTemplate': 'strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}'},
+                                                    {'description': "A repo's recent sessions, newest first: runs of "
+                                                                    'its activity without a pause longer than '
+                                                                    'gap_minutes, each with what lifecycle hooks '
+                                                                    "showed it, what it read (from this node's read "
+                                                                    'ledger), what it wrote and what it rated (from '
+                                                                    'the log); a rating joins the session of the read '
+                                                                    'it cites.',
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_sessions',
+                                                     'title': 'Inspector: what each recent session of a repo was '
+                                                              'shown, read, wrote and rated.',
+                                                     'uriTemplate': 'strata://inspect/sessions/{+repo_id}{?gap_minutes,limit}'},
                                                     {'description': "The operator's list of repos (names and counts of "
                                                                     'memories and pending reviews only).',
                                                      'mimeType': 'application/json',

@@ -767,3 +767,46 @@ def test_editing_a_memory_from_the_page(serve: Callable[..., Served], browser: A
     assert find(driver, "#memory-text").text == "Deploys go out on Tuesdays"
     assert not console_errors(driver) or all("/v1/edit" in e and "409" in e for e in console_errors(driver))
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_sessions_view(serve: Callable[..., Served], browser: Any) -> None:
+    """A session at 1,400 and 420 px, reached from the navigation: what a hook showed (over HTTP a read made
+    by the server), what it read, wrote and rated, each memory a link to its page."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        problem = write_fact(http, "Integration tests hang when the local Postgres is not running")
+        head = http.get("/healthz").json()["head"]
+        read = http.post(
+            "/v1/read",
+            json={
+                "repo_id": REPO,
+                "query": "integration tests hang",
+                "consistency": {"after_position": head, "timeout_ms": 30000},
+            },
+        ).json()
+        assert [r["memory_id"] for r in read["results"]] == [problem], read
+        rated = http.post(
+            "/v1/feedback",
+            json={"repo_id": REPO, "read_ids": [read["read_id"]], "used": [{"memory_id": problem, "target": 1.0}]},
+        )
+        assert rated.status_code == 200, rated.text
+    driver = browser
+    for width in (1400, 420):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/overview?repo={REPO}")
+        find(driver, "#overview")
+        find(driver, "nav a[data-view='sessions']").click()
+        session = find(driver, "main[data-view='sessions'] #session-list .session")
+        assert "0 shown · 1 read · 1 written · 1 rated" in session.text, session.text
+        assert find(driver, ".session .read q").text == "integration tests hang"
+        assert [
+            e.get_attribute("data-memory") for e in driver.find_elements("css selector", ".session [data-memory]")
+        ] == [problem] * 3
+        assert "rated 1.00" in find(driver, ".session .rated li").text
+        fits(driver)
+        shot(driver, f"31-sessions-{width}")
+    find(driver, ".session .wrote a").click()
+    find(driver, f"#memory-page[data-memory='{problem}']")
+    assert not console_errors(driver)
+    assert served.stop() == 0

@@ -259,3 +259,34 @@ def test_an_edit_of_a_global_memory_shows_other_repos_the_text_only(strata: Stra
     assert own["history"][-1]["fields"]["actor"] == "alice"
     assert theirs["history"][0]["fields"]["text"] == "Prefer rebase over merge commits"
     assert theirs["history"][-1]["fields"] == {"text": "Prefer squash merges"} and theirs["history"][-1]["withheld"]
+
+
+def test_sessions_group_reads_writes_and_ratings(strata: Strata, api: CommandAPI) -> None:
+    """A session is a run of a repo's activity without a long pause; feedback joins the session of the read it
+    cites, however long after; what hooks showed is apart from what was read; another repo's is not listed."""
+    problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
+    strata.runner().catch_up()
+    ledger = strata.api()._reader().ledger()
+    old = api.read({"repo_id": REPO, "query": "integration tests hang", "mode": "targeted"})
+    older = api.read({"repo_id": REPO, "query": "postgres down", "mode": "targeted"})
+    ledger.record_injection("hook-1", REPO, "why do the tests hang", "prompt", 1, [problem])
+    api.read({"repo_id": "other/app", "query": "integration tests hang", "mode": "targeted"})
+    hour = 3600.0
+    with ledger.conn:  # the first read two hours ago (a session of its own), the second three hours ago
+        ledger.conn.execute("UPDATE reads SET created_at = created_at - ? WHERE read_id = ?", (2 * hour, old.read_id))
+        ledger.conn.execute("UPDATE reads SET created_at = created_at - ? WHERE read_id = ?", (3 * hour, older.read_id))
+    api.feedback({"repo_id": REPO, "read_ids": [old.read_id], "used": [{"memory_id": problem, "target": 1.0}]})
+    answer = api.sessions({"repo_id": REPO, "gap_minutes": 30})
+    assert len(answer.sessions) == 2
+    now, earlier = answer.sessions
+    assert [r.read_id for r in now.read] == [old.read_id]  # joined by the feedback that cites it
+    assert [(r.mode, [m.memory_id for m in r.memories]) for r in now.shown] == [("hook:prompt", [problem])]
+    assert [(a.type, a.memory_id) for a in now.wrote] == [("MemoryWritten", problem)]
+    assert [(a.type, a.memory_id, a.target, a.read_id) for a in now.rated] == [
+        ("UtilityObserved", problem, 1.0, old.read_id)
+    ]
+    assert now.started < now.ended and now.read[0].query == "integration tests hang"
+    assert [r.read_id for r in earlier.read] == [older.read_id] and not earlier.wrote and not earlier.rated
+    assert len(api.sessions({"repo_id": REPO, "gap_minutes": 600}).sessions) == 1
+    other = api.sessions({"repo_id": "other/app"}).sessions
+    assert len(other) == 1 and not other[0].wrote and other[0].read[0].memories == []

@@ -114,7 +114,7 @@ function notice(text) {
 
 // --- the frame: repos, the view, errors --------------------------------------------------------
 
-const VIEWS = { overview, memories, memory, timeline, review, read };
+const VIEWS = { overview, memories, memory, timeline, sessions, review, read };
 let renders = 0; // a render that a later one overtook (the hash moved on meanwhile) shows nothing
 
 async function render() {
@@ -489,6 +489,62 @@ async function timeline({ repo, past, params }) {
       el("button", { type: "button", id: "newer", disabled: !before, onclick: () => go("timeline", null, { before: null }) }, "Newest"),
       el("button", { type: "button", id: "older", disabled: !data.next_before,
         onclick: () => go("timeline", null, { before: data.next_before }) }, "Older →")));
+}
+
+// --- sessions -----------------------------------------------------------------------------------
+
+function sessionMemories(memories) {
+  if (!memories.length) return el("span", { class: "muted" }, " nothing it still sees");
+  return el("ul", { class: "lines" }, memories.map((m) => el("li", { "data-memory": m.memory_id },
+    kindBadge(m.kind), " ", el("a", { href: memoryHref(m.memory_id) }, short(m.text, 160)),
+    m.status !== "active" ? [" ", statusBadge(m.status)] : null)));
+}
+
+function sessionReads(reads, title, cls) {
+  if (!reads.length) return null;
+  return el("section", { class: `session-part ${cls}` }, el("h3", {}, `${title} (${reads.length})`),
+    el("ol", { class: "history" }, reads.map((r) => el("li", { class: "ev", "data-read": r.read_id },
+      el("div", { class: "ev-when" }, el("time", { datetime: r.at, title: when(r.at) }, clock(r.at)),
+        el("span", { class: "muted" }, ` ${r.mode.replace("hook:", "hook at ")}`)),
+      el("p", {}, r.query ? el("q", {}, r.query) : el("span", { class: "muted" }, "no query"),
+        el("span", { class: "muted" }, ` · ${plural(r.memories.length, "memory", "memories")}`)),
+      sessionMemories(r.memories)))));
+}
+
+function sessionActs(acts, title, cls) {
+  if (!acts.length) return null;
+  const what = (a) => {
+    if (a.type === "UtilityObserved") return `rated ${num(a.target)}`;
+    if (cls === "rated") return `judged the truth ${num(a.target)} of`;
+    if (a.type === "DuplicateMerged") return "wrote a near-duplicate of";
+    return a.type === "TruthAdjusted" ? "wrote again" : "wrote";
+  };
+  return el("section", { class: `session-part ${cls}` }, el("h3", {}, `${title} (${acts.length})`),
+    el("ul", { class: "lines" }, acts.map((a) => el("li", { "data-memory": a.memory_id, "data-type": a.type },
+      el("time", { datetime: a.at, title: when(a.at), class: "muted" }, clock(a.at)), " ", what(a), " ",
+      kindBadge(a.kind), " ", el("a", { href: memoryHref(a.memory_id) }, short(a.text, 160)),
+      a.rationale ? [" — ", el("q", {}, short(a.rationale, 160))] : null))));
+}
+
+async function sessions({ repo, past }) {
+  const head = el("div", { class: "page-head" }, el("h1", {}, "Sessions"),
+    el("p", { class: "muted" }, "What each session was shown, read, wrote and rated, newest first. A session is a run of " +
+      "the repo's activity without a pause of 30 minutes; a rating joins the session of the read it cites. Reads are " +
+      "this server's own."));
+  if (past !== undefined) return el("div", { class: "stack narrow" }, head,
+    el("p", { class: "muted", id: "sessions-now" }, "Sessions are shown as they are now: switch As of to Now."));
+  const data = await call("sessions", { repo_id: repo, gap_minutes: 30, limit: 20 });
+  if (!data.sessions.length) return el("div", { class: "stack narrow" }, head,
+    el("section", { class: "card empty-card" }, el("p", { id: "sessions-empty" }, "No session has read or written here yet.")));
+  return el("div", { class: "stack narrow" }, head, el("div", { id: "session-list", class: "stack" },
+    data.sessions.map((x) => el("section", { class: "card session", "data-started": x.started },
+      el("h2", {}, el("time", { datetime: x.started, title: when(x.started) }, `${day(x.started)} ${clock(x.started)}`),
+        x.ended !== x.started ? ["–", el("time", { datetime: x.ended, title: when(x.ended) }, clock(x.ended))] : null,
+        x.actors.length ? el("span", { class: "muted small" }, ` · ${x.actors.join(", ")}`) : null),
+      el("p", { class: "muted small session-counts" }, [`${x.shown.length} shown`, `${x.read.length} read`,
+        `${x.wrote.length} written`, `${x.rated.length} rated`].join(" · ")),
+      sessionReads(x.shown, "Shown by hooks", "shown"), sessionReads(x.read, "Read", "read"),
+      sessionActs(x.wrote, "Wrote", "wrote"), sessionActs(x.rated, "Rated", "rated")))));
 }
 
 // --- review -------------------------------------------------------------------------------------
