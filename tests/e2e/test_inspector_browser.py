@@ -810,3 +810,40 @@ def test_the_sessions_view(serve: Callable[..., Served], browser: Any) -> None:
     find(driver, f"#memory-page[data-memory='{problem}']")
     assert not console_errors(driver)
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_open_view_follows_the_store_live(serve: Callable[..., Served], browser: Any) -> None:
+    """The open view is drawn again in place when the store changes (no page reload: a mark set on the page
+    survives), at 1,400 and 420 px; a hidden tab stops polling and starts again when shown."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        write_fact(http, "The CI runners have 2 cores")
+        driver = browser
+        for n, width in enumerate((1400, 420)):
+            driver.set_window_size(width, 1100)
+            driver.get(f"{served.url}/#/memories?repo={REPO}")
+            find(driver, "#memory-list .item")
+            wait(driver, lambda d: d.execute_script("return document.documentElement.dataset.live") == "on")
+            driver.execute_script("window.stillThisPage = true")
+            new = write_fact(http, f"Deploys go out on Tuesdays ({width} px)")
+            find(driver, f"#memory-list .item[data-memory='{new}']")
+            assert driver.execute_script("return window.stillThisPage") is True  # drawn again, not reloaded
+            assert find(driver, "#live").get_attribute("textContent").startswith("updated")
+            fits(driver)
+            shot(driver, f"32-live-{width}")
+
+            driver.execute_script(
+                "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+                "document.dispatchEvent(new Event('visibilitychange'))"
+            )
+            assert driver.execute_script("return document.documentElement.dataset.live") == "paused"
+            hidden_write = write_fact(http, f"Builds use Node 20 ({n})")
+            driver.execute_script(
+                "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+                "document.dispatchEvent(new Event('visibilitychange'))"
+            )
+            find(driver, f"#memory-list .item[data-memory='{hidden_write}']")
+            assert driver.execute_script("return window.stillThisPage") is True
+    assert not console_errors(driver)
+    assert served.stop() == 0

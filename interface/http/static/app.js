@@ -678,19 +678,51 @@ async function act(action) {
   }
 }
 
-// --- catching up: what /healthz says while the projections work through a backlog -------------------
+// --- watching the server: the lag banner, and live refresh of the open view ---------------------------
+// One poll of /healthz: while the projections catch up a banner says how far behind they are; when the log's
+// head moved, the open view is drawn again in place (no page reload), unless it shows a past moment, is the
+// read box (every read is recorded), or a person is typing or answering a dialog. A hidden tab polls not at all.
 
-const LAG_POLL_MS = { behind: 1000, current: 5000 };
+const POLL_MS = { behind: 1000, current: 2000 };
 
 function duration(seconds) {
   return seconds < 90 ? `${Math.max(1, Math.round(seconds))} s` : `${Math.round(seconds / 60)} min`;
 }
 
-async function watchLag() {
+let seenHead = null; // the head the open view was last drawn at (with the keyword index caught up)
+let polling = null;
+
+function refreshable() {
+  const { view, params } = route();
+  const typing = document.activeElement && document.activeElement.matches("input, textarea, select");
+  return !params.get("as_of") && view !== "read" && !document.querySelector("dialog[open]") && !typing
+    && $("main").dataset.view !== undefined;
+}
+
+async function refresh() {
+  reposSeen.clear(); // the counts moved
+  const keep = [$("message").textContent, $("notice").textContent];
+  await render();
+  if (keep[0] && $("message").hidden) message(keep[0]);
+  if (keep[1] && $("notice").hidden) notice(keep[1]);
+  $("live").textContent = `updated ${clock(new Date().toISOString())}`;
+  $("live").dataset.refreshes = String(Number($("live").dataset.refreshes || 0) + 1);
+}
+
+async function watch() {
+  polling = null;
+  if (document.hidden) { document.documentElement.dataset.live = "paused"; return; }
+  document.documentElement.dataset.live = "on";
   let behind = null;
   try {
     const report = await (await fetch("/healthz", { cache: "no-store" })).json();
     behind = report.status === "catching_up" ? report.behind : null;
+    const settled = ["fts", "links"].every((name) => !report.projections[name] || report.projections[name].lag === 0);
+    if (seenHead === null) seenHead = report.head;
+    else if (report.head !== seenHead && refreshable()) {
+      await refresh();
+      if (settled) seenHead = report.head; // else drawn again at the next poll, once the index holds it
+    }
   } catch {
     behind = null; // the server is away: the next call's error says so
   }
@@ -701,8 +733,17 @@ async function watchLag() {
     banner.textContent = `Catching up: the ${behind.projection} are ${behind.events.toLocaleString("en")} events behind${left}. `
       + "Until then reads find the newest memories by their words only.";
   }
-  setTimeout(watchLag, behind ? LAG_POLL_MS.behind : LAG_POLL_MS.current);
+  if (!document.hidden) polling = setTimeout(watch, behind ? POLL_MS.behind : POLL_MS.current);
+  else document.documentElement.dataset.live = "paused";
 }
+
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) {
+    clearTimeout(polling);
+    polling = null;
+    document.documentElement.dataset.live = "paused";
+  } else if (polling === null) watch();
+});
 
 // --- wiring -------------------------------------------------------------------------------------
 
@@ -725,7 +766,7 @@ function start() {
   window.addEventListener("hashchange", render);
   WIDE.addEventListener("change", () => { if (["memories", "memory"].includes(route().view)) render(); });
   render();
-  watchLag();
+  watch();
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
