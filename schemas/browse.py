@@ -270,6 +270,29 @@ class SessionsResponse(Response):
     position: int
 
 
+class ContradictionsRequest(Request):
+    op: Literal["contradictions"] | None = None
+    repo_id: RepoId
+    memory_id: MemoryId | None = Field(None, description="Only the contradictions of this memory.")
+    limit: Integer = Field(20, ge=1, le=100, description="Most pairs, newest first.")
+
+
+class Contradiction(Response):
+    memories: list[MemorySummary] = Field(description="The two memories, the older first.")
+    values: list[str] = Field(description="The value each states where they differ, in the same order.")
+    similarity: float
+
+
+class ContradictionsResponse(Response):
+    ok: Literal[True] = True
+    repo_id: str
+    pairs: list[Contradiction] = Field(description="Newest first (by the newer memory of each pair).")
+    scanned: int = Field(
+        description="How many of the repo's newest active memories were compared with their neighbours."
+    )
+    position: int
+
+
 class ReposRequest(Request):
     op: Literal["repos"] | None = None
     as_of: AsOf | None = AS_OF

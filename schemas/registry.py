@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -68,6 +70,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "repos-response": ReposResponse,
     "review-request": ReviewRequest,
     "review-response": ReviewResponse,
+    "contradictions-request": ContradictionsRequest,
+    "contradictions-response": ContradictionsResponse,
     "sessions-request": SessionsRequest,
     "sessions-response": SessionsResponse,
     "whoami-request": WhoamiRequest,

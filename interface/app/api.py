@@ -51,6 +51,8 @@ from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -357,6 +359,9 @@ class CommandAPI:
     def _inspector(self) -> Inspector:
         reader = self._reader()
         return Inspector(self.log, reader.moment, reader.browser)
+
+    def contradictions(self, payload: Payload, principal: Principal = LOCAL) -> ContradictionsResponse:
+        return self._inspector().contradictions(parse(ContradictionsRequest, payload), self._reader().engine())
 
     def sessions(self, payload: Payload, principal: Principal = LOCAL) -> SessionsResponse:
         return self._inspector().sessions(parse(SessionsRequest, payload), self._reader().ledger())

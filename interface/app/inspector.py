@@ -15,6 +15,7 @@ from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.duplicates import contradicting_values
 from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
@@ -23,9 +24,14 @@ from strata_recall.interface.app.views import history, memory_state, shown, visi
 from strata_recall.projections.base import LogReader, Positioned
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.reads import HOOK_MODE_PREFIX, ReadLedger
+from strata_recall.projections.recall import RecallEngine
+from strata_recall.projections.vector_index import GLOBAL
 from strata_recall.schemas.browse import (
     IN_DOUBT,
     Case,
+    Contradiction,
+    ContradictionsRequest,
+    ContradictionsResponse,
     DayCount,
     KindCount,
     MemoriesRequest,
@@ -62,6 +68,9 @@ SESSION_READS = 2000
 """Most reads of this node's ledger the sessions view groups (the newest)."""
 SESSION_SCAN = 20_000
 """Most log events (the newest) the sessions view looks through for a repo's writes and ratings."""
+CONTRADICTION_SCAN = 500
+"""How many of a repo's newest active memories the contradictions view compares with their neighbours."""
+CONTRADICTION_NEIGHBOURS = 8
 _ACTS = {"MemoryWritten", "DuplicateMerged", "TruthAdjusted", "UtilityObserved"}
 
 
@@ -271,6 +280,57 @@ class Inspector:
             record = attach(shown(event, in_full, viewer, position), moved.get(key, {}).get(event.originator_version))
             out.append(TimelineEvent(**record, kind=row["kind"], scope=row["scope"], text=text))
         return out
+
+    # --- contradictions -------------------------------------------------------------------------
+
+    def contradictions(self, request: ContradictionsRequest, engine: RecallEngine) -> ContradictionsResponse:
+        """Active memories of the same kind and scope that say the same thing but for one value ("2 cores" /
+        "4 cores": domain/duplicates.py contradicting_values, the pairs the near-duplicate rule refuses to
+        merge for that value alone), among the repo's CONTRADICTION_SCAN newest active memories (or those of
+        one memory) and their nearest neighbours."""
+        _, browser = self._at(None)
+        viewer = request.repo_id
+        if request.memory_id is not None:
+            memory = self.log.memory(request.memory_id, viewer)
+            rows = browser.visible(viewer, [memory.memory_id])
+        else:
+            _, rows = browser.memories(viewer, statuses=["active"], order="newest", limit=CONTRADICTION_SCAN)
+        looked = [
+            (r["memory_id"], GLOBAL if r["scope"] == "global" else r["repo_id"])
+            for r in rows
+            if r["status"] == "active" and r["kind"] != "change"
+        ]
+        hits, state = engine.stored_neighbours(looked, CONTRADICTION_NEIGHBOURS)
+        found: dict[tuple[str, str], tuple[float, str, str]] = {}
+        for memory_id, near in hits.items():
+            mine = state.get(memory_id)
+            for other_id, cosine in near:
+                other = state.get(other_id)
+                if mine is None or other is None or other_id == memory_id or other["status"] != "active":
+                    continue
+                if (other["kind"], other["scope"]) != (mine["kind"], mine["scope"]):
+                    continue
+                values = contradicting_values(cosine, mine["text"], other["text"])
+                if values is not None:
+                    pair = (memory_id, other_id) if memory_id < other_id else (other_id, memory_id)
+                    found[pair] = (cosine, *(values if pair[0] == memory_id else values[::-1]))
+        shown = {r["memory_id"]: r for r in browser.visible(viewer, {m for pair in found for m in pair})}
+        pairs = []
+        for (a, b), (cosine, value_a, value_b) in found.items():
+            if a not in shown or b not in shown:
+                continue
+            first, second = (a, b) if shown[a]["created"] <= shown[b]["created"] else (b, a)
+            pairs.append(
+                Contradiction(
+                    memories=summaries(browser, viewer, [shown[first], shown[second]]),
+                    values=[value_a, value_b] if first == a else [value_b, value_a],
+                    similarity=round(float(cosine), 4),
+                )
+            )
+        pairs.sort(key=lambda p: p.memories[1].created, reverse=True)
+        return ContradictionsResponse(
+            repo_id=viewer, pairs=pairs[: request.limit], scanned=len(looked), position=browser.position
+        )
 
     # --- sessions -------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ its OpenAPI description, the CLI's help) is generated from this table, so they c
 
 Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
 context); the inspector's (`agent_tool=False`: a repo's overview, browse, one memory, the timeline, the
-review queue, the sessions, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
+review queue, the sessions, the contradictions, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
 MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
@@ -30,6 +30,8 @@ from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.projections import brief
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -359,6 +361,24 @@ OPERATIONS: dict[str, Operation] = {
             permission="read",
             agent_tool=False,
             resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
+        ),
+        Operation(
+            name="contradictions",
+            method="contradictions",
+            request=ContradictionsRequest,
+            response=ContradictionsResponse,
+            summary="Inspector: active memories of a repo that say the same thing but for one value.",
+            description=(
+                "Pairs of active memories of the same kind and scope that a repo sees, nearly the same text but "
+                'for one distinct value ("2 cores" / "4 cores"): the pairs the near-duplicate rule keeps apart '
+                "for that value alone, for a person to settle (lower one's truth, forget or edit it). Among the "
+                "repo's newest active memories, or one memory's."
+            ),
+            example={"repo_id": "acme/api", "limit": 20},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/contradictions/{+repo_id}{?memory_id,limit}",
         ),
         Operation(
             name="sessions",

@@ -290,3 +290,25 @@ def test_sessions_group_reads_writes_and_ratings(strata: Strata, api: CommandAPI
     assert len(api.sessions({"repo_id": REPO, "gap_minutes": 600}).sessions) == 1
     other = api.sessions({"repo_id": "other/app"}).sessions
     assert len(other) == 1 and not other[0].wrote and other[0].read[0].memories == []
+
+
+def test_contradictions_are_pairs_apart_by_one_value(strata: Strata, api: CommandAPI) -> None:
+    """Two active facts of a repo that say the same but for one value are a pair, the older first, with the
+    two values (the near-duplicate rule kept them apart: domain/duplicates.py); two subjects, another repo's
+    fact, a forgotten one are not."""
+    two = api.write(write_request(REPO, "The CI machine has 2 cores")).memory_id
+    four = api.write(write_request(REPO, "The CI machine has 4 cores")).memory_id
+    api.write(write_request(REPO, "Service one listens on port 8001 and logs to syslog 3"))
+    api.write(write_request(REPO, "Service two listens on port 8002 and logs to syslog 4"))
+    api.write(write_request("other/app", "The CI machine has 8 cores"))
+    gone = api.write(write_request(REPO, "The CI machine has 16 cores")).memory_id
+    api.forget({"repo_id": REPO, "memory_id": gone})
+    strata.runner().catch_up()
+    answer = api.contradictions({"repo_id": REPO})
+    assert [([m.memory_id for m in p.memories], p.values) for p in answer.pairs] == [([two, four], ["2", "4"])]
+    assert answer.pairs[0].similarity >= 0.85 and answer.scanned == 4  # the active ones
+    assert [p.values for p in api.contradictions({"repo_id": REPO, "memory_id": four}).pairs] == [["2", "4"]]
+    assert api.contradictions({"repo_id": "other/app"}).pairs == []
+    api.edit({"repo_id": REPO, "memory_id": four, "text": "Deploys go out on Tuesdays"})
+    strata.runner().catch_up()
+    assert api.contradictions({"repo_id": REPO}).pairs == []  # settled by an edit
