@@ -847,3 +847,49 @@ def test_the_open_view_follows_the_store_live(serve: Callable[..., Served], brow
             assert driver.execute_script("return window.stillThisPage") is True
     assert not console_errors(driver)
     assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_contradicting_memories_side_by_side(serve: Callable[..., Served], browser: Any) -> None:
+    """Two facts that differ by one value are flagged on the overview and on each memory's page, side by side
+    at 1,400 px and one above the other at 420 px, each with its truth, its dates and its actions: lowering
+    one's truth asks for evidence in a dialog of the page; forgetting one settles the pair."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        two = write_fact(http, "The CI runners have 2 cores")
+        four = write_fact(http, "The CI runners have 4 cores")
+        write_fact(http, "Deploys go out on Tuesdays")
+        head = http.get("/healthz").json()["head"]
+        consistency = {"after_position": head, "timeout_ms": 30000}
+        assert http.post("/v1/read", json={"repo_id": REPO, "query": "cores", "consistency": consistency}).is_success
+    driver = browser
+    for width in (1400, 420):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/overview?repo={REPO}")
+        pair = find(driver, "#overview-contradictions .pair")
+        assert pair.get_attribute("data-pair") == f"{two} {four}"
+        sides = pair.find_elements("css selector", ".side")
+        assert [s.find_element("css selector", ".s-value").text for s in sides] == ["2", "4"]
+        left, right = sides[0].rect, sides[1].rect
+        if width == 1400:
+            assert left["x"] + left["width"] <= right["x"] and left["y"] == right["y"]  # side by side
+        else:
+            assert left["y"] + left["height"] <= right["y"]  # one above the other
+        assert "truth" in sides[0].text and "written" in sides[0].text
+        fits(driver)
+        shot(driver, f"33-contradictions-{width}")
+    driver.set_window_size(1400, 1100)
+    driver.get(f"{served.url}/#/memory/{four}?repo={REPO}")
+    find(driver, f"#memory-page[data-memory='{four}'] #contradictions .pair")
+    find(driver, f"#contradictions .side[data-memory='{two}'] button.lower").click()
+    assert "Lower this memory's truth" in dialog(driver, "cmd:nproc on the runner")
+    wait(driver, lambda d: "Truth lowered from" in d.find_element("id", "notice").text)
+    find(driver, f"#contradictions .side[data-memory='{two}'] button.forget").click()
+    dialog(driver, "the runners were upgraded")
+    wait(driver, lambda d: d.find_element("id", "notice").text == "Forgotten.")
+    wait(driver, lambda d: not d.find_elements("css selector", "#contradictions"))
+    driver.get(f"{served.url}/#/overview?repo={REPO}")
+    find(driver, "#overview")
+    assert not driver.find_elements("css selector", "#overview-contradictions")
+    assert not console_errors(driver)
+    assert served.stop() == 0

@@ -237,15 +237,18 @@ function memoryLines(items, id, empty) {
 }
 
 async function overview({ repo, past }) {
-  const [data, recent] = await Promise.all([
+  const [data, recent, contradicting] = await Promise.all([
     call("overview", { repo_id: repo, days: 30, as_of: past }),
     call("timeline", { repo_id: repo, limit: 8, as_of: past }),
+    past === undefined ? call("contradictions", { repo_id: repo, limit: 5 }).catch(() => null) : null,
   ]);
   const count = (pred) => data.counts.filter(pred).reduce((s, c) => s + c.count, 0);
   const active = count((c) => c.status === "active");
   const written = data.activity.reduce((s, d) => s + d.written, 0);
   const maturity = MATURITIES.map((m) => `${count((c) => c.maturity === m && c.status === "active")} ${m}`).join(" · ");
   const known = new Map(data.review.concat(data.doubtful).map((m) => [m.memory_id, m]));
+  const settle = contradictionsCard(contradicting, repo, past !== undefined, "overview-contradictions",
+    `Contradicting memories (${contradicting ? contradicting.pairs.length : 0})`);
   return el("div", { id: "overview", class: "stack" },
     el("div", { class: "page-head" },
       el("h1", {}, repo),
@@ -256,6 +259,7 @@ async function overview({ repo, past }) {
       tile("written in 30 days", written, data.activity.length ? `last on ${day(data.activity[data.activity.length - 1].day)}` : "none", link("timeline")),
       tile("wait for review", data.pending, data.pending ? "a person decides" : "nothing waits", link("review"), data.pending ? "attention" : ""),
       tile("in doubt", data.in_doubt, "active, truth below 0.50", link("memories", null, { order: "truth", status: "active" }), data.in_doubt ? "attention" : "")),
+    settle,
     el("div", { class: "columns" },
       el("div", { class: "column" },
       el("section", { class: "card" }, el("h2", {}, "What it holds"), holdings(data),
@@ -350,31 +354,83 @@ async function memory(ctx) {
 
 // --- one memory -----------------------------------------------------------------------------------
 
+// --- actions on a memory: each asks in a dialog of the page, then calls the server -----------------
+
+function forgetAction(repo, m) {
+  return () => act(async () => {
+    const reason = await ask({ question: "Forget this memory? It stays in the log but is never recalled again.",
+                               text: m.text, field: "Reason (kept in the log)", ok: "Forget" });
+    if (reason === null) return false;
+    await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
+    return "Forgotten.";
+  });
+}
+
+function editAction(repo, m) {
+  return () => act(async () => {
+    const change = await askText({ question: "Edit this memory's text. The old text stays in its history.",
+                                   value: m.text, ok: "Save" });
+    if (change === null) return false;
+    const done = await call("edit", { repo_id: repo, memory_id: m.memory_id, text: change.text, rationale: change.reason });
+    return done.edited ? "Edited: the old text is in its history." : "The text is unchanged: nothing was recorded.";
+  });
+}
+
+function lowerAction(repo, m, why) {
+  return () => act(async () => {
+    const evidence = await ask({ question: "Lower this memory's truth? Say what shows it is wrong.", text: m.text,
+                                 field: "Evidence (a file, test, command or output)", ok: "Lower truth" });
+    if (evidence === null) return false;
+    const truth = { target: 0.1, confidence: 0.9, rationale: why, evidence_refs: evidence.trim() ? [evidence.trim()] : [] };
+    const done = await call("update", { repo_id: repo, memory_id: m.memory_id, mode: "commit", updates: { truth } });
+    return `Truth lowered from ${num(done.truth.before)} to ${num(done.truth.after)}.`;
+  });
+}
+
+const writable = (m, readOnly) => !readOnly && may("write") && mayTouch(m);
+
+/** Two memories that say the same thing but for one value, side by side, each with its truth, its dates and
+ * what a person may do about it. */
+function contradictionPair(pair, repo, readOnly) {
+  const [a, b] = pair.memories;
+  return el("div", { class: "pair", "data-pair": `${a.memory_id} ${b.memory_id}` },
+    el("p", { class: "muted small" }, `Nearly the same text (similarity ${num(pair.similarity)}) but “${pair.values[0]}” ` +
+      `against “${pair.values[1]}”: at most one of them is true.`),
+    el("div", { class: "pair-sides" }, pair.memories.map((m, i) => el("div", { class: `side k-${m.kind}`, "data-memory": m.memory_id },
+      el("div", { class: "item-head" }, kindBadge(m.kind), el("span", { class: "pill s-value" }, pair.values[i]),
+        el("span", { class: "item-when muted", title: when(m.created) }, `written ${day(m.created)}`)),
+      el("a", { class: "item-text text", href: memoryHref(m.memory_id) }, m.text),
+      el("div", { class: "item-meta" }, meter(m.truth_decayed, "truth", "truth"),
+        el("span", { class: "muted small" }, `validated ${day(m.last_validated)}`)),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "lower", disabled: !writable(m, readOnly),
+          onclick: lowerAction(repo, m, `contradicted by memory ${pair.memories[1 - i].memory_id}`) }, "Lower truth…"),
+        el("button", { type: "button", class: "edit", disabled: !writable(m, readOnly), onclick: editAction(repo, m) }, "Edit…"),
+        el("button", { type: "button", class: "danger forget", disabled: !writable(m, readOnly), onclick: forgetAction(repo, m) },
+          "Forget…"))))));
+}
+
+function contradictionsCard(data, repo, readOnly, id, title) {
+  if (!data || !data.pairs.length) return null;
+  return el("section", { class: "card", id }, el("h2", {}, title),
+    el("div", { class: "stack" }, data.pairs.map((p) => contradictionPair(p, repo, readOnly))));
+}
+
 async function memoryDetail({ repo, past, id, readOnly }) {
-  const data = await call("memory", { repo_id: repo, memory_id: id, as_of: past });
+  const [data, contradicting] = await Promise.all([
+    call("memory", { repo_id: repo, memory_id: id, as_of: past }),
+    past === undefined ? call("contradictions", { repo_id: repo, memory_id: id }).catch(() => null) : null,
+  ]);
   const m = data.memory;
   const summaries = [data.case.problem, ...data.case.solutions, ...data.case.failed_tactics, ...data.change_chain,
                      ...data.change_targets, ...data.related].filter(Boolean);
   const known = new Map(summaries.map((s) => [s.memory_id, s]));
   known.set(m.memory_id, m);
   const forget = el("button", { type: "button", class: "danger", id: "forget",
-    disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m),
-    onclick: () => act(async () => {
-      const reason = await ask({ question: "Forget this memory? It stays in the log but is never recalled again.",
-                                 text: m.text, field: "Reason (kept in the log)", ok: "Forget" });
-      if (reason === null) return false;
-      await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
-      return "Forgotten.";
-    }) }, "Forget…");
+    disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m), onclick: forgetAction(repo, m) }, "Forget…");
   const edit = el("button", { type: "button", id: "edit",
     disabled: readOnly || !["active", "pending"].includes(m.status) || !may("write") || !mayTouch(m),
-    onclick: () => act(async () => {
-      const change = await askText({ question: "Edit this memory's text. The old text stays in its history.",
-                                     value: m.text, ok: "Save" });
-      if (change === null) return false;
-      const done = await call("edit", { repo_id: repo, memory_id: m.memory_id, text: change.text, rationale: change.reason });
-      return done.edited ? "Edited: the old text is in its history." : "The text is unchanged: nothing was recorded.";
-    }) }, "Edit…");
+    onclick: editAction(repo, m) }, "Edit…");
   const writer = data.history.find((e) => e.type === "MemoryWritten");
   const author = m.author || (writer && writer.fields.actor);
   return el("article", { id: "memory-page", class: `memory k-${m.kind}`, "data-memory": m.memory_id },
@@ -389,6 +445,7 @@ async function memoryDetail({ repo, past, id, readOnly }) {
         el("div", { class: "figures" }, [["belief", num(m.truth)], ["confidence", num(m.confidence)],
           ["validations", m.validations], ["reinforcements", m.reinforcements]].map(([k, v]) =>
           el("span", { class: "figure-pair" }, el("span", { class: "fig-label" }, k), el("span", { class: "fig-value" }, String(v))))))),
+    contradictionsCard(contradicting, repo, readOnly, "contradictions", "Contradicts"),
     caseGraph(data.case, m),
     changeGraph(data, m),
     data.related.length ? el("section", { class: "card", id: "related" }, el("h2", {}, "Related"),
