@@ -245,16 +245,23 @@ class FTSProjection(Projection):
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         """The batch's rows in a few statements: the memories written (each once in the log, and past
         the position, so without a row yet) with the rowids the table would give them one by one,
-        each in its part, and the statuses of older memories (moving each to the part of its new
-        status). A batch that breaks those expectations (a second write of a memory, a status before
+        each in its part, the statuses of older memories (moving each to the part of its new
+        status), and their edited texts. A batch that breaks those expectations (a second write of a memory, a status before
         its memory's write, a row already there) is applied event by event instead, with the same
         result as ever."""
-        written, moves = Memory.MemoryWritten, self.statuses
+        written, moves, edited = Memory.MemoryWritten, self.statuses, Memory.TextEdited
         rows: dict[str, list[Any]] = {}
         statuses: dict[str, str] = {}  # memories written before this batch: their last status
+        reworded: dict[str, str] = {}  # memories written before this batch: their last edited text
         for _, event in batch:
             kind = type(event)
-            if kind is written:
+            if kind is edited:
+                row = rows.get(str(event.originator_id))
+                if row is not None:
+                    row[5] = event.text
+                else:
+                    reworded[str(event.originator_id)] = event.text
+            elif kind is written:
                 key = str(event.originator_id)
                 if key in rows or key in statuses:
                     return self._apply_each(conn, batch)
@@ -275,6 +282,8 @@ class FTSProjection(Projection):
                 self._move(conn, statuses)
             if rows:
                 self._insert(conn, list(rows.values()))
+            for key, text in reworded.items():  # after the moves: the document is replaced in its final part
+                self._reword(conn, key, text)
         except store.IntegrityError:  # a memory with a row already: the general path decides
             conn.execute("ROLLBACK TO fts_batch")
             conn.execute("RELEASE fts_batch")
