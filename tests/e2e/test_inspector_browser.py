@@ -889,7 +889,7 @@ def test_contradicting_memories_side_by_side(serve: Callable[..., Served], brows
     wait(driver, lambda d: d.find_element("id", "notice").text == "Forgotten.")
     wait(driver, lambda d: not d.find_elements("css selector", "#contradictions"))
     driver.get(f"{served.url}/#/overview?repo={REPO}")
-    find(driver, "#overview")
+    assert find(driver, "#overview[data-contradictions]").get_attribute("data-contradictions") == "0"
     assert not driver.find_elements("css selector", "#overview-contradictions")
     assert not console_errors(driver)
     assert served.stop() == 0

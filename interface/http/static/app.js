@@ -237,18 +237,25 @@ function memoryLines(items, id, empty) {
 }
 
 async function overview({ repo, past }) {
-  const [data, recent, contradicting] = await Promise.all([
+  const [data, recent] = await Promise.all([
     call("overview", { repo_id: repo, days: 30, as_of: past }),
     call("timeline", { repo_id: repo, limit: 8, as_of: past }),
-    past === undefined ? call("contradictions", { repo_id: repo, limit: 5 }).catch(() => null) : null,
   ]);
   const count = (pred) => data.counts.filter(pred).reduce((s, c) => s + c.count, 0);
   const active = count((c) => c.status === "active");
   const written = data.activity.reduce((s, d) => s + d.written, 0);
   const maturity = MATURITIES.map((m) => `${count((c) => c.maturity === m && c.status === "active")} ${m}`).join(" · ");
   const known = new Map(data.review.concat(data.doubtful).map((m) => [m.memory_id, m]));
-  const settle = contradictionsCard(contradicting, repo, past !== undefined, "overview-contradictions",
-    `Contradicting memories (${contradicting ? contradicting.pairs.length : 0})`);
+  // the contradictions compare the repo's newest memories with their neighbours (a few hundred ms on a large
+  // store): the overview is shown without waiting for them, and their card takes its place when they come
+  const settle = el("div", { id: "contradictions-slot", hidden: true });
+  if (past === undefined) call("contradictions", { repo_id: repo, limit: 5 }).then((found) => {
+    const card = contradictionsCard(found, repo, false, "overview-contradictions",
+      `Contradicting memories (${found.pairs.length})`);
+    if (card) settle.replaceWith(card);
+    const shown = $("overview");
+    if (shown) shown.dataset.contradictions = String(found.pairs.length);
+  }).catch(() => null);
   return el("div", { id: "overview", class: "stack" },
     el("div", { class: "page-head" },
       el("h1", {}, repo),
