@@ -735,6 +735,7 @@ async function act(action) {
     if (done === false) return;
     reposSeen.clear(); // counts moved
     await render();
+    seenHead = null; // drawn after our own change: the next poll takes the head as it is, without drawing again
     message("");
     if (typeof done === "string") notice(done);
   } catch (error) {
