@@ -24,6 +24,7 @@ from strata_recall.domain.bulk import paused_gc
 from strata_recall.domain.commands import (
     Adjustment,
     CommandOutcome,
+    EditOutcome,
     ForgetOutcome,
     ImportOutcome,
     NearDuplicate,
@@ -37,7 +38,7 @@ from strata_recall.domain.commands import (
 from strata_recall.domain.credential import CredentialCommands
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
-from strata_recall.domain.ids import parse_memory_id, proposal_id, written_id
+from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
 from strata_recall.domain.learning import HistoryCommands
 from strata_recall.domain.memory import Memory, merged_anchors
 from strata_recall.domain.persistence import EventStoreUnavailable
@@ -45,7 +46,7 @@ from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
-P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, CommandOutcome)
+P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, EditOutcome, CommandOutcome)
 
 CONFLICT_RETRIES = 20
 """Optimistic-concurrency attempts when another writer appended to the same memory first. Each round
@@ -312,6 +313,86 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
         return self._positioned(run)
+
+    def edit(
+        self,
+        repo_id: str,
+        raw_id: str,
+        text: str,
+        rationale: str = "",
+        *,
+        near: NearDuplicate | None = None,
+        actor: str | None = None,
+    ) -> EditOutcome:
+        """A person rewords a memory (TextEdited): the same memory, its old text kept in its history.
+        Only a live memory (active or pending) the repo sees; the new text is sanitised as a write's.
+        Refused when it would make the memory another live memory's copy: the exact text of one (the
+        id that text would have is taken), or its near-duplicate by the rule a write merges by (`near`:
+        the interface found it; checked again here against the state recorded on)."""
+        clean, why = sanitise(text), sanitise(rationale)
+        new_text = clean.text.strip()
+
+        def run(session: Session) -> EditOutcome:
+            memory = session.visible(raw_id, repo_id, "memory_id")
+            if not memory.is_alive:
+                raise Conflict(
+                    "not_editable",
+                    "memory_id",
+                    f"memory {memory.memory_id} is {memory.status}: only an active or pending memory is edited "
+                    "(`strata restore` makes an archived one active again)",
+                )
+            if normalise_text(new_text) == normalise_text(memory.text):
+                return EditOutcome(memory.memory_id, edited=False, text=memory.text)
+            twin_id = written_id(new_text, memory.kind, memory.scope, memory.repo_id, proposed=False)
+            twin = session.find(twin_id) if twin_id != memory.id else None
+            if twin is not None and twin.is_alive and twin.visible_to(repo_id):
+                raise Conflict(
+                    "duplicate_text",
+                    "text",
+                    f"memory {twin.memory_id} already says this: forget one of the two instead of making them copies",
+                )
+            into = self._edit_twin(session, memory, repo_id, new_text, near)
+            if into is not None and normalise_text(into.text) == normalise_text(new_text):
+                raise Conflict(  # an edited memory says a text its id was not made from
+                    "duplicate_text",
+                    "text",
+                    f"memory {into.memory_id} already says this: forget one of the two instead of making them copies",
+                )
+            if into is not None and near is not None:
+                raise Conflict(
+                    "near_duplicate",
+                    "text",
+                    f"the new text repeats memory {into.memory_id} (similarity {near.similarity:.2f}), which a write "
+                    "would reinforce instead: forget one of the two instead of making them copies",
+                )
+            memory._edit_text(
+                text=new_text,
+                rationale=why.text,
+                redactions=clean.redactions + why.redactions,
+                repo_id=repo_id,
+                actor=actor,
+            )
+            session.changed(memory)
+            return EditOutcome(
+                memory.memory_id, edited=True, text=new_text, redactions=clean.redactions + why.redactions
+            )
+
+        return self._positioned(run)
+
+    @staticmethod
+    def _edit_twin(
+        session: Session, memory: Memory, repo_id: str, text: str, near: NearDuplicate | None
+    ) -> Memory | None:
+        """The memory an edit's new text would be a near-duplicate of, by the write's merge rule (None
+        when there is none or the rule refuses: say, a different literal value)."""
+        mid = parse_memory_id(near.memory_id) if near is not None else None
+        target = session.find(mid) if mid else None
+        if near is None or target is None or target.id == memory.id or not target.visible_to(repo_id):
+            return None
+        refusal = merge_refusal_into(
+            target, memory.kind, memory.scope, text, memory.problem_id, near.similarity, memory.anchor_list
+        )
+        return target if refusal is None else None
 
     def review(
         self,

@@ -100,6 +100,15 @@ class ForgetOutcome:
 
 
 @dataclass
+class EditOutcome:
+    memory_id: str
+    edited: bool  # False when the text was already this (whitespace aside): nothing recorded
+    text: str  # the memory's text now (sanitised)
+    redactions: int = 0
+    position: int | None = None
+
+
+@dataclass
 class ReviewOutcome:
     memory_id: str
     status: str  # the status after the review: active or rejected

@@ -255,6 +255,36 @@ def is_near_duplicate(similarity: float, a: str, b: str, threshold: float = MERG
     return similarity >= threshold and same_specifics(a, b)
 
 
+def _values_in_order(text: str) -> list[str]:
+    """The numbers and literal values of a text (numbers(), literal_values()), in the order they appear."""
+    wanted = numbers(text) | literal_values(text)
+    out = []
+    for raw in text.split():
+        for word in raw.strip(_STRIP).rstrip(".:").strip(_STRIP).replace("=", " ").split():
+            if word in wanted:
+                out.append(word)
+            else:
+                out.extend(n for n in _NUMBER.findall(word) if n in wanted)
+    return out
+
+
+def contradicting_values(similarity: float, a: str, b: str) -> tuple[str, str] | None:
+    """Two texts that say the same thing but for one value ("the CI machine has 2 cores" / "... 4 cores"):
+    the pair the near-duplicate rule refuses to merge for a distinct value alone. Same embedding from
+    MERGE_COSINE up, the same code-like tokens, the same polarity and roles, their values in the same
+    places, and exactly one place where they differ: that place's two values. None otherwise (an
+    elaboration that only adds a value, two values changed at once: two subjects, not one in doubt)."""
+    if similarity < MERGE_COSINE or code_tokens(a) != code_tokens(b):
+        return None
+    if opposite_polarity(a, b) or swapped_roles(a, b):
+        return None
+    values_a, values_b = _values_in_order(a), _values_in_order(b)
+    if len(values_a) != len(values_b):
+        return None
+    differ = [(x, y) for x, y in zip(values_a, values_b, strict=True) if x != y]
+    return differ[0] if len(differ) == 1 else None
+
+
 def short(text: str, limit: int = SHORT_TEXT) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

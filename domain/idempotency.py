@@ -38,6 +38,7 @@ from eventsourcing.domain import Aggregate, event
 from strata_recall.domain.commands import (
     Adjustment,
     CommandOutcome,
+    EditOutcome,
     ForgetOutcome,
     ImportOutcome,
     ReviewOutcome,
@@ -161,7 +162,16 @@ def answer(key: CommandKey, record: Request.RequestRecorded, position: int | Non
 
 _OUTCOMES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (WriteOutcome, UpdateOutcome, Adjustment, ForgetOutcome, ReviewOutcome, CommandOutcome, ImportOutcome)
+    for cls in (
+        WriteOutcome,
+        UpdateOutcome,
+        Adjustment,
+        ForgetOutcome,
+        ReviewOutcome,
+        EditOutcome,
+        CommandOutcome,
+        ImportOutcome,
+    )
 }
 
 

@@ -2,8 +2,9 @@
 
 Stored topics are ``domain.memory:Memory.<Event>``, declared on each class (TOPIC), so the module can
 move (it is installed as strata_recall.domain.memory) while the log stays readable: never change a
-TOPIC; reshape an event only with an upcaster. A memory's text never changes: truth, utility,
-change chains and status move through new events. Weights are computed by the command handlers and
+TOPIC; reshape an event only with an upcaster. A memory's text changes only by a person's edit
+(TextEdited: the earlier wording stays in its history); truth, utility, change chains and status move
+through new events. Weights are computed by the command handlers and
 stored in the events, so a replay reproduces exactly what the writer saw.
 """
 
@@ -235,6 +236,21 @@ class Memory(Aggregate):
         ref: str
         occurred_at: str
 
+    class TextEdited(Aggregate.Event):
+        TOPIC = "domain.memory:Memory.TextEdited"
+        """A person (the inspector, `strata edit`) reworded the memory: same id, same kind, scope, links,
+        truth and utility; the new text replaces the old in every read model, and the old one stays in
+        the events before this one. `text` is sanitised as a write's is (`redactions` counts what was
+        redacted from it); `rationale` says why."""
+
+        class_version = 1
+
+        text: str
+        rationale: str
+        redactions: int
+        repo_id: str | None
+        actor: str | None
+
     @event(MemoryWritten)
     def __init__(
         self,
@@ -405,6 +421,10 @@ class Memory(Aggregate):
     def _restore(self, reason: str, repo_id: str | None) -> None:
         self.status = "active"
 
+    @event(TextEdited)
+    def _edit_text(self, text: str, rationale: str, redactions: int, repo_id: str | None, actor: str | None) -> None:
+        self.text = text
+
     @event(Learned)
     def _learned(self, source: str, ref: str, occurred_at: str) -> None:
         self.last_validated = datetime.fromisoformat(occurred_at)
@@ -516,5 +536,6 @@ MEMORY_EVENTS = (
     Memory.MemoryArchived,
     Memory.MemoryRestored,
     Memory.Learned,
+    Memory.TextEdited,
 )
 """Every event of a memory's life (the log also holds other aggregates' events, e.g. archetypes)."""

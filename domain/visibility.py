@@ -24,8 +24,9 @@ from typing import Any
 VisibleIds = Callable[[Iterable[str]], set[str]]
 """visible_ids(memory ids) -> those of them the viewer may see."""
 
-REPO_EVENTS = frozenset({"TruthAdjusted", "UtilityObserved", "MemoryForgotten"})
-"""Events a request from a repo records about an existing memory, carrying that repo's words."""
+REPO_EVENTS = frozenset({"TruthAdjusted", "UtilityObserved", "MemoryForgotten", "TextEdited"})
+"""Events a request from a repo records about an existing memory, carrying that repo's words (an edit's
+new text is the memory's own, which every viewer sees: interface/app/views.py keeps it when withheld)."""
 ACTION_EVENTS = frozenset({"AnchorsRecorded", "DuplicateUnmerged", "MemoryArchived", "MemoryRestored"})
 """Events of keeping memory clean (reflect, unmerge, restore, anchors): from a repo (`repo_id`) they
 are that repo's, shown in full to it alone; with `repo_id` None an operator or the store acted, and

@@ -7,7 +7,8 @@ The store is ops/workload.py's (as ops/bench_read.py builds it; --keep DIR reuse
 embedding cache). Timed through the command API in-process (what `POST /v1/<op>` runs, without HTTP):
 - current: read (query embedding included), overview (a repo's counts, 30 days of activity, its review
   and doubt lists), memories (a repo's first page; filtered by kind and status; a text search; a deep
-  page), review_queue, memory (one memory's page), timeline;
+  page), review_queue, memory (one memory's page), timeline; contradictions (a repo's, one memory's) and
+  sessions, which have no as_of;
 - as_of (a position 90% into the log): the first request builds the past model (a replay of the log up
   to it, then the vector index on the first read), timed alone; then the same reads and views again
   from the built model. Ratios are against the current figures of this run.
@@ -117,6 +118,15 @@ def main() -> None:
     current = {name: timed(calls) for name, calls in views(None).items()}
     for name, seconds in current.items():
         print(line(name, seconds))
+    now_only = {  # views of the present only (no as_of): the overview's contradictions, the sessions
+        "contradictions: a repo's 500 newest": [lambda r=r: api.contradictions({"repo_id": r}) for r in repos],
+        "contradictions: one memory's": [
+            lambda m=m, r=r: api.contradictions({"repo_id": r, "memory_id": m}) for m, r in picked
+        ],
+        "sessions: a repo's 20 newest": [lambda r=r: api.sessions({"repo_id": r}) for r in repos],
+    }
+    for name, calls in now_only.items():
+        print(line(name, timed(calls)))
 
     position = int(head * 0.9)
     started = time.perf_counter()

@@ -239,9 +239,10 @@ class FTSProjection(Projection):
         Memory.MemoryReviewed,
         Memory.MemoryArchived,
         Memory.MemoryRestored,
+        Memory.TextEdited,
     )
     deferred_indexes = INDEXES
-    statuses = frozenset(reads[1:])
+    statuses = frozenset(reads[1:5])
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use
     _counted: set[str] | None = None  # parts whose word counts this connection can read (temp fts5vocab tables)
@@ -251,17 +252,24 @@ class FTSProjection(Projection):
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
         """The batch's rows in a few statements: the memories written (each once in the log, and past
         the position, so without a row yet) with the rowids the table would give them one by one,
-        each in its part, and the statuses of older memories (moving each to the part of its new
-        status). A batch that breaks those expectations (a second write of a memory, a status before
+        each in its part, the statuses of older memories (moving each to the part of its new
+        status), and their edited texts. A batch that breaks those expectations (a second write of a memory, a status before
         its memory's write, a row already there) is applied event by event instead, with the same
         result as ever."""
-        written, moves = Memory.MemoryWritten, self.statuses
+        written, moves, edited = Memory.MemoryWritten, self.statuses, Memory.TextEdited
         rows: dict[str, list[Any]] = {}
         statuses: dict[str, list[str]] = {}  # memories written before this batch: the statuses they take
         passed: set[tuple[str, str, str]] = set()  # (scope, repo, status) a memory of the batch left
+        reworded: dict[str, str] = {}  # memories written before this batch: their last edited text
         for _, event in batch:
             kind = type(event)
-            if kind is written:
+            if kind is edited:
+                row = rows.get(str(event.originator_id))
+                if row is not None:
+                    row[5] = event.text
+                else:
+                    reworded[str(event.originator_id)] = event.text
+            elif kind is written:
                 key = str(event.originator_id)
                 if key in rows or key in statuses:
                     return self._apply_each(conn, batch)
@@ -287,6 +295,8 @@ class FTSProjection(Projection):
                 # applied one by one, these events would have put the memory in the part of each status
                 # it passed through (made then, and left empty): the parts are the same either way
                 self._make_parts(conn, {part_of(*where) for where in passed})
+            for key, text in reworded.items():  # after the moves: the document is replaced in its final part
+                self._reword(conn, key, text)
         except store.IntegrityError:  # a memory with a row already: the general path decides
             conn.execute("ROLLBACK TO fts_batch")
             conn.execute("RELEASE fts_batch")
@@ -386,8 +396,25 @@ class FTSProjection(Projection):
                     text = indexed_text(event.text)
                     conn.execute("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
                     self._add(conn, {part_of(event.scope, event.repo_id, event.status): [(cursor.lastrowid, text)]})
+            elif isinstance(event, Memory.TextEdited):
+                self._reword(conn, str(event.originator_id), event.text)
             elif isinstance(event, self.reads):
                 self._move(conn, {str(event.originator_id): str(status_after(event))})
+
+    def _reword(self, conn: Connection, memory_id: str, text: str) -> None:
+        """A memory's text edited (Memory.TextEdited): its document replaced in its part."""
+        found = conn.execute(
+            "SELECT m.rowid, m.repo_id, m.scope, m.status, d.text FROM fts_memories m"
+            " JOIN fts_docs d ON d.rowid = m.rowid WHERE m.memory_id = ?",
+            (memory_id,),
+        ).fetchone()
+        if found is None:
+            return
+        rowid, repo_id, scope, status, old = found
+        part, new = part_of(scope, repo_id, status), indexed_text(text)
+        conn.execute(f"INSERT INTO {part} ({part}, rowid, text) VALUES ('delete', ?, ?)", (rowid, old))
+        conn.execute(f"INSERT INTO {part} (rowid, text) VALUES (?, ?)", (rowid, new))
+        conn.execute("UPDATE fts_docs SET text = ? WHERE rowid = ?", (new, rowid))
 
     def _reset(self) -> None:
         """Every part is dropped too (they are named in fts_parts; sqlite_master is asked, in case)."""

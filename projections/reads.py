@@ -85,6 +85,18 @@ class ReadLedger:
         ).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def recent(self, repo_id: str, limit: int) -> list[dict[str, Any]]:
+        """The latest `limit` reads of `repo_id`, newest first (the inspector's sessions)."""
+        rows = self.conn.execute(
+            "SELECT read_id, query, mode, position, created_at, memory_ids FROM reads WHERE repo_id = ?"
+            " ORDER BY created_at DESC LIMIT ?",
+            (repo_id, limit),
+        )
+        return [
+            {"read_id": r, "query": q, "mode": m, "position": p, "at": at, "memory_ids": orjson.loads(ids)}
+            for r, q, m, p, at, ids in rows
+        ]
+
     def uncited_since(self, repo_id: str, since: float) -> list[str]:
         """The reads of `repo_id` served since `since` (a time.time()) that no feedback or cited update has
         credited yet, oldest first: what a session's end-of-work reminder asks the agent to rate."""

@@ -402,6 +402,21 @@ class RecallEngine:
             hits = self.index.search(vector, partition, include_global=False, k=k)
             return hits, self.state.rows({m for m, _ in hits})
 
+    def stored_neighbours(
+        self, memories: list[tuple[str, str]], k: int
+    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, dict[str, Any]]]:
+        """For each (memory id, partition), the k memories of that partition nearest to its stored vector,
+        with cosine (itself included), and the current rows of all of them: the inspector's contradictions."""
+        with self._lock:
+            self._current()
+            hits: dict[str, list[tuple[str, float]]] = {}
+            for memory_id, partition in memories:
+                vector = self.index.vector(memory_id, partition)
+                if vector is not None:
+                    hits[memory_id] = self.index.search(vector, partition, include_global=False, k=k)
+            wanted = {m for found in hits.values() for m, _ in found} | set(hits)
+            return hits, self.state.rows(wanted)
+
     def _current(self) -> int:
         """Bring the state and the vector index up to the projections' position, and return the
         position the answer reflects: less than theirs when the tail could not be read from the log

@@ -392,6 +392,10 @@ def _learned(s: dict[str, Any], e: Any) -> None:
     s["last_validated"] = e.occurred_at  # the ISO text the aggregate's datetime freezes to (domain/learning.py)
 
 
+def _text_edited(s: dict[str, Any], e: Any) -> None:
+    s["text"] = e.text
+
+
 HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.TruthAdjusted: _truth_adjusted,
     Memory.UtilityObserved: _utility_observed,
@@ -405,6 +409,7 @@ HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
     Memory.MemoryArchived: _status,
     Memory.MemoryRestored: _status,
     Memory.Learned: _learned,
+    Memory.TextEdited: _text_edited,
 }
 """Every event of MEMORY_EVENTS but MemoryWritten (which creates the state: _written)."""
 

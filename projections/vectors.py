@@ -176,19 +176,21 @@ class VectorProjection(Projection):
 
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
         """Vectors for every text written in the batch, by text: from the cache, else embedded now."""
-        written = Memory.MemoryWritten
-        vectors, embedded = vectors_for({e.text for _, e in batch if type(e) is written}, self.embedder, self.cache)
+        texts = (Memory.MemoryWritten, Memory.TextEdited)
+        vectors, embedded = vectors_for({e.text for _, e in batch if type(e) in texts}, self.embedder, self.cache)
         self.embedded += embedded
         return vectors
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
         # Rows move with the position in one transaction, so an event past the position has no row
         # yet: plain inserts, all of them first (a status change always follows its memory's write).
-        written = Memory.MemoryWritten
-        rows, statuses = [], []
+        written, edited = Memory.MemoryWritten, Memory.TextEdited
+        rows, statuses, reworded = [], [], []
         for _, e in batch:
             if type(e) is written:
                 rows.append((str(e.originator_id), prepared[e.text], e.repo_id, e.scope, e.kind, e.status))
+            elif type(e) is edited:  # after its memory's write, as a status change is
+                reworded.append((prepared[e.text], str(e.originator_id)))
             else:
                 status = status_after(e)  # forgotten, reviewed, archived, restored: as the FTS projection has it
                 if status is not None:
@@ -197,8 +199,10 @@ class VectorProjection(Projection):
             "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
         )
         conn.executemany("UPDATE vec_memories SET status = ? WHERE memory_id = ?", statuses)
+        conn.executemany("UPDATE vec_memories SET embedding = ? WHERE memory_id = ?", reworded)
         conn.executemany(
-            "INSERT INTO vec_feed (memory_id) VALUES (?)", [(r[0],) for r in rows] + [(m,) for _, m in statuses]
+            "INSERT INTO vec_feed (memory_id) VALUES (?)",
+            [(r[0],) for r in rows] + [(m,) for _, m in statuses] + [(m,) for _, m in reworded],
         )
 
     def search(

@@ -214,6 +214,85 @@ class TimelineResponse(Response):
     as_of: AsOfPoint | None = None
 
 
+class SessionsRequest(Request):
+    op: Literal["sessions"] | None = None
+    repo_id: RepoId
+    gap_minutes: Integer = Field(
+        30, ge=1, le=1440, description="A pause longer than this (no read, write or rating) starts a new session."
+    )
+    limit: Integer = Field(20, ge=1, le=100, description="Most sessions, newest first.")
+
+
+class SessionMemory(Response):
+    memory_id: str
+    kind: Kind
+    status: str
+    text: str = Field(description="The memory's text now (cut to 300 characters).")
+
+
+class SessionRead(Response):
+    read_id: str
+    mode: str = Field(description="targeted, ambient or auto; hook:<moment> for what a lifecycle hook showed unasked.")
+    query: str = Field(description="What was asked (redacted), cut to 300 characters.")
+    at: str
+    position: int = Field(description="The log position the read saw.")
+    memories: list[SessionMemory] = Field(description="What it returned that the repo still sees, in order.")
+
+
+class SessionAct(Response):
+    type: str = Field(description="The event: MemoryWritten, DuplicateMerged, TruthAdjusted or UtilityObserved.")
+    memory_id: str
+    kind: Kind
+    text: str = Field(description="The memory's text now (cut to 300 characters).")
+    at: str
+    position: int
+    actor: str | None
+    target: float | None = Field(None, description="A rating's target (utility, or truth with evidence).")
+    read_id: str | None = Field(None, description="The read a utility rating cited.")
+    rationale: str = ""
+
+
+class Session(Response):
+    started: str
+    ended: str
+    actors: list[str] = Field(description="The tokens its events came through (none: the local operator).")
+    shown: list[SessionRead] = Field(description="What lifecycle hooks put into its context unasked, oldest first.")
+    read: list[SessionRead] = Field(description="Its reads, oldest first.")
+    wrote: list[SessionAct] = Field(description="Memories it wrote (created, or reinforced by writing them again).")
+    rated: list[SessionAct] = Field(description="Its ratings: utility (feedback, updates) and truth with evidence.")
+
+
+class SessionsResponse(Response):
+    ok: Literal[True] = True
+    repo_id: str
+    sessions: list[Session] = Field(description="Newest first.")
+    gap_minutes: int
+    position: int
+
+
+class ContradictionsRequest(Request):
+    op: Literal["contradictions"] | None = None
+    repo_id: RepoId
+    memory_id: MemoryId | None = Field(None, description="Only the contradictions of this memory.")
+    limit: Integer = Field(20, ge=1, le=100, description="Most pairs, newest first.")
+
+
+class Contradiction(Response):
+    memories: list[MemorySummary] = Field(description="The two memories, the older first.")
+    values: list[str] = Field(description="The value each states where they differ, in the same order.")
+    similarity: float
+
+
+class ContradictionsResponse(Response):
+    ok: Literal[True] = True
+    repo_id: str
+    pairs: list[Contradiction] = Field(description="Newest first (by the newer memory of each pair).")
+    scanned: int = Field(
+        description="How many of the repo's newest active memories were compared with their neighbours."
+    )
+    position: int
+
+
 class ReposRequest(Request):
     op: Literal["repos"] | None = None
     as_of: AsOf | None = AS_OF

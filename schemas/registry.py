@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -22,9 +24,12 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
@@ -43,6 +48,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "update-response": UpdateResponse,
     "forget-request": ForgetRequest,
     "forget-response": ForgetResponse,
+    "edit-request": EditRequest,
+    "edit-response": EditResponse,
     "feedback-request": FeedbackRequest,
     "feedback-response": FeedbackResponse,
     "index-request": IndexRequest,
@@ -63,6 +70,10 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "repos-response": ReposResponse,
     "review-request": ReviewRequest,
     "review-response": ReviewResponse,
+    "contradictions-request": ContradictionsRequest,
+    "contradictions-response": ContradictionsResponse,
+    "sessions-request": SessionsRequest,
+    "sessions-response": SessionsResponse,
     "whoami-request": WhoamiRequest,
     "whoami-response": WhoamiResponse,
     "error": ErrorResponse,

@@ -34,8 +34,9 @@ from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.ids import parse_memory_id, written_id
+from strata_recall.domain.memory import Memory
 from strata_recall.domain.persistence import link_of
-from strata_recall.domain.unit_of_work import CleanWrite
+from strata_recall.domain.unit_of_work import CleanWrite, sanitise
 from strata_recall.interface.app import access
 from strata_recall.interface.app import anchors as anchoring
 from strata_recall.interface.app.inspector import Inspector
@@ -50,6 +51,8 @@ from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -61,9 +64,12 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
@@ -354,6 +360,12 @@ class CommandAPI:
         reader = self._reader()
         return Inspector(self.log, reader.moment, reader.browser)
 
+    def contradictions(self, payload: Payload, principal: Principal = LOCAL) -> ContradictionsResponse:
+        return self._inspector().contradictions(parse(ContradictionsRequest, payload), self._reader().engine())
+
+    def sessions(self, payload: Payload, principal: Principal = LOCAL) -> SessionsResponse:
+        return self._inspector().sessions(parse(SessionsRequest, payload), self._reader().ledger())
+
     def review(self, payload: Payload, principal: Principal = LOCAL) -> ReviewResponse:
         """A person's decision on a pending memory of a repo's review queue."""
         request = parse(ReviewRequest, payload)
@@ -438,6 +450,35 @@ class CommandAPI:
             truth=_value_change(outcome.truth),
             utility=_utility_change(outcome.utility),
             redactions=outcome.redactions,
+            position=outcome.position,
+        )
+
+    def edit(self, payload: Payload, principal: Principal = LOCAL) -> EditResponse:
+        """A person rewords a memory (domain MemoryLog.edit). The new text is looked up among the
+        memories it could repeat, as a write's is: one a write would reinforce refuses the edit."""
+        request = parse(EditRequest, payload)
+        memory = self.log.memory(request.memory_id, request.repo_id)
+        finder = self.near_duplicates() if self.near_duplicates is not None else None
+        text = sanitise(request.text).text.strip()
+        similar = finder.nearest(request.repo_id, memory.scope, text, exclude=memory.memory_id) if finder else []
+        near = _edit_candidate(memory, text, similar)
+        outcome = self.log.edit(
+            request.repo_id, request.memory_id, request.text, request.rationale, near=near, actor=principal.name
+        )
+        log.info(
+            "edit",
+            repo_id=request.repo_id,
+            memory_id=outcome.memory_id,
+            edited=outcome.edited,
+            redactions=outcome.redactions,
+            position=outcome.position,
+        )
+        return EditResponse(
+            memory_id=outcome.memory_id,
+            edited=outcome.edited,
+            text=outcome.text,
+            redactions=outcome.redactions,
+            similarity_checked=finder is not None,
             position=outcome.position,
         )
 
@@ -717,6 +758,30 @@ def _merge_candidate(cmd: NewMemory, clean: CleanWrite, similar: list[Similar]) 
             new_scope=cmd.scope,
             new_text=clean.text,
             new_problem_id=str(problem) if problem else None,
+            new_anchor_keys=keys,
+            similarity=s.similarity,
+        )
+        if refusal is None:
+            return NearDuplicate(s.memory_id, s.similarity)
+    return None
+
+
+def _edit_candidate(memory: Memory, text: str, similar: list[Similar]) -> NearDuplicate | None:
+    """The most similar other live memory an edit's new text would repeat, by the rule a write is
+    merged by (domain/duplicates.py: a distinct literal value or number is not a repeat)."""
+    keys = {Anchor.of(a).key for a in memory.anchor_list}
+    for s in similar:
+        refusal = merge_refusal(
+            status=s.status,
+            kind=s.kind,
+            scope=s.scope,
+            text=s.text,
+            problem_ids=s.problem_ids,
+            anchor_keys=s.anchor_keys,
+            new_kind=memory.kind,
+            new_scope=memory.scope,
+            new_text=text,
+            new_problem_id=memory.problem_id,
             new_anchor_keys=keys,
             similarity=s.similarity,
         )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, visibility
 from strata_recall.domain.application import MemoryLog
+from strata_recall.domain.duplicates import contradicting_values
 from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
@@ -22,9 +23,15 @@ from strata_recall.interface.app.moves import MOVING, attach, moves
 from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader, Positioned
 from strata_recall.projections.browse import Browser
+from strata_recall.projections.reads import HOOK_MODE_PREFIX, ReadLedger
+from strata_recall.projections.recall import RecallEngine
+from strata_recall.projections.vector_index import GLOBAL
 from strata_recall.schemas.browse import (
     IN_DOUBT,
     Case,
+    Contradiction,
+    ContradictionsRequest,
+    ContradictionsResponse,
     DayCount,
     KindCount,
     MemoriesRequest,
@@ -37,6 +44,12 @@ from strata_recall.schemas.browse import (
     ReposRequest,
     ReposResponse,
     ReviewQueueRequest,
+    Session,
+    SessionAct,
+    SessionMemory,
+    SessionRead,
+    SessionsRequest,
+    SessionsResponse,
     TimelineEvent,
     TimelineRequest,
     TimelineResponse,
@@ -51,6 +64,14 @@ TIMELINE_TEXT = 300
 OVERVIEW_LISTED = 5
 """How many memories the overview lists of those waiting for review and of those in doubt."""
 _MEMORY_TOPICS = [get_topic(kind) for kind in MEMORY_EVENTS]
+SESSION_READS = 2000
+"""Most reads of this node's ledger the sessions view groups (the newest)."""
+SESSION_SCAN = 20_000
+"""Most log events (the newest) the sessions view looks through for a repo's writes and ratings."""
+CONTRADICTION_SCAN = 500
+"""How many of a repo's newest active memories the contradictions view compares with their neighbours."""
+CONTRADICTION_NEIGHBOURS = 8
+_ACTS = {"MemoryWritten", "DuplicateMerged", "TruthAdjusted", "UtilityObserved"}
 
 
 class Inspector:
@@ -259,6 +280,182 @@ class Inspector:
             record = attach(shown(event, in_full, viewer, position), moved.get(key, {}).get(event.originator_version))
             out.append(TimelineEvent(**record, kind=row["kind"], scope=row["scope"], text=text))
         return out
+
+    # --- contradictions -------------------------------------------------------------------------
+
+    def contradictions(self, request: ContradictionsRequest, engine: RecallEngine) -> ContradictionsResponse:
+        """Active memories of the same kind and scope that say the same thing but for one value ("2 cores" /
+        "4 cores": domain/duplicates.py contradicting_values, the pairs the near-duplicate rule refuses to
+        merge for that value alone), among the repo's CONTRADICTION_SCAN newest active memories (or those of
+        one memory) and their nearest neighbours."""
+        _, browser = self._at(None)
+        viewer = request.repo_id
+        if request.memory_id is not None:
+            memory = self.log.memory(request.memory_id, viewer)
+            rows = browser.visible(viewer, [memory.memory_id])
+        else:
+            _, rows = browser.memories(viewer, statuses=["active"], order="newest", limit=CONTRADICTION_SCAN)
+        looked = [
+            (r["memory_id"], GLOBAL if r["scope"] == "global" else r["repo_id"])
+            for r in rows
+            if r["status"] == "active" and r["kind"] != "change"
+        ]
+        hits, state = engine.stored_neighbours(looked, CONTRADICTION_NEIGHBOURS)
+        found: dict[tuple[str, str], tuple[float, str, str]] = {}
+        for memory_id, near in hits.items():
+            mine = state.get(memory_id)
+            for other_id, cosine in near:
+                other = state.get(other_id)
+                if mine is None or other is None or other_id == memory_id or other["status"] != "active":
+                    continue
+                if (other["kind"], other["scope"]) != (mine["kind"], mine["scope"]):
+                    continue
+                values = contradicting_values(cosine, mine["text"], other["text"])
+                if values is not None:
+                    pair = (memory_id, other_id) if memory_id < other_id else (other_id, memory_id)
+                    found[pair] = (cosine, *(values if pair[0] == memory_id else values[::-1]))
+        shown = {r["memory_id"]: r for r in browser.visible(viewer, {m for pair in found for m in pair})}
+        pairs = []
+        for (a, b), (cosine, value_a, value_b) in found.items():
+            if a not in shown or b not in shown:
+                continue
+            first, second = (a, b) if shown[a]["created"] <= shown[b]["created"] else (b, a)
+            pairs.append(
+                Contradiction(
+                    memories=summaries(browser, viewer, [shown[first], shown[second]]),
+                    values=[value_a, value_b] if first == a else [value_b, value_a],
+                    similarity=round(float(cosine), 4),
+                )
+            )
+        pairs.sort(key=lambda p: p.memories[1].created, reverse=True)
+        return ContradictionsResponse(
+            repo_id=viewer, pairs=pairs[: request.limit], scanned=len(looked), position=browser.position
+        )
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def sessions(self, request: SessionsRequest, ledger: ReadLedger) -> SessionsResponse:
+        """What each session of a repo was shown, read, wrote and rated, newest first. A session is a run of
+        the repo's activity (its reads in this node's ledger, and the writes and ratings its requests recorded
+        in the log) without a pause longer than gap_minutes; a rating that cites a read joins that read's
+        session. Reads are node-local (projections/reads.py): a server shows the reads it served."""
+        _, browser = self._at(None)
+        viewer, gap = request.repo_id, request.gap_minutes * 60
+        items: list[tuple[float, int, Any]] = [(r["at"], 0, r) for r in ledger.recent(viewer, SESSION_READS)]
+        items += [(e.timestamp.timestamp(), 1, (p, e)) for p, e in self._acts(viewer, browser.position)]
+        items.sort(key=lambda item: (item[0], item[1]))
+        groups: list[list[tuple[float, int, Any]]] = []
+        for item in items:
+            if not groups or item[0] - groups[-1][-1][0] > gap:
+                groups.append([])
+            groups[-1].append(item)
+        parent = list(range(len(groups)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = i = parent[parent[i]]
+            return i
+
+        read_group = {item[2]["read_id"]: g for g, group in enumerate(groups) for item in group if item[1] == 0}
+        for g, group in enumerate(groups):
+            for _, what, value in group:
+                cited = getattr(value[1], "read_id", None) if what == 1 else None
+                if cited in read_group:
+                    a, b = root(g), root(read_group[cited])
+                    parent[max(a, b)] = min(a, b)
+        joined: dict[int, list[tuple[float, int, Any]]] = {}
+        for g, group in enumerate(groups):
+            joined.setdefault(root(g), []).extend(group)
+        chosen = sorted(joined.values(), key=lambda group: max(i[0] for i in group), reverse=True)[: request.limit]
+        wanted = {
+            m
+            for group in chosen
+            for _, what, v in group
+            for m in (v["memory_ids"] if what == 0 else [str(v[1].originator_id)])
+        }
+        rows = {r["memory_id"]: r for r in browser.visible(viewer, wanted)}
+        return SessionsResponse(
+            repo_id=viewer,
+            sessions=[_session(sorted(group, key=lambda i: (i[0], i[1])), rows) for group in chosen],
+            gap_minutes=request.gap_minutes,
+            position=browser.position,
+        )
+
+    def _acts(self, viewer: str, head: int) -> list[Positioned]:
+        """The repo's own writes and ratings among the last SESSION_SCAN log events, oldest first."""
+        reader, cursor = LogReader(self.log), head
+        found: list[Positioned] = []
+        while cursor >= 1 and head - cursor < SESSION_SCAN:
+            start = max(1, cursor - TIMELINE_WINDOW + 1)
+            for position, event in reader.read(start, cursor - start + 1, _MEMORY_TOPICS):
+                name = type(event).__name__
+                ours = position <= cursor and name in _ACTS and getattr(event, "repo_id", None) == viewer
+                if ours and (name != "TruthAdjusted" or event.source in ("update", "reinforcement")):
+                    found.append((position, event))
+            cursor = start - 1
+        return sorted(found, key=lambda item: item[0])
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= TIMELINE_TEXT else text[: TIMELINE_TEXT - 1] + "…"
+
+
+def _session(items: list[tuple[float, int, Any]], rows: dict[str, dict[str, Any]]) -> Session:
+    """One session's reads and acts as the page lists them (memories the repo no longer sees are left out)."""
+    shown: list[SessionRead] = []
+    read: list[SessionRead] = []
+    wrote: list[SessionAct] = []
+    rated: list[SessionAct] = []
+    actors: set[str] = set()
+    for at, what, value in items:
+        moment = datetime.fromtimestamp(at, UTC).isoformat()
+        if what == 0:
+            memories = [
+                SessionMemory(memory_id=m, kind=rows[m]["kind"], status=rows[m]["status"], text=_clip(rows[m]["text"]))
+                for m in value["memory_ids"]
+                if m in rows
+            ]
+            entry = SessionRead(
+                read_id=value["read_id"],
+                mode=value["mode"],
+                query=_clip(value["query"]),
+                at=moment,
+                position=value["position"],
+                memories=memories,
+            )
+            (shown if value["mode"].startswith(HOOK_MODE_PREFIX) else read).append(entry)
+            continue
+        position, event = value
+        key, name = str(event.originator_id), type(event).__name__
+        row = rows.get(key)
+        if row is None:
+            continue
+        if event.actor is not None:
+            actors.add(event.actor)
+        act = SessionAct(
+            type=name,
+            memory_id=key,
+            kind=row["kind"],
+            text=_clip(row["text"]),
+            at=moment,
+            position=position,
+            actor=event.actor,
+        )
+        if name == "UtilityObserved" or (name == "TruthAdjusted" and event.source == "update"):
+            act.target, act.rationale = event.target, event.rationale
+            act.read_id = getattr(event, "read_id", None)
+            rated.append(act)
+        else:
+            wrote.append(act)
+    return Session(
+        started=datetime.fromtimestamp(items[0][0], UTC).isoformat(),
+        ended=datetime.fromtimestamp(items[-1][0], UTC).isoformat(),
+        actors=sorted(actors),
+        shown=shown,
+        read=read,
+        wrote=wrote,
+        rated=rated,
+    )
 
 
 def summaries(browser: Browser, viewer: str, rows: list[dict[str, Any]]) -> list[MemorySummary]:

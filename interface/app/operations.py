@@ -3,7 +3,7 @@ its OpenAPI description, the CLI's help) is generated from this table, so they c
 
 Two audiences: the agent-facing operations are MCP tools (their list is in every agent session's
 context); the inspector's (`agent_tool=False`: a repo's overview, browse, one memory, the timeline, the
-review queue, the repos, and review) are for people and programs: served over HTTP JSON like every operation, and over
+review queue, the sessions, the contradictions, the repos, review and edit) are for people and programs: served over HTTP JSON like every operation, and over
 MCP as resource templates (read-only ones) that cost an agent's context nothing until it reads one.
 
 Each operation is a method of `CommandAPI` taking a JSON object and returning a contract model; its
@@ -30,6 +30,8 @@ from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.projections import brief
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.browse import (
+    ContradictionsRequest,
+    ContradictionsResponse,
     MemoriesRequest,
     MemoriesResponse,
     MemoryRequest,
@@ -41,9 +43,12 @@ from strata_recall.schemas.browse import (
     ReviewQueueRequest,
     ReviewRequest,
     ReviewResponse,
+    SessionsRequest,
+    SessionsResponse,
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
@@ -358,6 +363,42 @@ OPERATIONS: dict[str, Operation] = {
             resource="strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}",
         ),
         Operation(
+            name="contradictions",
+            method="contradictions",
+            request=ContradictionsRequest,
+            response=ContradictionsResponse,
+            summary="Inspector: active memories of a repo that say the same thing but for one value.",
+            description=(
+                "Pairs of active memories of the same kind and scope that a repo sees, nearly the same text but "
+                'for one distinct value ("2 cores" / "4 cores"): the pairs the near-duplicate rule keeps apart '
+                "for that value alone, for a person to settle (lower one's truth, forget or edit it). Among the "
+                "repo's newest active memories, or one memory's."
+            ),
+            example={"repo_id": "acme/api", "limit": 20},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/contradictions/{+repo_id}{?memory_id,limit}",
+        ),
+        Operation(
+            name="sessions",
+            method="sessions",
+            request=SessionsRequest,
+            response=SessionsResponse,
+            summary="Inspector: what each recent session of a repo was shown, read, wrote and rated.",
+            description=(
+                "A repo's recent sessions, newest first: runs of its activity without a pause longer than "
+                "gap_minutes, each with what lifecycle hooks showed it, what it read (from this node's read "
+                "ledger), what it wrote and what it rated (from the log); a rating joins the session of the read "
+                "it cites."
+            ),
+            example={"repo_id": "acme/api", "gap_minutes": 30, "limit": 20},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/sessions/{+repo_id}{?gap_minutes,limit}",
+        ),
+        Operation(
             name="repos",
             method="repos",
             request=ReposRequest,
@@ -384,6 +425,30 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="review",
             touches=("memory_id",),
+            agent_tool=False,
+        ),
+        Operation(
+            name="edit",
+            method="edit",
+            request=EditRequest,
+            response=EditResponse,
+            summary="Inspector: reword a memory; its earlier text stays in its history.",
+            description=(
+                "A person rewords a live memory (active or pending) the repo sees: the same memory, with its links, "
+                "truth and utility, found by its new words from now on; the old text stays in its history. The "
+                "text is sanitised as a write's. Refused when it would repeat another live memory (the same "
+                "text, or a near-duplicate a write would reinforce)."
+            ),
+            example={
+                "repo_id": "acme/api",
+                "memory_id": "<memory id>",
+                "text": "The API listens on port 8080 (set by API_PORT in compose.yml)",
+                "rationale": "named where the port is set",
+            },
+            read_only=False,
+            permission="write",
+            touches=("memory_id",),
+            idempotent=True,
             agent_tool=False,
         ),
         Operation(

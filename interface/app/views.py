@@ -148,9 +148,9 @@ def memory_state(m: Memory, viewer: str | None = None, visible_ids: VisibleIds |
 
 
 WITHHELD = "recorded from another repo: only what it did to the shared values is shown"
-_EFFECT = ("target", "confidence", "weight", "source", "decision")
+_EFFECT = ("target", "confidence", "weight", "source", "decision", "text")
 """What a withheld event still shows: its effect on values every viewer of the memory shares (a review's
-decision: the memory's status)."""
+decision: the memory's status; an edit's text: the memory's text, not why or by whom)."""
 
 
 def history(log: Any, m: Memory, viewer: str | None, visible_ids: VisibleIds | None = None) -> list[dict[str, Any]]:

@@ -277,6 +277,17 @@ def forget(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | Non
 
 
 @app.command()
+def edit(ctx: typer.Context, request: str | None = REQUEST_ARG, key: str | None = KEY_OPT) -> None:
+    """Reword a memory: the same memory (id, links, truth, utility) with a new text; the old text stays in
+    its history (`strata show`). Refused when the new text repeats another live memory.
+
+    Example: strata edit '{"repo_id": "acme/api", "memory_id": "<id>", "text": "The API listens on 8080", "rationale": "moved in #88"}'
+    """
+    with _session(ctx) as strata:
+        _emit(ctx.obj, _perform(strata, "edit", request, key), render.edit)
+
+
+@app.command()
 def show(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The memory's id, or a unique prefix of 8 or more characters."),

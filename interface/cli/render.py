@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strata_recall.schemas.edit import EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackResponse
 from strata_recall.schemas.forget import ForgetResponse
@@ -46,6 +47,13 @@ def update(r: UpdateResponse) -> str:
 
 def forget(r: ForgetResponse) -> str:
     return f"forgot {r.memory_id}" if r.forgotten else f"{r.memory_id} was already forgotten"
+
+
+def edit(r: EditResponse) -> str:
+    if not r.edited:
+        return f"{r.memory_id} already says this: nothing recorded"
+    redacted = f", {r.redactions} redaction(s)" if r.redactions else ""
+    return f"edited {r.memory_id}{redacted}, position {r.position}\n  {r.text}"
 
 
 def imported(r: ImportResponse) -> str:
@@ -106,6 +114,7 @@ def _event_line(e: dict[str, Any]) -> str:
         "DuplicateMerged": lambda: f"{f['duplicate_id']} (similarity {f['similarity']:.3f}) {f['text'][:60]!r}",
         "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
         "MemoryArchived": lambda: f"reason {f['reason']!r}",
+        "TextEdited": lambda: f"now {f['text'][:60]!r} {f['rationale']!r}",
         "MemoryRestored": lambda: f"reason {f['reason']!r}",
         "Learned": lambda: (
             f"from {f['source']} {f['ref'][:12] if f['source'] == 'git' else f['ref']} of {f['occurred_at'][:10]}"

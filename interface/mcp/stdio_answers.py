@@ -66,6 +66,30 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                      'title': 'Inspector: the memories of a repo waiting for a '
                                                               "person's review, oldest first.",
                                                      'uriTemplate': 'strata://inspect/review_queue/{+repo_id}{?offset,limit,as_of}'},
+                                                    {'description': 'Pairs of active memories of the same kind and '
+                                                                    'scope that a repo sees, nearly the same text but '
+                                                                    'for one distinct value ("2 cores" / "4 cores"): '
+                                                                    'the pairs the near-duplicate rule keeps apart for '
+                                                                    'that value alone, for a person to settle (lower '
+                                                                    "one's truth, forget or edit it). Among the repo's "
+                                                                    "newest active memories, or one memory's.",
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_contradictions',
+                                                     'title': 'Inspector: active memories of a repo that say the same '
+                                                              'thing but for one value.',
+                                                     'uriTemplate': 'strata://inspect/contradictions/{+repo_id}{?memory_id,limit}'},
+                                                    {'description': "A repo's recent sessions, newest first: runs of "
+                                                                    'its activity without a pause longer than '
+                                                                    'gap_minutes, each with what lifecycle hooks '
+                                                                    "showed it, what it read (from this node's read "
+                                                                    'ledger), what it wrote and what it rated (from '
+                                                                    'the log); a rating joins the session of the read '
+                                                                    'it cites.',
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_sessions',
+                                                     'title': 'Inspector: what each recent session of a repo was '
+                                                              'shown, read, wrote and rated.',
+                                                     'uriTemplate': 'strata://inspect/sessions/{+repo_id}{?gap_minutes,limit}'},
                                                     {'description': "The operator's list of repos (names and counts of "
                                                                     'memories and pending reviews only).',
                                                      'mimeType': 'application/json',

@@ -696,3 +696,200 @@ def test_the_header_with_a_named_token_is_one_row_at_1400(
     assert max(middles) - min(middles) < 20, f"the header wraps at 1,400 px: {middles}"
     shot(driver, "15-named-token-header-1400")
     assert served.stop() == 0
+
+
+def write_fact(http: httpx.Client, text: str) -> str:
+    memory = {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.9}
+    written = http.post("/v1/write", json={"repo_id": REPO, "memory": memory})
+    assert written.status_code == 200, written.text
+    return str(written.json()["memory_id"])
+
+
+def edit_on_the_page(driver: Any, text: str, reason: str) -> None:
+    """The page's own editor (an in-page dialog, never a native prompt): the text replaced, a reason, Save."""
+    find(driver, "#edit").click()
+    asked = find(driver, "dialog#ask[open]")
+    area = asked.find_element("css selector", "#edit-text")
+    area.clear()
+    area.send_keys(text)
+    asked.find_element("css selector", "#edit-reason").send_keys(reason)
+    asked.find_element("css selector", "#ask-ok").click()
+    wait(driver, lambda d: not d.find_elements("css selector", "dialog#ask[open]"))
+
+
+@pytest.mark.slow
+def test_editing_a_memory_from_the_page(serve: Callable[..., Served], browser: Any) -> None:
+    """Edit a memory's text at 1,400 and 420 px: the memory shows its new text, its history says what it said
+    before and what it says now, and the list finds it by its new words; an edit that would copy another
+    memory is refused with the server's error, and nothing changes."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        wide = write_fact(http, "The CI runners have 2 cores")
+        narrow = write_fact(http, "Release notes live in docs/CHANGES.md")
+        other = write_fact(http, "Deploys go out on Tuesdays")
+    driver = browser
+    for memory_id, width, new in (
+        (wide, 1400, "The CI runners have 4 cores since the November upgrade"),
+        (narrow, 420, "Release notes live in the CHANGELOG.md at the root"),
+    ):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/memory/{memory_id}?repo={REPO}")
+        find(driver, f"#memory-page[data-memory='{memory_id}'] #history li.ev")
+        old = find(driver, "#memory-text").text
+        edit_on_the_page(driver, new, "checked the runner settings")
+        wait(driver, lambda d, new=new: d.find_element("id", "memory-text").text == new)
+        wait(driver, lambda d: "Edited" in d.find_element("id", "notice").text)
+        assert event_types(driver) == ["MemoryWritten", "TextEdited"]
+        line = find(driver, "#history li[data-type='TextEdited']").text
+        assert "Text edited: checked the runner settings." in line.replace("“", "").replace("”", ""), line
+        assert old in line and new in line, line
+        assert find(driver, "#history li[data-type='TextEdited'] q.was").text == old
+        fits(driver)
+        shot(driver, f"30-edited-{width}")
+    driver.set_window_size(1400, 1100)
+    driver.get(f"{served.url}/#/memories?repo={REPO}&q=November%20upgrade")
+    wait(
+        driver,
+        lambda d: (
+            [e.get_attribute("data-memory") for e in d.find_elements("css selector", "#memory-list li")] == [wide]
+        ),
+    )
+    with httpx.Client(base_url=served.url, timeout=60) as http:  # the vectors hold the edits: the copy is found
+        head = http.get("/healthz").json()["head"]
+        consistency = {"after_position": head, "timeout_ms": 30000}
+        caught = http.post("/v1/read", json={"repo_id": REPO, "query": "release notes", "consistency": consistency})
+        assert caught.status_code == 200, caught.text
+    driver.get(f"{served.url}/#/memory/{other}?repo={REPO}")
+    find(driver, f"#memory-page[data-memory='{other}']")
+    edit_on_the_page(driver, "Release notes live in the CHANGELOG.md at the root", "")
+    wait(driver, lambda d: d.find_element("id", "message").text)
+    assert "duplicate_text" in find(driver, "#message").text, find(driver, "#message").text
+    assert find(driver, "#memory-text").text == "Deploys go out on Tuesdays"
+    assert not console_errors(driver) or all("/v1/edit" in e and "409" in e for e in console_errors(driver))
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_sessions_view(serve: Callable[..., Served], browser: Any) -> None:
+    """A session at 1,400 and 420 px, reached from the navigation: what a hook showed (over HTTP a read made
+    by the server), what it read, wrote and rated, each memory a link to its page."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        problem = write_fact(http, "Integration tests hang when the local Postgres is not running")
+        head = http.get("/healthz").json()["head"]
+        read = http.post(
+            "/v1/read",
+            json={
+                "repo_id": REPO,
+                "query": "integration tests hang",
+                "consistency": {"after_position": head, "timeout_ms": 30000},
+            },
+        ).json()
+        assert [r["memory_id"] for r in read["results"]] == [problem], read
+        rated = http.post(
+            "/v1/feedback",
+            json={"repo_id": REPO, "read_ids": [read["read_id"]], "used": [{"memory_id": problem, "target": 1.0}]},
+        )
+        assert rated.status_code == 200, rated.text
+    driver = browser
+    for width in (1400, 420):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/overview?repo={REPO}")
+        find(driver, "#overview")
+        find(driver, "nav a[data-view='sessions']").click()
+        session = find(driver, "main[data-view='sessions'] #session-list .session")
+        assert "0 shown · 1 read · 1 written · 1 rated" in session.text, session.text
+        assert find(driver, ".session .read q").text == "integration tests hang"
+        assert [
+            e.get_attribute("data-memory") for e in driver.find_elements("css selector", ".session [data-memory]")
+        ] == [problem] * 3
+        assert "rated 1.00" in find(driver, ".session .rated li").text
+        fits(driver)
+        shot(driver, f"31-sessions-{width}")
+    find(driver, ".session .wrote a").click()
+    find(driver, f"#memory-page[data-memory='{problem}']")
+    assert not console_errors(driver)
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_the_open_view_follows_the_store_live(serve: Callable[..., Served], browser: Any) -> None:
+    """The open view is drawn again in place when the store changes (no page reload: a mark set on the page
+    survives), at 1,400 and 420 px; a hidden tab stops polling and starts again when shown."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        write_fact(http, "The CI runners have 2 cores")
+        driver = browser
+        for n, width in enumerate((1400, 420)):
+            driver.set_window_size(width, 1100)
+            driver.get(f"{served.url}/#/memories?repo={REPO}")
+            find(driver, "#memory-list .item")
+            wait(driver, lambda d: d.execute_script("return document.documentElement.dataset.live") == "on")
+            driver.execute_script("window.stillThisPage = true")
+            new = write_fact(http, f"Deploys go out on Tuesdays ({width} px)")
+            find(driver, f"#memory-list .item[data-memory='{new}']")
+            assert driver.execute_script("return window.stillThisPage") is True  # drawn again, not reloaded
+            assert find(driver, "#live").get_attribute("textContent").startswith("updated")
+            fits(driver)
+            shot(driver, f"32-live-{width}")
+
+            driver.execute_script(
+                "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+                "document.dispatchEvent(new Event('visibilitychange'))"
+            )
+            assert driver.execute_script("return document.documentElement.dataset.live") == "paused"
+            hidden_write = write_fact(http, f"Builds use Node 20 ({n})")
+            driver.execute_script(
+                "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+                "document.dispatchEvent(new Event('visibilitychange'))"
+            )
+            find(driver, f"#memory-list .item[data-memory='{hidden_write}']")
+            assert driver.execute_script("return window.stillThisPage") is True
+    assert not console_errors(driver)
+    assert served.stop() == 0
+
+
+@pytest.mark.slow
+def test_contradicting_memories_side_by_side(serve: Callable[..., Served], browser: Any) -> None:
+    """Two facts that differ by one value are flagged on the overview and on each memory's page, side by side
+    at 1,400 px and one above the other at 420 px, each with its truth, its dates and its actions: lowering
+    one's truth asks for evidence in a dialog of the page; forgetting one settles the pair."""
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=60) as http:
+        two = write_fact(http, "The CI runners have 2 cores")
+        four = write_fact(http, "The CI runners have 4 cores")
+        write_fact(http, "Deploys go out on Tuesdays")
+        head = http.get("/healthz").json()["head"]
+        consistency = {"after_position": head, "timeout_ms": 30000}
+        assert http.post("/v1/read", json={"repo_id": REPO, "query": "cores", "consistency": consistency}).is_success
+    driver = browser
+    for width in (1400, 420):
+        driver.set_window_size(width, 1100)
+        driver.get(f"{served.url}/#/overview?repo={REPO}")
+        pair = find(driver, "#overview-contradictions .pair")
+        assert pair.get_attribute("data-pair") == f"{two} {four}"
+        sides = pair.find_elements("css selector", ".side")
+        assert [s.find_element("css selector", ".s-value").text for s in sides] == ["2", "4"]
+        left, right = sides[0].rect, sides[1].rect
+        if width == 1400:
+            assert left["x"] + left["width"] <= right["x"] and left["y"] == right["y"]  # side by side
+        else:
+            assert left["y"] + left["height"] <= right["y"]  # one above the other
+        assert "truth" in sides[0].text and "written" in sides[0].text
+        fits(driver)
+        shot(driver, f"33-contradictions-{width}")
+    driver.set_window_size(1400, 1100)
+    driver.get(f"{served.url}/#/memory/{four}?repo={REPO}")
+    find(driver, f"#memory-page[data-memory='{four}'] #contradictions .pair")
+    find(driver, f"#contradictions .side[data-memory='{two}'] button.lower").click()
+    assert "Lower this memory's truth" in dialog(driver, "cmd:nproc on the runner")
+    wait(driver, lambda d: "Truth lowered from" in d.find_element("id", "notice").text)
+    find(driver, f"#contradictions .side[data-memory='{two}'] button.forget").click()
+    dialog(driver, "the runners were upgraded")
+    wait(driver, lambda d: d.find_element("id", "notice").text == "Forgotten.")
+    wait(driver, lambda d: not d.find_elements("css selector", "#contradictions"))
+    driver.get(f"{served.url}/#/overview?repo={REPO}")
+    assert find(driver, "#overview[data-contradictions]").get_attribute("data-contradictions") == "0"
+    assert not driver.find_elements("css selector", "#overview-contradictions")
+    assert not console_errors(driver)
+    assert served.stop() == 0

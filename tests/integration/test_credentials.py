@@ -106,7 +106,13 @@ def test_credential_events_leave_projections_replay_as_of_and_restore_alone(hash
 
 def test_every_operation_names_its_permission_and_the_check_follows_it(hashed: Strata) -> None:
     assert {op.permission for op in OPERATIONS.values()} <= {"read", "write", "review", "operator", None}
-    assert {n for n, op in OPERATIONS.items() if op.permission == "write"} == {"write", "update", "feedback", "forget"}
+    assert {n for n, op in OPERATIONS.items() if op.permission == "write"} == {
+        "write",
+        "update",
+        "feedback",
+        "forget",
+        "edit",
+    }
     assert {n for n, op in OPERATIONS.items() if op.permission == "review"} == {"review"}
     assert all(op.permission == "read" for op in OPERATIONS.values() if op.read_only and op.name != "whoami")
     api = CommandAPI(hashed.log, review_writes=True)
@@ -121,6 +127,12 @@ def test_every_operation_names_its_permission_and_the_check_follows_it(hashed: S
     refusals = [
         ("update", {**update, "memory_id": shared}, "forbidden_global", "memory_id"),
         ("forget", {"repo_id": "acme/api", "memory_id": shared}, "forbidden_global", "memory_id"),
+        (
+            "edit",
+            {"repo_id": "acme/api", "memory_id": shared, "text": "Prefer tiny commits"},
+            "forbidden_global",
+            "memory_id",
+        ),
         ("write", write_request("acme/api", "global", scope="global"), "forbidden_global", "memory.scope"),
         ("write", write_request("acme", "not under acme/"), "forbidden_repo", "repo_id"),
         ("review", {"repo_id": "acme/api", "memory_id": own, "decision": "approved"}, "forbidden_operation", ""),

@@ -241,3 +241,74 @@ def test_the_page_serves_every_module_it_imports_its_icon_and_the_readme() -> No
     assert client.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
     assert client.get("/inspector/app.js").headers["content-type"].startswith("text/javascript")
     assert "strata init" in client.get("/inspector/readme").text
+
+
+def test_an_edit_of_a_global_memory_shows_other_repos_the_text_only(strata: Strata, api: CommandAPI) -> None:
+    """A repo's edit of a global memory: every repo sees the new text (it is the memory's), and the old one in
+    the history; why and by which token only the editing repo sees."""
+    editor = Principal("alice", frozenset({"read", "write"}), ("**",), True)
+    mid = api.write(write_request(REPO, "Prefer rebase over merge commits", "preference", "global")).memory_id
+    api.edit(
+        {"repo_id": REPO, "memory_id": mid, "text": "Prefer squash merges", "rationale": "acme's own reasons"},
+        principal=editor,
+    )
+    own = api.memory({"repo_id": REPO, "memory_id": mid}).model_dump()
+    theirs = api.memory({"repo_id": "other/app", "memory_id": mid}).model_dump()
+    assert own["memory"]["text"] == theirs["memory"]["text"] == "Prefer squash merges"
+    assert own["history"][-1]["fields"]["rationale"] == "acme's own reasons"
+    assert own["history"][-1]["fields"]["actor"] == "alice"
+    assert theirs["history"][0]["fields"]["text"] == "Prefer rebase over merge commits"
+    assert theirs["history"][-1]["fields"] == {"text": "Prefer squash merges"} and theirs["history"][-1]["withheld"]
+
+
+def test_sessions_group_reads_writes_and_ratings(strata: Strata, api: CommandAPI) -> None:
+    """A session is a run of a repo's activity without a long pause; feedback joins the session of the read it
+    cites, however long after; what hooks showed is apart from what was read; another repo's is not listed."""
+    problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
+    strata.runner().catch_up()
+    ledger = strata.api()._reader().ledger()
+    old = api.read({"repo_id": REPO, "query": "integration tests hang", "mode": "targeted"})
+    older = api.read({"repo_id": REPO, "query": "postgres down", "mode": "targeted"})
+    ledger.record_injection("hook-1", REPO, "why do the tests hang", "prompt", 1, [problem])
+    api.read({"repo_id": "other/app", "query": "integration tests hang", "mode": "targeted"})
+    hour = 3600.0
+    with ledger.conn:  # the first read two hours ago (a session of its own), the second three hours ago
+        ledger.conn.execute("UPDATE reads SET created_at = created_at - ? WHERE read_id = ?", (2 * hour, old.read_id))
+        ledger.conn.execute("UPDATE reads SET created_at = created_at - ? WHERE read_id = ?", (3 * hour, older.read_id))
+    api.feedback({"repo_id": REPO, "read_ids": [old.read_id], "used": [{"memory_id": problem, "target": 1.0}]})
+    answer = api.sessions({"repo_id": REPO, "gap_minutes": 30})
+    assert len(answer.sessions) == 2
+    now, earlier = answer.sessions
+    assert [r.read_id for r in now.read] == [old.read_id]  # joined by the feedback that cites it
+    assert [(r.mode, [m.memory_id for m in r.memories]) for r in now.shown] == [("hook:prompt", [problem])]
+    assert [(a.type, a.memory_id) for a in now.wrote] == [("MemoryWritten", problem)]
+    assert [(a.type, a.memory_id, a.target, a.read_id) for a in now.rated] == [
+        ("UtilityObserved", problem, 1.0, old.read_id)
+    ]
+    assert now.started < now.ended and now.read[0].query == "integration tests hang"
+    assert [r.read_id for r in earlier.read] == [older.read_id] and not earlier.wrote and not earlier.rated
+    assert len(api.sessions({"repo_id": REPO, "gap_minutes": 600}).sessions) == 1
+    other = api.sessions({"repo_id": "other/app"}).sessions
+    assert len(other) == 1 and not other[0].wrote and other[0].read[0].memories == []
+
+
+def test_contradictions_are_pairs_apart_by_one_value(strata: Strata, api: CommandAPI) -> None:
+    """Two active facts of a repo that say the same but for one value are a pair, the older first, with the
+    two values (the near-duplicate rule kept them apart: domain/duplicates.py); two subjects, another repo's
+    fact, a forgotten one are not."""
+    two = api.write(write_request(REPO, "The CI machine has 2 cores")).memory_id
+    four = api.write(write_request(REPO, "The CI machine has 4 cores")).memory_id
+    api.write(write_request(REPO, "Service one listens on port 8001 and logs to syslog 3"))
+    api.write(write_request(REPO, "Service two listens on port 8002 and logs to syslog 4"))
+    api.write(write_request("other/app", "The CI machine has 8 cores"))
+    gone = api.write(write_request(REPO, "The CI machine has 16 cores")).memory_id
+    api.forget({"repo_id": REPO, "memory_id": gone})
+    strata.runner().catch_up()
+    answer = api.contradictions({"repo_id": REPO})
+    assert [([m.memory_id for m in p.memories], p.values) for p in answer.pairs] == [([two, four], ["2", "4"])]
+    assert answer.pairs[0].similarity >= 0.85 and answer.scanned == 4  # the active ones
+    assert [p.values for p in api.contradictions({"repo_id": REPO, "memory_id": four}).pairs] == [["2", "4"]]
+    assert api.contradictions({"repo_id": "other/app"}).pairs == []
+    api.edit({"repo_id": REPO, "memory_id": four, "text": "Deploys go out on Tuesdays"})
+    strata.runner().catch_up()
+    assert api.contradictions({"repo_id": REPO}).pairs == []  # settled by an edit

@@ -32,7 +32,8 @@ def hashed(data_dir: Path) -> Iterator[Strata]:
 
 
 def populate(api: CommandAPI, n: int, seed: int = 3) -> None:
-    """A mixed history: problems, linked solutions and failed tactics, facts, changes, updates, forgets."""
+    """A mixed history: problems, linked solutions and failed tactics, facts, changes, updates, forgets,
+    edits."""
     rnd = random.Random(seed)
     api.define_archetype(
         {"name": f"archetype-{seed % 3}", "examples": [f"example {seed}"], "profile": {"limit": 3 + seed % 5}}
@@ -87,8 +88,12 @@ def populate(api: CommandAPI, n: int, seed: int = 3) -> None:
                     },
                 }
             )
-        elif roll < 0.9 and facts.get(repo):
+        elif roll < 0.88 and facts.get(repo):
             api.forget({"repo_id": repo, "memory_id": facts[repo].pop()})
+        elif roll < 0.9 and facts.get(repo):  # a person rewords a fact (TextEdited): FTS and vectors follow
+            api.edit(
+                {"repo_id": repo, "memory_id": rnd.choice(facts[repo]), "text": f"service {i}-{seed} moved to host {i}"}
+            )
         else:
             api.write(
                 write_request(repo, f"prefer small commits ({i % 5})", "preference", "global" if i % 2 else "repo")
@@ -300,3 +305,49 @@ def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tm
         assert hits[0][1] > hits[1][1] + 0.1
     finally:
         strata.close()
+
+
+def test_an_edited_memory_is_searched_by_its_new_text(hashed: Strata) -> None:
+    """Memory.TextEdited: the FTS document and the vector are replaced, the snapshot holds the new text;
+    the other memories are untouched (their documents and vectors)."""
+    api = CommandAPI(hashed.log)
+    mid = api.write(write_request("r", "the nightly backup runs on the old tape robot")).memory_id
+    kept = api.write(write_request("r", "the tape robot lives in room 4")).memory_id
+    runner = Runner(hashed.log, hashed.projections(PROJECTIONS))
+    runner.catch_up()
+    fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
+    vectors: VectorProjection = hashed.projection("vectors")  # type: ignore[assignment]
+    assert [m for m, _ in fts.search("nightly backup", "r")] == [mid]
+    new = "backups go to object storage every hour"
+    assert api.edit({"repo_id": "r", "memory_id": mid, "text": new}).edited
+    runner.catch_up()
+    assert not fts.search("nightly", "r")
+    assert [m for m, _ in fts.search("object storage hourly", "r")] == [mid]
+    assert [m for m, _ in fts.search("tape robot", "r")] == [kept]
+    nearest = vectors.search(hashed.embedder.embed([new])[0], "r", limit=1)
+    assert nearest[0][0] == mid and nearest[0][1] > 0.999
+    snapshot: SnapshotProjection = hashed.projection("snapshot")  # type: ignore[assignment]
+    assert snapshot.load([mid])[mid].text == new
+
+
+def test_edit_rules(hashed: Strata) -> None:
+    """Only a live memory the repo sees; never the text of another live one; the same text records nothing."""
+    from strata_recall.domain.errors import Conflict, NotFound
+
+    api = CommandAPI(hashed.log)
+    one = api.write(write_request("r", "ports are assigned by the launcher")).memory_id
+    two = api.write(write_request("r", "the launcher reads launch.toml")).memory_id
+    head = hashed.log.position()
+    with pytest.raises(NotFound):
+        api.edit({"repo_id": "elsewhere", "memory_id": one, "text": "hidden"})
+    with pytest.raises(Conflict) as copy:
+        api.edit({"repo_id": "r", "memory_id": one, "text": "the launcher   reads launch.toml"})
+    assert (copy.value.problems[0].code, copy.value.problems[0].path) == ("duplicate_text", "text")
+    same = api.edit({"repo_id": "r", "memory_id": one, "text": " ports are  assigned by the launcher "})
+    assert (same.edited, same.position) == (False, None)
+    assert hashed.log.position() == head
+    api.forget({"repo_id": "r", "memory_id": two})
+    assert api.edit({"repo_id": "r", "memory_id": one, "text": "the launcher reads launch.toml"}).edited
+    with pytest.raises(Conflict) as gone:
+        api.edit({"repo_id": "r", "memory_id": two, "text": "anything else"})
+    assert gone.value.problems[0].code == "memory_forgotten"

@@ -76,7 +76,14 @@ def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(h
     assert fts.position == links.position == head
     assert set(FTSProjection.topics() or ()) == {
         f"domain.memory:Memory.{n}"
-        for n in ("MemoryWritten", "MemoryForgotten", "MemoryReviewed", "MemoryArchived", "MemoryRestored")
+        for n in (
+            "MemoryWritten",
+            "MemoryForgotten",
+            "MemoryReviewed",
+            "MemoryArchived",
+            "MemoryRestored",
+            "TextEdited",
+        )
     }
     assert SnapshotProjection.reads is not None and LinksProjection.reads is not None
 

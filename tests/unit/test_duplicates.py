@@ -139,3 +139,20 @@ def test_a_merge_keeps_kind_scope_problem_and_anchors() -> None:
     assert merge_refusal(**{**base, "new_anchor_keys": {"tests/conftest.py"}})
     assert merge_refusal(**{**base, "kind": "change", "new_kind": "change"})
     assert merge_refusal(**{**base, "similarity": 0.5})
+
+
+def test_contradicting_values_are_one_value_in_one_place() -> None:
+    """Two texts that differ only by one value are a contradiction to show a person (the pair the
+    near-duplicate rule refuses to merge); an added value, two changed values, another path or a negation
+    are not."""
+    from strata_recall.domain.duplicates import contradicting_values
+
+    assert contradicting_values(0.95, "The CI machine has 2 cores", "The CI machine has 4 cores") == ("2", "4")
+    assert contradicting_values(0.93, "request timeout is 30s", "request timeout is 60s") == ("30s", "60s")
+    assert contradicting_values(0.97, "set the salt to c2FsdA==", "set the salt to bW9yZQ==") == ("c2FsdA", "bW9yZQ")
+    assert contradicting_values(0.80, "The CI machine has 2 cores", "The CI machine has 4 cores") is None
+    assert contradicting_values(0.95, "The CI machine has 2 cores", "The CI machine has 2 cores and 8 GB") is None
+    assert contradicting_values(0.95, "service 1 listens on port 8001", "service 2 listens on port 8002") is None
+    assert contradicting_values(0.95, "the cache is 2 GB in src/a.py", "the cache is 4 GB in src/b.py") is None
+    assert contradicting_values(0.95, "retry 3 times", "do not retry 5 times") is None
+    assert contradicting_values(0.99, "The CI machine has 2 cores", "The CI machine has 2 cores") is None

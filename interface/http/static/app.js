@@ -114,7 +114,7 @@ function notice(text) {
 
 // --- the frame: repos, the view, errors --------------------------------------------------------
 
-const VIEWS = { overview, memories, memory, timeline, review, read };
+const VIEWS = { overview, memories, memory, timeline, sessions, review, read };
 let renders = 0; // a render that a later one overtook (the hash moved on meanwhile) shows nothing
 
 async function render() {
@@ -246,6 +246,16 @@ async function overview({ repo, past }) {
   const written = data.activity.reduce((s, d) => s + d.written, 0);
   const maturity = MATURITIES.map((m) => `${count((c) => c.maturity === m && c.status === "active")} ${m}`).join(" · ");
   const known = new Map(data.review.concat(data.doubtful).map((m) => [m.memory_id, m]));
+  // the contradictions compare the repo's newest memories with their neighbours (a few hundred ms on a large
+  // store): the overview is shown without waiting for them, and their card takes its place when they come
+  const settle = el("div", { id: "contradictions-slot", hidden: true });
+  if (past === undefined) call("contradictions", { repo_id: repo, limit: 5 }).then((found) => {
+    const card = contradictionsCard(found, repo, false, "overview-contradictions",
+      `Contradicting memories (${found.pairs.length})`);
+    if (card) settle.replaceWith(card);
+    const shown = $("overview");
+    if (shown) shown.dataset.contradictions = String(found.pairs.length);
+  }).catch(() => null);
   return el("div", { id: "overview", class: "stack" },
     el("div", { class: "page-head" },
       el("h1", {}, repo),
@@ -256,6 +266,7 @@ async function overview({ repo, past }) {
       tile("written in 30 days", written, data.activity.length ? `last on ${day(data.activity[data.activity.length - 1].day)}` : "none", link("timeline")),
       tile("wait for review", data.pending, data.pending ? "a person decides" : "nothing waits", link("review"), data.pending ? "attention" : ""),
       tile("in doubt", data.in_doubt, "active, truth below 0.50", link("memories", null, { order: "truth", status: "active" }), data.in_doubt ? "attention" : "")),
+    settle,
     el("div", { class: "columns" },
       el("div", { class: "column" },
       el("section", { class: "card" }, el("h2", {}, "What it holds"), holdings(data),
@@ -350,28 +361,89 @@ async function memory(ctx) {
 
 // --- one memory -----------------------------------------------------------------------------------
 
+// --- actions on a memory: each asks in a dialog of the page, then calls the server -----------------
+
+function forgetAction(repo, m) {
+  return () => act(async () => {
+    const reason = await ask({ question: "Forget this memory? It stays in the log but is never recalled again.",
+                               text: m.text, field: "Reason (kept in the log)", ok: "Forget" });
+    if (reason === null) return false;
+    await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
+    return "Forgotten.";
+  });
+}
+
+function editAction(repo, m) {
+  return () => act(async () => {
+    const change = await askText({ question: "Edit this memory's text. The old text stays in its history.",
+                                   value: m.text, ok: "Save" });
+    if (change === null) return false;
+    const done = await call("edit", { repo_id: repo, memory_id: m.memory_id, text: change.text, rationale: change.reason });
+    return done.edited ? "Edited: the old text is in its history." : "The text is unchanged: nothing was recorded.";
+  });
+}
+
+function lowerAction(repo, m, why) {
+  return () => act(async () => {
+    const evidence = await ask({ question: "Lower this memory's truth? Say what shows it is wrong.", text: m.text,
+                                 field: "Evidence (a file, test, command or output)", ok: "Lower truth" });
+    if (evidence === null) return false;
+    const truth = { target: 0.1, confidence: 0.9, rationale: why, evidence_refs: evidence.trim() ? [evidence.trim()] : [] };
+    const done = await call("update", { repo_id: repo, memory_id: m.memory_id, mode: "commit", updates: { truth } });
+    return `Truth lowered from ${num(done.truth.before)} to ${num(done.truth.after)}.`;
+  });
+}
+
+const writable = (m, readOnly) => !readOnly && may("write") && mayTouch(m);
+
+/** Two memories that say the same thing but for one value, side by side, each with its truth, its dates and
+ * what a person may do about it. */
+function contradictionPair(pair, repo, readOnly) {
+  const [a, b] = pair.memories;
+  return el("div", { class: "pair", "data-pair": `${a.memory_id} ${b.memory_id}` },
+    el("p", { class: "muted small" }, `Nearly the same text (similarity ${num(pair.similarity)}) but “${pair.values[0]}” ` +
+      `against “${pair.values[1]}”: at most one of them is true.`),
+    el("div", { class: "pair-sides" }, pair.memories.map((m, i) => el("div", { class: `side k-${m.kind}`, "data-memory": m.memory_id },
+      el("div", { class: "item-head" }, kindBadge(m.kind), el("span", { class: "pill s-value" }, pair.values[i]),
+        el("span", { class: "item-when muted", title: when(m.created) }, `written ${day(m.created)}`)),
+      el("a", { class: "item-text text", href: memoryHref(m.memory_id) }, m.text),
+      el("div", { class: "item-meta" }, meter(m.truth_decayed, "truth", "truth"),
+        el("span", { class: "muted small" }, `validated ${day(m.last_validated)}`)),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "lower", disabled: !writable(m, readOnly),
+          onclick: lowerAction(repo, m, `contradicted by memory ${pair.memories[1 - i].memory_id}`) }, "Lower truth…"),
+        el("button", { type: "button", class: "edit", disabled: !writable(m, readOnly), onclick: editAction(repo, m) }, "Edit…"),
+        el("button", { type: "button", class: "danger forget", disabled: !writable(m, readOnly), onclick: forgetAction(repo, m) },
+          "Forget…"))))));
+}
+
+function contradictionsCard(data, repo, readOnly, id, title) {
+  if (!data || !data.pairs.length) return null;
+  return el("section", { class: "card", id }, el("h2", {}, title),
+    el("div", { class: "stack" }, data.pairs.map((p) => contradictionPair(p, repo, readOnly))));
+}
+
 async function memoryDetail({ repo, past, id, readOnly }) {
-  const data = await call("memory", { repo_id: repo, memory_id: id, as_of: past });
+  const [data, contradicting] = await Promise.all([
+    call("memory", { repo_id: repo, memory_id: id, as_of: past }),
+    past === undefined ? call("contradictions", { repo_id: repo, memory_id: id }).catch(() => null) : null,
+  ]);
   const m = data.memory;
   const summaries = [data.case.problem, ...data.case.solutions, ...data.case.failed_tactics, ...data.change_chain,
                      ...data.change_targets, ...data.related].filter(Boolean);
   const known = new Map(summaries.map((s) => [s.memory_id, s]));
   known.set(m.memory_id, m);
   const forget = el("button", { type: "button", class: "danger", id: "forget",
-    disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m),
-    onclick: () => act(async () => {
-      const reason = await ask({ question: "Forget this memory? It stays in the log but is never recalled again.",
-                                 text: m.text, field: "Reason (kept in the log)", ok: "Forget" });
-      if (reason === null) return false;
-      await call("forget", { repo_id: repo, memory_id: m.memory_id, reason });
-      return "Forgotten.";
-    }) }, "Forget…");
+    disabled: readOnly || m.status === "forgotten" || !may("write") || !mayTouch(m), onclick: forgetAction(repo, m) }, "Forget…");
+  const edit = el("button", { type: "button", id: "edit",
+    disabled: readOnly || !["active", "pending"].includes(m.status) || !may("write") || !mayTouch(m),
+    onclick: editAction(repo, m) }, "Edit…");
   const writer = data.history.find((e) => e.type === "MemoryWritten");
   const author = m.author || (writer && writer.fields.actor);
   return el("article", { id: "memory-page", class: `memory k-${m.kind}`, "data-memory": m.memory_id },
     el("div", { class: "card memory-card" },
       el("div", { class: "badges" }, kindBadge(m.kind), statusBadge(m.status), statusBadge(m.scope), statusBadge(m.maturity),
-        el("span", { class: "actions" }, forget)),
+        el("span", { class: "actions" }, edit, forget)),
       el("p", { class: "memory-text text", id: "memory-text" }, m.text),
       el("p", { class: "byline muted" }, "Written", author ? [" by ", el("strong", {}, author)] : "", ` ${ago(m.created)}`,
         m.repo_id ? [" in ", code(m.repo_id)] : " in another repo", " · ", code(m.memory_id, "small")),
@@ -380,6 +452,7 @@ async function memoryDetail({ repo, past, id, readOnly }) {
         el("div", { class: "figures" }, [["belief", num(m.truth)], ["confidence", num(m.confidence)],
           ["validations", m.validations], ["reinforcements", m.reinforcements]].map(([k, v]) =>
           el("span", { class: "figure-pair" }, el("span", { class: "fig-label" }, k), el("span", { class: "fig-value" }, String(v))))))),
+    contradictionsCard(contradicting, repo, readOnly, "contradictions", "Contradicts"),
     caseGraph(data.case, m),
     changeGraph(data, m),
     data.related.length ? el("section", { class: "card", id: "related" }, el("h2", {}, "Related"),
@@ -420,12 +493,17 @@ function changeGraph(data, m) {
 }
 
 function history(events, known) {
-  const ctx = { known, href: memoryHref };
-  return el("ol", { class: "history", id: "history" }, events.map((e) => el("li", { "data-type": e.type, class: `ev ev-${e.type}` },
+  let text = null; // the memory's text before each event: an edit's sentence quotes what it replaced
+  const before = events.map((e) => {
+    const was = text;
+    if ((e.type === "MemoryWritten" || e.type === "TextEdited") && e.fields && e.fields.text) text = e.fields.text;
+    return was;
+  });
+  return el("ol", { class: "history", id: "history" }, events.map((e, i) => el("li", { "data-type": e.type, class: `ev ev-${e.type}` },
     el("div", { class: "ev-when" }, el("time", { datetime: e.timestamp, title: when(e.timestamp) }, `${day(e.timestamp)} ${clock(e.timestamp)}`),
       e.position ? el("a", { href: link(route().view, route().id, { as_of: e.position }), class: "as-of-link",
                              title: "the whole page as it stood right after this event" }, `#${e.position} · as of here`) : null),
-    sentence(e, ctx),
+    sentence(e, { known, href: memoryHref, before: before[i] }),
     el("details", { class: "raw" }, el("summary", {}, `${e.type} (the raw event)`), el("pre", { class: "fields" }, JSON.stringify(e.fields, null, 2))))));
 }
 
@@ -475,6 +553,62 @@ async function timeline({ repo, past, params }) {
       el("button", { type: "button", id: "newer", disabled: !before, onclick: () => go("timeline", null, { before: null }) }, "Newest"),
       el("button", { type: "button", id: "older", disabled: !data.next_before,
         onclick: () => go("timeline", null, { before: data.next_before }) }, "Older →")));
+}
+
+// --- sessions -----------------------------------------------------------------------------------
+
+function sessionMemories(memories) {
+  if (!memories.length) return el("span", { class: "muted" }, " nothing it still sees");
+  return el("ul", { class: "lines" }, memories.map((m) => el("li", { "data-memory": m.memory_id },
+    kindBadge(m.kind), " ", el("a", { href: memoryHref(m.memory_id) }, short(m.text, 160)),
+    m.status !== "active" ? [" ", statusBadge(m.status)] : null)));
+}
+
+function sessionReads(reads, title, cls) {
+  if (!reads.length) return null;
+  return el("section", { class: `session-part ${cls}` }, el("h3", {}, `${title} (${reads.length})`),
+    el("ol", { class: "history" }, reads.map((r) => el("li", { class: "ev", "data-read": r.read_id },
+      el("div", { class: "ev-when" }, el("time", { datetime: r.at, title: when(r.at) }, clock(r.at)),
+        el("span", { class: "muted" }, ` ${r.mode.replace("hook:", "hook at ")}`)),
+      el("p", {}, r.query ? el("q", {}, r.query) : el("span", { class: "muted" }, "no query"),
+        el("span", { class: "muted" }, ` · ${plural(r.memories.length, "memory", "memories")}`)),
+      sessionMemories(r.memories)))));
+}
+
+function sessionActs(acts, title, cls) {
+  if (!acts.length) return null;
+  const what = (a) => {
+    if (a.type === "UtilityObserved") return `rated ${num(a.target)}`;
+    if (cls === "rated") return `judged the truth ${num(a.target)} of`;
+    if (a.type === "DuplicateMerged") return "wrote a near-duplicate of";
+    return a.type === "TruthAdjusted" ? "wrote again" : "wrote";
+  };
+  return el("section", { class: `session-part ${cls}` }, el("h3", {}, `${title} (${acts.length})`),
+    el("ul", { class: "lines" }, acts.map((a) => el("li", { "data-memory": a.memory_id, "data-type": a.type },
+      el("time", { datetime: a.at, title: when(a.at), class: "muted" }, clock(a.at)), " ", what(a), " ",
+      kindBadge(a.kind), " ", el("a", { href: memoryHref(a.memory_id) }, short(a.text, 160)),
+      a.rationale ? [" — ", el("q", {}, short(a.rationale, 160))] : null))));
+}
+
+async function sessions({ repo, past }) {
+  const head = el("div", { class: "page-head" }, el("h1", {}, "Sessions"),
+    el("p", { class: "muted" }, "What each session was shown, read, wrote and rated, newest first. A session is a run of " +
+      "the repo's activity without a pause of 30 minutes; a rating joins the session of the read it cites. Reads are " +
+      "this server's own."));
+  if (past !== undefined) return el("div", { class: "stack narrow" }, head,
+    el("p", { class: "muted", id: "sessions-now" }, "Sessions are shown as they are now: switch As of to Now."));
+  const data = await call("sessions", { repo_id: repo, gap_minutes: 30, limit: 20 });
+  if (!data.sessions.length) return el("div", { class: "stack narrow" }, head,
+    el("section", { class: "card empty-card" }, el("p", { id: "sessions-empty" }, "No session has read or written here yet.")));
+  return el("div", { class: "stack narrow" }, head, el("div", { id: "session-list", class: "stack" },
+    data.sessions.map((x) => el("section", { class: "card session", "data-started": x.started },
+      el("h2", {}, el("time", { datetime: x.started, title: when(x.started) }, `${day(x.started)} ${clock(x.started)}`),
+        x.ended !== x.started ? ["–", el("time", { datetime: x.ended, title: when(x.ended) }, clock(x.ended))] : null,
+        x.actors.length ? el("span", { class: "muted small" }, ` · ${x.actors.join(", ")}`) : null),
+      el("p", { class: "muted small session-counts" }, [`${x.shown.length} shown`, `${x.read.length} read`,
+        `${x.wrote.length} written`, `${x.rated.length} rated`].join(" · ")),
+      sessionReads(x.shown, "Shown by hooks", "shown"), sessionReads(x.read, "Read", "read"),
+      sessionActs(x.wrote, "Wrote", "wrote"), sessionActs(x.rated, "Rated", "rated")))));
 }
 
 // --- review -------------------------------------------------------------------------------------
@@ -569,12 +703,39 @@ function ask({ question, text, field, ok }) {
   });
 }
 
+/** The page's own editor: a modal dialog with the text in a text area and a field for why. Resolves to
+ * {text, reason}, or null when cancelled. */
+function askText({ question, value, ok }) {
+  return new Promise((resolve) => {
+    const area = el("textarea", { id: "edit-text", "aria-label": "Text", rows: 6, maxlength: 4000, required: true });
+    area.value = value;
+    const reason = el("input", { type: "text", id: "edit-reason", "aria-label": "Why (kept in the log)",
+                                 placeholder: "Why (kept in the log)" });
+    const box = el("dialog", { id: "ask", class: "ask ask-edit", "aria-label": question },
+      el("form", { method: "dialog" },
+        el("p", { class: "ask-question" }, question),
+        el("label", { class: "ask-field" }, "Text", area),
+        el("label", { class: "ask-field" }, "Why (kept in the log)", reason),
+        el("div", { class: "ask-buttons" },
+          el("button", { type: "submit", value: "cancel", id: "ask-cancel", formnovalidate: true }, "Cancel"),
+          el("button", { type: "submit", value: "ok", id: "ask-ok", class: "primary" }, ok))));
+    box.addEventListener("close", () => {
+      box.remove();
+      resolve(box.returnValue === "ok" ? { text: area.value, reason: reason.value } : null);
+    });
+    document.body.append(box);
+    box.showModal();
+    area.focus();
+  });
+}
+
 async function act(action) {
   try {
     const done = await action();
     if (done === false) return;
     reposSeen.clear(); // counts moved
     await render();
+    seenHead = null; // drawn after our own change: the next poll takes the head as it is, without drawing again
     message("");
     if (typeof done === "string") notice(done);
   } catch (error) {
@@ -582,19 +743,51 @@ async function act(action) {
   }
 }
 
-// --- catching up: what /healthz says while the projections work through a backlog -------------------
+// --- watching the server: the lag banner, and live refresh of the open view ---------------------------
+// One poll of /healthz: while the projections catch up a banner says how far behind they are; when the log's
+// head moved, the open view is drawn again in place (no page reload), unless it shows a past moment, is the
+// read box (every read is recorded), or a person is typing or answering a dialog. A hidden tab polls not at all.
 
-const LAG_POLL_MS = { behind: 1000, current: 5000 };
+const POLL_MS = { behind: 1000, current: 2000 };
 
 function duration(seconds) {
   return seconds < 90 ? `${Math.max(1, Math.round(seconds))} s` : `${Math.round(seconds / 60)} min`;
 }
 
-async function watchLag() {
+let seenHead = null; // the head the open view was last drawn at (with the keyword index caught up)
+let polling = null;
+
+function refreshable() {
+  const { view, params } = route();
+  const typing = document.activeElement && document.activeElement.matches("input, textarea, select");
+  return !params.get("as_of") && view !== "read" && !document.querySelector("dialog[open]") && !typing
+    && $("main").dataset.view !== undefined;
+}
+
+async function refresh() {
+  reposSeen.clear(); // the counts moved
+  const keep = [$("message").textContent, $("notice").textContent];
+  await render();
+  if (keep[0] && $("message").hidden) message(keep[0]);
+  if (keep[1] && $("notice").hidden) notice(keep[1]);
+  $("live").textContent = `updated ${clock(new Date().toISOString())}`;
+  $("live").dataset.refreshes = String(Number($("live").dataset.refreshes || 0) + 1);
+}
+
+async function watch() {
+  polling = null;
+  if (document.hidden) { document.documentElement.dataset.live = "paused"; return; }
+  document.documentElement.dataset.live = "on";
   let behind = null;
   try {
     const report = await (await fetch("/healthz", { cache: "no-store" })).json();
     behind = report.status === "catching_up" ? report.behind : null;
+    const settled = ["fts", "links"].every((name) => !report.projections[name] || report.projections[name].lag === 0);
+    if (seenHead === null) seenHead = report.head;
+    else if (report.head !== seenHead && refreshable()) {
+      await refresh();
+      if (settled) seenHead = report.head; // else drawn again at the next poll, once the index holds it
+    }
   } catch {
     behind = null; // the server is away: the next call's error says so
   }
@@ -605,8 +798,17 @@ async function watchLag() {
     banner.textContent = `Catching up: the ${behind.projection} are ${behind.events.toLocaleString("en")} events behind${left}. `
       + "Until then reads find the newest memories by their words only.";
   }
-  setTimeout(watchLag, behind ? LAG_POLL_MS.behind : LAG_POLL_MS.current);
+  if (!document.hidden) polling = setTimeout(watch, behind ? POLL_MS.behind : POLL_MS.current);
+  else document.documentElement.dataset.live = "paused";
 }
+
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) {
+    clearTimeout(polling);
+    polling = null;
+    document.documentElement.dataset.live = "paused";
+  } else if (polling === null) watch();
+});
 
 // --- wiring -------------------------------------------------------------------------------------
 
@@ -629,7 +831,7 @@ function start() {
   window.addEventListener("hashchange", render);
   WIDE.addEventListener("change", () => { if (["memories", "memory"].includes(route().view)) render(); });
   render();
-  watchLag();
+  watch();
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -84,6 +84,10 @@ const SENTENCES = {
   MemoryArchived: (f, e, ctx) => ["Archived", ...quote(f.reason),
     f.merged_into ? [", merged into ", memoryLink(f.merged_into, ctx, "another memory")] : "", ". Not recalled, restorable."],
   MemoryRestored: (f) => ["Restored", ...quote(f.reason), "."],
+  TextEdited: (f, e, ctx) => ["Text edited", ...by(f.actor), ...quote(f.rationale), ".",
+    ctx.before ? [" It said ", el("q", { class: "was" }, short(ctx.before, 300)), ";"] : "",
+    " it now says ", el("q", { class: "now" }, short(f.text || "", 300)), ".",
+    f.redactions ? ` ${f.redactions} secret${f.redactions === 1 ? " was" : "s were"} redacted first.` : ""],
   Learned: (f) => ["Learned from ", f.source === "git" ? `commit ${String(f.ref).slice(0, 12)}` : `${f.source} ${f.ref}`,
     `, which happened on ${String(f.occurred_at).slice(0, 10)}: its truth decays from then.`],
 };
