@@ -165,6 +165,8 @@ class Hook:
     deadline: float = field(default_factory=lambda: time.monotonic() + RECALL_DEADLINE_S)
     identity: Identity | None = None
     """Where the repo id came from when the hook derived it (no --repo-id)."""
+    config: Path | None = None
+    """The config file the hook was given (`--config`), handed on to what it starts (`learn_in_background`)."""
 
     @property
     def cursor(self) -> bool:
@@ -537,7 +539,50 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
     return context_reply(hook, text)
 
 
+LEARN_LOG = "learn.log"
+"""Where the stop hook's background learns say what they did (`<data_dir>/hooks/learn.log`: each one's
+summary as a JSON line on stdout, its structured log lines on stderr; no memory's text)."""
+
+
+def learn_in_background(hook: Hook) -> int | None:
+    """Start `strata learn` for this repository in a process of its own that outlives the hook (its own
+    session, no terminal, its output appended to LEARN_LOG): the session's new commits, and what its
+    transcript proved (interface/agents/capture.py), into the local store. Returns its pid, or None when
+    there is nothing to learn from (not a git working tree) or the hook reads a server (`--http`: the
+    store is the server's, which a learn on this machine cannot write; docs/LEARNING.md). The hook does
+    not wait: a learn takes longer than a hook may (several background learns of one store run one at a
+    time, `strata learn` takes a lock)."""
+    if hook.http or not (hook.root / ".git").exists():
+        return None
+    root_options = ["--data-dir", str(hook.data_dir), *(["--config", str(hook.config)] if hook.config else [])]
+    args = ["--json", *root_options, "learn", "--root", str(hook.root), "--repo-id", hook.repo_id, "--no-instructions"]
+    transcript = hook.payload.get("transcript_path")
+    if isinstance(transcript, str) and transcript and Path(transcript).is_file():
+        args += ["--transcript", transcript]
+    import subprocess
+
+    private_folder(hook.data_dir / "hooks")
+    fd = os.open(
+        hook.data_dir / "hooks" / LEARN_LOG,
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+        PRIVATE_FILE,
+    )
+    with open(fd, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "from strata_recall.interface.cli.launch import main; main()", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            cwd=hook.root,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return child.pid
+
+
 def stop(hook: Hook) -> dict[str, Any] | None:
+    if not hook.payload.get("stop_hook_active"):  # a turn ended (not the reminder's continuation): learn it
+        learn_in_background(hook)
     if hook.payload.get("stop_hook_active") or (hook.cursor and hook.payload.get("status") not in (None, "completed")):
         return None  # already continuing because of a stop hook; or the turn was aborted or failed
     session = hook.session()
@@ -768,6 +813,7 @@ def _handle(
         token_env or TOKEN_ENV,
         deadline,
         identity,
+        config,
     )
     try:
         return HANDLERS[event](hook)

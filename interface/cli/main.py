@@ -5,6 +5,7 @@ The CLI is the local operator: it may do everything (tokens limit what `strata s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -768,7 +769,12 @@ def _moment(text: str, path: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-_PHASES = {"reading": "reading history", "learning": "learning commits", "embedding": "making searchable"}
+_PHASES = {
+    "reading": "reading history",
+    "learning": "learning commits",
+    "capturing": "capturing sessions",
+    "embedding": "making searchable",
+}
 
 
 class _Bars:
@@ -819,6 +825,17 @@ def learn(
         "--instructions/--no-instructions",
         help="Learn the instruction files (CLAUDE.md, AGENTS.md, .cursor/rules, .github/copilot-instructions.md).",
     ),
+    sessions: bool = typer.Option(
+        False,
+        "--sessions",
+        help="Also capture the sessions Claude Code kept of this repository (CLAUDE_CONFIG_DIR or ~/.claude): "
+        "each check that failed then passed after edits becomes a problem and its solution.",
+    ),
+    transcript: Path | None = typer.Option(
+        None,
+        "--transcript",
+        help="Also capture this one session transcript (what the stop hook runs at the end of a turn).",
+    ),
 ) -> None:
     """Learn the repository's history: each meaningful commit becomes a change anchored to the files it
     touched, each revert a failed tactic, and later commits that rewrite a documented decision's files
@@ -826,10 +843,13 @@ def learn(
     commits are skipped. Run again, it learns only the new commits, and follows a rebase or force-push
     without duplicating anything. Its instruction files for agents too: each rule (a bullet, a paragraph)
     a fact or preference anchored to its lines, edited rules superseding the old, removed ones archived;
-    Strata's own block is never learned (docs/LEARNING.md).
+    Strata's own block is never learned (docs/LEARNING.md). With --sessions (or --transcript), what the
+    agent's sessions proved too: a check that failed then passed after edits becomes a problem and its
+    solution, and memories shown before the pass are credited (docs/LEARNING.md "Capture in the loop").
 
-    Example: strata learn   |   strata learn --root ~/src/api --max-commits 300   |   strata --json learn --since 2024-01-01
+    Example: strata learn   |   strata learn --root ~/src/api --max-commits 300   |   strata --json learn --since 2024-01-01   |   strata learn --sessions
     """
+    from strata_recall.interface.agents import capture
     from strata_recall.interface.agents.repo_identity import identify, repo_root
     from strata_recall.interface.app.learning.core import LearnReport, make_searchable
     from strata_recall.interface.app.learning.git import learn_repository
@@ -837,7 +857,7 @@ def learn(
     from strata_recall.schemas.common import RepoId
 
     bars = _Bars()
-    with _session(ctx) as strata:
+    with _session(ctx) as strata, contextlib.ExitStack() as held:
         folder = root.expanduser().absolute()
         if not folder.is_dir():
             raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
@@ -848,9 +868,13 @@ def learn(
             raise InvalidInput(
                 "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
             ) from None
-        if not (history or instructions):
+        if not (history or instructions or sessions or transcript):
             raise InvalidInput("nothing_to_learn", "", "--no-history and --no-instructions leave nothing to learn")
+        if transcript is not None and not transcript.expanduser().is_file():
+            raise InvalidInput("not_a_file", "transcript", f"--transcript {transcript}: no such file")
         try:
+            if transcript is not None:  # the stop hook's background learns of one store run one at a time
+                held.enter_context(capture.one_at_a_time(strata.settings.data_dir))
             if history:
                 report = learn_repository(
                     strata, top, chosen, since=since, max_commits=max_commits, searchable=False, progress=bars
@@ -860,7 +884,20 @@ def learn(
             if instructions:
                 report.instructions = learn_instructions(strata, top, chosen)
                 report.position = report.instructions["position"] or report.position
-            recorded = not report.nothing_new or (report.instructions or {}).get("position") is not None
+            captured = None
+            if transcript is not None:
+                captured = capture.capture_transcript(strata, chosen, top, transcript.expanduser().absolute())
+            if sessions:
+                found = capture.capture_sessions(strata, chosen, top, bars)
+                captured = found if captured is None else captured.merge(found)
+            if captured is not None:
+                report.sessions = captured.as_dict()
+                report.position = captured.position or report.position
+            recorded = (
+                not report.nothing_new
+                or (report.instructions or {}).get("position") is not None
+                or (captured is not None and captured.position is not None)
+            )
             if embed and recorded:
                 make_searchable(strata, report, bars)
         finally:
