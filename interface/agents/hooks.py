@@ -11,7 +11,9 @@ loaded, recalled and rated without the agent having to remember.
   edit; SHARED_TOKENS on a local store), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
-  injections), the agent is asked to `write` what it learned and to send `feedback` citing them.
+  injections), the agent is asked to `write` what it learned and to send `feedback` citing them; and at
+  every stop a detached `strata learn` of the session's new commits and transcript is started
+  (`learn_in_background`, interface/agents/capture.py), which the hook does not wait for.
 - pre-compact: the unrated reads are kept and handed back by the session-start that follows.
 
 Where the memories come from (interface/agents/hook_recall.py): with `--http URL` a running `strata serve`
