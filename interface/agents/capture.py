@@ -40,13 +40,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 
-from strata_recall.domain.errors import StrataError
+from strata_recall.domain.anchors import fingerprint
+from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.sanitise import sanitise
 from strata_recall.interface.agents.hook_cues import TOOLS_THAT_EDIT, failure_moment, relative
+from strata_recall.interface.agents.safe_reads import read_regular
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.operations import OPERATIONS
@@ -66,6 +69,8 @@ CREDIT_CONFIDENCE = 0.4
 EXCERPT_CHARS = 600
 COMMAND_CHARS = 200
 FILES_SHOWN = 5
+ANCHOR_BYTES = 1 << 20
+"""The largest file a capture sent to a server anchors (it fingerprints it here)."""
 TRANSCRIPT_BYTES = 64 << 20
 """The largest transcript read (its end, where the session's latest moments are)."""
 CHECKS = frozenset(
@@ -84,6 +89,11 @@ _LEADING_CD = re.compile(r"^cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*&&\s*")
 _READ_IDS = (
     re.compile(r'read_id\\*"\s*:\s*\\*"([0-9a-f]{32})'),  # a read's answer (JSON, maybe escaped)
     re.compile(r"read_id ([0-9a-f]{32})"),  # an injection's heading (interface/agents/hooks.py heading)
+)
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_MEMORY_IDS = (
+    re.compile(r'memory_id\\*"\s*:\s*\\*"(' + _UUID + ")"),  # a read's results (JSON, maybe escaped)
+    re.compile(r"\] [a-z_]+ (" + _UUID + "):"),  # an injection's lines (interface/agents/hooks.py line_of)
 )
 
 
@@ -112,7 +122,8 @@ class Transcript:
     cwd: str = ""
     runs: list[Run] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
-    reads: list[tuple[int, float | None, str]] = field(default_factory=list)  # (line, time, read id)
+    reads: list[tuple[int, float | None, str, tuple[str, ...]]] = field(default_factory=list)
+    """(line, time, read id, the memory ids the line shows) of each read the transcript shows."""
 
 
 @dataclass(frozen=True)
@@ -197,8 +208,9 @@ def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
         out.cwd = out.cwd or str(entry.get("cwd") or "")
         when = _time(entry.get("timestamp"))
         if "read_id" in line:
+            shown = tuple(dict.fromkeys(m for pattern in _MEMORY_IDS for m in pattern.findall(line)))
             for pattern in _READ_IDS:
-                out.reads += [(at, when, r) for r in dict.fromkeys(pattern.findall(line))]
+                out.reads += [(at, when, r, shown) for r in dict.fromkeys(pattern.findall(line))]
         message = entry.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
@@ -354,6 +366,69 @@ def capture_key(repo_id: str, session_id: str, command: str, role: str) -> str:
 # --- recording ------------------------------------------------------------------------------------
 
 
+class LocalSink:
+    """The command API of a local store, as the local operator (the CLI's own)."""
+
+    remote = False
+
+    def __init__(self, api: CommandAPI) -> None:
+        self.api = api
+
+    def __call__(self, op: str, payload: dict[str, Any], key: str) -> tuple[dict[str, Any], bool]:
+        command_key = CommandKey(key)
+        answer = self.api.perform(OPERATIONS[op], payload, key=command_key).model_dump(mode="json")
+        return answer, command_key.replayed
+
+
+class HttpSink:
+    """A running `strata serve`: `POST /v1/<op>` with the key in `Idempotency-Key` and the token from
+    the environment variable `token_env`; a refusal is the server's structured error."""
+
+    remote = True
+
+    def __init__(self, url: str, token_env: str, timeout: float = 60.0) -> None:
+        base = url.strip().rstrip("/")
+        self.base = base[: -len("/mcp")] if base.endswith("/mcp") else base
+        self.parts = urlsplit(self.base)
+        if self.parts.scheme not in ("http", "https") or not self.parts.hostname:
+            raise InvalidInput("invalid_url", "http", f"--http needs an http(s) URL, not {url!r}")
+        self.token = (os.environ.get(token_env) or "").strip()
+        self.timeout = timeout
+
+    def __call__(self, op: str, payload: dict[str, Any], key: str) -> tuple[dict[str, Any], bool]:
+        import http.client
+
+        kind = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
+        connection = kind(self.parts.hostname or "", self.parts.port, timeout=self.timeout)
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "Idempotency-Key": key}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(payload), headers=headers)
+            response = connection.getresponse()
+            data = response.read(1 << 22)
+            replayed = (response.getheader("Idempotent-Replayed") or "").lower() == "true"
+        except (OSError, http.client.HTTPException) as exc:
+            raise StrataError("server_unavailable", "http", f"{self.base} did not answer: {exc}") from None
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            answer = None
+        if response.status != 200 or not isinstance(answer, dict):
+            error = answer.get("error") if isinstance(answer, dict) else None
+            error = error if isinstance(error, dict) else {}
+            raise StrataError(
+                str(error.get("code") or f"http_{response.status}"),
+                str(error.get("path") or ""),
+                str(error.get("message") or f"{self.base}/v1/{op} answered {response.status}"),
+            )
+        return answer, replayed
+
+
+Sink = LocalSink | HttpSink
+
 Reads = Callable[[list[str]], dict[str, tuple[float, list[str]]]]
 """Read ids -> (when the read was served, the memory ids it returned), for those the ledger holds."""
 
@@ -362,30 +437,30 @@ Reads = Callable[[list[str]], dict[str, tuple[float, list[str]]]]
 class Capture:
     """Records the pairs and credits of transcripts through the command API, as the local operator."""
 
-    api: CommandAPI
+    sink: Sink
     repo_id: str
     root: Path
     reads: Reads
+    injections: Callable[[str], list[str]] | None = None
+    """A session's injections (the hooks' state) by its id."""
     report: CaptureReport = field(default_factory=CaptureReport)
 
     def perform(self, op: str, payload: dict[str, Any], key: str) -> dict[str, Any] | None:
-        command_key = CommandKey(key)
         try:
-            answer = self.api.perform(OPERATIONS[op], payload, key=command_key).model_dump(mode="json")
+            answer, replayed = self.sink(op, payload, key)
         except StrataError as exc:
             self.report.refused[exc.code] = self.report.refused.get(exc.code, 0) + 1
             log.info("capture_refused", op=op, code=exc.code, path=exc.path)
             return None
-        if command_key.replayed:
+        if replayed:
             self.report.already += 1
         else:
             self.report.position = answer.get("position") or self.report.position
-        answer["replayed"] = command_key.replayed
+        answer["replayed"] = replayed
         return answer
 
-    def transcript(self, path: Path, injections: Callable[[str], list[str]] | None = None) -> None:
-        """Capture one transcript file (its last TRANSCRIPT_BYTES); `injections` gives a session's
-        injections (the hooks' state) by its id."""
+    def transcript(self, path: Path) -> None:
+        """Capture one transcript file (its last TRANSCRIPT_BYTES)."""
         lines = _lines(path)
         if lines is None:
             self.report.skip("unreadable")
@@ -404,7 +479,7 @@ class Capture:
             written = self.pair(pair)
             problems[pair.failed.key] = written[0] if written else None
             exclude |= set(written)
-        shown = injections(transcript.session_id) if injections is not None and found else []
+        shown = self.injections(transcript.session_id) if self.injections is not None and found else []
         credited = 0
         for pair in found:
             if credited >= CREDITS_PER_SESSION:
@@ -454,8 +529,7 @@ class Capture:
                     "links": {"problem_id": problem["memory_id"]},
                     "evidence_refs": evidence + [f"file:{p}" for p in files[:FILES_SHOWN]],
                 },
-                "anchors": [{"path": p} for p in files if (self.root / p).is_file()][:20],
-                "workspace": {"root": str(self.root)},
+                **self.anchors(files),
             },
             capture_key(self.repo_id, pair.session_id, pair.failed.key, "solution"),
         )
@@ -463,6 +537,22 @@ class Capture:
             self._count(solution)
             return [problem["memory_id"], solution["memory_id"]]
         return [problem["memory_id"]]
+
+    def anchors(self, files: list[str]) -> dict[str, Any]:
+        """The write's anchors on those of `files` that exist: a local store fingerprints them from the
+        working tree (`workspace`); a server is sent their fingerprints (it never reads this machine)."""
+        if not self.sink.remote:
+            return {
+                "anchors": [{"path": p} for p in files if (self.root / p).is_file()][:20],
+                "workspace": {"root": str(self.root)},
+            }
+        anchors = []
+        for path in files:
+            data = read_regular(str(self.root / path), ANCHOR_BYTES)
+            if data is not None and len(data) < ANCHOR_BYTES:
+                text = data.decode("utf-8", errors="replace")
+                anchors.append({"path": path, "fingerprint": fingerprint(text), "file_fingerprint": fingerprint(text)})
+        return {"anchors": anchors[:20]}
 
     def _count(self, answer: dict[str, Any]) -> None:
         if answer["replayed"] or answer.get("outcome") != "created":
@@ -483,19 +573,22 @@ class Capture:
     ) -> set[str]:
         """Credit what the session was shown before the pass (the latest first), at most `room` memories
         and none of `exclude`, for the captured problem; the memories chosen."""
-        seen = {r: (at, when) for at, when, r in transcript.reads}
+        seen = {r: (at, when, shown) for at, when, r, shown in transcript.reads}
         known = self.reads(list(dict.fromkeys([*seen, *injections])))
-        before: list[tuple[float, str]] = []
-        for read_id, (served, _) in known.items():
-            at, when = seen.get(read_id, (None, None))
-            if at is not None and at < pair.passed.at:
-                before.append((when if when is not None else served, read_id))
-            elif at is None and pair.passed.time is not None and served < pair.passed.time:
-                before.append((served, read_id))
-        before.sort(reverse=True)
+        before: list[tuple[float, int, str, list[str]]] = []
+        for read_id, (at, when, shown) in seen.items():  # what the ledger says it returned, else the line
+            if at < pair.passed.at:
+                served, returned = known.get(read_id, (0.0, list(shown)))
+                before.append((when if when is not None else served, at, read_id, returned))
+        for read_id in injections:  # an injection the transcript does not show: the ledger says when
+            if read_id not in seen and read_id in known and pair.passed.time is not None:
+                served, returned = known[read_id]
+                if served < pair.passed.time:
+                    before.append((served, -1, read_id, returned))
+        before.sort(key=lambda b: (b[0], b[1]), reverse=True)
         chosen: dict[str, str] = {}
-        for _, read_id in before:
-            for memory_id in known[read_id][1]:
+        for _, _, read_id, returned in before:
+            for memory_id in returned:
                 if memory_id not in exclude and memory_id not in chosen and len(chosen) < room:
                     chosen[memory_id] = read_id
         if not chosen:
@@ -661,32 +754,46 @@ def session_injections(data_dir: Path, session_id: str) -> list[str]:
     return [r for r in injections if isinstance(r, str)] if isinstance(injections, list) else []
 
 
-def capture_transcript(strata: Strata, repo_id: str, root: Path, path: Path) -> CaptureReport:
+def local_capture(strata: Strata, repo_id: str, root: Path) -> Capture:
+    """A capture into the local store: its command API, its read ledger, the hooks' session states."""
+    data_dir = strata.settings.data_dir
+    return Capture(
+        LocalSink(strata.api()),
+        repo_id,
+        root,
+        ledger_reads(strata, repo_id),
+        lambda session_id: session_injections(data_dir, session_id),
+    )
+
+
+def server_capture(url: str, token_env: str, repo_id: str, root: Path) -> Capture:
+    """A capture sent to a running `strata serve`: reads are credited as the transcript shows them (the
+    server's ledger checks that each returned what is credited); injections it does not show are not."""
+    return Capture(HttpSink(url, token_env), repo_id, root, lambda read_ids: {})
+
+
+def capture_transcript(capture: Capture, path: Path) -> CaptureReport:
     """One session's transcript (the stop hook's call)."""
-    capture = Capture(strata.api(), repo_id, root, ledger_reads(strata, repo_id))
-    capture.transcript(path, lambda session_id: session_injections(strata.settings.data_dir, session_id))
-    _logged(capture.report, repo_id)
+    capture.transcript(path)
+    _logged(capture.report, capture.repo_id)
     return capture.report
 
 
 def capture_sessions(
-    strata: Strata,
-    repo_id: str,
-    root: Path,
+    capture: Capture,
     progress: Callable[[str, int, int, str], None],
     environ: dict[str, str] | None = None,
 ) -> CaptureReport:
-    """Every session Claude Code kept of the repository at `root` (`strata learn --sessions`)."""
-    capture = Capture(strata.api(), repo_id, root, ledger_reads(strata, repo_id))
-    found = list(claude_transcripts(root, environ))
+    """Every session Claude Code kept of the repository (`strata learn --sessions`)."""
+    found = list(claude_transcripts(capture.root, environ))
     for i, path in enumerate(found, start=1):
         cwd = session_cwd(path)
-        if cwd and not inside(cwd, root):
+        if cwd and not inside(cwd, capture.root):
             capture.report.skip("another_folder")
         else:  # a file without a cwd is no session (capture.transcript says so)
             capture.transcript(path)
         progress("capturing", i, len(found), path.stem[:36])
-    _logged(capture.report, repo_id)
+    _logged(capture.report, capture.repo_id)
     return capture.report
 
 

@@ -548,19 +548,23 @@ summary as a JSON line on stdout, its structured log lines on stderr; no memory'
 
 def learn_in_background(hook: Hook) -> int | None:
     """Start `strata learn` for this repository in a process of its own that outlives the hook (its own
-    session, no terminal, its output appended to LEARN_LOG): the session's new commits, and what its
-    transcript proved (interface/agents/capture.py), into the local store. Returns its pid, or None when
-    there is nothing to learn from (not a git working tree) or the hook reads a server (`--http`: the
-    store is the server's, which a learn on this machine cannot write; docs/LEARNING.md). The hook does
-    not wait: a learn takes longer than a hook may (several background learns of one store run one at a
-    time, `strata learn` takes a lock)."""
-    if hook.http or not (hook.root / ".git").exists():
+    session, no terminal, its output appended to LEARN_LOG): on a local store the session's new commits
+    and what its transcript proved (interface/agents/capture.py); with `--http` only what the transcript
+    proved, sent to the server (a learn of the history writes into a store directly, and the server's is
+    not on this machine). Returns its pid, or None when there is nothing to learn from (not a git
+    working tree; with `--http`, no transcript). The hook does not wait: a learn takes longer than a hook
+    may (background learns of one data directory run one at a time: `strata learn` takes a lock)."""
+    if not (hook.root / ".git").exists():
         return None
     root_options = ["--data-dir", str(hook.data_dir), *(["--config", str(hook.config)] if hook.config else [])]
     args = ["--json", *root_options, "learn", "--root", str(hook.root), "--repo-id", hook.repo_id, "--no-instructions"]
     transcript = hook.payload.get("transcript_path")
     if isinstance(transcript, str) and transcript and Path(transcript).is_file():
         args += ["--transcript", transcript]
+    elif hook.http:
+        return None
+    if hook.http:
+        args += ["--no-history", "--http", hook.http, "--token-env", hook.token_env]
     import subprocess
 
     private_folder(hook.data_dir / "hooks")

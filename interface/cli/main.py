@@ -836,6 +836,15 @@ def learn(
         "--transcript",
         help="Also capture this one session transcript (what the stop hook runs at the end of a turn).",
     ),
+    http: str | None = typer.Option(
+        None,
+        "--http",
+        help="Send what --sessions and --transcript capture to a running `strata serve` at URL instead of the "
+        "local store (history and instruction files are learned where the store is: add --no-history --no-instructions).",
+    ),
+    token_env: str = typer.Option(
+        "STRATA_TOKEN", "--token-env", help="With --http: the environment variable holding the server's token."
+    ),
 ) -> None:
     """Learn the repository's history: each meaningful commit becomes a change anchored to the files it
     touched, each revert a failed tactic, and later commits that rewrite a documented decision's files
@@ -857,6 +866,9 @@ def learn(
     from strata_recall.schemas.common import RepoId
 
     bars = _Bars()
+    if http is not None:
+        _capture_to_server(ctx, root, repo_id, http, token_env, history or instructions, sessions, transcript, bars)
+        return
     with _session(ctx) as strata, contextlib.ExitStack() as held:
         folder = root.expanduser().absolute()
         if not folder.is_dir():
@@ -886,9 +898,10 @@ def learn(
                 report.position = report.instructions["position"] or report.position
             captured = None
             if transcript is not None:
-                captured = capture.capture_transcript(strata, chosen, top, transcript.expanduser().absolute())
+                local = capture.local_capture(strata, chosen, top)
+                captured = capture.capture_transcript(local, transcript.expanduser().absolute())
             if sessions:
-                found = capture.capture_sessions(strata, chosen, top, bars)
+                found = capture.capture_sessions(capture.local_capture(strata, chosen, top), bars)
                 captured = found if captured is None else captured.merge(found)
             if captured is not None:
                 report.sessions = captured.as_dict()
@@ -903,6 +916,71 @@ def learn(
         finally:
             bars.close()
         _emit(ctx.obj, report.as_dict(), render.learned)
+
+
+def _capture_to_server(
+    ctx: typer.Context,
+    root: Path,
+    repo_id: str | None,
+    url: str,
+    token_env: str,
+    learning: bool,
+    sessions: bool,
+    transcript: Path | None,
+    bars: _Bars,
+) -> None:
+    """`strata learn --http URL`: what sessions proved, sent to a server through its API (no local store
+    is opened: the server's is the store)."""
+    from strata_recall.interface.agents import capture
+    from strata_recall.interface.agents.repo_identity import identify, repo_root
+    from strata_recall.interface.app.learning.core import LearnReport
+    from strata_recall.schemas.common import RepoId
+
+    opts: Options = ctx.obj
+    try:
+        settings = load_settings(opts.config, data_dir=opts.data_dir)
+        configure_logging(settings.log_level, settings.log_format)
+        folder = root.expanduser().absolute()
+        if not folder.is_dir():
+            raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
+        if learning:
+            raise InvalidInput(
+                "local_only",
+                "http",
+                "--http sends only what sessions proved: history and instruction files are learned where the store "
+                "is (run strata learn there); add --no-history --no-instructions",
+            )
+        if not (sessions or transcript):
+            raise InvalidInput("nothing_to_learn", "http", "--http needs --sessions or --transcript")
+        if transcript is not None and not transcript.expanduser().is_file():
+            raise InvalidInput("not_a_file", "transcript", f"--transcript {transcript}: no such file")
+        top = repo_root(folder)
+        try:
+            chosen = TypeAdapter(RepoId).validate_python(repo_id) if repo_id is not None else identify(top).repo_id
+        except ValidationError as exc:
+            raise InvalidInput(
+                "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
+            ) from None
+        remote = capture.server_capture(url, token_env, chosen, top)
+        held = capture.one_at_a_time(settings.data_dir) if transcript is not None else contextlib.nullcontext()
+        with held:
+            try:
+                if transcript is not None:
+                    capture.capture_transcript(remote, transcript.expanduser().absolute())
+                if sessions:
+                    capture.capture_sessions(remote, bars)
+            finally:
+                bars.close()
+    except StrataError as exc:
+        log.info("refused", code=exc.code, path=exc.path)
+        raise _fail(opts, exc) from None
+    except Exception as exc:  # never a traceback at the user (as _session)
+        log.error("internal_error", error=type(exc).__name__, detail=str(exc))
+        raise _fail(opts, StrataError("internal_error", "", f"internal error ({type(exc).__name__}): {exc}")) from None
+    report = LearnReport(chosen, source="sessions", nothing_new=True)
+    report.sessions = remote.report.as_dict()
+    report.position = remote.report.position
+    _emit(opts, report.as_dict(), render.learned)
 
 
 @app.command()

@@ -12,12 +12,15 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from strata_recall.domain.history import commit_memory_id
 from strata_recall.interface.agents.capture import project_slug
-from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 
 REPO = "github.com/acme/api"
 SESSION = "7f3c2a1e-5b4d-4e6f-8a9b-0c1d2e3f4a5b"
@@ -280,3 +283,72 @@ def test_a_transcript_that_is_not_there_is_refused_and_nothing_is_learned(
     error = json.loads(refused.stdout)["error"]
     assert error["code"] == "not_a_file" and error["path"] == "transcript", error
     assert ok(run(strata_env, "--json", "log", "--limit", "5"))["position"] == 0  # nothing was recorded
+
+
+def test_the_stop_hook_of_a_client_set_up_for_a_server_sends_what_the_transcript_proved(
+    serve: Callable[..., Served], strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """`strata init claude-code --hooks --http URL --repo-id team/backend`: the stop hook starts a learn that
+    sends the pair and the credit to the server (the token only in the environment; anchors fingerprinted
+    on the client), opens no local store, and learns no history (the server's store is not here)."""
+    token = "capture-hooks-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    seed(git_repo)
+    repo = "team/backend"
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        fact = http.post(
+            "/v1/write",
+            json={"repo_id": repo, "memory": {"text": FACT, "kind": "fact", "scope": "repo", "confidence": 0.8}},
+        ).json()
+        shown = http.post(
+            "/v1/read",
+            json={
+                "repo_id": repo,
+                "query": "pool acquire hangs without a connect timeout",
+                "consistency": {"after_position": fact["position"], "timeout_ms": 30000},
+            },
+        ).json()
+        before = http.post("/v1/memory", json={"memory_id": fact["memory_id"], "repo_id": repo}).json()["memory"][
+            "utility"
+        ]
+    assert fact["memory_id"] in [r["memory_id"] for r in shown["results"]], shown
+    commit(
+        git_repo,
+        "Pass a connect timeout to the pool",
+        {"src/pool.py": POOL.replace("DATABASE_URL)", "DATABASE_URL, connect_timeout=5)"), "src/settings.py": SETTINGS},
+        1_700_086_400,
+    )
+    path = transcript(git_repo, tmp_path / "claude" / f"{SESSION}.jsonl", shown["read_id"], fact["memory_id"])
+    env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
+    env |= {**HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(tmp_path / "client-data")}
+    init = run(
+        env, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp", "--repo-id", repo, cwd=git_repo
+    )
+    ok(init)
+    settings = json.loads((git_repo / ".claude" / "settings.json").read_text())
+    stop = next(h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"] if " hook " in h["command"])
+    client = {**env, "STRATA_TOKEN": token}
+
+    first = after_stop(client, stop, git_repo, path, 1)
+    assert first["learned"] == {} and first["source"] == "sessions"  # no history over --http
+    captured = first["sessions"]
+    assert captured["written"] == {"problem": 1, "solution": 1} and captured["credited"] == 1, captured
+    assert not captured["refused"]
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        answer = http.post(
+            "/v1/read",
+            json={
+                "repo_id": repo,
+                "query": f"{COMMAND} psycopg.OperationalError timeout expired",
+                "consistency": {"after_position": captured["position"], "timeout_ms": 30000},
+            },
+        ).json()
+        problem = next(r for r in answer["results"] if r["kind"] == "problem")
+        assert [a["path"] for a in problem["solutions"][0]["anchors"]] == ["src/pool.py", "src/settings.py"]
+        assert SECRET not in json.dumps(answer) and "[REDACTED:url_password]" in problem["text"]
+        credited = http.post("/v1/memory", json={"memory_id": fact["memory_id"], "repo_id": repo}).json()
+    assert credited["memory"]["utility"] > before, credited
+    again = after_stop(client, stop, git_repo, path, 2)
+    assert again["sessions"]["written"] == {} and again["sessions"]["already"] == 3 and again["position"] is None
+    assert not (tmp_path / "client-data" / "projections").exists()  # no local store was opened
+    assert SECRET not in (tmp_path / "client-data" / "hooks" / "learn.log").read_text()
