@@ -543,7 +543,11 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
 
 LEARN_LOG = "learn.log"
 """Where the stop hook's background learns say what they did (`<data_dir>/hooks/learn.log`: each one's
-summary as a JSON line on stdout, its structured log lines on stderr; no memory's text)."""
+summary as a JSON line on stdout, its structured log lines on stderr; no memory's text). Past
+LEARN_LOG_BYTES it is moved aside to `learn.log.1` (the one before is dropped)."""
+LEARN_LOG_BYTES = 1 << 20
+LAUNCH = "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli.launch import main; main()"
+"""The `strata` command in this interpreter (the one that runs the hook: this installation's)."""
 
 
 def learn_in_background(hook: Hook) -> int | None:
@@ -568,14 +572,18 @@ def learn_in_background(hook: Hook) -> int | None:
     import subprocess
 
     private_folder(hook.data_dir / "hooks")
+    logged = hook.data_dir / "hooks" / LEARN_LOG
+    with suppress(OSError):
+        if logged.stat().st_size > LEARN_LOG_BYTES:  # the last one's lines are kept beside it
+            logged.replace(logged.with_suffix(".log.1"))
     fd = os.open(
-        hook.data_dir / "hooks" / LEARN_LOG,
+        logged,
         os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
         PRIVATE_FILE,
     )
     with open(fd, "ab") as out:
         child = subprocess.Popen(
-            [sys.executable, "-c", "from strata_recall.interface.cli.launch import main; main()", *args],
+            [sys.executable, "-c", LAUNCH, *args],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -587,7 +595,7 @@ def learn_in_background(hook: Hook) -> int | None:
 
 
 def stop(hook: Hook) -> dict[str, Any] | None:
-    if not hook.payload.get("stop_hook_active"):  # a turn ended (not the reminder's continuation): learn it
+    if not hook.payload.get("stop_hook_active") and learn_on_stop(hook.config):  # a turn ended: learn it
         learn_in_background(hook)
     if hook.payload.get("stop_hook_active") or (hook.cursor and hook.payload.get("status") not in (None, "completed")):
         return None  # already continuing because of a stop hook; or the turn was aborted or failed
@@ -721,6 +729,36 @@ def recall_deadline(config: Path | None, environ: dict[str, str] | None = None) 
         why = f"{where} must be a number of seconds above 0 and at most {MAX_DEADLINE_S:g}, not {value!r}"
         return RECALL_DEADLINE_S, f"{why}; {RECALL_DEADLINE_S:g} s used"[:ERROR_CHARS]
     return seconds, None
+
+
+LEARN_SETTING = "hook_learn_on_stop"
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
+def learn_on_stop(config: Path | None, environ: dict[str, str] | None = None) -> bool:
+    """Whether the stop hook starts a background learn, as interface/app/settings.py resolves
+    hook_learn_on_stop: STRATA_HOOK_LEARN_ON_STOP > the config file's [strata] key > True. A value the
+    settings would refuse gives the default (the config file read bounded, as `recall_deadline` reads it)."""
+    env = os.environ if environ is None else environ
+    value: Any = env.get("STRATA_" + LEARN_SETTING.upper())
+    if value is None:
+        path = config or (Path(env["STRATA_CONFIG"]) if env.get("STRATA_CONFIG") else None) or _default_config_file(env)
+        text = read_text(path, CONFIG_BYTES)
+        if not text:
+            return True
+        import tomllib
+
+        try:
+            table = tomllib.loads(text).get("strata", {})
+        except tomllib.TOMLDecodeError:
+            return True
+        value = table.get(LEARN_SETTING) if isinstance(table, dict) else None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _FALSE:
+        return False
+    return not (isinstance(value, int) and value == 0)
 
 
 def _default_config_file(env: Any) -> Path:
