@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -352,3 +353,50 @@ def test_the_stop_hook_of_a_client_set_up_for_a_server_sends_what_the_transcript
     assert again["sessions"]["written"] == {} and again["sessions"]["already"] == 3 and again["position"] is None
     assert not (tmp_path / "client-data" / "projections").exists()  # no local store was opened
     assert SECRET not in (tmp_path / "client-data" / "hooks" / "learn.log").read_text()
+
+
+def test_a_memory_injected_before_the_pass_is_credited_and_review_mode_holds_the_pair(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """The prompt hook (as init writes it) injects a memory into the session; the transcript shows no read,
+    but the hooks' state names the injection and the ledger says it was served before the passing run: it
+    is credited. In review mode the pair waits for review, and its credit names the pending problem."""
+    env = {**strata_env, **HOOK_DEADLINE_ENV}
+    seed(git_repo)
+    ok(run(env, "--json", "learn", "--no-embed", cwd=git_repo))
+    text = "pool.acquire raises psycopg.OperationalError when the staging database drops idle connections"
+    memory = {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.8}
+    fact = ok(run(env, "--json", "write", json.dumps({"repo_id": REPO, "memory": memory})))
+    ok(run(env, "--json", "index", "--repo", REPO))  # the projections caught up, as a running server keeps them
+    commands = hook_commands(env, git_repo)
+    prompt = {
+        "session_id": SESSION,
+        "cwd": str(git_repo),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "tests/test_pool.py hangs in pool.acquire with psycopg.OperationalError, can you fix it?",
+    }
+    injected = subprocess.run(
+        ["sh", "-c", commands["UserPromptSubmit"]],
+        input=json.dumps(prompt),
+        env={**env, "STRATA_COMMAND": STRATA_COMMAND},
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fact["memory_id"] in injected.stdout, injected.stdout + injected.stderr
+    shown_ids = set(re.findall(r"\] [a-z_]+ ([0-9a-f-]{36}):", injected.stdout))  # the fact, the commit of pool.py
+    assert fact["memory_id"] in shown_ids and len(shown_ids) <= 3
+    # the session's transcript, its moments an hour from now: after the injection
+    later = time.strftime("%Y-%m-%dT%H", time.gmtime(time.time() + 3600))
+    path = transcript(git_repo, tmp_path / "claude" / f"{SESSION}.jsonl")
+    path.write_text(path.read_text().replace("2026-11-20T10", later))
+    reviewed = {**env, "STRATA_REVIEW_WRITES": "true"}
+    first = after_stop(reviewed, commands["Stop"], git_repo, path, 1)
+    captured = first["sessions"]
+    assert captured["written"] == {"problem": 1, "solution": 1} and captured["pending"] == 2, captured
+    assert captured["credited"] == len(shown_ids) and not captured["refused"], captured
+    shown = history(env, fact["memory_id"])["history"][-1]
+    assert shown["type"] == "UtilityObserved" and shown["fields"]["evidence_refs"][0] == f"session:{SESSION}"
+    problem = history(env, shown["fields"]["problem_id"])["memory"]
+    assert problem["kind"] == "problem" and problem["status"] == "pending" and problem["author"] == "strata capture"
