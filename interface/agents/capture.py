@@ -24,8 +24,11 @@ came back) is no pair: nothing the session did made it pass.
 
 `capture_transcript` captures one transcript (the stop hook's detached `strata learn --transcript`);
 `claude_transcripts` finds the transcripts Claude Code keeps of a repository's past sessions
-(`strata learn --sessions`). Codex's rollout files are not read: docs/LEARNING.md says why.
-"""
+(`strata learn --sessions`). Where it records: the local store's command API (`local_capture`: its
+ledger says what each read returned and when, the hooks' state names the session's injections), or a
+running server's HTTP API (`server_capture`: the same requests and keys; a read is credited as the
+transcript shows it, and the server's ledger checks it). Codex's rollout files are not read:
+docs/LEARNING.md says why. Nothing here logs a text: counts, codes and ids only."""
 
 from __future__ import annotations
 
@@ -82,6 +85,8 @@ CHECKS = frozenset(
 first word once wrappers are taken off (`WRAPPERS`, `python -m X`, `./X`, a path's last part). A `grep`
 or `ls` that fails then succeeds says nothing about the code."""
 WRAPPERS = frozenset("uv poetry pipenv hatch pdm rye conda run exec timeout nice time env sudo".split())
+INTERRUPTED = "[Request interrupted by user"
+"""What Claude Code's result of a command the user stopped says: neither a failure nor a pass."""
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _TAIL_PIPE = re.compile(r"\s*(?:\|&?|2>&1\s*\|)\s*(?:tail|head|grep|less|more|cat|tee)\b[^|;&]*$")
 _REDIRECT = re.compile(r"\s+2>&1\s*$")
@@ -227,11 +232,10 @@ def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
             elif block.get("type") == "tool_result" and entry.get("type") == "user":
                 name, tool_input = calls.pop(str(block.get("tool_use_id")), ("", {}))
                 failed = bool(block.get("is_error"))
-                if name == "Bash" and isinstance(tool_input.get("command"), str):
+                output = _text_of(block.get("content"))
+                if name == "Bash" and isinstance(tool_input.get("command"), str) and INTERRUPTED not in output:
                     command = tool_input["command"]
-                    out.runs.append(
-                        Run(at, when, command, normal_command(command), failed, _text_of(block.get("content")))
-                    )
+                    out.runs.append(Run(at, when, command, normal_command(command), failed, output))
                 elif name in TOOLS_THAT_EDIT and not failed:
                     path = tool_input.get("file_path") or tool_input.get("notebook_path")
                     rel = relative(path, root) if isinstance(path, str) else None

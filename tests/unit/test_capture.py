@@ -171,3 +171,10 @@ def test_reports_add_up() -> None:
     total = one.merge(two)
     assert total.transcripts == 3 and total.written == {"problem": 3, "solution": 1} and total.position == 7
     assert total.skipped == {"another_folder": 1} and total.refused == {"session_limit": 1}
+
+
+def test_a_command_the_user_interrupted_neither_failed_nor_passed() -> None:
+    s = Session().bash("pytest", "[Request interrupted by user for tool use]", error=True).edit("src/a.py")
+    s.bash("pytest", "1 passed")
+    transcript = parse_claude(s.lines, ROOT)
+    assert transcript.runs[0].output == "1 passed" and pairs(transcript) == []
