@@ -625,19 +625,14 @@ class Capture:
 
 
 def _lines(path: Path) -> list[str] | None:
-    """A transcript's lines (its end when it is larger than TRANSCRIPT_BYTES; the first, cut, line is
-    dropped), or None when it is not a regular file that can be read."""
-    try:
-        with open(path, "rb") as handle:
-            if not os.path.isfile(path):
-                return None
-            size = os.fstat(handle.fileno()).st_size
-            if size > TRANSCRIPT_BYTES:
-                handle.seek(size - TRANSCRIPT_BYTES)
-                handle.readline()
-            data = handle.read(TRANSCRIPT_BYTES)
-    except OSError:
+    """A transcript's lines (its last TRANSCRIPT_BYTES; a line cut at their start is dropped), or None
+    when it is not a regular file that can be read (interface/agents/safe_reads.py: a FIFO or a device
+    named in its place is not opened)."""
+    data = read_regular(path, TRANSCRIPT_BYTES, tail=True)
+    if data is None:
         return None
+    if len(data) >= TRANSCRIPT_BYTES:
+        data = data[data.find(b"\n") + 1 :]
     return data.decode("utf-8", errors="replace").splitlines()
 
 
@@ -689,11 +684,8 @@ def inside(cwd: str, root: Path) -> bool:
 
 def session_cwd(path: Path) -> str:
     """The `cwd` of a transcript's first line that has one (read bounded: its first 64 KB)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    data = read_regular(path, 1 << 16)
+    head = data.decode("utf-8", errors="replace") if data is not None else ""
     for line in head.splitlines():
         match = re.search(r'"cwd"\s*:\s*("(?:[^"\\]|\\.)*")', line)
         if match:
