@@ -279,7 +279,7 @@ def evaluate(embedder: MiniLMEmbedder, per_repo: int = PER_REPO, store: int = ST
 
     def visit(strata, repo: str, read: Read, relevant: Callable[[str], bool]) -> None:
         engines = {name: strata.recall(config) for name, config in configs.items()}
-        size = len(strata.recall(RecallConfig()).index.partitions[repo].ids)
+        size = None
         for kind, query in read.queries.items():
             row = {"repo": repo, "kind": kind, "size": size, "hits": {}, "foreign_empty": {}}
             for name, engine in engines.items():
@@ -287,6 +287,10 @@ def evaluate(embedder: MiniLMEmbedder, per_repo: int = PER_REPO, store: int = ST
                 row["hits"][name] = [any(found[:k]) for k in KS]
                 if name in ("full-off", "full"):
                     row["foreign_empty"][name] = not flat(engine.read(request(repo, read.foreign[kind])).results)
+            if size is None:  # after a read: an older engine's index loads its partitions on the first
+                partition = strata.recall(RecallConfig()).index.partitions.get(repo)
+                size = len(partition.ids) if partition is not None else 0
+            row["size"] = size
             rows.append(row)
 
     for repo in walk(embedder, visit, per_repo=per_repo, store=store):

@@ -2,7 +2,7 @@
 commands (one process per event, as a client runs them) against a store of a repository's earlier
 work, on the local store and against a running `strata serve`.
 
-Usage: python ops/eval_session.py [--data FILE] [--mode local,server] [--repos sympy/sympy,...]
+Usage: python ops/eval_session.py [--data FILE] [--mode local,local-mcp,server] [--repos sympy/sympy,...]
                                   [--max-tasks N] [--json FILE]
 
 The store (../shared/data/coding-dev, README there): per repository, tasks in instance order; the
@@ -28,6 +28,10 @@ Printed: the share of sessions with a relevant earlier task that got one injecte
 first came at; tokens injected per session (median, p90; counted with the embedding model's tokenizer,
 with and without the session-start index); the share of foreign-session recall events that injected
 nothing; hook latency p50/p95 per event kind (wall time of the process, spawn to exit), per mode.
+
+Modes: `local`, the local store with nothing running on it (the hooks read its keywords); `local-mcp`, the
+same with the client's `strata mcp` running on it, its door open to the hooks (interface/app/hook_door.py:
+the hooks ask it the read path's read); `server`, a running `strata serve` and hooks set up with `--http`.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "ops")]
 from eval_coding import DEFAULT_DATA, QUERY_CHARS, Task, by_repo
 
 from strata_recall.domain.anchors import fingerprint
+from strata_recall.interface.agents.hook_recall import DoorReader, HookReadError, LocalReader
+from strata_recall.interface.app.hook_door import door_folder, door_path
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.projections.tokens import TokenCounter
 
@@ -109,14 +115,34 @@ class Store:
         self.task_of: dict[str, Task] = {}
         self.url: str | None = None
         self.position = 0
-        if mode == "local":
+        self.door: DoorReader | None = None
+        if mode != "server":
             from strata_recall.interface.app.api import CommandAPI
             from strata_recall.interface.app.bootstrap import build
             from strata_recall.interface.app.settings import load_settings
 
             self.strata = build(load_settings(environ={}, data_dir=self.data_dir))
             self.api = CommandAPI(self.strata.log)
-        else:
+        if mode == "local-mcp":  # the client's `strata mcp` on the store, its door open to the hooks
+            self.process = subprocess.Popen(
+                [STRATA, "mcp"],
+                env={**env, "STRATA_DATA_DIR": str(self.data_dir)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            path = door_path(door_folder(self.data_dir), self.process.pid)
+            self.door = DoorReader([path], LocalReader(self.data_dir))
+            deadline = time.monotonic() + 300
+            while True:  # open once the model is loaded: until then a read is refused (model_loading)
+                try:
+                    self.door.call("read", {"repo_id": "warm/up", "query": "load the model"}, 30)
+                    break
+                except HookReadError:
+                    if time.monotonic() > deadline or self.process.poll() is not None:
+                        raise SystemExit("strata mcp opened no door") from None
+                    time.sleep(0.2)
+        elif mode == "server":
             self.process = subprocess.Popen(
                 [STRATA, "serve", "--port", "0"],
                 env={**env, "STRATA_DATA_DIR": str(self.data_dir)},
@@ -152,7 +178,7 @@ class Store:
             "repo_id": repo,
             "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
         }
-        if self.mode == "local":
+        if self.mode != "server":
             pid = self.api.write(problem).memory_id
         else:
             pid = self.call("write", problem)["memory_id"]
@@ -170,6 +196,11 @@ class Store:
         if self.mode == "local":
             sid = self.api.write(solution).memory_id
             self.strata.catch_up()  # the projections and the snapshot, as a running worker keeps them
+        elif self.door is not None:  # the mcp process's runner keeps them: wait until it has
+            written = self.api.write(solution)
+            sid = written.memory_id
+            after = {"after_position": written.position, "timeout_ms": 30000}
+            self.door.call("memory_index", {"repo_id": repo, "consistency": after}, 60)
         else:
             answer = self.call("write", solution)
             sid = answer["memory_id"]
@@ -183,9 +214,13 @@ class Store:
         return ["--http", str(self.url)] if self.mode == "server" else []
 
     def close(self) -> None:
-        if self.mode == "local":
+        if self.mode != "server":
             self.strata.close()
-        else:
+        if self.mode == "local-mcp":
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # as a client ends its session
+            self.process.wait(timeout=60)
+        elif self.mode == "server":
             self.process.terminate()
             self.process.wait(timeout=60)
 
@@ -209,7 +244,7 @@ class Session:
 
 
 def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, payload: dict) -> Event:
-    env = {**store.env, "STRATA_DATA_DIR": str(store.data_dir if store.mode == "local" else state)}
+    env = {**store.env, "STRATA_DATA_DIR": str(store.data_dir if store.mode != "server" else state)}
     started = time.perf_counter()
     done = subprocess.run(
         [STRATA, "hook", kind, "--repo-id", repo, *store.hook_args()],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ class Answer:
     """The log position the answer reflects."""
     barred: bool = False
     """The read path's relevance bar was applied (a server's read): what came back cleared it."""
+    recorded: bool = False
+    """The process that read recorded it in its read ledger under `read_id` (a server's read); else the
+    hook records what it shows (LocalReader.record)."""
 
 
 def _items(results: list[dict[str, Any]]) -> list[Item]:
@@ -97,7 +101,39 @@ def base_url(url: str) -> str:
     return url[: -len("/mcp")] if url.endswith("/mcp") else url
 
 
-class HttpReader:
+class ServerReader(ABC):
+    """A process with the model loaded answers (the read path's full engine, its relevance and bar), and
+    records the read in its ledger under the read id it answers with."""
+
+    @abstractmethod
+    def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The operation's answer (its response JSON), or HookReadError."""
+
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        """The read path's answer (`min_relevance` None: the server's default bar)."""
+        body: dict[str, Any] = {
+            "repo_id": repo_id,
+            "query": query,
+            "mode": "targeted",
+            "limit": limit,
+            "expand": {"semantic_hops": 0},
+        }
+        if min_relevance is not None:
+            body["min_relevance"] = min_relevance
+        answer = self.call("read", body, timeout)
+        return Answer(
+            answer.get("read_id"),
+            _items(answer.get("results") or []),
+            int(answer.get("position") or 0),
+            barred=min_relevance != 0,
+            recorded=True,
+        )
+
+    def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
+        return str(self.call("memory_index", {"repo_id": repo_id, "max_tokens": max_tokens}, timeout)["text"])
+
+
+class HttpReader(ServerReader):
     """A running `strata serve`, read through its JSON endpoint."""
 
     def __init__(self, url: str, token_env: str = TOKEN_ENV) -> None:
@@ -146,28 +182,6 @@ class HttpReader:
                 f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: {error.get('message')}"
             )
         return answer
-
-    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
-        """The read path's answer (`min_relevance` None: the server's default bar)."""
-        body: dict[str, Any] = {
-            "repo_id": repo_id,
-            "query": query,
-            "mode": "targeted",
-            "limit": limit,
-            "expand": {"semantic_hops": 0},
-        }
-        if min_relevance is not None:
-            body["min_relevance"] = min_relevance
-        answer = self.call("read", body, timeout)
-        return Answer(
-            answer.get("read_id"),
-            _items(answer.get("results") or []),
-            int(answer.get("position") or 0),
-            barred=min_relevance != 0,
-        )
-
-    def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
-        return str(self.call("memory_index", {"repo_id": repo_id, "max_tokens": max_tokens}, timeout)["text"])
 
 
 class LocalReader:
@@ -249,3 +263,78 @@ class LocalReader:
         finally:
             fts.close()
             snapshot.close()
+
+
+class DoorReader(ServerReader):
+    """A local store's `strata mcp` (or another process holding the model on it), through its door
+    (interface/app/hook_door.py); the local projections where no door answers in time."""
+
+    def __init__(self, paths: list[Path], fallback: LocalReader) -> None:
+        self.paths = paths
+        self.fallback = fallback
+        self.opened: Path | None = None
+        """The door that answered."""
+
+    SHARE = 0.6
+    """Of the time left, what a door may take: the rest is the keyword search's if it does not answer."""
+
+    def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
+        try:
+            return super().read(repo_id, query, limit, timeout * self.SHARE, min_relevance)
+        except HookReadError:
+            return self.fallback.read(repo_id, query, limit, timeout, min_relevance)
+
+    def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
+        try:
+            return super().index(repo_id, max_tokens, timeout * self.SHARE)
+        except HookReadError:
+            return self.fallback.index(repo_id, max_tokens, timeout)
+
+    def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        import socket
+        import time
+
+        deadline = time.monotonic() + timeout
+        for path in self.paths:
+            left = deadline - time.monotonic()
+            if left <= 0.05:
+                break
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as door:
+                door.settimeout(left)
+                try:
+                    door.connect(str(path))
+                except OSError:
+                    continue  # a door its process left behind: the next one
+                try:
+                    door.sendall(json.dumps({"op": op, "body": body}).encode() + b"\n")
+                    data = _line(door, deadline)
+                except OSError as exc:
+                    raise HookReadError(f"the local Strata process at {path} did not answer: {exc}") from None
+            self.opened = path
+            try:
+                reply = json.loads(data)
+            except ValueError:
+                raise HookReadError(f"the local Strata process at {path} answered without JSON") from None
+            if not isinstance(reply, dict) or not isinstance(reply.get("answer"), dict):
+                error = reply.get("error") if isinstance(reply, dict) else None
+                code = error.get("code") if isinstance(error, dict) else None
+                raise HookReadError(f"the local Strata process at {path} refused the read: {code}")
+            answer: dict[str, Any] = reply["answer"]
+            return answer
+        raise HookReadError("no local Strata process answered")
+
+
+def _line(door: Any, deadline: float) -> bytes:
+    """One line from the door, before `deadline` (time.monotonic()), at most MAX_ANSWER_BYTES."""
+    import time
+
+    data = b""
+    while not data.endswith(b"\n"):
+        door.settimeout(max(0.01, deadline - time.monotonic()))
+        chunk = door.recv(1 << 16)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_ANSWER_BYTES:
+            raise OSError(f"an answer over {MAX_ANSWER_BYTES >> 20} MB")
+    return data

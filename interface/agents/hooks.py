@@ -68,14 +68,17 @@ from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
 from strata_recall.interface.agents.hook_recall import (
     TOKEN_ENV,
+    DoorReader,
     HookReadError,
     HookRefused,
     HttpReader,
     Item,
     LocalReader,
+    ServerReader,
 )
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
+from strata_recall.interface.app.hook_door import doors
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
     from strata_recall.projections.reads import ReadLedger
@@ -182,8 +185,13 @@ class Hook:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def reader(self) -> HttpReader | LocalReader:
-        return HttpReader(self.http, self.token_env) if self.http else LocalReader(self.data_dir)
+    def reader(self) -> ServerReader | LocalReader:
+        """The server given; on a local store the process holding its model (a door), else its projections."""
+        if self.http:
+            return HttpReader(self.http, self.token_env)
+        local = LocalReader(self.data_dir)
+        found = doors(self.data_dir)
+        return DoorReader(found, local) if found else local
 
     def load(self) -> Session | None:
         try:
@@ -531,8 +539,10 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
         text, shown = render(items, moment, hook.repo_id, read_id, budget)
         if not shown or hook.remaining() <= 0:
             return None  # nothing to show, or no time left to show it: nothing is recorded either
-        if isinstance(reader, LocalReader):
-            reader.record(answer, hook.repo_id, moment.query, moment.kind, [item.memory_id for item in shown])
+        if not answer.recorded:
+            LocalReader(hook.data_dir).record(
+                answer, hook.repo_id, moment.query, moment.kind, [item.memory_id for item in shown]
+            )
         session.shown += [item.memory_id for item in shown]
         session.tokens += estimate_tokens(text)
         if read_id:

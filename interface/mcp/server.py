@@ -49,6 +49,7 @@ from strata_recall.interface.mcp.stdio_wire import (
 from strata_recall.interface.runtime.background import Background
 from strata_recall.interface.runtime.consistency import PROCESS, Session, TrackedPositions
 from strata_recall.interface.runtime.dispatcher import Dispatcher, error_response, serving_dispatcher
+from strata_recall.interface.runtime.hook_door import HookDoor
 
 log = structlog.get_logger("strata.mcp")
 
@@ -328,10 +329,14 @@ class _WireOut:
         return None
 
 
-async def _serve_stdio(server: MCPServer, wire: Wire) -> None:
+async def _serve_stdio(server: MCPServer, wire: Wire, door: HookDoor) -> None:
+    """The protocol on the wire until stdin closes, and the hooks' door beside it meanwhile."""
     lowlevel = server._lowlevel_server  # MCPServer runs stdio only on the process's own streams
-    async with stdio_server(stdin=_WireLines(wire), stdout=_WireOut(wire)) as (read_stream, write_stream):  # type: ignore[arg-type]
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    async with anyio.create_task_group() as group:
+        group.start_soon(door.serve)
+        async with stdio_server(stdin=_WireLines(wire), stdout=_WireOut(wire)) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
 
 
 def run_stdio(strata: Strata) -> None:
@@ -352,10 +357,8 @@ def run_stdio(strata: Strata) -> None:
         dispatcher = serving_dispatcher(strata, positions, remote=False)
         server = build_mcp_server(strata, dispatcher)
         wire = stdio_wire.claim()
-        wire.on_stop(
-            lambda deadline: _quiesce(dispatcher, wire, deadline),
-            lambda reason: log.info("mcp_stdio_stopped", reason=reason, answered_early=wire.answered_early),
-        )
+        door = HookDoor(dispatcher, strata.settings.data_dir, background.model_ready)
+        wire.on_stop(lambda deadline: _quiesce(dispatcher, wire, deadline), lambda reason: _stopped(wire, door, reason))
         wire.start_protocol()
         background.start()
         log.info(
@@ -364,13 +367,18 @@ def run_stdio(strata: Strata) -> None:
             initialize_answered_early="initialize" in wire.answered_early,
             answered_early=wire.answered_early,
         )
-        anyio.run(_serve_stdio, server, wire)
+        anyio.run(_serve_stdio, server, wire, door)
         wire.stop("stdin_closed")  # the wire's thread ends the process
         threading.Event().wait()
     finally:
         background.stop()
         background.close()
         positions.close()
+
+
+def _stopped(wire: Wire, door: HookDoor, reason: str) -> None:
+    door.close()
+    log.info("mcp_stdio_stopped", reason=reason, answered_early=wire.answered_early)
 
 
 def _quiesce(dispatcher: Dispatcher, wire: Wire, deadline: float) -> None:
