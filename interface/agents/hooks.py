@@ -11,7 +11,9 @@ loaded, recalled and rated without the agent having to remember.
   edit; SHARED_TOKENS on a local store), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
-  injections), the agent is asked to `write` what it learned and to send `feedback` citing them.
+  injections), the agent is asked to `write` what it learned and to send `feedback` citing them; and at
+  every stop a detached `strata learn` of the session's new commits and transcript is started
+  (`learn_in_background`, interface/agents/capture.py), which the hook does not wait for.
 - pre-compact: the unrated reads are kept and handed back by the session-start that follows.
 
 Where the memories come from (interface/agents/hook_recall.py): with `--http URL` a running `strata serve`
@@ -168,6 +170,8 @@ class Hook:
     deadline: float = field(default_factory=lambda: time.monotonic() + RECALL_DEADLINE_S)
     identity: Identity | None = None
     """Where the repo id came from when the hook derived it (no --repo-id)."""
+    config: Path | None = None
+    """The config file the hook was given (`--config`), handed on to what it starts (`learn_in_background`)."""
 
     @property
     def cursor(self) -> bool:
@@ -547,7 +551,62 @@ def recall(hook: Hook, moment: Moment | None) -> dict[str, Any] | None:
     return context_reply(hook, text)
 
 
+LEARN_LOG = "learn.log"
+"""Where the stop hook's background learns say what they did (`<data_dir>/hooks/learn.log`: each one's
+summary as a JSON line on stdout, its structured log lines on stderr; no memory's text). Past
+LEARN_LOG_BYTES it is moved aside to `learn.log.1` (the one before is dropped)."""
+LEARN_LOG_BYTES = 1 << 20
+LAUNCH = "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli.launch import main; main()"
+"""The `strata` command in this interpreter (the one that runs the hook: this installation's)."""
+
+
+def learn_in_background(hook: Hook) -> int | None:
+    """Start `strata learn` for this repository in a process of its own that outlives the hook (its own
+    session, no terminal, its output appended to LEARN_LOG): on a local store the session's new commits
+    and what its transcript proved (interface/agents/capture.py); with `--http` only what the transcript
+    proved, sent to the server (a learn of the history writes into a store directly, and the server's is
+    not on this machine). Returns its pid, or None when there is nothing to learn from (not a git
+    working tree; with `--http`, no transcript). The hook does not wait: a learn takes longer than a hook
+    may (background learns of one data directory run one at a time: `strata learn` takes a lock)."""
+    if not (hook.root / ".git").exists():
+        return None
+    root_options = ["--data-dir", str(hook.data_dir), *(["--config", str(hook.config)] if hook.config else [])]
+    args = ["--json", *root_options, "learn", "--root", str(hook.root), "--repo-id", hook.repo_id, "--no-instructions"]
+    transcript = hook.payload.get("transcript_path")
+    if isinstance(transcript, str) and transcript and Path(transcript).is_file():
+        args += ["--transcript", transcript]
+    elif hook.http:
+        return None
+    if hook.http:
+        args += ["--no-history", "--http", hook.http, "--token-env", hook.token_env]
+    import subprocess
+
+    private_folder(hook.data_dir / "hooks")
+    logged = hook.data_dir / "hooks" / LEARN_LOG
+    with suppress(OSError):
+        if logged.stat().st_size > LEARN_LOG_BYTES:  # the last one's lines are kept beside it
+            logged.replace(logged.with_suffix(".log.1"))
+    fd = os.open(
+        logged,
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+        PRIVATE_FILE,
+    )
+    with open(fd, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-c", LAUNCH, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            cwd=hook.root,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return child.pid
+
+
 def stop(hook: Hook) -> dict[str, Any] | None:
+    if not hook.payload.get("stop_hook_active") and learn_on_stop(hook.config):  # a turn ended: learn it
+        learn_in_background(hook)
     if hook.payload.get("stop_hook_active") or (hook.cursor and hook.payload.get("status") not in (None, "completed")):
         return None  # already continuing because of a stop hook; or the turn was aborted or failed
     session = hook.session()
@@ -682,6 +741,36 @@ def recall_deadline(config: Path | None, environ: dict[str, str] | None = None) 
     return seconds, None
 
 
+LEARN_SETTING = "hook_learn_on_stop"
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
+def learn_on_stop(config: Path | None, environ: dict[str, str] | None = None) -> bool:
+    """Whether the stop hook starts a background learn, as interface/app/settings.py resolves
+    hook_learn_on_stop: STRATA_HOOK_LEARN_ON_STOP > the config file's [strata] key > True. A value the
+    settings would refuse gives the default (the config file read bounded, as `recall_deadline` reads it)."""
+    env = os.environ if environ is None else environ
+    value: Any = env.get("STRATA_" + LEARN_SETTING.upper())
+    if value is None:
+        path = config or (Path(env["STRATA_CONFIG"]) if env.get("STRATA_CONFIG") else None) or _default_config_file(env)
+        text = read_text(path, CONFIG_BYTES)
+        if not text:
+            return True
+        import tomllib
+
+        try:
+            table = tomllib.loads(text).get("strata", {})
+        except tomllib.TOMLDecodeError:
+            return True
+        value = table.get(LEARN_SETTING) if isinstance(table, dict) else None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _FALSE:
+        return False
+    return not (isinstance(value, int) and value == 0)
+
+
 def _default_config_file(env: Any) -> Path:
     return Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "strata" / "config.toml"
 
@@ -778,6 +867,7 @@ def _handle(
         token_env or TOKEN_ENV,
         deadline,
         identity,
+        config,
     )
     try:
         return HANDLERS[event](hook)

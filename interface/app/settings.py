@@ -178,6 +178,12 @@ class Settings(BaseModel):
         "nothing; session-start, stop and pre-compact take 1 s more. Read by the hooks themselves "
         "(interface/agents/hooks.py recall_deadline: the environment, then the config file).",
     )
+    hook_learn_on_stop: bool = Field(
+        True,
+        description="The stop hook starts a background `strata learn` of the session's new commits and of what its "
+        "transcript proved (docs/LEARNING.md). Read by the hooks themselves (interface/agents/hooks.py "
+        "learn_on_stop: the environment, then the config file).",
+    )
     # the event log: the embedded SQLite file, or a shared PostgreSQL server
     event_store: Literal["sqlite", "postgres"] = "sqlite"
     postgres_host: str = "127.0.0.1"

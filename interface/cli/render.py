@@ -233,10 +233,31 @@ def _rules_learned(i: dict[str, Any] | None) -> str:
     return "  instruction files: " + "; ".join(done) + unread
 
 
+def _sessions_captured(c: dict[str, Any] | None) -> str:
+    """The sessions' line of `strata learn`'s summary (--sessions, --transcript)."""
+    if c is None:
+        return ""
+    made = ", ".join(f"{n:,} {kind}s" for kind, n in sorted(c["written"].items())) or "nothing new"
+    done = [f"{c['transcripts']:,} transcripts read", f"{c['pairs']:,} checks failed then passed after edits"]
+    done += [f"wrote {made}" + (f" ({c['pending']:,} pending review)" if c["pending"] else "")]
+    done += [f"{c['credited']:,} shown memories credited"] if c["credited"] else []
+    done += [f"{c['already']:,} captured before"] if c["already"] else []
+    skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(c["skipped"].items()))
+    refused = ", ".join(f"{n:,} {code}" for code, n in sorted(c["refused"].items()))
+    return (
+        "  sessions: "
+        + "; ".join(done)
+        + (f"; skipped: {skipped}" if skipped else "")
+        + (f"; refused: {refused}" if refused else "")
+    )
+
+
 def learned(r: dict[str, Any]) -> str:
     """The summary of `strata learn`."""
     head = (r["head"] or "")[:12]
-    rules = _rules_learned(r.get("instructions"))
+    rules = "\n".join(
+        line for line in (_rules_learned(r.get("instructions")), _sessions_captured(r.get("sessions"))) if line
+    )
     if r["nothing_new"]:
         said = f"{r['repo_id']}: nothing new since {head} (learned already)" if head else f"{r['repo_id']}:"
         if rules:

@@ -295,3 +295,30 @@ def test_a_config_file_a_hook_cannot_use_gives_the_default(tmp_path: Path) -> No
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # opening it would block: not read
     assert hooks.recall_deadline(fifo, {}) == (hooks.RECALL_DEADLINE_S, None)
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "learns"),
+    [
+        (None, None, True),
+        ("false", None, False),
+        ("0", None, False),
+        ("yes", None, True),
+        (None, "false", False),
+        ("true", "false", True),
+    ],
+)
+def test_the_stop_hook_finds_hook_learn_on_stop_as_the_settings_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str | None, config: str | None, learns: bool
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    explicit = None
+    if config is not None:
+        explicit = tmp_path / "config.toml"
+        explicit.write_text(f"[strata]\nhook_learn_on_stop = {config}\n")
+    if env is not None:
+        environ["STRATA_HOOK_LEARN_ON_STOP"] = env
+    assert load_settings(config_file=explicit, environ=environ).hook_learn_on_stop is learns
+    assert hooks.learn_on_stop(explicit, environ) is learns

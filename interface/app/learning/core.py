@@ -65,6 +65,7 @@ class LearnReport:
     position: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     instructions: dict[str, Any] | None = None  # the instruction files' summary (instructions.py), when learned
+    sessions: dict[str, Any] | None = None  # what capturing session transcripts did (interface/agents/capture.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": True, **asdict(self)}
