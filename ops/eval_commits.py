@@ -56,7 +56,6 @@ from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
-from strata_recall.projections.recall import RecallConfig
 from strata_recall.schemas.read import ReadRequest
 
 HISTORY = ROOT.parent / "shared" / "data" / "history-dev"
@@ -287,8 +286,8 @@ def evaluate(embedder: MiniLMEmbedder, per_repo: int = PER_REPO, store: int = ST
                 row["hits"][name] = [any(found[:k]) for k in KS]
                 if name in ("full-off", "full"):
                     row["foreign_empty"][name] = not flat(engine.read(request(repo, read.foreign[kind])).results)
-            if size is None:  # after a read: an older engine's index loads its partitions on the first
-                partition = strata.recall(RecallConfig()).index.partitions.get(repo)
+            if size is None:  # after a read: an engine's index loads its partitions on its first
+                partition = engines["full"].index.partitions.get(repo)
                 size = len(partition.ids) if partition is not None else 0
             row["size"] = size
             rows.append(row)

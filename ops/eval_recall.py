@@ -286,7 +286,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=None, help="a git revision whose engine is measured too, e.g. main")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--json", type=Path, default=None, help="write the measurements here instead of a table")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write this code's measurements here instead of a table (with --before: the table too, and the "
+        "other revision's measurements beside FILE, in FILE.before.json)",
+    )
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
     configure_logging("warning")
@@ -297,7 +303,9 @@ def main() -> None:
     runs[""] = measure(systems, args.model_dir)
     if args.json:
         args.json.write_text(json.dumps(runs[""]))
-        return
+        if not args.before:
+            return
+        args.json.with_suffix(".before.json").write_text(json.dumps(runs[f"{args.before}: "]))
     print_tables(runs, LABELS)
 
 
