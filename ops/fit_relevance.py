@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.relevance import DEFAULT_BAR
+from strata_recall.projections.relevance import DEFAULT_BAR, MODEL
 
 FITTED = ("coding", "locomo", "history")
 CHECKED = ("titles", "history-short", "paraphrase")
@@ -382,6 +383,47 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
         print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
 
 
+FLOORS: dict[str, Callable[[float, float], bool]] = {
+    "none": lambda p, top: True,
+    "0.01": lambda p, top: p >= 0.01 or p == top,
+    "0.02": lambda p, top: p >= 0.02 or p == top,
+    "0.03": lambda p, top: p >= 0.03 or p == top,
+    "0.05 (TAIL x bar)": lambda p, top: p >= 0.05 or p == top,
+    "0.05 x the top": lambda p, top: p >= 0.05 * top,
+    "0.1 x the top": lambda p, top: p >= 0.1 * top,
+}
+"""Which memories of an answer that passes the bar are shown, by their relevance p and the answer's most
+relevant memory's (top). The engine's rule (projections/relevance.py TAIL) also shows a memory with the
+one it comes with (its case, an amendment); these rules see memories one by one."""
+FLOOR_KS = (1, 5, 10, 25, 50)
+
+
+def compare_floors(reads: dict[str, list[dict]], bar: float) -> None:
+    """The engine's model (projections/relevance.py MODEL) on each corpus' in-corpus reads that found a
+    relevant memory with the bar off: the answer passes the bar or shows nothing, then each floor keeps
+    what it keeps. Printed per corpus: hit@k (a relevant memory among the first k kept) and memories kept
+    per read; the floor is a trade the corpora must agree on."""
+    corpora = [c for c in (*FITTED, *CHECKED) if c in reads]
+    print(f"floors at the bar {bar}, hit@{'/'.join(map(str, FLOOR_KS))} and memories kept per read:")
+    for name, keeps in FLOORS.items():
+        cells = []
+        for corpus in corpora:
+            found = [r for r in reads[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"])]
+            hits, kept = [0] * len(FLOOR_KS), 0
+            for read in found:
+                answer = MODEL.answer(tuple(read["answer"]))
+                if answer < bar:
+                    continue
+                scored = [(answer * MODEL.memory(tuple(f)), rel) for f, rel in read["memories"]]
+                top = max(p for p, _ in scored)
+                shown = [rel for p, rel in scored if keeps(p, top)]
+                kept += len(shown)
+                hits = [h + any(shown[:k]) for h, k in zip(hits, FLOOR_KS, strict=True)]
+            n = max(1, len(found))
+            cells.append(f"{corpus} " + "/".join(f"{h / n:.3f}" for h in hits) + f" ({kept / n:.1f})")
+        print(f"  {name:<18} " + "   ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
@@ -395,6 +437,7 @@ def main() -> None:
         help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
+    parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
     parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
     parser.add_argument("--store", type=int, default=eval_commits.STORE)
@@ -424,6 +467,9 @@ def main() -> None:
         return
     if args.signals:
         compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR)
+        return
+    if args.floors:
+        compare_floors(reads, DEFAULT_BAR)
         return
     reads = _with(reads, SIGNALS[args.signal])
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
