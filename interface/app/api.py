@@ -744,32 +744,23 @@ def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None, a
 def _merge_candidate(cmd: NewMemory, clean: CleanWrite, similar: list[Similar]) -> NearDuplicate | None:
     """The most similar existing memory the write may be merged into (domain/duplicates.py decides;
     the domain checks again against the state it records on)."""
-    keys = {Anchor.of(a).key for a in clean.anchors}
     problem = parse_memory_id(cmd.problem_id) if cmd.problem_id else None
-    for s in similar:
-        refusal = merge_refusal(
-            status=s.status,
-            kind=s.kind,
-            scope=s.scope,
-            text=s.text,
-            problem_ids=s.problem_ids,
-            anchor_keys=s.anchor_keys,
-            new_kind=cmd.kind,
-            new_scope=cmd.scope,
-            new_text=clean.text,
-            new_problem_id=str(problem) if problem else None,
-            new_anchor_keys=keys,
-            similarity=s.similarity,
-        )
-        if refusal is None:
-            return NearDuplicate(s.memory_id, s.similarity)
-    return None
+    keys = {Anchor.of(a).key for a in clean.anchors}
+    return _first_mergeable(similar, cmd.kind, cmd.scope, clean.text, str(problem) if problem else None, keys)
 
 
 def _edit_candidate(memory: Memory, text: str, similar: list[Similar]) -> NearDuplicate | None:
     """The most similar other live memory an edit's new text would repeat, by the rule a write is
     merged by (domain/duplicates.py: a distinct literal value or number is not a repeat)."""
     keys = {Anchor.of(a).key for a in memory.anchor_list}
+    return _first_mergeable(similar, memory.kind, memory.scope, text, memory.problem_id, keys)
+
+
+def _first_mergeable(
+    similar: list[Similar], kind: str, scope: str, text: str, problem_id: str | None, anchor_keys: set[str]
+) -> NearDuplicate | None:
+    """The first of `similar` (most similar first) that a memory of this kind, scope, text, problem and
+    anchors would be merged into by domain/duplicates.py merge_refusal."""
     for s in similar:
         refusal = merge_refusal(
             status=s.status,
@@ -778,11 +769,11 @@ def _edit_candidate(memory: Memory, text: str, similar: list[Similar]) -> NearDu
             text=s.text,
             problem_ids=s.problem_ids,
             anchor_keys=s.anchor_keys,
-            new_kind=memory.kind,
-            new_scope=memory.scope,
+            new_kind=kind,
+            new_scope=scope,
             new_text=text,
-            new_problem_id=memory.problem_id,
-            new_anchor_keys=keys,
+            new_problem_id=problem_id,
+            new_anchor_keys=anchor_keys,
             similarity=s.similarity,
         )
         if refusal is None:
