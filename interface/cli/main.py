@@ -888,27 +888,19 @@ def learn(
     Example: strata learn   |   strata learn --root ~/src/api --max-commits 300   |   strata --json learn --since 2024-01-01   |   strata learn --sessions
     """
     from strata_recall.interface.agents import capture
-    from strata_recall.interface.agents.repo_identity import identify, repo_root
+    from strata_recall.interface.agents.repo_identity import repo_root
     from strata_recall.interface.app.learning.core import LearnReport, make_searchable
     from strata_recall.interface.app.learning.git import learn_repository
     from strata_recall.interface.app.learning.instructions import learn_instructions
-    from strata_recall.schemas.common import RepoId
 
     bars = _Bars()
     if http is not None:
         _capture_to_server(ctx, root, repo_id, http, token_env, history or instructions, sessions, transcript, bars)
         return
     with _session(ctx) as strata, contextlib.ExitStack() as held:
-        folder = root.expanduser().absolute()
-        if not folder.is_dir():
-            raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
+        folder = _learned_folder(root)
         top = repo_root(folder)
-        try:
-            chosen = TypeAdapter(RepoId).validate_python(repo_id) if repo_id is not None else identify(top).repo_id
-        except ValidationError as exc:
-            raise InvalidInput(
-                "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
-            ) from None
+        chosen = _learned_repo(top, repo_id)
         if not (history or instructions or sessions or transcript):
             raise InvalidInput("nothing_to_learn", "", "--no-history and --no-instructions leave nothing to learn")
         if transcript is not None and not transcript.expanduser().is_file():
@@ -947,6 +939,25 @@ def learn(
         _emit(ctx.obj, report.as_dict(), render.learned)
 
 
+def _learned_folder(root: Path) -> Path:
+    """`strata learn --root`: the folder it names, or a structured refusal."""
+    folder = root.expanduser().absolute()
+    if not folder.is_dir():
+        raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
+    return folder
+
+
+def _learned_repo(top: Path, repo_id: str | None) -> str:
+    """The repo id a learn files its memories under: --repo-id validated, else the one `strata init` derives."""
+    from strata_recall.interface.agents.repo_identity import identify
+    from strata_recall.schemas.common import RepoId
+
+    try:
+        return TypeAdapter(RepoId).validate_python(repo_id) if repo_id is not None else identify(top).repo_id
+    except ValidationError as exc:
+        raise InvalidInput("invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}") from None
+
+
 def _capture_to_server(
     ctx: typer.Context,
     root: Path,
@@ -961,17 +972,14 @@ def _capture_to_server(
     """`strata learn --http URL`: what sessions proved, sent to a server through its API (no local store
     is opened: the server's is the store)."""
     from strata_recall.interface.agents import capture
-    from strata_recall.interface.agents.repo_identity import identify, repo_root
+    from strata_recall.interface.agents.repo_identity import repo_root
     from strata_recall.interface.app.learning.core import LearnReport
-    from strata_recall.schemas.common import RepoId
 
     opts: Options = ctx.obj
     try:
         settings = load_settings(opts.config, data_dir=opts.data_dir)
         configure_logging(settings.log_level, settings.log_format)
-        folder = root.expanduser().absolute()
-        if not folder.is_dir():
-            raise InvalidInput("not_a_directory", "root", f"{root} is not a folder")
+        folder = _learned_folder(root)
         if learning:
             raise InvalidInput(
                 "local_only",
@@ -984,12 +992,7 @@ def _capture_to_server(
         if transcript is not None and not transcript.expanduser().is_file():
             raise InvalidInput("not_a_file", "transcript", f"--transcript {transcript}: no such file")
         top = repo_root(folder)
-        try:
-            chosen = TypeAdapter(RepoId).validate_python(repo_id) if repo_id is not None else identify(top).repo_id
-        except ValidationError as exc:
-            raise InvalidInput(
-                "invalid_repo_id", "repo_id", f"--repo-id {repo_id!r}: {exc.errors()[0]['msg']}"
-            ) from None
+        chosen = _learned_repo(top, repo_id)
         remote = capture.server_capture(url, token_env, chosen, top)
         held = capture.one_at_a_time(settings.data_dir) if transcript is not None else contextlib.nullcontext()
         with held:
