@@ -216,10 +216,9 @@ def __getattr__(name: str) -> Any:
 
 
 @cache
-def postgres_factory() -> type:
-    from eventsourcing.persistence import ApplicationRecorder
-    from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresFactory
-    from psycopg import sql
+def _bounded_postgres() -> tuple[Any, Any]:
+    """eventsourcing's PostgreSQL pool and recorder, their waits bounded (the module notes)."""
+    from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder
 
     class BoundedPool(ConnectionPool):
         """eventsourcing's pool, whose wait for a connection honours `waiting_at_most`."""
@@ -241,6 +240,17 @@ def postgres_factory() -> type:
         select_events = _bounded(PostgresApplicationRecorder.select_events)
         select_notifications = _bounded(PostgresApplicationRecorder.select_notifications)
         max_notification_id = _bounded(PostgresApplicationRecorder.max_notification_id, head=lambda head: head)
+
+    return BoundedPool, BoundedRecorder
+
+
+@cache
+def postgres_factory() -> type:
+    from eventsourcing.persistence import ApplicationRecorder
+    from eventsourcing.postgres import ConnectionPool, PostgresFactory
+    from psycopg import sql
+
+    BoundedPool, BoundedRecorder = _bounded_postgres()
 
     class StrataPostgresFactory(PostgresFactory):
         """eventsourcing's PostgresFactory after a fast, quiet connection check, with the log's tables
