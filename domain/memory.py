@@ -319,56 +319,6 @@ class Memory(Aggregate):
 
     # --- the commands: each checks what the memory itself allows, then records its event ---------
 
-    def adjust_truth(
-        self,
-        *,
-        target: float,
-        confidence: float,
-        rationale: str,
-        evidence_refs: list[str],
-        source: str,
-        weight: float,
-        repo_id: str | None = None,
-        actor: str | None = None,
-    ) -> None:
-        """Move the truth toward `target` by `weight` (the handler computed it: domain/beliefs.py)."""
-        self._adjust_truth(
-            target=target,
-            confidence=confidence,
-            rationale=rationale,
-            evidence_refs=evidence_refs,
-            source=source,
-            weight=weight,
-            repo_id=repo_id,
-            actor=actor,
-        )
-
-    def observe_utility(
-        self,
-        *,
-        target: float,
-        confidence: float,
-        rationale: str,
-        problem_id: str | None,
-        evidence_refs: list[str],
-        read_id: str | None,
-        weight: float,
-        repo_id: str | None = None,
-        actor: str | None = None,
-    ) -> None:
-        """One observation of how useful the memory was, for a problem or none."""
-        self._observe_utility(
-            target=target,
-            confidence=confidence,
-            rationale=rationale,
-            problem_id=problem_id,
-            evidence_refs=evidence_refs,
-            read_id=read_id,
-            weight=weight,
-            repo_id=repo_id,
-            actor=actor,
-        )
-
     def reinforce(
         self,
         *,
@@ -409,17 +359,6 @@ class Memory(Aggregate):
             actor=actor,
         )
 
-    def record_change(self, *, change_memory_id: str, summary: str) -> None:
-        """A change memory names this one as changed by it."""
-        self._record_change(change_memory_id=change_memory_id, summary=summary)
-
-    def add_links(self, *, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
-        """Links this memory did not have yet."""
-        self._add_links(problem_ids=problem_ids, related_ids=related_ids, change_targets=change_targets)
-
-    def forget(self, *, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
-        self._forget(reason=reason, repo_id=repo_id, actor=actor)
-
     def review(self, *, decision: str, reviewer: str | None, note: str, actor: str | None = None) -> None:
         """A person's decision on a pending memory; never by the token that wrote it."""
         if self.status != "pending":
@@ -431,51 +370,6 @@ class Memory(Aggregate):
         if actor is not None and self.writer_actor == actor:
             raise self_review(self.memory_id, actor)
         self._review(decision=decision, reviewer=reviewer, note=note, actor=actor)
-
-    def record_anchors(self, *, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
-        self._record_anchors(anchors=anchors, repo_id=repo_id)
-
-    def merge_duplicate(
-        self,
-        *,
-        duplicate_id: str,
-        similarity: float,
-        text: str,
-        confidence: float,
-        rationale: str,
-        problem_id: str | None,
-        related_ids: list[str],
-        evidence_refs: list[str],
-        author: str | None,
-        status: str,
-        anchors: list[dict[str, Any]],
-        redactions: int,
-        target: float,
-        weight: float,
-        source: str,
-        repo_id: str | None,
-        actor: str | None = None,
-    ) -> None:
-        """A near-duplicate reinforces this memory instead of standing on its own."""
-        self._merge_duplicate(
-            duplicate_id=duplicate_id,
-            similarity=similarity,
-            text=text,
-            confidence=confidence,
-            rationale=rationale,
-            problem_id=problem_id,
-            related_ids=related_ids,
-            evidence_refs=evidence_refs,
-            author=author,
-            status=status,
-            anchors=anchors,
-            redactions=redactions,
-            target=target,
-            weight=weight,
-            source=source,
-            repo_id=repo_id,
-            actor=actor,
-        )
 
     def unmerge_duplicate(self, *, duplicate_id: str, reason: str, repo_id: str | None) -> None:
         """Take back a merge that stands."""
@@ -491,9 +385,6 @@ class Memory(Aggregate):
             f"memory {self.memory_id} has no standing merge of {duplicate_id!r} "
             "(`strata show` lists its DuplicateMerged events)",
         )
-
-    def archive(self, *, reason: str, merged_into: str | None, repo_id: str | None) -> None:
-        self._archive(reason=reason, merged_into=merged_into, repo_id=repo_id)
 
     def restore(self, *, reason: str, repo_id: str | None) -> None:
         """An archived memory is active again."""
@@ -516,14 +407,11 @@ class Memory(Aggregate):
                 "(`strata restore` makes an archived one active again)",
             )
 
-    def learn(self, *, source: str, ref: str, occurred_at: str) -> None:
-        """Learned from `source` (`ref`), validated when what it records happened (ISO `occurred_at`)."""
-        self._learned(source=source, ref=ref, occurred_at=occurred_at)
-
-    # --- the private recorders: each applies one event -------------------------------------------
+    # --- the event methods: each records its event and applies its transition; public where the
+    # memory has no rule to check first, private behind the command above that checks it ---------
 
     @event(TruthAdjusted)
-    def _adjust_truth(
+    def adjust_truth(
         self,
         target: float,
         confidence: float,
@@ -537,7 +425,7 @@ class Memory(Aggregate):
         self._apply(transitions.truth_adjusted, locals())
 
     @event(UtilityObserved)
-    def _observe_utility(
+    def observe_utility(
         self,
         target: float,
         confidence: float,
@@ -552,15 +440,15 @@ class Memory(Aggregate):
         self._apply(transitions.utility_observed, locals())
 
     @event(ChangeRecorded)
-    def _record_change(self, change_memory_id: str, summary: str) -> None:
+    def record_change(self, change_memory_id: str, summary: str) -> None:
         self._apply(transitions.change_recorded, locals())
 
     @event(LinksAdded)
-    def _add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
+    def add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
         self._apply(transitions.links_added, locals())
 
     @event(MemoryForgotten)
-    def _forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
+    def forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
         self._apply(transitions.forgotten, locals())
 
     @event(MemoryReviewed)
@@ -568,11 +456,11 @@ class Memory(Aggregate):
         self._apply(transitions.reviewed, locals())
 
     @event(AnchorsRecorded)
-    def _record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
+    def record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
         self._apply(transitions.anchors_recorded, locals())
 
     @event(DuplicateMerged)
-    def _merge_duplicate(
+    def merge_duplicate(
         self,
         duplicate_id: str,
         similarity: float,
@@ -599,7 +487,7 @@ class Memory(Aggregate):
         self._apply(transitions.duplicate_unmerged, locals())
 
     @event(MemoryArchived)
-    def _archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
+    def archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
         self._apply(transitions.archived, locals())
 
     @event(MemoryRestored)
@@ -611,7 +499,7 @@ class Memory(Aggregate):
         self._apply(transitions.text_edited, locals())
 
     @event(Learned)
-    def _learned(self, source: str, ref: str, occurred_at: str) -> None:
+    def learn(self, source: str, ref: str, occurred_at: str) -> None:
         self._apply(transitions.learned, locals())
 
     # --- applying an event: its transition (domain/transitions.py) -----------------------------

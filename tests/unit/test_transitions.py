@@ -18,6 +18,7 @@ from strata_recall.domain.errors import Conflict, Forbidden, NotFound
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from strata_recall.interface.app.moves import moves
 from strata_recall.projections import snapshot
+from tests.unit.test_events import FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +82,7 @@ def test_the_aggregate_state_is_the_transitions_fold() -> None:
 
 
 def test_moves_read_the_same_truth_as_the_aggregate() -> None:
-    memory = Memory.from_written(Memory.written(id=uuid4(), **_fields()))
+    memory = Memory.from_written(Memory.written(id=uuid4(), **FIELDS))
     memory.adjust_truth(target=0.1, confidence=0.9, rationale="r", evidence_refs=[], source="update", weight=2.0)
     moved = moves(memory.collect_events())
     assert moved == {2: {"truth": {"before": 0.8, "after": round(memory.truth_value, 4)}}}
@@ -89,7 +90,7 @@ def test_moves_read_the_same_truth_as_the_aggregate() -> None:
 
 def every_event() -> list[Any]:
     """One memory's life through Memory's public commands, every event kind in it."""
-    memory = Memory.from_written(Memory.written(id=uuid4(), **{**_fields(), "status": "pending"}, actor="writer"))
+    memory = Memory.from_written(Memory.written(id=uuid4(), **{**FIELDS, "status": "pending"}, actor="writer"))
     memory.review(decision="approved", reviewer="ana", note="fine", actor="reviewer")
     memory.adjust_truth(target=0.9, confidence=0.9, rationale="seen", evidence_refs=["x"], source="update", weight=1.8)
     memory.observe_utility(
@@ -125,7 +126,7 @@ def test_the_order_of_a_state_is_the_order_a_new_memory_sets_it() -> None:
 
 
 def test_the_commands_hold_the_memory_rules() -> None:
-    memory = Memory.from_written(Memory.written(id=uuid4(), **_fields(), actor="writer"))
+    memory = Memory.from_written(Memory.written(id=uuid4(), **FIELDS, actor="writer"))
     with pytest.raises(Conflict, match="not pending"):
         memory.review(decision="approved", reviewer=None, note="", actor="reviewer")
     with pytest.raises(Conflict, match="not archived"):
@@ -140,7 +141,7 @@ def test_the_commands_hold_the_memory_rules() -> None:
     with pytest.raises(Conflict) as again:
         memory.reinforce(confidence=0.8, evidence_refs=[], anchors=[], repo_id="acme/api", actor=None)
     assert again.value.code == "memory_forgotten"
-    proposal = Memory.from_written(Memory.written(id=uuid4(), **{**_fields(), "status": "pending"}, actor="writer"))
+    proposal = Memory.from_written(Memory.written(id=uuid4(), **{**FIELDS, "status": "pending"}, actor="writer"))
     with pytest.raises(Forbidden) as own:
         proposal.review(decision="approved", reviewer=None, note="", actor="writer")
     assert own.value.code == "self_review"
@@ -192,21 +193,3 @@ def test_no_private_attribute_of_eventsourcing_is_used() -> None:
             elif isinstance(node, ast.Constant) and node.value in ("_id", "_version", "_pending_events"):
                 found.append(f"{path.name}:{node.lineno} {node.value!r}")
     assert found == []
-
-
-def _fields() -> dict[str, object]:
-    return {
-        "text": "The API listens on 8000",
-        "kind": "fact",
-        "scope": "repo",
-        "repo_id": "acme/api",
-        "confidence": 0.8,
-        "rationale": "read the compose file",
-        "problem_id": None,
-        "related_ids": [],
-        "change_targets": [],
-        "evidence_refs": [],
-        "author": None,
-        "status": "active",
-        "redactions": 0,
-    }
