@@ -10,6 +10,7 @@ stored in the events, so a replay reproduces exactly what the writer saw.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -507,8 +508,11 @@ class Memory(Aggregate):
     def _apply(self, transition: transitions.Transition, fields: dict[str, Any]) -> None:
         """Set what `transition` changes, given the event's `fields` (an event method's arguments).
         The transitions see times as ISO text; the aggregate keeps datetimes."""
-        for name, value in transition(self.state(), fields).items():
-            setattr(self, name, datetime.fromisoformat(value) if name in transitions.TIMES else value)
+        changes = transition(_Before(self), fields)
+        attributes = vars(self)
+        attributes.update(changes)
+        if "last_validated" in changes:
+            attributes["last_validated"] = datetime.fromisoformat(changes["last_validated"])
 
     def state(self) -> dict[str, Any]:
         """The memory's state as a transition and the snapshot take it: its attributes, creation
@@ -577,6 +581,29 @@ class Memory(Aggregate):
     def merge_of(self, duplicate_id: str) -> dict[str, Any] | None:
         """The merge of `duplicate_id` into this memory, while it stands."""
         return next((e for e in getattr(self, "merged", []) if e["duplicate_id"] == duplicate_id), None)
+
+
+class _Before(Mapping[str, Any]):
+    """A memory's state as a transition reads it (Memory.state()), without copying it."""
+
+    __slots__ = ("_attributes", "_memory")
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory, self._attributes = memory, vars(memory)
+
+    def __getitem__(self, key: str) -> Any:
+        if key == transitions.CREATED:
+            return iso(self._memory.created_on)
+        if key == transitions.MODIFIED:
+            return iso(self._memory.modified_on)
+        value = self._attributes[key]
+        return iso(value) if key == "last_validated" else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._memory.state())
+
+    def __len__(self) -> int:
+        return len(self._memory.state())
 
 
 def iso(moment: datetime | str) -> str:
