@@ -23,31 +23,8 @@ from strata_recall.domain import beliefs
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors, status_after
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.snapshot_queries import COLUMNS, SnapshotQueries
 from strata_recall.projections.store import Connection
-
-COLUMNS = (
-    "memory_id",
-    "repo_id",
-    "scope",
-    "kind",
-    "status",
-    "text",
-    "confidence",
-    "truth",
-    "utility",
-    "utility_by_problem",
-    "problem_ids",
-    "related_ids",
-    "change_chain",
-    "evidence_refs",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "maturity",
-    "created",
-    "version",
-    "anchors",
-)
 
 
 def m001_create_tables(conn: Connection) -> None:
@@ -463,7 +440,7 @@ def fold_states(
     return touched
 
 
-class SnapshotProjection(Projection):
+class SnapshotProjection(SnapshotQueries, Projection):
     name = "snapshot"
     migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)

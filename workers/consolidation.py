@@ -21,7 +21,6 @@ only global memories: reports never show one repo another repo's memories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,38 +34,16 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.top_of_block import decoded
+from strata_recall.projections.snapshot_queries import SnapshotReader
+from strata_recall.projections.vectors import VectorReader
 
 log = structlog.get_logger("strata.reflect")
 
 WORKING_UTILITY = 0.6
 """A solution whose utility for its problem reached this (or that is established) worked."""
 PAIR_CHUNK = 512
-
-_COLUMNS = (
-    "memory_id",
-    "repo_id",
-    "scope",
-    "kind",
-    "status",
-    "text",
-    "confidence",
-    "truth",
-    "utility_by_problem",
-    "problem_ids",
-    "related_ids",
-    "change_chain",
-    "evidence_refs",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "maturity",
-    "created",
-    "anchors",
-)
 
 
 @dataclass
@@ -75,27 +52,15 @@ class Pool:
 
     repo_id: str | None
 
-    @property
-    def members(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else sql_clause(include_global=False)
-
-    @property
-    def visible(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else sql_clause()
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        return () if self.repo_id is None else (self.repo_id,)
-
 
 class Reflection:
     """One run over a data directory's projection files, on connections of its own (it may run on
     the scheduler's thread beside the projection runner)."""
 
     def __init__(self, projection_dir: Path, floor: float) -> None:
-        self.snapshot = store.connect(projection_dir / "snapshot.sqlite")
+        self.snapshot = SnapshotReader(store.connect(projection_dir / "snapshot.sqlite"))
         vectors = projection_dir / "vectors.sqlite"
-        self.vectors = store.connect(vectors, vectors=True) if vectors.exists() else None
+        self.vectors = VectorReader(vectors) if vectors.exists() else None
         self.floor = floor
         self.config = RecallConfig()  # the read path's truth floor and half-life
 
@@ -105,17 +70,11 @@ class Reflection:
             self.vectors.close()
 
     def pools(self) -> list[Pool]:
-        repos = [
-            r[0]
-            for r in self.snapshot.execute(
-                "SELECT DISTINCT repo_id FROM snapshot WHERE scope = 'repo' AND status = 'active' ORDER BY repo_id"
-            )
-        ]
-        return [Pool(r) for r in repos] + [Pool(None)]
+        return [Pool(r) for r in self.snapshot.repos_with_live_memories()] + [Pool(None)]
 
     def report(self, pool: Pool, now: datetime | None = None) -> dict[str, Any]:
         now = now or datetime.now(UTC)
-        rows = self._rows(f"{pool.members} AND status = 'active'", pool.params)
+        rows = self.snapshot.pool(pool.repo_id)
         taken: set[str] = set()
         archive = self._superseded(pool, rows, taken) + self._decayed(rows, now, taken)
         groups = self._duplicates(rows, taken)
@@ -143,7 +102,9 @@ class Reflection:
     def _superseded(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
         found = []
         chained = [r for r in rows if r["change_chain"] and r["truth"] < self.config.low_truth]
-        shown = self._visible_ids(pool, {c["change_memory_id"] for r in chained for c in r["change_chain"]})
+        shown = self.snapshot.visible_ids(
+            pool.repo_id, {c["change_memory_id"] for r in chained for c in r["change_chain"]}
+        )
         for r in chained:
             changes = [c["change_memory_id"] for c in r["change_chain"] if c["change_memory_id"] in shown]
             taken.add(r["memory_id"])
@@ -258,7 +219,7 @@ class Reflection:
         problems = {p for r in tactics for p in r["problem_ids"]}
         solutions = [
             s
-            for s in self._rows(f"{pool.visible} AND kind = 'solution' AND status = 'active'", pool.params)
+            for s in self.snapshot.pool(pool.repo_id, visible=True, kind="solution")
             if problems.intersection(s["problem_ids"])
         ]
         found = []
@@ -289,32 +250,10 @@ class Reflection:
 
     # --- reading the projections ------------------------------------------------------------------
 
-    def _rows(self, where: str, params: Iterable[Any]) -> list[dict[str, Any]]:
-        rows = self.snapshot.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params)
-        )
-        return [decoded(dict(zip(_COLUMNS, values, strict=True))) for values in rows]
-
-    def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:
-        return {
-            r[0]
-            for r in store.select_in(
-                self.snapshot,
-                f"SELECT memory_id FROM snapshot WHERE {pool.visible} AND memory_id IN ({{marks}})",
-                sorted(ids),
-                pool.params,
-            )
-        }
-
     def _vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         if self.vectors is None or not ids:
             return {}
-        return {
-            m: np.frombuffer(blob, dtype=np.float32)
-            for m, blob in store.select_in(
-                self.vectors, "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})", ids
-            )
-        }
+        return self.vectors.embeddings(ids)
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:

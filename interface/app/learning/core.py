@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import structlog
 
 from strata_recall.domain.anchors import BY_GIT
@@ -26,8 +25,8 @@ from strata_recall.domain.history import (
     reverted_sha,
 )
 from strata_recall.domain.learning import LearnOutcome
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import Strata
+from strata_recall.projections.snapshot import SnapshotProjection
 
 log = structlog.get_logger("strata.learn")
 
@@ -188,6 +187,12 @@ def make_searchable(strata: Strata, report: LearnReport, progress: Progress = _q
 # --- what the store holds already ----------------------------------------------------------------------
 
 
+def _snapshot(strata: Strata) -> SnapshotProjection:
+    """The snapshot projection, whose query methods answer what the store holds (the caller compacts first)."""
+    snapshot: SnapshotProjection = strata.projection("snapshot")  # type: ignore[assignment]
+    return snapshot
+
+
 def _learned_shas(
     strata: Strata, repo_id: str, commits: Sequence[Commit], resolve: Callable[[str], str | None] | None
 ) -> set[str]:
@@ -207,23 +212,15 @@ def _agent_decisions(strata: Strata, repo_id: str) -> dict[str, list[Decision]]:
     """The memories agents wrote anchored to a file (any kind but change), per path: a later commit that
     rewrites the file is recorded as a change of them. Their changes so far count against the limit."""
     strata.compact()
-    rows = (
-        strata.projection("snapshot")
-        .conn.execute(
-            f"SELECT memory_id, anchors, change_chain, created FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND status = 'active' AND kind != 'change' AND anchors != '[]'",
-            (repo_id,),
-        )
-        .fetchall()
-    )
     out: dict[str, list[Decision]] = {}
-    for memory_id, anchors, chain, created in rows:
-        made = int(datetime.fromisoformat(created).astimezone(UTC).timestamp())
-        links = len(orjson.loads(chain))
-        for anchor in orjson.loads(anchors):
+    for m in _snapshot(strata).anchored(repo_id, ("active",)):
+        if m.kind == "change":
+            continue
+        made = int(datetime.fromisoformat(m.created).astimezone(UTC).timestamp())
+        for anchor in m.anchors:
             if anchor.get("fingerprinted_by") == BY_GIT:
                 continue
-            out.setdefault(anchor["path"], []).append(Decision(memory_id, anchor["path"], 0, made, links))
+            out.setdefault(anchor["path"], []).append(Decision(m.memory_id, anchor["path"], 0, made, m.changes))
     return out
 
 
@@ -231,20 +228,14 @@ def _follow_renames(strata: Strata, repo_id: str, moved: dict[str, tuple[str, st
     """Memories learned by earlier learns, anchored to a path this learn saw renamed, are anchored to its
     new path too (domain/learning.py reanchor)."""
     strata.compact()
-    conn = strata.projection("snapshot").conn
+    snapshot = _snapshot(strata)
     moves: list[tuple[str, str, str, str]] = []
     for old, (new, sha) in moved.items():
-        pattern = '%"path":' + orjson.dumps(old).decode().replace("%", r"\%").replace("_", r"\_") + "%"
-        rows = conn.execute(
-            f"SELECT memory_id, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND status = 'active' AND anchors LIKE ? ESCAPE '\\'",
-            (repo_id, pattern),
-        ).fetchall()
-        for memory_id, anchors in rows:
-            if memory_id in learned_now:
+        for m in snapshot.anchored_to(repo_id, old):
+            if m.memory_id in learned_now:
                 continue
-            if any(a["path"] == old and a.get("fingerprinted_by") == BY_GIT for a in orjson.loads(anchors)):
-                moves.append((memory_id, old, new, sha))
+            if any(a["path"] == old and a.get("fingerprinted_by") == BY_GIT for a in m.anchors):
+                moves.append((m.memory_id, old, new, sha))
     if not moves:
         return 0
     return strata.log.reanchor(repo_id, moves).written.get("reanchored", 0)
