@@ -104,9 +104,7 @@ def learn_commits(
     report = report or LearnReport(repo_id)
     started = time.perf_counter()
     cursor = strata.log.learning_cursor(repo_id)
-    expected = cursor.version if cursor is not None else None
     waiting = cursor.decisions() if cursor is not None else {}
-    renames = dict(cursor.renames) if cursor is not None else {}
     learned = _learned_shas(strata, repo_id, commits, resolve)
     planner = Planner(
         repo_id,
@@ -115,41 +113,10 @@ def learn_commits(
         agent=_agent_decisions(strata, repo_id),
         formatting_revs=formatting_revs,
     )
-    steps = planner.plan(commits, renames)
+    steps = planner.plan(commits, dict(cursor.renames) if cursor is not None else {})
     totals = {d.memory_id: d.links for ds in waiting.values() for d in ds}
-    moved: dict[str, tuple[str, str]] = {}  # old path -> (new path, sha), for memories learned before
-    starts = range(0, len(steps), batch) if steps else ([0] if head is not None else [])
-    for i in starts:  # with nothing to learn, the cursor still moves to `head`
-        part = steps[i : i + batch]
-        last = head if head is not None and i + batch >= len(steps) else part[-1].commit
-        links: dict[str, int] = {}
-        for step in part:
-            if step.skip is None:
-                for target in step.changes:
-                    totals[target] = links[target] = totals.get(target, 0) + 1
-        part_renames = {
-            f.old_path: f.path for s in part for f in s.commit.files if f.old_path is not None and f.old_path != f.path
-        }
-        for s in part:
-            if s.skip == "learned":  # its renames were followed when it was learned
-                continue
-            for f in s.commit.files:
-                if f.old_path is not None and f.old_path != f.path:
-                    moved[f.old_path] = (f.path, s.commit.sha)
-        outcome, expected = strata.log.learn(
-            repo_id,
-            part,
-            expected=expected,
-            head=last.sha,
-            head_time=last.time,
-            links=links,
-            decisions=[d for s in part if s.skip is None for d in s.waits],
-            renames=part_renames,
-            counts=counts(part),
-        )
-        report.add(part, outcome)
-        report.head = last.sha
-        progress("learning", min(i + batch, len(steps)), len(steps), f"{last.date} {last.subject[:60]}")
+    expected = cursor.version if cursor is not None else None
+    moved = _record(strata, repo_id, report, steps, expected, totals, head, progress, batch)
     if moved and cursor is not None:
         report.reanchored += _follow_renames(
             strata, repo_id, moved, learned_now={s.memory_id for s in steps if s.memory_id}
@@ -165,6 +132,57 @@ def learn_commits(
         position=report.position,
     )
     return report
+
+
+def _record(
+    strata: Strata,
+    repo_id: str,
+    report: LearnReport,
+    steps: list[Step],
+    expected: int | None,
+    totals: dict[str, int],
+    head: Commit | None,
+    progress: Progress,
+    batch: int,
+) -> dict[str, tuple[str, str]]:
+    """Record the planned `steps` of `repo_id` in batches of `batch` into `report`, the learning cursor
+    (at version `expected`) moving with each, to `head` with the last. `totals` are the changes recorded
+    on each decision so far, kept current. Returns the paths that the commits learned now renamed
+    (old path -> (new path, sha)), for the memories learned before them."""
+    moved: dict[str, tuple[str, str]] = {}
+    starts = range(0, len(steps), batch) if steps else ([0] if head is not None else [])
+    for i in starts:  # with nothing to learn, the cursor still moves to `head`
+        part = steps[i : i + batch]
+        last = head if head is not None and i + batch >= len(steps) else part[-1].commit
+        links: dict[str, int] = {}
+        for step in part:
+            if step.skip is None:
+                for target in step.changes:
+                    totals[target] = links[target] = totals.get(target, 0) + 1
+        for s in part:
+            if s.skip == "learned":  # its renames were followed when it was learned
+                continue
+            moved.update({old: (new, s.commit.sha) for old, new in _renames(s.commit).items()})
+        outcome, expected = strata.log.learn(
+            repo_id,
+            part,
+            expected=expected,
+            head=last.sha,
+            head_time=last.time,
+            links=links,
+            decisions=[d for s in part if s.skip is None for d in s.waits],
+            renames={old: new for s in part for old, new in _renames(s.commit).items()},
+            counts=counts(part),
+        )
+        report.add(part, outcome)
+        report.head = last.sha
+        progress("learning", min(i + batch, len(steps)), len(steps), f"{last.date} {last.subject[:60]}")
+    return moved
+
+
+def _renames(commit: Commit) -> dict[str, str]:
+    """The files `commit` renamed: old path -> new path."""
+    return {f.old_path: f.path for f in commit.files if f.old_path is not None and f.old_path != f.path}
 
 
 def make_searchable(strata: Strata, report: LearnReport, progress: Progress = _quiet) -> LearnReport:
