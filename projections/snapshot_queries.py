@@ -82,6 +82,42 @@ class Anchored:
     """ISO 8601."""
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A memory as the snapshot holds it (every column but `utility` and `version`), its JSON decoded:
+    what consolidation judges."""
+
+    memory_id: str
+    repo_id: str
+    scope: str
+    kind: str
+    status: str
+    text: str
+    confidence: float
+    truth: float
+    utility_by_problem: dict[str, float]
+    problem_ids: tuple[str, ...]
+    related_ids: tuple[str, ...]
+    change_chain: tuple[dict[str, Any], ...]
+    evidence_refs: tuple[str, ...]
+    validations: int
+    reinforcements: int
+    last_validated: str
+    """ISO 8601."""
+    maturity: str
+    created: str
+    """ISO 8601."""
+    anchors: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def of(cls, values: Iterable[Any]) -> MemoryRow:
+        """From a row of _POOL_COLUMNS."""
+        row = decoded(dict(zip(_POOL_COLUMNS, values, strict=True)))
+        for key in _TUPLES:
+            row[key] = tuple(row[key])
+        return cls(**row)
+
+
 class DigestRow(NamedTuple):
     """A live memory as the Markdown digest lists it (a tuple: the digest unpacks it)."""
 
@@ -201,10 +237,9 @@ class SnapshotQueries:
         )
         return [row[0] for row in rows]
 
-    def pool(self, repo_id: str | None, *, visible: bool = False, kind: str | None = None) -> list[dict[str, Any]]:
+    def pool(self, repo_id: str | None, *, visible: bool = False, kind: str | None = None) -> list[MemoryRow]:
         """The active memories of a repo's own (`repo_id`; with `visible` also the global ones it sees) or of
-        the global pool (`repo_id` None), of `kind` if given, oldest first: every column but `version` and
-        `utility`, JSON ones decoded (consolidation's report rows)."""
+        the global pool (`repo_id` None), of `kind` if given, oldest first."""
         where, params = _pool(repo_id, visible)
         if kind is not None:
             where, params = f"{where} AND kind = ?", (*params, kind)
@@ -213,7 +248,7 @@ class SnapshotQueries:
             " ORDER BY created, memory_id",
             params,
         )
-        return [decoded(dict(zip(_POOL_COLUMNS, values, strict=True))) for values in rows]
+        return [MemoryRow.of(values) for values in rows]
 
     def visible_ids(self, repo_id: str | None, memory_ids: Iterable[str]) -> set[str]:
         """Those of `memory_ids` the repo sees (any status), or that are global (`repo_id` None)."""
@@ -238,6 +273,7 @@ class SnapshotReader(SnapshotQueries):
 
 
 _POOL_COLUMNS = tuple(c for c in COLUMNS if c not in ("utility", "version"))
+_TUPLES = tuple(c for c in JSON_COLUMNS if c != "utility_by_problem")
 
 
 def _pool(repo_id: str | None, visible: bool) -> tuple[str, tuple[str, ...]]:

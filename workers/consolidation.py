@@ -36,7 +36,7 @@ from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
 from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.snapshot_queries import SnapshotReader
+from strata_recall.projections.snapshot_queries import MemoryRow, SnapshotReader
 from strata_recall.projections.vectors import VectorReader
 
 log = structlog.get_logger("strata.reflect")
@@ -99,57 +99,57 @@ class Reflection:
 
     # --- findings ---------------------------------------------------------------------------------
 
-    def _superseded(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
+    def _superseded(self, pool: Pool, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
         found = []
-        chained = [r for r in rows if r["change_chain"] and r["truth"] < self.config.low_truth]
+        chained = [r for r in rows if r.change_chain and r.truth < self.config.low_truth]
         shown = self.snapshot.visible_ids(
-            pool.repo_id, {c["change_memory_id"] for r in chained for c in r["change_chain"]}
+            pool.repo_id, {c["change_memory_id"] for r in chained for c in r.change_chain}
         )
         for r in chained:
-            changes = [c["change_memory_id"] for c in r["change_chain"] if c["change_memory_id"] in shown]
-            taken.add(r["memory_id"])
+            changes = [c["change_memory_id"] for c in r.change_chain if c["change_memory_id"] in shown]
+            taken.add(r.memory_id)
             found.append(
                 {
                     **_brief(r),
                     "finding": "superseded",
-                    "truth": round(r["truth"], 4),
+                    "truth": round(r.truth, 4),
                     "changes": changes,
-                    "reason": f"changes left it no current truth ({r['truth']:.3f})"
+                    "reason": f"changes left it no current truth ({r.truth:.3f})"
                     + (f": {', '.join(changes)}" if changes else ""),
                 }
             )
         return found
 
-    def _decayed(self, rows: list[dict[str, Any]], now: datetime, taken: set[str]) -> list[dict[str, Any]]:
+    def _decayed(self, rows: list[MemoryRow], now: datetime, taken: set[str]) -> list[dict[str, Any]]:
         found = []
         for r in rows:
-            if r["memory_id"] in taken:
+            if r.memory_id in taken:
                 continue
-            validated = datetime.fromisoformat(r["last_validated"])
+            validated = datetime.fromisoformat(r.last_validated)
             days = (now - validated).total_seconds() / 86400
-            decayed = beliefs.decayed(r["truth"], days, self.config.half_life_days, r["kind"])
+            decayed = beliefs.decayed(r.truth, days, self.config.half_life_days, r.kind)
             if decayed < self.floor:
-                taken.add(r["memory_id"])
+                taken.add(r.memory_id)
                 found.append(
                     {
                         **_brief(r),
                         "finding": "decayed",
-                        "truth": round(r["truth"], 4),
+                        "truth": round(r.truth, 4),
                         "decayed_truth": round(decayed, 4),
-                        "last_validated": r["last_validated"],
+                        "last_validated": r.last_validated,
                         "reason": f"decayed truth {decayed:.3f} below the floor {self.floor} "
                         f"(last validated {validated:%Y-%m-%d})",
                     }
                 )
         return found
 
-    def _duplicates(self, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
-        live = [r for r in rows if r["memory_id"] not in taken and r["kind"] != "change"]
-        vectors = self._vectors([r["memory_id"] for r in live])
-        live = [r for r in live if r["memory_id"] in vectors]
+    def _duplicates(self, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
+        live = [r for r in rows if r.memory_id not in taken and r.kind != "change"]
+        vectors = self._vectors([r.memory_id for r in live])
+        live = [r for r in live if r.memory_id in vectors]
         if len(live) < 2:
             return []
-        matrix = np.stack([vectors[r["memory_id"]] for r in live])
+        matrix = np.stack([vectors[r.memory_id] for r in live])
         parent = list(range(len(live)))
 
         def root(i: int) -> int:
@@ -173,77 +173,77 @@ class Reflection:
                 continue
             keep = max(
                 indices,
-                key=lambda i: (live[i]["validations"], live[i]["reinforcements"], live[i]["truth"], _older(live[i])),
+                key=lambda i: (live[i].validations, live[i].reinforcements, live[i].truth, _older(live[i])),
             )
             merged = []
-            for i in sorted(indices, key=lambda i: live[i]["created"]):
+            for i in sorted(indices, key=lambda i: live[i].created):
                 similarity = float(matrix[keep] @ matrix[i])
                 if i != keep and self._mergeable(live[keep], live[i], similarity):
                     merged.append(
                         {
                             **_brief(live[i]),
                             "similarity": round(similarity, 4),
-                            "reason": f"near-duplicate of {live[keep]['memory_id']} (similarity {similarity:.3f})",
+                            "reason": f"near-duplicate of {live[keep].memory_id} (similarity {similarity:.3f})",
                         }
                     )
-                    taken.add(live[i]["memory_id"])
+                    taken.add(live[i].memory_id)
             if merged:
-                taken.add(live[keep]["memory_id"])
+                taken.add(live[keep].memory_id)
                 groups.append({"keep": _brief(live[keep]), "merge": merged})
         return sorted(groups, key=lambda g: g["keep"]["memory_id"])
 
     @staticmethod
-    def _mergeable(keep: dict[str, Any], other: dict[str, Any], similarity: float) -> bool:
+    def _mergeable(keep: MemoryRow, other: MemoryRow, similarity: float) -> bool:
         return (
             merge_refusal(
-                status=keep["status"],
-                kind=keep["kind"],
-                scope=keep["scope"],
-                text=keep["text"],
-                problem_ids=keep["problem_ids"],
+                status=keep.status,
+                kind=keep.kind,
+                scope=keep.scope,
+                text=keep.text,
+                problem_ids=keep.problem_ids,
                 anchor_keys=_anchor_keys(keep),
-                new_kind=other["kind"],
-                new_scope=other["scope"],
-                new_text=other["text"],
-                new_problem_id=other["problem_ids"][0] if other["problem_ids"] else None,
+                new_kind=other.kind,
+                new_scope=other.scope,
+                new_text=other.text,
+                new_problem_id=other.problem_ids[0] if other.problem_ids else None,
                 new_anchor_keys=_anchor_keys(other),
                 similarity=similarity,
             )
             is None
         )
 
-    def _failed_tactics(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
-        tactics = [r for r in rows if r["kind"] == "failed_tactic" and r["memory_id"] not in taken and r["problem_ids"]]
+    def _failed_tactics(self, pool: Pool, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
+        tactics = [r for r in rows if r.kind == "failed_tactic" and r.memory_id not in taken and r.problem_ids]
         if not tactics:
             return []
-        problems = {p for r in tactics for p in r["problem_ids"]}
+        problems = {p for r in tactics for p in r.problem_ids}
         solutions = [
             s
             for s in self.snapshot.pool(pool.repo_id, visible=True, kind="solution")
-            if problems.intersection(s["problem_ids"])
+            if problems.intersection(s.problem_ids)
         ]
         found = []
         for tactic in tactics:
             best = None
             for s in solutions:
-                problem = next((p for p in tactic["problem_ids"] if p in s["problem_ids"]), None)
-                if problem is None or s["created"] <= tactic["created"] or s["memory_id"] in tactic["related_ids"]:
+                problem = next((p for p in tactic.problem_ids if p in s.problem_ids), None)
+                if problem is None or s.created <= tactic.created or s.memory_id in tactic.related_ids:
                     continue
-                utility = s["utility_by_problem"].get(problem)
-                if (utility is not None and utility >= WORKING_UTILITY) or s["maturity"] in ("established", "proven"):
-                    score = (utility or 0.0, s["validations"])
+                utility = s.utility_by_problem.get(problem)
+                if (utility is not None and utility >= WORKING_UTILITY) or s.maturity in ("established", "proven"):
+                    score = (utility or 0.0, s.validations)
                     if best is None or score > best[0]:
                         best = (score, s, problem)
             if best is not None:
                 _, s, problem = best
-                taken.add(tactic["memory_id"])
+                taken.add(tactic.memory_id)
                 found.append(
                     {
                         **_brief(tactic),
                         "problem_id": problem,
-                        "solution_id": s["memory_id"],
-                        "solution_text": short(s["text"]),
-                        "reason": f"problem {problem} was later solved by {s['memory_id']}",
+                        "solution_id": s.memory_id,
+                        "solution_text": short(s.text),
+                        "reason": f"problem {problem} was later solved by {s.memory_id}",
                     }
                 )
         return found
@@ -256,16 +256,16 @@ class Reflection:
         return self.vectors.embeddings(ids)
 
 
-def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    return {"memory_id": row["memory_id"], "kind": row["kind"], "text": short(row["text"])}
+def _brief(row: MemoryRow) -> dict[str, Any]:
+    return {"memory_id": row.memory_id, "kind": row.kind, "text": short(row.text)}
 
 
-def _older(row: dict[str, Any]) -> float:
-    return -datetime.fromisoformat(row["created"]).timestamp()
+def _older(row: MemoryRow) -> float:
+    return -datetime.fromisoformat(row.created).timestamp()
 
 
-def _anchor_keys(row: dict[str, Any]) -> set[str]:
-    return {Anchor.of(a).key for a in row["anchors"]}
+def _anchor_keys(row: MemoryRow) -> set[str]:
+    return {Anchor.of(a).key for a in row.anchors}
 
 
 # --- running it ---------------------------------------------------------------------------------

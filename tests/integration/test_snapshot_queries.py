@@ -118,13 +118,14 @@ def test_learned_commits_digest_rows_texts_and_repos(planted: dict[str, str], sn
 
 
 def test_pools_and_visible_ids(planted: dict[str, str], snapshot: SnapshotProjection) -> None:
-    own = [r["memory_id"] for r in snapshot.pool(A)]
+    own = [r.memory_id for r in snapshot.pool(A)]
     assert set(own) == {planted[k] for k in ("a_fact", "a_anchored", "a_other_path", "a_learned")}
-    assert [r["memory_id"] for r in snapshot.pool(None)] == [planted["global"]]
-    assert {r["memory_id"] for r in snapshot.pool(B, visible=True)} == {planted["b_fact"], planted["global"]}
+    assert [r.memory_id for r in snapshot.pool(None)] == [planted["global"]]
+    assert {r.memory_id for r in snapshot.pool(B, visible=True)} == {planted["b_fact"], planted["global"]}
     assert snapshot.pool(A, kind="solution") == []
-    row = snapshot.pool(A)[0]
-    assert isinstance(row["anchors"], list) and isinstance(row["utility_by_problem"], dict)
+    anchored = next(r for r in snapshot.pool(A) if r.memory_id == planted["a_anchored"])
+    assert anchored.anchors[0]["path"] == "src/db_pool.py" and anchored.utility_by_problem == {}
+    assert anchored.problem_ids == () and anchored.status == "active" and anchored.repo_id == A
     everything = set(planted.values())
     assert snapshot.visible_ids(B, everything) == {planted["b_fact"], planted["global"]}
     assert snapshot.visible_ids(None, everything) == {planted["global"]}
