@@ -24,31 +24,8 @@ from strata_recall.domain.transitions import ATTRIBUTES, CREATED, MODIFIED, Tran
 from strata_recall.domain.transitions import written as new_memory
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.snapshot_queries import COLUMNS, SnapshotQueries
 from strata_recall.projections.store import Connection
-
-COLUMNS = (
-    "memory_id",
-    "repo_id",
-    "scope",
-    "kind",
-    "status",
-    "text",
-    "confidence",
-    "truth",
-    "utility",
-    "utility_by_problem",
-    "problem_ids",
-    "related_ids",
-    "change_chain",
-    "evidence_refs",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "maturity",
-    "created",
-    "version",
-    "anchors",
-)
 
 
 def m001_create_tables(conn: Connection) -> None:
@@ -324,7 +301,7 @@ def fold_states(
     return touched
 
 
-class SnapshotProjection(Projection):
+class SnapshotProjection(SnapshotQueries, Projection):
     name = "snapshot"
     migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)

@@ -237,11 +237,8 @@ class Hook:
         ledger = self._ledger() if reads else None
         if ledger is None:
             return set()
-        try:  # a read is rated once feedback credited any memory under it
-            rows = ledger.conn.execute(
-                f"SELECT DISTINCT read_id FROM credits WHERE read_id IN ({','.join('?' * len(reads))})", reads
-            )
-            return {row[0] for row in rows}
+        try:
+            return ledger.rated(reads)
         finally:
             ledger.close()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
-from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, scrub
+from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
 from strata_recall.interface.app.api import CommandAPI, Reader
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
@@ -294,12 +293,7 @@ class Strata:
                 ledger.close()
         files = sorted(self.settings.projection_dir.glob("*.sqlite"))
         for path in files:
-            conn = store.connect(path, vectors=True)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.execute("PRAGMA optimize")
-            finally:
-                conn.close()
+            store.tidy(path)
         return {"files": len(files), "reads_forgotten": pruned}
 
     def scheduler(self, compaction: bool = True) -> BackgroundScheduler:
@@ -430,7 +424,7 @@ def open_log(settings: Settings) -> MemoryLog:
                 }
             )
         )
-    except (sqlite3.OperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
+    except (SQLiteOperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
         # held too long (a file that is no database is not something to retry: that stays an internal error)
         # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
         full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""

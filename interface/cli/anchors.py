@@ -7,18 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 
 from strata_recall.domain.anchors import BY_GIT, CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
 from strata_recall.domain.commands import AnchorDrift
 from strata_recall.domain.duplicates import short
 from strata_recall.domain.errors import InvalidInput, NotFound
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.anchors import git_head
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.workspace import FileReader, local_root, not_readable, real
 from strata_recall.projections.anchors import Workspace
+from strata_recall.projections.snapshot import SnapshotProjection
 
 log = structlog.get_logger("strata.anchors")
 
@@ -31,23 +30,17 @@ def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> 
     of memories learned from the history (domain/anchors.py BY_GIT) are neither judged nor counted."""
     root = local_root(root_text, "root")
     strata.compact()  # the snapshot follows the log itself: no model, no other projection needed
-    rows = (
-        strata.projection("snapshot")
-        .conn.execute(
-            f"SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND anchors != '[]' AND status IN ('active', 'pending') ORDER BY created",
-            (repo_id,),
-        )
-        .fetchall()
-    )
+    snapshot: SnapshotProjection = strata.projection("snapshot")  # type: ignore[assignment]
+    rows = snapshot.anchored(repo_id, ("active", "pending"))
     head = git_head(root)
     reader = FileReader()
     tree = Workspace(read=lambda path: reader.read(root, path))
     drifted: list[dict[str, Any]] = []
     unjudged = learned = 0
-    for memory_id, kind, status, text, stored in rows:
+    for row in rows:
+        memory_id, kind, status, text = row.memory_id, row.kind, row.status, row.text
         found = []
-        anchors = [a for a in map(Anchor.of, orjson.loads(stored)) if a.fingerprinted_by != BY_GIT]
+        anchors = [a for a in map(Anchor.of, row.anchors) if a.fingerprinted_by != BY_GIT]
         if not anchors:  # learned from the history (strata learn): the files a commit touched, nothing to judge
             learned += 1
             continue

@@ -13,14 +13,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from strata_recall.domain import beliefs
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata
 from strata_recall.projections import store
 from strata_recall.projections.brief import TRUTH_SHOWN_BELOW
 from strata_recall.projections.recall import RecallConfig
+from strata_recall.projections.snapshot import SnapshotProjection
 
 _SECTIONS = (
     ("fact", "Facts"),
@@ -35,20 +33,13 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
     from the snapshot (the caller compacts first), under the read path's truth rule: a memory whose truth
     (decayed) is below `low_truth` is left out, as a read leaves it out, and a solution in doubt (below
     TRUTH_SHOWN_BELOW, where a read shows its truth) is listed as "In doubt", not "Worked"."""
-    rows = (
-        strata.projection("snapshot")
-        .conn.execute(
-            "SELECT memory_id, kind, scope, text, truth, utility, maturity, problem_ids, change_chain, last_validated"
-            f" FROM snapshot WHERE {sql_clause(include_global)} AND status = 'active' ORDER BY created",
-            (repo_id,),
-        )
-        .fetchall()
-    )
+    snapshot: SnapshotProjection = strata.projection("snapshot")  # type: ignore[assignment]
+    rows = snapshot.digest_rows(repo_id, include_global)
     shown = {row[0] for row in rows}  # a change chain names only changes this repo sees (domain/visibility.py)
     now = datetime.now(UTC)
-    memories = []
+    memories: list[dict[str, Any]] = []
     left_out = 0
-    for mid, kind, scope, text, truth, utility, maturity, problems, chain, validated in rows:
+    for mid, kind, scope, text, truth, utility, maturity, pids, chain, validated in rows:
         age = (now - datetime.fromisoformat(validated)).total_seconds() / 86400
         decayed = beliefs.decayed(truth, age, RecallConfig.half_life_days, kind)
         if decayed < RecallConfig.low_truth:
@@ -63,8 +54,8 @@ def markdown_digest(strata: Strata, repo_id: str, include_global: bool = True) -
                 "utility": utility,
                 "truth": decayed,
                 "maturity": maturity,
-                "problems": orjson.loads(problems),
-                "chain": [c for c in orjson.loads(chain) if c["change_memory_id"] in shown],
+                "problems": list(pids),
+                "chain": [c for c in chain if c["change_memory_id"] in shown],
             }
         )
     by_kind: dict[str, list[dict[str, Any]]] = {}
@@ -212,14 +203,8 @@ def doctor(strata: Strata) -> list[Check]:
         return f"{where}: {strata.log.position()} events"
 
     def extensions() -> str:
-        conn = store.connect(":memory:", vectors=True)
-        try:
-            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
-            vec = conn.execute("SELECT vec_version()").fetchone()[0]
-            sqlite = conn.execute("SELECT sqlite_version()").fetchone()[0]
-        finally:
-            conn.close()
-        return f"SQLite {sqlite} with FTS5 (porter) and sqlite-vec {vec}"
+        found = store.capabilities()
+        return f"SQLite {found.sqlite} with FTS5 (porter) and sqlite-vec {found.vec}"
 
     def model() -> str:
         vectors = strata.projection("vectors")
