@@ -75,16 +75,16 @@ from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.relevance import (
-    DEFAULT_BAR,
-    MODEL,
     TAIL,
-    RelevanceModel,
     answer_features,
     memory_features,
 )
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
+from strata_recall.projections.tuning import RecallConfig as RecallConfig  # where callers have imported it from
 from strata_recall.projections.vector_index import GLOBAL, VectorIndex
+from strata_recall.schemas.defaults import DEFAULT_LIMIT
+from strata_recall.schemas.defaults import TEXT_CHARS as TEXT_CHARS
 
 GUIDANCE = (
     "Memories are hypotheses, not orders: check each against the code in front of you, which is the "
@@ -99,9 +99,6 @@ FIT_REASONS = ("below_relevance", "over_token_budget", "duplicate", "diversity")
 MIN_RESULT_TOKENS = 48
 """Fewer tokens than any memory takes in compact form (its id alone takes ~28): a token budget with
 less left is full."""
-TEXT_CHARS = 320
-"""A result's text is cut after about this many characters (at a word), with a marker saying how much
-more there is: `read` with `memory_ids` gives memories whole."""
 
 
 @cache
@@ -129,55 +126,13 @@ class _Stages:
 
 
 @dataclass(frozen=True)
-class RecallConfig:
-    """The engine's tuning; chosen by ops/eval_recall.py (every corpus at once) and ops/bench_read.py,
-    not per request."""
-
-    fusion: str = "adaptive"
-    vector_weight: float = 0.4
-    keyword_weight: float = 0.6
-    rrf_k: float = 60.0
-    overfetch: int = 100
-    consider: int | None = 2  # weigh the best consider × limit search hits (all of them under a kinds filter)
-    threshold: dict[str, float] = field(default_factory=lambda: {"targeted": 0.15, "ambient": 0.35})
-    kind_offset: dict[str, float] = field(
-        default_factory=lambda: {
-            "preference": -0.07,
-            "fact": 0.05,
-            "change": 0.0,
-            "problem": 0.0,
-            "solution": 0.0,
-            "failed_tactic": 0.0,
-        }
-    )
-    keyword_relief: float = 0.05
-    low_truth: float = 0.2
-    half_life_days: float = 60.0
-    link_decay: float = 0.9
-    related_seeds: int = 10
-    related_decay: tuple[float, ...] = (0.5, 0.25)  # share of a seed's relevance at distance 1, 2 along `related` links
-    chain_share: float | None = 2 / 3  # most of the answer one chain of `related` memories may hold, at every depth
-    hop_seeds: int = 3
-    hop_fanout: int = 5
-    hop_threshold: float = 0.6
-    hop_tightening: float = 0.1
-    hop_decay: float = 0.8
-    duplicate_cosine: float = 0.97
-    per_source_cap: int = 4  # most memories one hit may bring through its links or hops
-    unfavoured_kind: float = 0.85  # score weight of kinds an archetype profile does not list (mode auto)
-    relevance: str = "hybrid"  # "hybrid" | "vector" | "keyword" (the latter two for evaluation)
-    model: RelevanceModel = MODEL  # the absolute relevance (projections/relevance.py)
-    bar: float = DEFAULT_BAR  # a read's min_relevance unless it names one
-
-
-@dataclass(frozen=True)
 class ReadQuery:
     repo_id: str
     query: str
     mode: str = "targeted"
     include_global: bool = True
     kinds: tuple[str, ...] | None = None
-    limit: int = 20
+    limit: int = DEFAULT_LIMIT
     semantic_hops: int = 2
     include_problem_links: bool = True
     include_update_links: bool = True

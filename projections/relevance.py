@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from strata_recall.schemas.defaults import DEFAULT_BAR as DEFAULT_BAR  # the bar TAIL scales
+
 
 @dataclass(frozen=True)
 class Logistic:
@@ -57,8 +59,6 @@ MODEL = RelevanceModel(
     memory=Logistic(-4.613, (1.127, 0.858, -1.013, -0.005, 3.942, -0.338)),
 )
 
-DEFAULT_BAR = 0.2
-"""`min_relevance`'s default: below it, an answer's relevance returns nothing."""
 TAIL = 0.25
 """In an answer that passes the bar, a memory whose relevance is below TAIL × the bar (0.05 at the default
 bar) is held back unless it comes with one that reaches it (its case, an amendment): no tail of memories
