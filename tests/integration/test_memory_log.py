@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,9 @@ def truth(strata: Strata, memory_id: str) -> float:
     return strata.log.memory(memory_id).truth_value
 
 
-def test_state_survives_close_and_reopen(data_dir: Path) -> None:
+def test_state_survives_close_and_reopen(data_dir: Path, api_of: Callable[..., CommandAPI]) -> None:
     first = build(load_settings(environ={}, data_dir=data_dir))
-    api = CommandAPI(first.log)
+    api = api_of(first)
     problem = api.write(write_request("acme/api", "Build fails on a clean checkout", "problem")).memory_id
     solution = api.write(
         write_request("acme/api", "Run make generate first", "solution", links={"problem_id": problem})
