@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +30,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = Path(str(config.rootpath))
     for item in items:
         where = Path(str(item.path)).relative_to(root).as_posix()
-        if where.startswith(SLOW_PARTS):
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("backend") == "postgresql"
+        if where.startswith(SLOW_PARTS) or on_postgres:  # a PostgreSQL cluster starts for them
             item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The event log a test's store keeps, as the settings that choose it (for make_strata): the embedded
+    SQLite file, or a schema of the test's own on the session's PostgreSQL server (skipped, loudly,
+    where the machine has no PostgreSQL binaries: require_postgres_binaries). Tests of what the log
+    does (write, read, update, replay, fold) take it and run on both."""
+    if request.param == "sqlite":
+        return {}
+    server: Any = request.getfixturevalue("postgres_server")
+    return {**server.settings(), "postgres_schema": f"t_{uuid.uuid4().hex[:12]}"}
 
 
 @pytest.fixture
@@ -70,7 +85,8 @@ def api_of(make_strata: Callable[..., Strata]) -> Callable[..., CommandAPI]:
     test needs override that (`review_writes=True`: a store that holds agent writes for review)."""
 
     def of(app: Strata, **settings: Any) -> CommandAPI:
-        settings = {"near_duplicates": False, **settings}
+        store = {k: v for k, v in app.settings.model_dump().items() if k == "event_store" or k.startswith("postgres_")}
+        settings = {**store, "near_duplicates": False, **settings}
         return make_strata(data_dir=app.settings.data_dir, embedder=app.embedder, **settings).api()
 
     return of

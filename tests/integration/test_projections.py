@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,9 @@ from tests.conftest import write_request
 
 
 @pytest.fixture
-def hashed(data_dir: Path) -> Iterator[Strata]:
+def hashed(data_dir: Path, backend: dict[str, Any]) -> Iterator[Strata]:  # both event logs: conftest.py
     """The whole system with the deterministic fake embedder (fast); the real model is tested below."""
-    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=64))
+    app = build(load_settings(environ={}, data_dir=data_dir, **backend), embedder=HashEmbedder(dim=64))
     yield app
     app.close()
 
