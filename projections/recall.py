@@ -10,8 +10,9 @@ one log position from the projections (never by rebuilding aggregates).
    embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
    keyword list in proportion to the share of a long query's words it searched (projections/fts.py
-   keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (further ones
-   never changed an answer on any corpus, and cost a third of a read). Every candidate gets an
+   keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (hits further
+   down are below what a full answer shows, and every candidate costs the stages after this one:
+   ops/eval_recall.py and ops/bench_read.py weigh the two). Every candidate gets an
    absolute relevance, P(relevant) (projections/relevance.py): the probability that the answer holds
    a relevant memory, from the read as a whole, times the memory's given that, from its own evidence.
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
@@ -799,8 +800,8 @@ class RecallEngine:
         self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
         """Each seed gives the memories `related` to it (breadth first, up to len(related_decay) links
-        away) a share of its relevance; shares from different seeds add up (LoCoMo's evidence is
-        often the turn next to the one that matches: +0.07 recall at every k). Seeds whose
+        away) a share of its relevance; shares from different seeds add up (in a conversation, what
+        answers a question is often the turn next to the one that matches it). Seeds whose
         neighbourhoods meet form one chain, and selection caps a chain's share of the answer
         (chain_share): a long chain of middling hits, lifting each other, cannot take the whole top."""
         added: dict[str, float] = {}
@@ -856,8 +857,8 @@ class RecallEngine:
     def _hops(self, q: ReadQuery, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
         """Memories close to the best hits that the search itself did not find: they rank below every
         search hit (the search had already looked at the closest to the query), ordered among
-        themselves by parent relevance × hop_decay^hop × similarity to the parent. Ranked by that
-        alone they crowded the answer's top on LoCoMo (recall@10 0.681 against 0.710 without hops)."""
+        themselves by parent relevance × hop_decay^hop × similarity to the parent: ranked by that alone,
+        memories similar to a hit would crowd out hits similar to the query itself."""
         c = self.config
         frontier = [s for s in seeds if s.direct][: c.hop_seeds]
         direct = [cand.relevance for cand in candidates.values() if cand.direct]
@@ -1081,8 +1082,8 @@ class RecallEngine:
     def _cost(self, result: dict[str, Any], into: dict[str, Any] | None) -> int:
         """Tokens a memory adds to the answer as an agent receives it: its compact form and the comma
         before it, and when it is the first of its kind in a case (`into`), the list it opens."""
-        # its JSON text counted in one pass (the sum of its parts' counts, as count_json has it, but one
-        # scan of one string costs a fifth of a walk through the parts: a read admits ~20 memories)
+        # its JSON text counted in one pass: the sum of its parts' counts, as count_json has it, from one
+        # scan of one string rather than a walk through the parts (this runs for every memory admitted)
         cost = self.tokens.count_once(orjson.dumps(brief.member(result, nested=into is not None)).decode()) + 1
         if into is not None and not into[NESTED[result["kind"]]]:
             cost += self.tokens.count(f'"{NESTED[result["kind"]]}"') + 3  # :[]
