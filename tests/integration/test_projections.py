@@ -171,11 +171,11 @@ def _same(a: dict, b: dict) -> bool:
 
 class Flaky(FTSProjection):
     name = "fts"
-    failures = 2
+    failures = 2  # each instance's own count (a test runs once per backend in one process)
 
     def apply(self, conn, batch, prepared):  # type: ignore[no-untyped-def]
-        if Flaky.failures:
-            Flaky.failures -= 1
+        if self.failures:
+            self.failures -= 1
             raise RuntimeError("disk hiccup")
         super().apply(conn, batch, prepared)
 
