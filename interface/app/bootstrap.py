@@ -148,7 +148,7 @@ class Strata:
                 archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
                 ledger=self.ledger(),
                 positions=lambda: min(p.position for p in self.projections(SEARCHABLE)),
-                config=config,
+                config=config or self.settings.recall_config(),
             )
             if config is not None:
                 return engine
@@ -193,6 +193,7 @@ class Strata:
             archetypes=model.classifier(),
             ledger=None,
             positions=lambda: model.position,
+            config=self.settings.recall_config(),
             clock=lambda: moment.time,
         )
 
@@ -208,7 +209,7 @@ class Strata:
                 cast(LinksProjection, self.projection("links")),
                 position=snapshot.position,
                 now=datetime.now(UTC),
-                half_life_days=RecallConfig.half_life_days,
+                half_life_days=self.settings.recall_half_life_days,
             )
         model = self.past().at(moment.position)
         return Browser(
@@ -217,7 +218,7 @@ class Strata:
             model.links,
             position=model.position,
             now=moment.time,
-            half_life_days=RecallConfig.half_life_days,
+            half_life_days=self.settings.recall_half_life_days,
         )
 
     def ledger(self) -> ReadLedger:

@@ -29,8 +29,8 @@ from tests.integration.test_projections import populate
 
 
 @pytest.fixture
-def hashed(data_dir: Path) -> Iterator[Strata]:
-    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=32))
+def hashed(data_dir: Path, backend: dict[str, Any]) -> Iterator[Strata]:  # both event logs: conftest.py
+    app = build(load_settings(environ={}, data_dir=data_dir, **backend), embedder=HashEmbedder(dim=32))
     yield app
     app.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,9 @@ def test_a_revert_is_a_failed_tactic_and_lowers_what_it_undid(strata: Strata, re
     assert strata.log.memory(tactic["memory_id"], REPO).related_ids == [undone["memory_id"]]
 
 
-def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(strata: Strata, repo: Repo) -> None:
+def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(
+    strata: Strata, repo: Repo, api_of: Callable[..., CommandAPI]
+) -> None:
     repo.commit("Add the pool", T0, {"src/pool.py": lines(40)})
     decision = repo.commit(
         f"Hold the pool lock across the check and the pop\n\n{WHY}", T0 + DAY, {"src/pool.py": lines(44)}
@@ -211,7 +214,7 @@ def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(strata: S
     assert [c["change_memory_id"] for c in made["change_chain"]] == [by_sha(strata, rewrite)["memory_id"]]
     assert 0.5 < made["truth"] < 0.8  # a reason to check it, not proof it no longer holds
     # an agent's memory anchored to the file: a commit made after it is recorded on it too
-    api = CommandAPI(strata.log)
+    api = api_of(strata)
     anchor = {"path": "src/pool.py", "fingerprint": fingerprint(lines(30))}
     note = api.write(
         {

@@ -15,7 +15,7 @@ LAYERS = {"domain", "projections", "workers", "interface", "schemas"}
 ALLOWED = {
     "domain": {"domain"},
     "schemas": {"schemas"},
-    "projections": {"projections", "domain"},
+    "projections": {"projections", "domain", "schemas"},  # schemas/defaults.py: the read's defaults
     "workers": {"workers", "domain", "projections"},
     "interface": LAYERS,
 }
