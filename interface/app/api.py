@@ -41,6 +41,7 @@ from strata_recall.interface.app import access
 from strata_recall.interface.app import anchors as anchoring
 from strata_recall.interface.app.inspector import Inspector
 from strata_recall.interface.app.operations import Operation
+from strata_recall.interface.app.services import inspection, memories, tokens
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.memory_index import MemoryIndex
@@ -73,6 +74,19 @@ from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import Credited, FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.operator import (
+    LogRequest,
+    LogResponse,
+    RecordedResponse,
+    RestoreRequest,
+    TokenCreateRequest,
+    TokenCreateResponse,
+    TokenListRequest,
+    TokenListResponse,
+    TokenRevokeRequest,
+    TokenRevokeResponse,
+    UnmergeRequest,
+)
 from strata_recall.schemas.read import (
     DEFAULT_TOKEN_BUDGET,
     ArchetypeUsed,
@@ -203,8 +217,11 @@ class CommandAPI:
         feedback_max_memories: int = 8,
         near_duplicates: Callable[[], NearDuplicates | None] | None = None,
         workspaces: Workspaces | None = None,
+        server_token: bool = False,
     ) -> None:
         self.log = memory_log
+        self.server_token = server_token
+        """Whether the server has its own STRATA_TOKEN (a first named token then changes nothing for clients)."""
         self.workspaces = workspaces or Workspaces.remote()
         """Which of this machine's files the clients of this API may make it read (interface/app/workspace.py):
         the transport that builds the API says whether they are local; by default nothing is read."""
@@ -382,6 +399,26 @@ class CommandAPI:
             position=outcome.position,
         )
         return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
+
+    # --- the operator's: interface/app/services/ ----------------------------------------------------
+
+    def unmerge(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
+        return memories.unmerge(self.log, parse(UnmergeRequest, payload))
+
+    def restore(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
+        return memories.restore(self.log, parse(RestoreRequest, payload))
+
+    def token_create(self, payload: Payload, principal: Principal = LOCAL) -> TokenCreateResponse:
+        return tokens.create(self.log, parse(TokenCreateRequest, payload), self.server_token)
+
+    def token_list(self, payload: Payload, principal: Principal = LOCAL) -> TokenListResponse:
+        return tokens.listing(self.log, parse(TokenListRequest, payload))
+
+    def token_revoke(self, payload: Payload, principal: Principal = LOCAL) -> TokenRevokeResponse:
+        return tokens.revoke(self.log, parse(TokenRevokeRequest, payload))
+
+    def events(self, payload: Payload, principal: Principal = LOCAL) -> LogResponse:
+        return inspection.recent(self.log, parse(LogRequest, payload))
 
     def define_archetype(self, payload: Payload) -> ArchetypeResponse:
         request = parse(ArchetypeRequest, payload)

@@ -97,6 +97,7 @@ class Strata:
             feedback_max_memories=self.settings.feedback_max_memories,
             near_duplicates=self.near_duplicates,
             workspaces=workspaces,
+            server_token=self.settings.token is not None,
         )
 
     @property

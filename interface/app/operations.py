@@ -52,6 +52,19 @@ from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.operator import (
+    LogRequest,
+    LogResponse,
+    RecordedResponse,
+    RestoreRequest,
+    TokenCreateRequest,
+    TokenCreateResponse,
+    TokenListRequest,
+    TokenListResponse,
+    TokenRevokeRequest,
+    TokenRevokeResponse,
+    UnmergeRequest,
+)
 from strata_recall.schemas.read import ReadRequest, ReadResponse
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import WriteRequest, WriteResponse
@@ -463,6 +476,97 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             permission=None,
             agent_tool=False,
+        ),
+        # --- the operator's (permission operator: the CLI, the server's STRATA_TOKEN, --ops operator) ---
+        Operation(
+            name="unmerge",
+            method="unmerge",
+            request=UnmergeRequest,
+            response=RecordedResponse,
+            summary="Operator: undo a near-duplicate merge.",
+            description=(
+                "The reinforcement a merge brought is taken back and the duplicate becomes a memory of its own "
+                "again (or is restored, when reflect had archived it)."
+            ),
+            example={
+                "memory_id": "<memory id>",
+                "duplicate_id": "<the write's merged.duplicate_id>",
+                "reason": "two lessons",
+            },
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+        ),
+        Operation(
+            name="restore",
+            method="restore",
+            request=RestoreRequest,
+            response=RecordedResponse,
+            summary="Operator: make an archived memory active again.",
+            description="An archived memory (by reflect, or an unmerge) is recalled again, as before.",
+            example={"memory_id": "<memory id>", "reason": "still true: checked the Makefile"},
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+        ),
+        Operation(
+            name="token_create",
+            method="token_create",
+            request=TokenCreateRequest,
+            response=TokenCreateResponse,
+            summary="Operator: issue a named token; its secret is in the answer, once.",
+            description=(
+                "A named token for some repos and operations; the log keeps only its sha256, and a server on "
+                "the store accepts it within a second. The store's first named token makes every server on it "
+                "demand a token from every client (the answer's warning)."
+            ),
+            example={"name": "alice-agent", "repos": ["acme/*"], "ops": ["read", "write"]},
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+        ),
+        Operation(
+            name="token_list",
+            method="token_list",
+            request=TokenListRequest,
+            response=TokenListResponse,
+            summary="Operator: the named tokens, what each may do, created and revoked (never a secret or a hash).",
+            description="Every named token issued in the log: its operations, repos, global memories, when it was "
+            "created and revoked.",
+            example={},
+            read_only=True,
+            permission="operator",
+            agent_tool=False,
+            resource="strata://operator/tokens{?include_revoked}",
+        ),
+        Operation(
+            name="token_revoke",
+            method="token_revoke",
+            request=TokenRevokeRequest,
+            response=TokenRevokeResponse,
+            summary="Operator: revoke a named token; servers refuse it within a second.",
+            description="A revoked token is refused by every server on the store within a second; its name is not "
+            "issued again.",
+            example={"name": "alice-agent", "reason": "left the team"},
+            read_only=False,
+            permission="operator",
+            destructive=True,
+            idempotent=True,
+            agent_tool=False,
+        ),
+        Operation(
+            name="log",
+            method="events",
+            request=LogRequest,
+            response=LogResponse,
+            summary="Operator: the newest events of the log, oldest first, with their positions.",
+            description="The log's newest events, of every repo and every kind (tokens' included), with their "
+            "positions: the operator's view of what was recorded.",
+            example={"limit": 20},
+            read_only=True,
+            permission="operator",
+            agent_tool=False,
+            resource="strata://operator/log{?limit}",
         ),
     )
 }
