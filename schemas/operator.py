@@ -80,8 +80,14 @@ class TokenCreateResponse(TokenListing):
         "earlier one's idempotency key, which was shown it."
     )
     position: int | None
-    warning: str | None = Field(None, description="Set for the store's first named token: what it changes.")
-    note: str | None = Field(None, description="Set when the secret is not shown (a repeated idempotency key).")
+    warning: str | None = Field(
+        None, description="Only for the store's first named token: what it changes.", exclude_if=lambda v: v is None
+    )
+    note: str | None = Field(
+        None,
+        description="Only when the secret is not shown (a repeated idempotency key).",
+        exclude_if=lambda v: v is None,
+    )
 
 
 class TokenListRequest(Request):

@@ -119,6 +119,21 @@ def read_in_brief(arguments: dict[str, Any], answer: dict[str, Any]) -> dict[str
 
 
 @dataclass(frozen=True)
+class Cli:
+    """How the `strata` command offers an operation: interface/cli/generated.py builds the command from
+    this, the request contract and the operation's example."""
+
+    verb: tuple[str, ...]
+    """The command, after its group if it has one: ("unmerge",), ("token", "create")."""
+    arguments: tuple[str, ...] = ()
+    """Request fields taken as positional arguments, in order."""
+    options: tuple[tuple[str, str], ...] = ()
+    """(request field, option) pairs: ("repo_id", "--repo"). A list field takes the option again or
+    commas; a bool is a flag. With neither arguments nor options the command takes the JSON request
+    (an argument, a file, or stdin)."""
+
+
+@dataclass(frozen=True)
 class Operation:
     name: str
     method: str
@@ -148,6 +163,10 @@ class Operation:
     resource: str | None = None
     """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
     are request fields (numbers and lists given as text: `kinds=fact,change`)."""
+    cli: Cli | None = None
+    """The `strata` command generated for it (interface/cli/generated.py); None: the CLI offers it by a
+    command of its own (read, memory_index, review: they do more on the local machine) or not at all
+    (the inspector's views, served to people over HTTP and MCP)."""
     agent_answer: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
     """What the MCP tool answers, from the request's arguments and the response as JSON, when it is not
     the response itself (a read by query answers in brief); the tool then leaves out what says nothing
@@ -210,6 +229,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="write",
             creates="memory.scope",
             advanced=("author", "anchors", "workspace"),
+            cli=Cli(("write",)),
         ),
         Operation(
             name="update",
@@ -239,6 +259,7 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="write",
             touches=("memory_id",),
+            cli=Cli(("update",)),
         ),
         Operation(
             name="feedback",
@@ -261,6 +282,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="write",
             touches=("used[].memory_id",),
             advanced=("confidence",),
+            cli=Cli(("feedback",)),
         ),
         Operation(
             name="forget",
@@ -279,6 +301,7 @@ OPERATIONS: dict[str, Operation] = {
             touches=("memory_id",),
             destructive=True,
             idempotent=True,
+            cli=Cli(("forget",)),
         ),
         Operation(
             name="memory_index",
@@ -463,6 +486,7 @@ OPERATIONS: dict[str, Operation] = {
             touches=("memory_id",),
             idempotent=True,
             agent_tool=False,
+            cli=Cli(("edit",)),
         ),
         Operation(
             name="whoami",
@@ -496,6 +520,7 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="operator",
             agent_tool=False,
+            cli=Cli(("unmerge",), ("memory_id", "duplicate_id"), (("reason", "--reason"), ("repo_id", "--repo"))),
         ),
         Operation(
             name="restore",
@@ -508,6 +533,7 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="operator",
             agent_tool=False,
+            cli=Cli(("restore",), ("memory_id",), (("reason", "--reason"), ("repo_id", "--repo"))),
         ),
         Operation(
             name="token_create",
@@ -524,6 +550,11 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="operator",
             agent_tool=False,
+            cli=Cli(
+                ("token", "create"),
+                ("name",),
+                (("repos", "--repos"), ("ops", "--ops"), ("global_memories", "--global")),
+            ),
         ),
         Operation(
             name="token_list",
@@ -538,6 +569,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="operator",
             agent_tool=False,
             resource="strata://operator/tokens{?include_revoked}",
+            cli=Cli(("token", "list"), (), (("include_revoked", "--revoked/--no-revoked"),)),
         ),
         Operation(
             name="token_revoke",
@@ -553,6 +585,7 @@ OPERATIONS: dict[str, Operation] = {
             destructive=True,
             idempotent=True,
             agent_tool=False,
+            cli=Cli(("token", "revoke"), ("name",), (("reason", "--reason"),)),
         ),
         Operation(
             name="log",
@@ -567,6 +600,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="operator",
             agent_tool=False,
             resource="strata://operator/log{?limit}",
+            cli=Cli(("log",), (), (("limit", "--limit|-n"),)),
         ),
     )
 }
