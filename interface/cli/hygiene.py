@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from strata_recall.domain.errors import InvalidInput
+from strata_recall.interface.app.services import hygiene
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import _emit, _moment, _session, app
@@ -50,5 +51,5 @@ def check(
     Example: strata check --repo acme/api --root ~/src/api --apply
     """
     with _session(ctx) as strata:
-        report = anchoring.check(strata, repo, str(root.expanduser().absolute()), apply=apply)
+        report = hygiene.check(strata, repo, str(root.expanduser().absolute()), apply=apply)
         _emit(ctx.obj, report, anchoring.render_check)

@@ -102,22 +102,7 @@ def init_client(
         raise _fail(opts, exc) from None
     outside_git(result, repo_root or Path.cwd())
 
-    def human(r: dict[str, Any]) -> str:
-        lines = [
-            f"{f['action']}: {f['path']}" + (f" (a link: wrote {f['written_to']})" if "written_to" in f else "")
-            for f in r["files"]
-        ]
-        lines += [f"{step['status']}: {step['command']}  ({step['why']})" for step in r.get("local", [])]
-        source = r.get("repo_id_from") or r["repo_id_source"]
-        head = (
-            f"{r['client']} (repo_id {r['repo_id']}, from {source})"
-            + (" -- removed" if r["removed"] else "")
-            + (" -- dry run, nothing written" if r["dry_run"] else "")
-        )
-        notes = [f"note: {n}" for n in r.get("notes", [])]
-        return "\n".join([head, *lines, *notes] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))
-
-    _emit(opts, result, human)
+    _emit(opts, result, _initialised)
 
 
 @app.command("hook")
@@ -161,3 +146,20 @@ def hook(
         http=http,
         token_env=token_env,
     )
+
+
+def _initialised(r: dict[str, Any]) -> str:
+    """`strata init`'s answer, readable: each file and local step, the repo id chosen and any notes."""
+    lines = [
+        f"{f['action']}: {f['path']}" + (f" (a link: wrote {f['written_to']})" if "written_to" in f else "")
+        for f in r["files"]
+    ]
+    lines += [f"{step['status']}: {step['command']}  ({step['why']})" for step in r.get("local", [])]
+    source = r.get("repo_id_from") or r["repo_id_source"]
+    head = (
+        f"{r['client']} (repo_id {r['repo_id']}, from {source})"
+        + (" -- removed" if r["removed"] else "")
+        + (" -- dry run, nothing written" if r["dry_run"] else "")
+    )
+    notes = [f"note: {n}" for n in r.get("notes", [])]
+    return "\n".join([head, *lines, *notes] + ([r["diff"].rstrip()] if r["dry_run"] and r["diff"] else []))

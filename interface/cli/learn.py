@@ -108,9 +108,7 @@ def learn(
     """
     from strata_recall.interface.agents import capture
     from strata_recall.interface.agents.repo_identity import repo_root
-    from strata_recall.interface.app.learning.core import LearnReport, make_searchable
-    from strata_recall.interface.app.learning.git import learn_repository
-    from strata_recall.interface.app.learning.instructions import learn_instructions
+    from strata_recall.interface.app.services.learning.core import make_searchable
 
     bars = _Bars()
     if http is not None:
@@ -127,35 +125,59 @@ def learn(
         try:
             if transcript is not None:  # the stop hook's background learns of one store run one at a time
                 held.enter_context(capture.one_at_a_time(strata.settings.data_dir))
-            if history:
-                report = learn_repository(
-                    strata, top, chosen, since=since, max_commits=max_commits, searchable=False, progress=bars
-                )
-            else:
-                report = LearnReport(chosen, nothing_new=True)
-            if instructions:
-                report.instructions = learn_instructions(strata, top, chosen)
-                report.position = report.instructions["position"] or report.position
-            captured = None
-            if transcript is not None:
-                local = capture.local_capture(strata, chosen, top)
-                captured = capture.capture_transcript(local, transcript.expanduser().absolute())
-            if sessions:
-                found = capture.capture_sessions(capture.local_capture(strata, chosen, top), bars)
-                captured = found if captured is None else captured.merge(found)
-            if captured is not None:
-                report.sessions = captured.as_dict()
-                report.position = captured.position or report.position
-            recorded = (
-                not report.nothing_new
-                or (report.instructions or {}).get("position") is not None
-                or (captured is not None and captured.position is not None)
+            report, recorded = _learn_here(
+                strata, top, chosen, (history, instructions, sessions), since, max_commits, transcript, bars
             )
             if embed and recorded:
                 make_searchable(strata, report, bars)
         finally:
             bars.close()
         _emit(ctx.obj, report.as_dict(), render.learned)
+
+
+def _learn_here(
+    strata: Any,
+    top: Path,
+    chosen: str,
+    what: tuple[bool, bool, bool],
+    since: str | None,
+    max_commits: int | None,
+    transcript: Path | None,
+    bars: _Bars,
+) -> tuple[Any, bool]:
+    """What `strata learn` learns into the local store: the history, the instruction files, the sessions
+    (`what`: whether each), and a transcript; the report, and whether anything was recorded."""
+    from strata_recall.interface.agents import capture
+    from strata_recall.interface.app.services.learning.core import LearnReport
+    from strata_recall.interface.app.services.learning.git import learn_repository
+    from strata_recall.interface.app.services.learning.instructions import learn_instructions
+
+    history, instructions, sessions = what
+    if history:
+        report = learn_repository(
+            strata, top, chosen, since=since, max_commits=max_commits, searchable=False, progress=bars
+        )
+    else:
+        report = LearnReport(chosen, nothing_new=True)
+    if instructions:
+        report.instructions = learn_instructions(strata, top, chosen)
+        report.position = report.instructions["position"] or report.position
+    captured = None
+    if transcript is not None:
+        local = capture.local_capture(strata, chosen, top)
+        captured = capture.capture_transcript(local, transcript.expanduser().absolute())
+    if sessions:
+        found = capture.capture_sessions(capture.local_capture(strata, chosen, top), bars)
+        captured = found if captured is None else captured.merge(found)
+    if captured is not None:
+        report.sessions = captured.as_dict()
+        report.position = captured.position or report.position
+    recorded = (
+        not report.nothing_new
+        or (report.instructions or {}).get("position") is not None
+        or (captured is not None and captured.position is not None)
+    )
+    return report, recorded
 
 
 def _learned_folder(root: Path) -> Path:
@@ -192,7 +214,7 @@ def _capture_to_server(
     is opened: the server's is the store)."""
     from strata_recall.interface.agents import capture
     from strata_recall.interface.agents.repo_identity import repo_root
-    from strata_recall.interface.app.learning.core import LearnReport
+    from strata_recall.interface.app.services.learning.core import LearnReport
 
     opts: Options = ctx.obj
     try:

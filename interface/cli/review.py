@@ -8,12 +8,13 @@ import typer
 
 from strata_recall.domain import idempotency
 from strata_recall.domain.idempotency import CommandKey, check_key
+from strata_recall.interface.app.services import review
 from strata_recall.interface.app.views import (
     memory_state,
     visible_in_log,
 )
 from strata_recall.interface.cli import render
-from strata_recall.interface.cli.common import KEY_OPT, _emit, _session, app, log
+from strata_recall.interface.cli.common import KEY_OPT, _emit, _session, app
 
 review_app = typer.Typer(
     help="Review mode: agent writes wait for a person (STRATA_REVIEW_WRITES=true).", no_args_is_help=True
@@ -50,8 +51,7 @@ def _decide(
             one = CommandKey(f"{given}/{mid}") if given is not None else CommandKey.made()
             request = {"memory_id": mid, "decision": decision, "note": note, "reviewer": reviewer}
             with idempotency.keyed(one.bind("review", request, None)):
-                outcome = strata.log.review(mid, decision, note, reviewer)
-            log.info("review", memory_id=outcome.memory_id, decision=decision, position=outcome.position)
+                outcome = review.decide(strata.log, mid, decision, note, reviewer)
             decided.append({"memory_id": outcome.memory_id, "status": outcome.status, "position": outcome.position})
         _emit(
             ctx.obj,
