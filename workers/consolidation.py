@@ -31,7 +31,6 @@ import structlog
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
 from strata_recall.projections import store
@@ -272,19 +271,17 @@ def _anchor_keys(row: MemoryRow) -> set[str]:
 
 
 def reflect(
-    memory_log: MemoryLog,
     projection_dir: Path,
     truth_floor: float,
     repo_id: str | None = None,
     *,
     everything: bool = False,
-    apply: bool = False,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Reports for one repo (`repo_id`), the global pool (`repo_id` None), or every repo and the
-    global pool (`everything`), from the projections in `projection_dir`; with `apply`, each report's
-    actions are recorded in `memory_log` (MemoryLog.consolidate). The caller brings the projections up
-    to date first."""
+    global pool (`everything`), from the projections in `projection_dir`; the actions are recorded by
+    the service layer (interface/app/services/hygiene.py). The caller brings the projections up to date
+    first."""
     reflection = Reflection(projection_dir, truth_floor)
     try:
         pools = reflection.pools() if everything else [Pool(repo_id)]
@@ -292,11 +289,7 @@ def reflect(
     finally:
         reflection.close()
     for report in reports:
-        report["applied"] = False
-        if apply and report["actions"]:
-            actions = [Action(**a) for a in report["actions"]]
-            outcome = memory_log.consolidate(actions, report["repo_id"])
-            report.update(applied=True, recorded=outcome.recorded, position=outcome.position)
+        report["applied"] = False  # interface/app/services/hygiene.py apply_reflection records the actions
         log.info(
             "reflected",
             repo_id=report["repo_id"],
@@ -305,6 +298,5 @@ def reflect(
             archive=len(report["archive"]),
             duplicates=sum(len(g["merge"]) for g in report["duplicates"]),
             links=len(report["failed_tactics_solved"]),
-            applied=report["applied"],
         )
     return {"ok": True, "reports": reports}

@@ -20,6 +20,7 @@ from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
 from strata_recall.interface.app.api import CommandAPI, Reader
+from strata_recall.interface.app.services import hygiene
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections import store
@@ -96,6 +97,7 @@ class Strata:
             feedback_max_memories=self.settings.feedback_max_memories,
             near_duplicates=self.near_duplicates,
             workspaces=workspaces,
+            server_token=self.settings.token is not None,
         )
 
     @property
@@ -314,15 +316,14 @@ class Strata:
     ) -> dict[str, Any]:
         """Consolidation reports (workers/consolidation.py) for a repo, the global pool (None), or every
         pool; `apply` records their actions. The caller brings the snapshot up to date first."""
-        return consolidation.reflect(
-            self.log,
+        result = consolidation.reflect(
             self.settings.projection_dir,
             self.settings.reflect_truth_floor,
             repo_id,
             everything=everything,
-            apply=apply,
             now=now,
         )
+        return hygiene.apply_reflection(self.log, result) if apply else result
 
     def scheduled_reflect(self) -> dict[str, object]:
         """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it

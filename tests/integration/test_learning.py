@@ -1,4 +1,4 @@
-"""`strata learn` on real git repositories and real SQLite files (interface/app/learning/): what a commit
+"""`strata learn` on real git repositories and real SQLite files (interface/app/services/learning/): what a commit
 becomes, learning again (nothing new, new commits, a rewritten history), reverts, decisions changed since,
 and the labelled set of decisions followed by a misleading change (tests/data/decisions.jsonl)."""
 
@@ -21,8 +21,8 @@ from strata_recall.domain.errors import Conflict, InvalidInput
 from strata_recall.domain.history import Commit, FileChange, commit_memory_id
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.app.learning.core import learn_commits, make_searchable
-from strata_recall.interface.app.learning.git import Git, learn_repository
+from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
+from strata_recall.interface.app.services.learning.git import Git, learn_repository
 from strata_recall.schemas.read import ReadRequest
 
 REPO = "acme/api"
@@ -346,7 +346,7 @@ def test_a_decision_followed_by_a_misleading_change_is_found_for_the_bug_report(
 
 
 def test_strata_check_leaves_learned_anchors_alone(strata: Strata, repo: Repo) -> None:
-    from strata_recall.interface.cli.anchors import check
+    from strata_recall.interface.app.services.hygiene import check
 
     repo.commit("Add the pool", T0, {"src/pool.py": lines(30)})
     repo.commit("Grow the pool", T0 + DAY, {"src/pool.py": lines(31)})

@@ -29,7 +29,7 @@ import structlog
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.history import LOG_OPTIONS, Commit, blame_ignore_revs, commit_memory_id, parse_log
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.app.learning.core import (
+from strata_recall.interface.app.services.learning.core import (
     LearnReport,
     Progress,
     _quiet,
