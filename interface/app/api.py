@@ -7,8 +7,6 @@ knows about JSON, and nothing above it knows about events.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import structlog
@@ -17,26 +15,24 @@ from pydantic import BaseModel
 from strata_recall.domain import idempotency
 from strata_recall.domain.access import LOCAL, Principal
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.errors import Conflict, StrataError
+from strata_recall.domain.errors import StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.ids import parse_memory_id
-from strata_recall.domain.persistence import link_of
 from strata_recall.interface.app import access
-from strata_recall.interface.app import anchors as anchoring
-from strata_recall.interface.app.inspector import Inspector
 from strata_recall.interface.app.operations import Operation
 from strata_recall.interface.app.parsing import Payload
 from strata_recall.interface.app.parsing import parse as parse
 from strata_recall.interface.app.parsing import problems_of as problems_of
-from strata_recall.interface.app.services import archetypes, feedback, inspection, memories, review, tokens
+from strata_recall.interface.app.services import archetypes, feedback, inspection, memories, recall, review, tokens
 from strata_recall.interface.app.services.context import Services
+from strata_recall.interface.app.services.inspection import Inspector
 from strata_recall.interface.app.services.memories import to_new_memory as to_new_memory
+from strata_recall.interface.app.services.recall import PastNeed as PastNeed
+from strata_recall.interface.app.services.recall import Reader as Reader
+from strata_recall.interface.app.services.recall import not_yet_consistent as not_yet_consistent
+from strata_recall.interface.app.services.recall import to_read_query as to_read_query
 from strata_recall.interface.app.workspace import Workspaces
-from strata_recall.projections.browse import Browser
-from strata_recall.projections.memory_index import MemoryIndex
 from strata_recall.projections.near_duplicates import NearDuplicates
-from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.recall import TEXT_CHARS, ReadQuery, RecallEngine
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
@@ -76,54 +72,18 @@ from strata_recall.schemas.operator import (
     UnmergeRequest,
 )
 from strata_recall.schemas.read import (
-    DEFAULT_TOKEN_BUDGET,
-    ArchetypeUsed,
-    Consistency,
     Outage,
     ReadRequest,
     ReadResponse,
-    ReadResult,
-    VectorsBehind,
 )
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
-from strata_recall.workers.as_of import Moment, PastModels
+from strata_recall.workers.as_of import PastModels
 
 log = structlog.get_logger("strata.api")
 
 
 # pydantic error types -> our stable codes
-
-
-@dataclass(frozen=True)
-class PastNeed:
-    """What a request `as_of` a past moment needs built: the moment's read model, and for a read its
-    vector index."""
-
-    moment: Moment
-    vectors: bool
-
-
-@dataclass(frozen=True)
-class Reader:
-    """What reads need from the composition root, built lazily (writes never load the model)."""
-
-    engine: Callable[[], RecallEngine]
-    wait: Callable[[int, float], bool]
-    ledger: Callable[[], ReadLedger]
-    index: Callable[[], MemoryIndex]
-    moment: Callable[[int | datetime], Moment]
-    """The past moment an `as_of` names."""
-    recall_at: Callable[[Moment], RecallEngine]
-    """The read path at a past moment."""
-    browser: Callable[[Moment | None], Browser]
-    """Paged views of the store now (None) or at a past moment."""
-    prepare: Callable[[Moment, bool], None]
-    """Build the past model of a moment (and its vector index: True) ahead of the request."""
-    past: Callable[[], PastModels] | None = None
-    """The past models themselves: whether one is built, pinning one while a request uses it."""
-    behind: Callable[[int], tuple[int, float | None]] | None = None
-    """(events, estimated seconds) the vectors are behind a read's position: found by keywords only."""
 
 
 class CommandAPI:
@@ -191,59 +151,12 @@ class CommandAPI:
         return self.reader
 
     def read(self, payload: Payload, principal: Principal = LOCAL) -> ReadResponse:
-        request = parse(ReadRequest, payload)
-        reader = self._reader()
-        if request.consistency is not None:
-            self._wait_consistent(reader, request.consistency)
-        moment = reader.moment(request.as_of) if request.as_of is not None else None
-        engine = reader.engine() if moment is None else reader.recall_at(moment)
-        query = to_read_query(request, self.workspaces)
-        recall = engine.read(query) if request.memory_ids is None else engine.read_memories(query, request.memory_ids)
-        log.info(
-            "read",
-            repo_id=request.repo_id,
-            mode=request.mode,
-            results=len(recall.results),
-            position=recall.position,
-            read_id=recall.read_id,
-            as_of=moment and moment.position,
-        )
-        return ReadResponse(
-            as_of=moment and moment.as_dict(),
-            read_id=recall.read_id,
-            results=[ReadResult(**r) for r in recall.results],
-            answer_relevance=recall.relevance,
-            suppressed=recall.suppressed,
-            guidance=recall.guidance,
-            position=recall.position,
-            archetype=ArchetypeUsed(**recall.archetype) if recall.archetype else None,
-            behind=self._behind(reader, recall.position) if moment is None and request.memory_ids is None else None,
-            outage=self.outage(recall.position) if moment is None else None,
-        )
+        """Recall for a problem (services/recall.py)."""
+        return recall.read(self.log, self._reader(), self.workspaces, parse(ReadRequest, payload))
 
     def outage(self, position: int) -> Outage | None:
         """What an answer at `position` says while the event log cannot be reached (else None)."""
-        link = link_of(self.log)
-        if not link.down:
-            return None
-        return Outage(
-            position=position,
-            head_seen=max(link.head_seen, position),
-            unreachable_ms=round(link.unreachable_for() * 1000),
-        )
-
-    def _behind(self, reader: Reader, position: int) -> VectorsBehind | None:
-        if reader.behind is None:
-            return None
-        events, seconds = reader.behind(position)
-        if not events:
-            return None
-        log.info("read_vectors_behind", events=events, seconds=seconds)
-        return VectorsBehind(events=events, seconds=None if seconds is None else round(seconds, 1))
-
-    def _wait_consistent(self, reader: Reader, consistency: Consistency) -> None:
-        if not reader.wait(consistency.after_position, consistency.timeout_ms / 1000):
-            raise not_yet_consistent(consistency)
+        return recall.outage(self.log, position)
 
     # --- the inspector: read-only views of a repo's memory, now or as of a past moment ------------
 
@@ -370,43 +283,5 @@ class CommandAPI:
         return feedback.feedback(self.services(), parse(FeedbackRequest, payload), principal.name)
 
     def index(self, payload: Payload, principal: Principal = LOCAL) -> IndexResponse:
-        """What the repo's memory holds, in a table small enough for an agent's context."""
-        request = parse(IndexRequest, payload)
-        if request.consistency is not None:
-            self._wait_consistent(self._reader(), request.consistency)
-        built = (
-            self._reader()
-            .index()
-            .build(request.repo_id, include_global=request.include_global, max_tokens=request.max_tokens)
-        )
-        return IndexResponse(**built, outage=self.outage(built["position"]))
-
-
-def not_yet_consistent(consistency: Consistency) -> Conflict:
-    return Conflict(
-        "not_yet_consistent",
-        "consistency.after_position",
-        f"the projections have not reached log position {consistency.after_position} within "
-        f"{consistency.timeout_ms} ms; retry, or allow a longer timeout_ms",
-    )
-
-
-def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) -> ReadQuery:
-    return ReadQuery(
-        workspace=anchoring.read_workspace(request.workspace, workspaces or Workspaces.remote()),
-        repo_id=request.repo_id,
-        query=request.query if request.query is not None else "memory_ids: " + " ".join(request.memory_ids or ()),
-        mode=request.mode,
-        include_global=request.include_global,
-        kinds=tuple(request.kinds) if request.kinds else None,
-        limit=request.limit,
-        semantic_hops=request.expand.semantic_hops,
-        include_problem_links=request.expand.include_problem_links,
-        include_update_links=request.expand.include_update_links,
-        token_budget=request.token_budget
-        if request.token_budget is not None or "limit" in request.model_fields_set
-        else DEFAULT_TOKEN_BUDGET,  # a read that sizes its answer neither way gets the default size
-        current_problem_id=request.current_problem_id,
-        min_relevance=request.min_relevance,
-        text_chars=request.max_text_chars or TEXT_CHARS,
-    )
+        """What the repo's memory holds, in a table small enough for an agent's context (services/recall.py)."""
+        return recall.index(self.log, self._reader(), parse(IndexRequest, payload))

@@ -13,7 +13,8 @@ import typer
 
 from strata_recall.domain import archive
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface.cli import operator, render
+from strata_recall.interface.app.services import digest
+from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import _api, _emit, _session, app
 
 
@@ -87,7 +88,7 @@ def export(
                     "missing_repo", "repo", "--markdown needs --repo ID: the digest is of one repo's memory"
                 )
             strata.catch_up()
-            _write_output(output, [operator.markdown_digest(strata, repo, include_global).encode()])
+            _write_output(output, [digest.markdown_digest(strata, repo, include_global).encode()])
             written = {"ok": True, "format": "markdown", "repo_id": repo, "output": output}
         else:
             head = strata.log.position()
