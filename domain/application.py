@@ -18,7 +18,6 @@ from eventsourcing.persistence import IntegrityError, InterfaceError, Operationa
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from strata_recall.domain import beliefs, idempotency
-from strata_recall.domain.access import DEFAULT_NAME
 from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
 from strata_recall.domain.commands import (
@@ -36,11 +35,11 @@ from strata_recall.domain.commands import (
     WriteOutcome,
 )
 from strata_recall.domain.credential import CredentialCommands
-from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
 from strata_recall.domain.learning import HistoryCommands
-from strata_recall.domain.memory import Memory, merged_anchors
+from strata_recall.domain.memory import Memory
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
@@ -308,7 +307,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             if memory is not None and memory.visible_to(repo_id) and memory.status == "forgotten":
                 return ForgetOutcome(memory_id=memory.memory_id, forgotten=False)
             memory = session.visible(raw_id, repo_id, "memory_id")
-            memory._forget(reason=sanitise(reason).text, repo_id=repo_id, actor=actor)
+            memory.forget(reason=sanitise(reason).text, repo_id=repo_id, actor=actor)
             session.changed(memory)
             return ForgetOutcome(memory_id=memory.memory_id, forgotten=True)
 
@@ -334,13 +333,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
 
         def run(session: Session) -> EditOutcome:
             memory = session.visible(raw_id, repo_id, "memory_id")
-            if not memory.is_alive:
-                raise Conflict(
-                    "not_editable",
-                    "memory_id",
-                    f"memory {memory.memory_id} is {memory.status}: only an active or pending memory is edited "
-                    "(`strata restore` makes an archived one active again)",
-                )
+            memory.ensure_editable()  # before the text is compared: a dead memory is not edited, even to itself
             if normalise_text(new_text) == normalise_text(memory.text):
                 return EditOutcome(memory.memory_id, edited=False, text=memory.text)
             twin_id = written_id(new_text, memory.kind, memory.scope, memory.repo_id, proposed=False)
@@ -365,7 +358,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                     f"the new text repeats memory {into.memory_id} (similarity {near.similarity:.2f}), which a write "
                     "would reinforce instead: forget one of the two instead of making them copies",
                 )
-            memory._edit_text(
+            memory.edit_text(
                 text=new_text,
                 rationale=why.text,
                 redactions=clean.redactions + why.redactions,
@@ -412,15 +405,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
 
         def run(session: Session) -> ReviewOutcome:
             memory = shown(session.find, raw_id, repo_id)
-            if memory.status != "pending":
-                raise Conflict(
-                    "not_pending",
-                    "memory_id",
-                    f"memory {memory.memory_id} is {memory.status}, not pending review; nothing to decide",
-                )
-            if actor is not None and memory.writer_actor == actor:
-                raise self_review(memory.memory_id, actor)
-            memory._review(
+            memory.review(
                 decision=decision,
                 reviewer=sanitise(reviewer).text if reviewer else reviewer,
                 note=sanitise(note).text,
@@ -469,7 +454,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             self._merge_target(session, cmd, clean, near, problem, mid) if near is not None and not proposed else None
         )
         if into is not None and near is not None:
-            into._merge_duplicate(
+            into.merge_duplicate(
                 **duplicate_content(
                     str(mid),
                     near.similarity,
@@ -500,6 +485,21 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 similarity=near.similarity,
             )
 
+        return self._create(session, cmd, clean, mid, status, problem, related, targets)
+
+    def _create(
+        self,
+        session: Session,
+        cmd: NewMemory,
+        clean: CleanWrite,
+        mid: UUID,
+        status: str,
+        problem: Memory | None,
+        related: list[Memory],
+        targets: list[Memory],
+    ) -> WriteOutcome:
+        """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
+        evidence, redactions = clean.evidence, clean.redactions
         written = Memory.written(
             id=mid,
             text=clean.text.strip(),
@@ -521,7 +521,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         if clean.anchors:
             memory = session.find(mid)
             assert memory is not None
-            memory._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
+            memory.record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
         self._record_change_on(
             session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
         )
@@ -568,33 +568,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         targets: list[Memory],
         clean: CleanWrite | None = None,
     ) -> None:
-        if existing.status == "forgotten":
-            raise Conflict(
-                "memory_forgotten",
-                "memory.text",
-                f"this memory ({existing.memory_id}) was forgotten; it is not written again",
-            )
-        if existing.status == "rejected":
-            raise Conflict(
-                "memory_rejected",
-                "memory.text",
-                f"this memory ({existing.memory_id}) was proposed before and rejected in review"
-                + (f" ({existing.review_note})" if getattr(existing, "review_note", None) else "")
-                + "; it is not proposed again",
-            )
-        if existing.status == "archived":
-            existing._restore(reason="written again", repo_id=cmd.repo_id)
-        if clean is not None and clean.anchors:
-            anchors = merged_anchors(existing.anchor_list, list(clean.anchors))
-            if anchors != existing.anchor_list:
-                existing._record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
-        existing._adjust_truth(
-            target=cmd.confidence,
+        existing.reinforce(
             confidence=cmd.confidence,
-            rationale="written again",
             evidence_refs=evidence,
-            source="reinforcement",
-            weight=beliefs.reinforcement_weight(cmd.confidence),
+            anchors=list(clean.anchors) if clean is not None else [],
             repo_id=cmd.repo_id,
             actor=cmd.actor,
         )
@@ -602,7 +579,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         new_related = [m.memory_id for m in related if m.memory_id not in existing.related_ids]
         new_targets = [m for m in targets if m.memory_id not in existing.change_targets]
         if new_problems or new_related or new_targets:
-            existing._add_links(
+            existing.add_links(
                 problem_ids=new_problems, related_ids=new_related, change_targets=[m.memory_id for m in new_targets]
             )
             self._record_change_on(
@@ -630,8 +607,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
         for target in targets:
-            target._record_change(change_memory_id=change_id, summary=text[:280])
-            target._adjust_truth(
+            target.record_change(change_memory_id=change_id, summary=text[:280])
+            target.adjust_truth(
                 target=0.0,
                 confidence=confidence,
                 rationale=f"changed by memory {change_id}",
@@ -715,7 +692,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         after = beliefs.value(beliefs.observe(memory.truth, cmd.target, weight))
         tiny = beliefs.is_tiny(before, after)
         if commit and not tiny:
-            memory._adjust_truth(
+            memory.adjust_truth(
                 target=cmd.target,
                 confidence=cmd.confidence,
                 rationale=rationale.text,
@@ -757,7 +734,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         global_before, global_after = memory.global_utility, beliefs.global_utility(ledger)
         tiny = beliefs.is_tiny(before, after) and beliefs.is_tiny(global_before, global_after)
         if commit and not tiny:
-            memory._observe_utility(
+            memory.observe_utility(
                 target=cmd.target,
                 confidence=cmd.confidence,
                 rationale=rationale.text,
@@ -964,24 +941,6 @@ def _on_postgres(recorder: Any) -> bool:
     """Whether `recorder` is eventsourcing's PostgreSQL recorder, or a subclass (domain/persistence.py's,
     whose retries are bounded), told without importing it (psycopg is an extra)."""
     return any(cls.__module__ == "eventsourcing.postgres" for cls in type(recorder).__mro__)
-
-
-def self_review(memory_id: str, actor: str) -> Forbidden:
-    if actor == DEFAULT_NAME:
-        how = (
-            "every request with the server's one STRATA_TOKEN acts as 'default', which wrote it: approve it on the "
-            "server's machine (strata review approve), or create named tokens (strata token create) so that "
-            "writers and reviewers are different tokens"
-        )
-    else:
-        how = (
-            "another token with review rights, or the operator on the server's machine (strata review), must decide it"
-        )
-    return Forbidden(
-        "self_review",
-        "memory_id",
-        f"memory {memory_id} was written through the token {actor!r}, which may not review its own writes: {how}",
-    )
 
 
 def _note(tiny: bool, commit: bool) -> str:

@@ -44,15 +44,10 @@ class HygieneCommands:
             memory = self._operated(session, raw_id, repo_id)
             dup = parse_memory_id(duplicate_id)
             if dup is None or memory.merge_of(str(dup)) is None:
-                raise NotFound(
-                    "merge_not_found",
-                    "duplicate_id",
-                    f"memory {memory.memory_id} has no standing merge of {duplicate_id!r} "
-                    "(`strata show` lists its DuplicateMerged events)",
-                )
+                raise memory.no_merge(duplicate_id)
             content = self._merged_content(memory, str(dup))
             note = sanitise(reason).text or "unmerged by an operator"
-            memory._unmerge_duplicate(duplicate_id=str(dup), reason=note, repo_id=repo_id)
+            memory.unmerge_duplicate(duplicate_id=str(dup), reason=note, repo_id=repo_id)
             session.changed(memory)
             outcome = CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "DuplicateUnmerged"}])
             duplicate = session.find(dup)
@@ -60,7 +55,7 @@ class HygieneCommands:
                 self._recreate(session, memory, dup, content)
                 outcome.recorded.append({"memory_id": str(dup), "event": "MemoryWritten"})
             elif duplicate.status == "archived":
-                duplicate._restore(reason=f"unmerged from {memory.memory_id}", repo_id=repo_id)
+                duplicate.restore(reason=f"unmerged from {memory.memory_id}", repo_id=repo_id)
                 session.changed(duplicate)
                 outcome.recorded.append({"memory_id": str(dup), "event": "MemoryRestored"})
             return outcome
@@ -72,11 +67,7 @@ class HygieneCommands:
 
         def run(session: Session) -> CommandOutcome:
             memory = self._operated(session, raw_id, repo_id)
-            if memory.status != "archived":
-                raise Conflict(
-                    "not_archived", "memory_id", f"memory {memory.memory_id} is {memory.status}, not archived"
-                )
-            memory._restore(reason=sanitise(reason).text or "restored by an operator", repo_id=repo_id)
+            memory.restore(reason=sanitise(reason).text or "restored by an operator", repo_id=repo_id)
             session.changed(memory)
             return CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "MemoryRestored"}])
 
@@ -123,7 +114,7 @@ class HygieneCommands:
             confidence = ANCHOR_GONE_CONFIDENCE if gone else ANCHOR_CHANGED_CONFIDENCE
             evidence = [refs[d.key] for d in fresh] + ([f"commit:{commit}"] if commit else [])
             what = "; ".join(f"{d.key} {'is gone' if d.gone else 'changed'}" for d in fresh)
-            memory._adjust_truth(
+            memory.adjust_truth(
                 target=0.0,
                 confidence=confidence,
                 rationale=f"the code this memory is anchored to moved on: {what}",
@@ -185,7 +176,7 @@ class HygieneCommands:
         if content.anchors:
             recreated = session.find(dup)
             assert recreated is not None
-            recreated._record_anchors(anchors=list(content.anchors), repo_id=content.repo_id)
+            recreated.record_anchors(anchors=list(content.anchors), repo_id=content.repo_id)
 
     def _consolidate_one(
         self, session: Session, action: Action, repo_id: str | None, path: str
@@ -202,7 +193,7 @@ class HygieneCommands:
             raise stale(f"the memory is {memory.status} now")
         reason = sanitise(action.reason).text
         if action.action == "archive":
-            memory._archive(reason=reason, merged_into=None, repo_id=repo_id)
+            memory.archive(reason=reason, merged_into=None, repo_id=repo_id)
             session.changed(memory)
             return [{"memory_id": memory.memory_id, "event": "MemoryArchived"}]
         other = self._operated(session, action.into or action.related_id or "", repo_id)
@@ -211,7 +202,7 @@ class HygieneCommands:
         if action.action == "link":
             if other.memory_id in memory.related_ids or (memory.scope == "global" and other.scope == "repo"):
                 raise stale(f"the link to {other.memory_id} exists already or may not be made")
-            memory._add_links(problem_ids=[], related_ids=[other.memory_id], change_targets=[])
+            memory.add_links(problem_ids=[], related_ids=[other.memory_id], change_targets=[])
             session.changed(memory)
             return [{"memory_id": memory.memory_id, "event": "LinksAdded", "related_id": other.memory_id}]
         if action.action != "merge" or action.similarity is None:
@@ -221,8 +212,8 @@ class HygieneCommands:
         )
         if refusal is not None or (memory.scope == "repo" and memory.repo_id != other.repo_id):
             raise stale(refusal or "the two memories belong to different repos")
-        memory._archive(reason=reason, merged_into=other.memory_id, repo_id=repo_id)
-        other._merge_duplicate(
+        memory.archive(reason=reason, merged_into=other.memory_id, repo_id=repo_id)
+        other.merge_duplicate(
             **duplicate_content(
                 memory.memory_id,
                 action.similarity,

@@ -129,23 +129,12 @@ def parse_rules(path: str, source: str) -> list[Rule]:
         return []
     lines = source.splitlines()
     skip = _skipped(lines)
-    globs = ""
     headings: list[tuple[int, str]] = []
     blocks: list[_Block] = []
     current: _Block | None = None
     fence: str | None = None
     blank = False
-    i = 0
-    if lines and lines[0].strip() == "---":  # front matter
-        end = next((k for k in range(1, len(lines)) if lines[k].strip() == "---"), None)
-        if end is not None:
-            for k in range(1, end):
-                key, _, value = lines[k].partition(":")
-                if key.strip() == "globs" and value.strip():
-                    globs = value.strip().strip("\"'")
-                skip.add(k)
-            skip.update((0, end))
-            i = end + 1
+    globs, i = _front_matter(lines, skip)
     for n in range(i, len(lines)):
         line = lines[n]
         if n in skip:
@@ -201,6 +190,29 @@ def parse_rules(path: str, source: str) -> list[Rule]:
             current = _Block(n, n, [line], False, context)
             blocks.append(current)
         blank = False
+    return _rules(path, lines, blocks, globs)
+
+
+def _front_matter(lines: Sequence[str], skip: set[int]) -> tuple[str, int]:
+    """The `globs` of a front matter block, if the file opens with one, and the first line after
+    it; its lines are added to `skip`."""
+    if not lines or lines[0].strip() != "---":
+        return "", 0
+    end = next((k for k in range(1, len(lines)) if lines[k].strip() == "---"), None)
+    if end is None:
+        return "", 0
+    globs = ""
+    for k in range(1, end):
+        key, _, value = lines[k].partition(":")
+        if key.strip() == "globs" and value.strip():
+            globs = value.strip().strip("\"'")
+        skip.add(k)
+    skip.update((0, end))
+    return globs, end + 1
+
+
+def _rules(path: str, lines: Sequence[str], blocks: list[_Block], globs: str) -> list[Rule]:
+    """The rules the blocks hold (a block without text holds none)."""
     out = []
     for block in blocks:
         text = _text(block, globs)

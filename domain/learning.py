@@ -330,7 +330,7 @@ class HistoryCommands:
                 if memory is None or memory.status != "active" or memory.repo_id != repo_id:
                     continue
                 reason = f"commit {sha[:12]} is no longer in the repository's history (rewritten or dropped)"
-                memory._archive(reason=reason, merged_into=into, repo_id=repo_id)
+                memory.archive(reason=reason, merged_into=into, repo_id=repo_id)
                 session.changed(memory)
                 outcome.archived += 1
             if cursor is not None and outcome.archived:
@@ -366,7 +366,7 @@ class HistoryCommands:
                 if old not in paths or new in paths:
                     continue
                 anchor = Anchor(path=sanitise(new).text, fingerprint="", commit=sha, fingerprinted_by=BY_GIT)
-                memory._record_anchors(anchors=[anchor.as_event()], repo_id=repo_id)
+                memory.record_anchors(anchors=[anchor.as_event()], repo_id=repo_id)
                 session.changed(memory)
                 outcome.written["reanchored"] = outcome.written.get("reanchored", 0) + 1
             return outcome
@@ -423,7 +423,7 @@ class HistoryCommands:
             for old in plan.removed:
                 memory = session.find(UUID(old.memory_id))
                 if memory is not None and memory.status in ("active", "pending"):
-                    memory._archive(reason=f"no longer in {old.path}", merged_into=None, repo_id=repo_id)
+                    memory.archive(reason=f"no longer in {old.path}", merged_into=None, repo_id=repo_id)
                     session.changed(memory)
                     outcome.removed += 1
             for rule, old in plan.kept:
@@ -431,7 +431,7 @@ class HistoryCommands:
                 if memory is None or memory.status != "active":
                     continue
                 if (now - memory.last_validated).total_seconds() >= REVALIDATE_DAYS * 86400:
-                    memory._learned(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
+                    memory.learn(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
                     session.changed(memory)
                     outcome.validated += 1
                 outcome.kept += 1
@@ -499,21 +499,21 @@ class HistoryCommands:
             assert memory is not None
             outcome.written[rule.kind] = outcome.written.get(rule.kind, 0) + 1
         elif memory.status == "archived":
-            memory._restore(reason=f"the rule is in {rule.path} again", repo_id=repo_id)
+            memory.restore(reason=f"the rule is in {rule.path} again", repo_id=repo_id)
             outcome.restored += 1
         else:  # active already, or forgotten by someone (their choice stands): left as it is
             memory = None
         if memory is not None:
-            memory._record_anchors(anchors=[anchor], repo_id=repo_id)
-            memory._learned(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
+            memory.record_anchors(anchors=[anchor], repo_id=repo_id)
+            memory.learn(source=INSTRUCTIONS, ref=_ref(rule), occurred_at=stamp)
             session.changed(memory)
         if replaces is None:
             return
         old = session.find(UUID(replaces.memory_id))
         if old is None or old.status not in ("active", "pending"):
             return
-        old._record_change(change_memory_id=str(mid), summary=rule.text[:280])
-        old._archive(reason=f"edited in {rule.path}: superseded by {mid}", merged_into=str(mid), repo_id=repo_id)
+        old.record_change(change_memory_id=str(mid), summary=rule.text[:280])
+        old.archive(reason=f"edited in {rule.path}: superseded by {mid}", merged_into=str(mid), repo_id=repo_id)
         session.changed(old)
         outcome.edited += 1
 
@@ -606,8 +606,8 @@ class HistoryCommands:
 
         def changed(memory: Memory, why: str, weight: float) -> None:
             """`memory` records this commit as its change, its truth lowered with the commit as evidence."""
-            memory._record_change(change_memory_id=str(mid), summary=summary)
-            memory._adjust_truth(
+            memory.record_change(change_memory_id=str(mid), summary=summary)
+            memory.adjust_truth(
                 target=0.0,
                 confidence=step.confidence,
                 rationale=f"{why} by commit {commit.sha[:12]}",
@@ -634,7 +634,7 @@ class HistoryCommands:
             memory = self._alive(batch, repo_id, first)
             if memory is None:
                 continue
-            memory._adjust_truth(
+            memory.adjust_truth(
                 target=1.0,
                 confidence=0.8,
                 rationale=f"applied again by commit {sha[:12]} (a revert of its revert)",

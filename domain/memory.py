@@ -10,17 +10,20 @@ stored in the events, so a replay reproduces exactly what the writer saw.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Aggregate, Snapshot, event
 from eventsourcing.utils import get_topic
 
-from strata_recall.domain import beliefs, visibility
-from strata_recall.domain.anchors import Anchor
+from strata_recall.domain import beliefs, transitions, visibility
+from strata_recall.domain.access import DEFAULT_NAME
+from strata_recall.domain.errors import Conflict, Forbidden, NotFound
+from strata_recall.domain.transitions import merged_anchors
 
 KINDS = ("problem", "solution", "failed_tactic", "fact", "preference", "change")
 SCOPES = ("repo", "global")
@@ -31,6 +34,27 @@ class Memory(Aggregate):
     """One memory: immutable text plus the evolving belief about it."""
 
     TOPIC = "domain.memory:Memory"
+
+    if TYPE_CHECKING:  # set by the transitions (domain/transitions.py), not declared to eventsourcing
+        text: str
+        kind: str
+        scope: str
+        repo_id: str
+        confidence: float
+        rationale: str
+        problem_ids: list[str]
+        related_ids: list[str]
+        change_targets: list[str]
+        evidence_refs: list[str]
+        author: str | None
+        status: str
+        truth: beliefs.Belief
+        utility: dict[str, tuple[float, float]]
+        changes: list[dict[str, str]]
+        validations: int
+        reinforcements: int
+        last_validated: datetime
+        review_note: str | None
 
     class Created(Aggregate.Created):  # declared so that it too has a stable topic
         TOPIC = "domain.memory:Memory.Created"
@@ -270,27 +294,7 @@ class Memory(Aggregate):
         redactions: int,
         actor: str | None = None,
     ) -> None:
-        self.text = text
-        self.kind = kind
-        self.scope = scope
-        self.repo_id = repo_id
-        self.confidence = confidence
-        self.rationale = rationale
-        self.problem_ids: list[str] = [problem_id] if problem_id else []
-        self.related_ids = list(related_ids)
-        self.change_targets = list(change_targets)
-        self.evidence_refs = list(evidence_refs)
-        self.author = author
-        self.status = status
-        self.truth: beliefs.Belief = beliefs.prior(confidence)
-        self.utility: dict[str, tuple[float, float]] = {}
-        self.changes: list[dict[str, str]] = []
-        self.validations = 0
-        self.reinforcements = 0
-        self.last_validated: datetime = self.created_on
-        self.review_note: str | None = None
-        if actor is not None:  # the writer of record, kept only where known (older states lack it)
-            self.writer = actor
+        self._apply(transitions.written, locals())
 
     @classmethod
     def written(cls, id: UUID, actor: str | None = None, **fields: object) -> Memory.MemoryWritten:
@@ -314,10 +318,101 @@ class Memory(Aggregate):
         memory.pending_events.append(event)
         return memory
 
-    # --- the private recorders: each applies one event -------------------------------------------
+    # --- the commands: each checks what the memory itself allows, then records its event ---------
+
+    def reinforce(
+        self,
+        *,
+        confidence: float,
+        evidence_refs: list[str],
+        anchors: list[dict[str, Any]],
+        repo_id: str,
+        actor: str | None,
+    ) -> None:
+        """The same memory written again: refused when it was forgotten or rejected in review; an
+        archived one is active again; fresh anchors are recorded; the write reinforces its truth."""
+        if self.status == "forgotten":
+            raise Conflict(
+                "memory_forgotten",
+                "memory.text",
+                f"this memory ({self.memory_id}) was forgotten; it is not written again",
+            )
+        if self.status == "rejected":
+            raise Conflict(
+                "memory_rejected",
+                "memory.text",
+                f"this memory ({self.memory_id}) was proposed before and rejected in review"
+                + (f" ({self.review_note})" if getattr(self, "review_note", None) else "")
+                + "; it is not proposed again",
+            )
+        if self.status == "archived":
+            self.restore(reason="written again", repo_id=repo_id)
+        if anchors and merged_anchors(self.anchor_list, anchors) != self.anchor_list:
+            self.record_anchors(anchors=list(anchors), repo_id=repo_id)
+        self.adjust_truth(
+            target=confidence,
+            confidence=confidence,
+            rationale="written again",
+            evidence_refs=evidence_refs,
+            source="reinforcement",
+            weight=beliefs.reinforcement_weight(confidence),
+            repo_id=repo_id,
+            actor=actor,
+        )
+
+    def review(self, *, decision: str, reviewer: str | None, note: str, actor: str | None = None) -> None:
+        """A person's decision on a pending memory; never by the token that wrote it."""
+        if self.status != "pending":
+            raise Conflict(
+                "not_pending",
+                "memory_id",
+                f"memory {self.memory_id} is {self.status}, not pending review; nothing to decide",
+            )
+        if actor is not None and self.writer_actor == actor:
+            raise self_review(self.memory_id, actor)
+        self._review(decision=decision, reviewer=reviewer, note=note, actor=actor)
+
+    def unmerge_duplicate(self, *, duplicate_id: str, reason: str, repo_id: str | None) -> None:
+        """Take back a merge that stands."""
+        if self.merge_of(duplicate_id) is None:
+            raise self.no_merge(duplicate_id)
+        self._unmerge_duplicate(duplicate_id=duplicate_id, reason=reason, repo_id=repo_id)
+
+    def no_merge(self, duplicate_id: str) -> NotFound:
+        """The refusal of an unmerge of `duplicate_id` (as given) when no such merge stands."""
+        return NotFound(
+            "merge_not_found",
+            "duplicate_id",
+            f"memory {self.memory_id} has no standing merge of {duplicate_id!r} "
+            "(`strata show` lists its DuplicateMerged events)",
+        )
+
+    def restore(self, *, reason: str, repo_id: str | None) -> None:
+        """An archived memory is active again."""
+        if self.status != "archived":
+            raise Conflict("not_archived", "memory_id", f"memory {self.memory_id} is {self.status}, not archived")
+        self._restore(reason=reason, repo_id=repo_id)
+
+    def edit_text(self, *, text: str, rationale: str, redactions: int, repo_id: str | None, actor: str | None) -> None:
+        """A person rewords the memory: only a live one (active or pending)."""
+        self.ensure_editable()
+        self._edit_text(text=text, rationale=rationale, redactions=redactions, repo_id=repo_id, actor=actor)
+
+    def ensure_editable(self) -> None:
+        """Refuse an edit of a memory that is not live (active or pending)."""
+        if not self.is_alive:
+            raise Conflict(
+                "not_editable",
+                "memory_id",
+                f"memory {self.memory_id} is {self.status}: only an active or pending memory is edited "
+                "(`strata restore` makes an archived one active again)",
+            )
+
+    # --- the event methods: each records its event and applies its transition; public where the
+    # memory has no rule to check first, private behind the command above that checks it ---------
 
     @event(TruthAdjusted)
-    def _adjust_truth(
+    def adjust_truth(
         self,
         target: float,
         confidence: float,
@@ -328,15 +423,10 @@ class Memory(Aggregate):
         repo_id: str | None = None,
         actor: str | None = None,
     ) -> None:
-        self.truth = beliefs.observe(self.truth, target, weight)
-        if source == "reinforcement":
-            self.reinforcements += 1
-        if target >= 0.5 and source != "change":
-            self.validations += 1
-            self.last_validated = self.modified_on
+        self._apply(transitions.truth_adjusted, locals())
 
     @event(UtilityObserved)
-    def _observe_utility(
+    def observe_utility(
         self,
         target: float,
         confidence: float,
@@ -348,33 +438,30 @@ class Memory(Aggregate):
         repo_id: str | None = None,
         actor: str | None = None,
     ) -> None:
-        self.utility = beliefs.add_utility(self.utility, problem_id or beliefs.NO_CONTEXT, target, weight)
+        self._apply(transitions.utility_observed, locals())
 
     @event(ChangeRecorded)
-    def _record_change(self, change_memory_id: str, summary: str) -> None:
-        self.changes.append({"change_memory_id": change_memory_id, "summary": summary})
+    def record_change(self, change_memory_id: str, summary: str) -> None:
+        self._apply(transitions.change_recorded, locals())
 
     @event(LinksAdded)
-    def _add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
-        self.problem_ids.extend(problem_ids)
-        self.related_ids.extend(related_ids)
-        self.change_targets.extend(change_targets)
+    def add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
+        self._apply(transitions.links_added, locals())
 
     @event(MemoryForgotten)
-    def _forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
-        self.status = "forgotten"
+    def forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
+        self._apply(transitions.forgotten, locals())
 
     @event(MemoryReviewed)
     def _review(self, decision: str, reviewer: str | None, note: str, actor: str | None = None) -> None:
-        self.status = "active" if decision == "approved" else "rejected"
-        self.review_note = note
+        self._apply(transitions.reviewed, locals())
 
     @event(AnchorsRecorded)
-    def _record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
-        self.anchors = merged_anchors(getattr(self, "anchors", []), anchors)
+    def record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
+        self._apply(transitions.anchors_recorded, locals())
 
     @event(DuplicateMerged)
-    def _merge_duplicate(
+    def merge_duplicate(
         self,
         duplicate_id: str,
         similarity: float,
@@ -394,40 +481,65 @@ class Memory(Aggregate):
         repo_id: str | None,
         actor: str | None = None,
     ) -> None:
-        entry = merge_entry(duplicate_id, similarity, target, weight, iso(self.modified_on), iso(self.last_validated))
-        self.truth = beliefs.observe(self.truth, target, weight)
-        self.reinforcements += 1
-        if entry["validated_at"] is not None:
-            self.validations += 1
-            self.last_validated = self.modified_on
-        self.merged = [*getattr(self, "merged", []), entry]
+        self._apply(transitions.duplicate_merged, locals())
 
     @event(DuplicateUnmerged)
     def _unmerge_duplicate(self, duplicate_id: str, reason: str, repo_id: str | None) -> None:
-        entry = next(e for e in self.merged if e["duplicate_id"] == duplicate_id)
-        self.merged = [e for e in self.merged if e is not entry]
-        self.truth = beliefs.observe(self.truth, entry["target"], -entry["weight"])
-        self.reinforcements -= 1
-        if entry["validated_at"] is not None:
-            self.validations -= 1
-            if iso(self.last_validated) == entry["validated_at"]:
-                self.last_validated = datetime.fromisoformat(entry["previous_validation"])
+        self._apply(transitions.duplicate_unmerged, locals())
 
     @event(MemoryArchived)
-    def _archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
-        self.status = "archived"
+    def archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
+        self._apply(transitions.archived, locals())
 
     @event(MemoryRestored)
     def _restore(self, reason: str, repo_id: str | None) -> None:
-        self.status = "active"
+        self._apply(transitions.restored, locals())
 
     @event(TextEdited)
     def _edit_text(self, text: str, rationale: str, redactions: int, repo_id: str | None, actor: str | None) -> None:
-        self.text = text
+        self._apply(transitions.text_edited, locals())
 
     @event(Learned)
-    def _learned(self, source: str, ref: str, occurred_at: str) -> None:
-        self.last_validated = datetime.fromisoformat(occurred_at)
+    def learn(self, source: str, ref: str, occurred_at: str) -> None:
+        self._apply(transitions.learned, locals())
+
+    # --- applying an event: its transition (domain/transitions.py) -----------------------------
+
+    def _apply(self, transition: transitions.Transition, fields: dict[str, Any]) -> None:
+        """Set what `transition` changes, given the event's `fields` (an event method's arguments).
+        The transitions see times as ISO text; the aggregate keeps datetimes."""
+        changes = transition(_Before(self), fields)
+        attributes = vars(self)
+        attributes.update(changes)
+        if "last_validated" in changes:
+            attributes["last_validated"] = datetime.fromisoformat(changes["last_validated"])
+
+    def state(self) -> dict[str, Any]:
+        """The memory's state as a transition and the snapshot take it: its attributes, creation
+        and modification times first, every time as ISO text (what freezing it writes)."""
+        state: dict[str, Any] = {transitions.CREATED: iso(self.created_on), transitions.MODIFIED: iso(self.modified_on)}
+        for name, value in vars(self).items():
+            if not name.startswith("_"):  # the aggregate base class's own attributes
+                state[name] = iso(value) if name == "last_validated" else value
+        return state
+
+    @classmethod
+    def from_state(cls, memory_id: str, version: int, state: dict[str, Any]) -> Memory:
+        """The aggregate back from its state() at `version`, as eventsourcing rebuilds one from a
+        snapshot (Snapshot.mutate)."""
+        values = {
+            k: datetime.fromisoformat(v) if k in transitions.TIMES and type(v) is str else v for k, v in state.items()
+        }
+        snapshot = Snapshot(
+            originator_id=UUID(memory_id),
+            originator_version=version,
+            timestamp=values[transitions.MODIFIED],
+            topic=_topic(),
+            state=values,
+        )
+        memory = snapshot.mutate(None)
+        assert isinstance(memory, Memory)
+        return memory
 
     # --- derived views ----------------------------------------------------------------------------
 
@@ -471,50 +583,57 @@ class Memory(Aggregate):
         return next((e for e in getattr(self, "merged", []) if e["duplicate_id"] == duplicate_id), None)
 
 
+class _Before(Mapping[str, Any]):
+    """A memory's state as a transition reads it (Memory.state()), without copying it."""
+
+    __slots__ = ("_attributes", "_memory")
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory, self._attributes = memory, vars(memory)
+
+    def __getitem__(self, key: str) -> Any:
+        if key == transitions.CREATED:
+            return iso(self._memory.created_on)
+        if key == transitions.MODIFIED:
+            return iso(self._memory.modified_on)
+        value = self._attributes[key]
+        return iso(value) if key == "last_validated" else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._memory.state())
+
+    def __len__(self) -> int:
+        return len(self._memory.state())
+
+
 def iso(moment: datetime | str) -> str:
     """A datetime as the frozen state and the replay fold write it (orjson's ISO text)."""
     return moment if isinstance(moment, str) else orjson.dumps(moment).decode()[1:-1]
 
 
-def merge_entry(
-    duplicate_id: str, similarity: float, target: float, weight: float, now: str, last_validated: str
-) -> dict[str, Any]:
-    """What a memory keeps of a merge it absorbed, so the merge can be taken back exactly: the
-    reinforcement it brought, and whether (and when) it counted as a validation."""
-    return {
-        "duplicate_id": duplicate_id,
-        "similarity": similarity,
-        "target": target,
-        "weight": weight,
-        "validated_at": now if target >= 0.5 else None,
-        "previous_validation": last_validated,
-    }
-
-
-def merged_anchors(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Anchors after a re-anchoring: the new ones replace those of the same path and symbol (or
-    lines), the others stay (see domain/anchors.py)."""
-    keys = {Anchor.of(a).key for a in new}
-    return [a for a in current if Anchor.of(a).key not in keys] + [dict(a) for a in new]
-
-
-STATUS_AFTER: dict[type, Any] = {
-    Memory.MemoryWritten: lambda e: e.status,
-    Memory.MemoryForgotten: "forgotten",
-    Memory.MemoryReviewed: lambda e: "active" if e.decision == "approved" else "rejected",
-    Memory.MemoryArchived: "archived",
-    Memory.MemoryRestored: "active",
-}
-"""Event class -> the memory status it leaves (or a function of the event)."""
+def self_review(memory_id: str, actor: str) -> Forbidden:
+    """The refusal of a token's review of a memory it wrote."""
+    if actor == DEFAULT_NAME:
+        how = (
+            "every request with the server's one STRATA_TOKEN acts as 'default', which wrote it: approve it on the "
+            "server's machine (strata review approve), or create named tokens (strata token create) so that "
+            "writers and reviewers are different tokens"
+        )
+    else:
+        how = (
+            "another token with review rights, or the operator on the server's machine (strata review), must decide it"
+        )
+    return Forbidden(
+        "self_review",
+        "memory_id",
+        f"memory {memory_id} was written through the token {actor!r}, which may not review its own writes: {how}",
+    )
 
 
 def status_after(event: Any) -> str | None:
     """The status a memory has after `event`, for events that set one (None otherwise): what the
-    snapshot, FTS and vector projections keep."""
-    rule = STATUS_AFTER.get(type(event))
-    if rule is None:
-        return None
-    return str(rule(event)) if callable(rule) else rule
+    snapshot, FTS and vector projections keep (domain/transitions.py says which and to what)."""
+    return transitions.status_after(type(event).__name__, vars(event))
 
 
 @cache

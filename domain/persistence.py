@@ -40,12 +40,14 @@ import, which the embedded default should not pay on every command).
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache, wraps
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.sqlite import SQLiteConnection, SQLiteConnectionPool, SQLiteFactory
@@ -56,6 +58,9 @@ from strata_recall.domain.errors import StrataError, Unavailable
 CACHE_KIB = 65536
 PROBE_TIMEOUT_S = 5
 PASSWORD_KEYS = ("POSTGRES_PASSWORD",)
+SQLiteOperationalError = sqlite3.OperationalError
+"""What the SQLite log's driver raises when its file cannot be opened or written right now (busy, full disk,
+I/O error), before eventsourcing wraps it: for callers that open the log, without naming the driver."""
 DDL_LOCK = 0x5374726174614444
 """The advisory lock key under which the log's tables are created ("StrataDD")."""
 FAIL_FAST_S = 0.05
@@ -216,10 +221,9 @@ def __getattr__(name: str) -> Any:
 
 
 @cache
-def postgres_factory() -> type:
-    from eventsourcing.persistence import ApplicationRecorder
-    from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresFactory
-    from psycopg import sql
+def _bounded_postgres() -> tuple[Any, Any]:
+    """eventsourcing's PostgreSQL pool and recorder, their waits bounded (the module notes)."""
+    from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder
 
     class BoundedPool(ConnectionPool):
         """eventsourcing's pool, whose wait for a connection honours `waiting_at_most`."""
@@ -241,6 +245,17 @@ def postgres_factory() -> type:
         select_events = _bounded(PostgresApplicationRecorder.select_events)
         select_notifications = _bounded(PostgresApplicationRecorder.select_notifications)
         max_notification_id = _bounded(PostgresApplicationRecorder.max_notification_id, head=lambda head: head)
+
+    return BoundedPool, BoundedRecorder
+
+
+@cache
+def postgres_factory() -> type:
+    from eventsourcing.persistence import ApplicationRecorder
+    from eventsourcing.postgres import ConnectionPool, PostgresFactory
+    from psycopg import sql
+
+    BoundedPool, BoundedRecorder = _bounded_postgres()
 
     class StrataPostgresFactory(PostgresFactory):
         """eventsourcing's PostgresFactory after a fast, quiet connection check, with the log's tables
@@ -343,3 +358,24 @@ def connect(env: Environment, password: str) -> Any:
             "postgres",
             scrub(f"cannot use the PostgreSQL event log at {where}: {detail}", password),
         ) from None
+
+
+def ids_starting(recorder: Any, hex_prefix: str) -> list[UUID]:
+    """The ids of the log's aggregates whose hex form starts with `hex_prefix` (SQLite stores ids as hex:
+    an index range; PostgreSQL as uuid: compared as text); none from a recorder that is neither."""
+    table = recorder.events_table_name  # a fixed table name, not input
+    if type(recorder).__module__ == "eventsourcing.postgres":
+        from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
+
+        statement = SQL(
+            "SELECT DISTINCT originator_id FROM {schema}.{table} WHERE replace(originator_id::text, '-', '') LIKE %s"
+        ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(table))
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(statement, [hex_prefix + "%"])
+            return [UUID(str(row["originator_id"])) for row in cursor.fetchall()]
+    if hasattr(recorder, "datastore") and hasattr(recorder.datastore, "transaction"):
+        sql = f"SELECT DISTINCT originator_id FROM {table} WHERE originator_id >= ? AND originator_id < ?"
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(sql, [hex_prefix, hex_prefix + "g"])  # 'g' sorts after every hex digit
+            return [UUID(row[0]) for row in cursor.fetchall()]
+    return []

@@ -69,8 +69,8 @@ from eval_common import BM25, MODEL_DIR, flat
 from strata_recall.domain.history import Commit, FileChange, current_paths, rank_files
 from strata_recall.interface.app.api import parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata, build
-from strata_recall.interface.app.learning.core import learn_commits, make_searchable
 from strata_recall.interface.app.logs import configure_logging
+from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallEngine

@@ -80,7 +80,7 @@ class LogReader:
             ):
                 values["timestamp"] = timestamp(stamp["_data_"])
             else:
-                values = self.transcoder._revive(values)
+                values = self.transcoder.revive(values)
             values["originator_id"] = convert(_uuid(originator_id) if type(originator_id) is str else originator_id)
             values["originator_version"] = version
             if class_version != 1 or "class_version" in values:

@@ -6,7 +6,7 @@ revocation takes effect everywhere. `refresh()` asks the log for its head (one c
 it moved, reads only the credential events since the last position; every node of the shared
 deployment reads the same PostgreSQL log, so all of them learn of a revocation from it, with no
 worker, replay or file in between (`strata serve` refreshes a few times a second:
-interface/http/serve.py). A replay or an `as_of` model never sees these events (their projections read
+interface/http/watch.py). A replay or an `as_of` model never sees these events (their projections read
 memory and archetype events only), and `strata export`/`import --events` carry them like any event.
 """
 

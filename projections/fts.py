@@ -660,3 +660,19 @@ class FTSProjection(Projection):
         sql += " ORDER BY rowid LIMIT ?"
         params.append(limit)
         return [row[0] for row in self.conn.execute(sql, params)]
+
+    def memories(self) -> list[Indexed]:
+        """Every memory the index holds, in the order it was written (the rowids)."""
+        rows = self.conn.execute("SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid")
+        return [Indexed(*row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Indexed:
+    """A memory as the keyword index keeps it beside its words."""
+
+    memory_id: str
+    repo_id: str
+    scope: str
+    kind: str
+    status: str

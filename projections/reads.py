@@ -15,6 +15,7 @@ itself, with exactly the memories it showed and the moment as its mode (`hook:pr
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,16 @@ from strata_recall.projections import store
 
 HOOK_MODE_PREFIX = "hook:"
 """The mode of a read a lifecycle hook recorded (an injection), followed by its moment."""
+IN_CHUNK = 500
+"""Read ids bound per `IN (...)` list (SQLite's default limit on a statement's parameters is 999)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A read as the ledger keeps it: when it was served (a time.time()) and every memory id it returned."""
+
+    created_at: float
+    memory_ids: tuple[str, ...]
 
 
 class ReadLedger:
@@ -117,6 +128,31 @@ class ReadLedger:
                     "DELETE FROM credits WHERE NOT EXISTS (SELECT 1 FROM reads WHERE reads.read_id = credits.read_id)"
                 )
         return forgotten
+
+    def served(self, repo_id: str, read_ids: list[str]) -> dict[str, Served]:
+        """The reads of `repo_id` among `read_ids`, by id (unknown ones and other repos' are absent)."""
+        out: dict[str, Served] = {}
+        for i in range(0, len(read_ids), IN_CHUNK):
+            chunk = read_ids[i : i + IN_CHUNK]
+            rows = self.conn.execute(
+                "SELECT read_id, created_at, memory_ids FROM reads WHERE repo_id = ?"
+                f" AND read_id IN ({','.join('?' * len(chunk))})",
+                [repo_id, *chunk],
+            )
+            for read_id, created_at, memory_ids in rows:
+                out[read_id] = Served(float(created_at), tuple(orjson.loads(memory_ids)))
+        return out
+
+    def rated(self, read_ids: list[str]) -> set[str]:
+        """Those of `read_ids` under which feedback has credited any memory (a read is rated once)."""
+        out: set[str] = set()
+        for i in range(0, len(read_ids), IN_CHUNK):
+            chunk = read_ids[i : i + IN_CHUNK]
+            rows = self.conn.execute(
+                f"SELECT DISTINCT read_id FROM credits WHERE read_id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            out.update(row[0] for row in rows)
+        return out
 
     def credited(self, read_ids: list[str]) -> set[str]:
         """The memories already credited under any of these reads (one session's reads)."""

@@ -10,8 +10,9 @@ one log position from the projections (never by rebuilding aggregates).
    embedding: it needs only the words), each over-fetching, fused with weights that adapt to the
    query: a list counts for more the further its best stands out (projections/fusion.py), and the
    keyword list in proportion to the share of a long query's words it searched (projections/fts.py
-   keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (further ones
-   never changed an answer on any corpus, and cost a third of a read). Every candidate gets an
+   keeps a pasted issue's rarest words). The best 2 × limit of the fused hits go on (hits further
+   down are below what a full answer shows, and every candidate costs the stages after this one:
+   ops/eval_recall.py and ops/bench_read.py weigh the two). Every candidate gets an
    absolute relevance, P(relevant) (projections/relevance.py): the probability that the answer holds
    a relevant memory, from the read as a whole, times the memory's given that, from its own evidence.
 3. Association: explicit links always (a problem brings its solutions and failed tactics, a
@@ -75,16 +76,16 @@ from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.relevance import (
-    DEFAULT_BAR,
-    MODEL,
     TAIL,
-    RelevanceModel,
     answer_features,
     memory_features,
 )
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
+from strata_recall.projections.tuning import RecallConfig as RecallConfig  # where callers have imported it from
 from strata_recall.projections.vector_index import GLOBAL, VectorIndex
+from strata_recall.schemas.defaults import DEFAULT_LIMIT
+from strata_recall.schemas.defaults import TEXT_CHARS as TEXT_CHARS
 
 GUIDANCE = (
     "Memories are hypotheses, not orders: check each against the code in front of you, which is the "
@@ -99,9 +100,6 @@ FIT_REASONS = ("below_relevance", "over_token_budget", "duplicate", "diversity")
 MIN_RESULT_TOKENS = 48
 """Fewer tokens than any memory takes in compact form (its id alone takes ~28): a token budget with
 less left is full."""
-TEXT_CHARS = 320
-"""A result's text is cut after about this many characters (at a word), with a marker saying how much
-more there is: `read` with `memory_ids` gives memories whole."""
 
 
 @cache
@@ -129,55 +127,13 @@ class _Stages:
 
 
 @dataclass(frozen=True)
-class RecallConfig:
-    """The engine's tuning; chosen by ops/eval_recall.py (every corpus at once) and ops/bench_read.py,
-    not per request."""
-
-    fusion: str = "adaptive"
-    vector_weight: float = 0.4
-    keyword_weight: float = 0.6
-    rrf_k: float = 60.0
-    overfetch: int = 100
-    consider: int | None = 2  # weigh the best consider × limit search hits (all of them under a kinds filter)
-    threshold: dict[str, float] = field(default_factory=lambda: {"targeted": 0.15, "ambient": 0.35})
-    kind_offset: dict[str, float] = field(
-        default_factory=lambda: {
-            "preference": -0.07,
-            "fact": 0.05,
-            "change": 0.0,
-            "problem": 0.0,
-            "solution": 0.0,
-            "failed_tactic": 0.0,
-        }
-    )
-    keyword_relief: float = 0.05
-    low_truth: float = 0.2
-    half_life_days: float = 60.0
-    link_decay: float = 0.9
-    related_seeds: int = 10
-    related_decay: tuple[float, ...] = (0.5, 0.25)  # share of a seed's relevance at distance 1, 2 along `related` links
-    chain_share: float | None = 2 / 3  # most of the answer one chain of `related` memories may hold, at every depth
-    hop_seeds: int = 3
-    hop_fanout: int = 5
-    hop_threshold: float = 0.6
-    hop_tightening: float = 0.1
-    hop_decay: float = 0.8
-    duplicate_cosine: float = 0.97
-    per_source_cap: int = 4  # most memories one hit may bring through its links or hops
-    unfavoured_kind: float = 0.85  # score weight of kinds an archetype profile does not list (mode auto)
-    relevance: str = "hybrid"  # "hybrid" | "vector" | "keyword" (the latter two for evaluation)
-    model: RelevanceModel = MODEL  # the absolute relevance (projections/relevance.py)
-    bar: float = DEFAULT_BAR  # a read's min_relevance unless it names one
-
-
-@dataclass(frozen=True)
 class ReadQuery:
     repo_id: str
     query: str
     mode: str = "targeted"
     include_global: bool = True
     kinds: tuple[str, ...] | None = None
-    limit: int = 20
+    limit: int = DEFAULT_LIMIT
     semantic_hops: int = 2
     include_problem_links: bool = True
     include_update_links: bool = True
@@ -246,6 +202,27 @@ class Case:
 
     def memories(self) -> list[Scored]:
         return [self.head, *self.members]
+
+
+Row = dict[str, Any]
+"""A memory's current state as the snapshot holds it (projections/top_of_block.py)."""
+
+
+@dataclass(slots=True)
+class ReadContext:
+    """What one read works on, from its search's hits to its answer: the query (as the archetype's
+    profile tuned it), its embedding, the moment truth decays to, the kinds the profile favours, the
+    evidence of the answer as a whole, and what the read gathers as it goes: the candidates, their rows,
+    and what was held back, by reason."""
+
+    q: ReadQuery
+    qv: np.ndarray
+    now: datetime
+    favoured: frozenset[str] | None
+    answer: Answer
+    candidates: dict[str, Candidate]
+    rows: dict[str, Row]
+    suppressed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -332,6 +309,97 @@ def _chains(groups: dict[str, set[str]]) -> dict[str, str]:
         for member in members:
             parent[root(member)] = root(key)
     return {m: root(m) for m in parent}
+
+
+class _Selection:
+    """What selection has admitted so far, against which the next memory is judged: the vectors of the
+    memories kept (near-duplicates), how many each source brought (diversity) and the tokens spent."""
+
+    def __init__(self, engine: RecallEngine, read: ReadContext, envelope: dict[str, Any] | None) -> None:
+        self.engine, self.read = engine, read
+        self.vectors = np.empty((4 * read.q.limit, engine.index.dim), dtype=np.float32)
+        self.n_vectors = 0  # of the kept memories, in order
+        self.per_source: dict[str, int] = {}
+        self.budget = read.q.token_budget
+        self.spent = engine.tokens.count_json(envelope) if self.budget is not None and envelope is not None else 0
+
+    def full(self) -> bool:
+        """Whether the token budget has less left than any memory takes."""
+        return self.budget is not None and self.budget - self.spent < MIN_RESULT_TOKENS
+
+    def admit(self, s: Scored, into: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The result of `s` if it is admitted (as a member of the case `into`, when given); else None,
+        and the reason it was not is counted."""
+        engine, read, config = self.engine, self.read, self.engine.config
+        reason, result = None, None
+        source = s.cand.source
+        vector = engine.index.vector(s.cand.memory_id, read.q.repo_id)
+        if source is not None and self.per_source.get(source, 0) >= config.per_source_cap:
+            reason = "diversity"
+        elif (
+            vector is not None
+            and self.n_vectors
+            and float((self.vectors[: self.n_vectors] @ vector).max()) >= config.duplicate_cosine
+        ):
+            reason = "duplicate"
+        else:
+            result = engine._result(s, read.q, read.rows)
+            if self.budget is not None:  # counting tokens costs more than the rest of a result
+                cost = engine._cost(result, into)
+                if self.spent + cost > self.budget:
+                    reason = "over_token_budget"
+                else:
+                    self.spent += cost
+        if reason is not None:
+            read.suppressed[reason] = read.suppressed.get(reason, 0) + 1
+            return None
+        if source is not None:
+            self.per_source[source] = self.per_source.get(source, 0) + 1
+        if vector is not None:
+            if self.n_vectors == len(self.vectors):
+                self.vectors = np.concatenate([self.vectors, np.empty_like(self.vectors)])
+            self.vectors[self.n_vectors] = vector
+            self.n_vectors += 1
+        return result
+
+
+class _Order:
+    """The order selection considers cases in: best first under the chains' share, each case after the
+    cases of the change memories that amend it; and the memory each case is shown with."""
+
+    def __init__(self, cases: list[Case], floor: float) -> None:
+        self.floor = floor
+        self.seen: set[int] = set()  # the cases considered, by id()
+        self.carried: dict[int, str] = {}  # a case below the floor shown with a memory that cleared it (amendments)
+        self.amending = {s.cand.memory_id: case for case in cases for s in case.memories()}
+
+    def carrier(self, case: Case) -> str | None:
+        """The memory a case is shown with: its own most relevant, when that clears the floor."""
+        return case.best if case.relevance >= self.floor else self.carried.get(id(case))
+
+    def amendments_first(self, case: Case) -> Iterator[Case]:
+        """The case after the cases of the change memories that amend its memories (theirs first)."""
+        self.seen.add(id(case))
+        passes = self.carrier(case)
+        for s in case.memories():
+            for change in s.row["change_chain"]:
+                amendment = self.amending.get(change["change_memory_id"])
+                if amendment is None or id(amendment) in self.seen:
+                    continue
+                if passes is not None and amendment.relevance < self.floor:
+                    self.carried[id(amendment)] = s.cand.memory_id if s.cand.p >= self.floor else passes
+                yield from self.amendments_first(amendment)
+        yield case
+
+    def cases(
+        self, cases: Iterable[Case], held: dict[str, int], kept: list[dict[str, Any]], share: float | None
+    ) -> Iterator[Case]:
+        return (
+            c
+            for case in _chain_share(cases, held, kept, share)
+            if id(case) not in self.seen
+            for c in self.amendments_first(case)
+        )
 
 
 class RecallEngine:
@@ -442,32 +510,31 @@ class RecallEngine:
         finally:
             wait([keyword])  # the keyword connection is this reader's again before anything else runs
         clock.lap("relevance")
-        rows = self.state.rows(set(candidates))
-        now = self.clock()
-        seeds = self._seeds(q, qv, candidates, rows, now)
-        self._associate(q, candidates, rows, seeds)
+        read = ReadContext(q, qv, self.clock(), favoured, answer, candidates, self.state.rows(set(candidates)))
+        seeds = self._seeds(read)
+        self._associate(read, seeds)
         clock.lap("association")
         top = max((c.relevance for c in candidates.values()), default=0.0)
         for cand in candidates.values():  # the fused relevance over the answer's best, in [0, 1]
             cand.relevance = cand.relevance / top if top > 0 else 0.0
-        self._estimate(q, qv, candidates.values(), answer)
-        suppressed: dict[str, int] = {}
-        cases = self._cases(self._score(q, qv, candidates, rows, now, favoured, suppressed))
+        self._estimate(read, candidates.values())
+        cases = self._cases(self._score(read, candidates))
         bar = self.config.bar if q.min_relevance is None else q.min_relevance
         read_id = uuid.uuid4().hex
+        suppressed = read.suppressed
         if answer.relevance < bar:  # nothing is likely to be relevant: the answer is empty, and says so
             held = sum(1 + len(case.members) for case in cases)
             if held:
                 suppressed["below_relevance"] = held
             results = []
         else:
-            hops = self._hop_cases(q, qv, candidates, rows, seeds, now, favoured, suppressed, answer)
+            hops = self._hop_cases(read, seeds)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
             # a memory earns its place by clearing the floor, or by being the answer's most relevant one (the
             # answer cleared the bar on its evidence), or by coming with one of those (its case, an amendment)
             floor = min(bar * TAIL, max((case.relevance for case in cases), default=bar))
-            results = self._fit(q, cases, hops, rows, suppressed, floor, envelope)
+            results = self._fit(read, cases, hops, floor, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
         if self.ledger is not None:
@@ -626,11 +693,11 @@ class RecallEngine:
                 found.update(zip([m for m, _ in slots], cosines.tolist(), strict=True))
         return sorted(((m, found[m]) for m, _ in hits if m in found), key=lambda hit: -hit[1])
 
-    def _estimate(self, q: ReadQuery, qv: np.ndarray, candidates: Iterable[Candidate], answer: Answer) -> None:
+    def _estimate(self, read: ReadContext, candidates: Iterable[Candidate]) -> None:
         """Each candidate's absolute relevance (projections/relevance.py): the answer's relevance times
         the memory's given that, from its own evidence (a memory that links or hops reached counts as
         ranked after every search hit, with its own similarity)."""
-        model = self.config.model.memory
+        q, qv, answer, model = read.q, read.qv, read.answer, self.config.model.memory
         candidates = list(candidates)
         beyond = max((cand.rank for cand in candidates if cand.rank is not None), default=-1) + 1
         for cand in candidates:
@@ -645,30 +712,22 @@ class RecallEngine:
 
     # --- association --------------------------------------------------------------------------
 
-    def _seeds(
-        self,
-        q: ReadQuery,
-        qv: np.ndarray,
-        candidates: dict[str, Candidate],
-        rows: dict[str, dict[str, Any]],
-        now: datetime,
-    ) -> list[Candidate]:
+    def _seeds(self, read: ReadContext) -> list[Candidate]:
         """The best hits that pass on their own: only they may lead anywhere (links, hops)."""
         seeds: list[Candidate] = []
-        for c in sorted(candidates.values(), key=lambda x: -x.relevance):
-            if len(seeds) >= max(q.limit, 10):
+        for c in sorted(read.candidates.values(), key=lambda x: -x.relevance):
+            if len(seeds) >= max(read.q.limit, 10):
                 break
-            row = rows.get(c.memory_id)
-            if row is not None and self._visible(row, q) and self._suppression(q, qv, c, row, now) is None:
+            row = read.rows.get(c.memory_id)
+            if row is not None and self._visible(row, read.q) and self._suppression(read, c, row) is None:
                 seeds.append(c)
         return seeds
 
-    def _associate(
-        self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
-    ) -> None:
+    def _associate(self, read: ReadContext, seeds: list[Candidate]) -> None:
         """Explicit links from the seeds, each route offering only memories the reader may see (one it may
         not see is neither offered nor passed through: another repo's proposal linked to two of the
         reader's memories would otherwise carry relevance from one to the other)."""
+        q, candidates, rows = read.q, read.candidates, read.rows
         self._spread_related(q, candidates, rows, seeds[: self.config.related_seeds])
         if q.include_problem_links:
             self._link_cases(q, candidates, rows, seeds)
@@ -741,8 +800,8 @@ class RecallEngine:
         self, q: ReadQuery, candidates: dict[str, Candidate], rows: dict[str, dict[str, Any]], seeds: list[Candidate]
     ) -> None:
         """Each seed gives the memories `related` to it (breadth first, up to len(related_decay) links
-        away) a share of its relevance; shares from different seeds add up (LoCoMo's evidence is
-        often the turn next to the one that matches: +0.07 recall at every k). Seeds whose
+        away) a share of its relevance; shares from different seeds add up (in a conversation, what
+        answers a question is often the turn next to the one that matches it). Seeds whose
         neighbourhoods meet form one chain, and selection caps a chain's share of the answer
         (chain_share): a long chain of middling hits, lifting each other, cannot take the whole top."""
         added: dict[str, float] = {}
@@ -778,20 +837,10 @@ class RecallEngine:
         ).items():
             candidates[memory_id].chain = chain
 
-    def _hop_cases(
-        self,
-        q: ReadQuery,
-        qv: np.ndarray,
-        candidates: dict[str, Candidate],
-        rows: dict[str, dict[str, Any]],
-        seeds: list[Candidate],
-        now: datetime,
-        favoured: frozenset[str] | None,
-        suppressed: dict[str, int],
-        answer: Answer,
-    ) -> Iterator[Case]:
+    def _hop_cases(self, read: ReadContext, seeds: list[Candidate]) -> Iterator[Case]:
         """The cases semantic hops add, after every case of the search's (a generator: selection asks
         for them only when the search's cases did not fill the answer)."""
+        q, candidates, rows = read.q, read.candidates, read.rows
         if not q.semantic_hops:
             return
         before = set(candidates)
@@ -802,14 +851,14 @@ class RecallEngine:
         if q.include_update_links:
             self._changes(q, candidates, rows, [candidates[m] for m in set(candidates) - before])
         fresh = {m: cand for m, cand in candidates.items() if m not in before}
-        self._estimate(q, qv, fresh.values(), answer)
-        yield from self._cases(self._score(q, qv, fresh, rows, now, favoured, suppressed))
+        self._estimate(read, fresh.values())
+        yield from self._cases(self._score(read, fresh))
 
     def _hops(self, q: ReadQuery, candidates: dict[str, Candidate], seeds: list[Candidate]) -> None:
         """Memories close to the best hits that the search itself did not find: they rank below every
         search hit (the search had already looked at the closest to the query), ordered among
-        themselves by parent relevance × hop_decay^hop × similarity to the parent. Ranked by that
-        alone they crowded the answer's top on LoCoMo (recall@10 0.681 against 0.710 without hops)."""
+        themselves by parent relevance × hop_decay^hop × similarity to the parent: ranked by that alone,
+        memories similar to a hit would crowd out hits similar to the query itself."""
         c = self.config
         frontier = [s for s in seeds if s.direct][: c.hop_seeds]
         direct = [cand.relevance for cand in candidates.values() if cand.direct]
@@ -854,17 +903,9 @@ class RecallEngine:
 
     # --- threshold and scoring ----------------------------------------------------------------
 
-    def _score(
-        self,
-        q: ReadQuery,
-        qv: np.ndarray,
-        candidates: dict[str, Candidate],
-        rows: dict[str, dict[str, Any]],
-        now: datetime,
-        favoured: frozenset[str] | None,
-        suppressed: dict[str, int],
-    ) -> list[Scored]:
-        """What passes the threshold, best first; what was held back is counted by reason."""
+    def _score(self, read: ReadContext, candidates: dict[str, Candidate]) -> list[Scored]:
+        """What of `candidates` passes the threshold, best first; what was held back is counted by reason."""
+        q, qv, rows, now, favoured, suppressed = read.q, read.qv, read.rows, read.now, read.favoured, read.suppressed
         scored = []
         for cand in candidates.values():
             row = rows.get(cand.memory_id)
@@ -872,7 +913,7 @@ class RecallEngine:
                 continue  # out of scope: dropped without a trace
             if q.kinds is not None and row["kind"] not in q.kinds:
                 continue
-            reason = self._suppression(q, qv, cand, row, now)
+            reason = self._suppression(read, cand, row)
             if reason is None and cand.link_reason is not None and self._below_bar(q, qv, cand, row):
                 cand.reason = cand.link_reason  # weak as a match, but explicitly linked: kept for the link
             if reason:
@@ -901,14 +942,12 @@ class RecallEngine:
             return q
         return replace(q, current_problem_id=None)
 
-    def _suppression(
-        self, q: ReadQuery, qv: np.ndarray, cand: Candidate, row: dict[str, Any], now: datetime
-    ) -> str | None:
+    def _suppression(self, read: ReadContext, cand: Candidate, row: Row) -> str | None:
         if row["status"] in SUPPRESSIBLE:
             return SUPPRESSIBLE[row["status"]]
-        if self._truth(row, now) < self.config.low_truth:
+        if self._truth(row, read.now) < self.config.low_truth:
             return "low_truth"
-        if cand.direct and cand.link_reason is None and self._below_bar(q, qv, cand, row):
+        if cand.direct and cand.link_reason is None and self._below_bar(read.q, read.qv, cand, row):
             return "below_threshold"
         return None
 
@@ -976,11 +1015,9 @@ class RecallEngine:
 
     def _fit(
         self,
-        q: ReadQuery,
+        read: ReadContext,
         cases: list[Case],
         hops: Iterable[Case],
-        rows: dict[str, dict[str, Any]],
-        suppressed: dict[str, int],
         floor: float = 0.0,
         envelope: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
@@ -991,88 +1028,22 @@ class RecallEngine:
         cap of memories one source (the hit whose link or hop brought it) may bring (diversity). A
         solution or failed tactic whose problem is already in the answer joins that case rather than
         taking a slot."""
-        c = self.config
+        q, suppressed = read.q, read.suppressed
         kept: list[dict[str, Any]] = []
         problems: dict[str, dict[str, Any]] = {}  # the problems kept, by id
-        kept_vectors = np.empty((4 * q.limit, self.index.dim), dtype=np.float32)
-        n_vectors = 0  # of the kept memories, in order
-        per_source: dict[str, int] = {}
-        budget = q.token_budget
-        spent = self.tokens.count_json(envelope) if budget is not None and envelope is not None else 0
-
-        def admit(s: Scored, into: dict[str, Any] | None = None) -> dict[str, Any] | None:
-            """The result of `s` if it is admitted (as a member of the case `into`, when given)."""
-            nonlocal kept_vectors, n_vectors, spent
-            reason, result = None, None
-            source = s.cand.source
-            vector = self.index.vector(s.cand.memory_id, q.repo_id)
-            if source is not None and per_source.get(source, 0) >= c.per_source_cap:
-                reason = "diversity"
-            elif (
-                vector is not None
-                and n_vectors
-                and float((kept_vectors[:n_vectors] @ vector).max()) >= c.duplicate_cosine
-            ):
-                reason = "duplicate"
-            else:
-                result = self._result(s, q, rows)
-                if budget is not None:  # counting tokens costs more than the rest of a result
-                    cost = self._cost(result, into)
-                    if spent + cost > budget:
-                        reason = "over_token_budget"
-                    else:
-                        spent += cost
-            if reason is not None:
-                suppressed[reason] = suppressed.get(reason, 0) + 1
-                return None
-            if source is not None:
-                per_source[source] = per_source.get(source, 0) + 1
-            if vector is not None:
-                if n_vectors == len(kept_vectors):
-                    kept_vectors = np.concatenate([kept_vectors, np.empty_like(kept_vectors)])
-                kept_vectors[n_vectors] = vector
-                n_vectors += 1
-            return result
-
+        selection = _Selection(self, read, envelope)
         held: dict[str, int] = {}  # results kept per chain of `related` memories
-        seen: set[int] = set()  # the cases considered, by id()
-        carried: dict[int, str] = {}  # a case below the floor shown with a memory that cleared it (amendments)
-        amending = {s.cand.memory_id: case for case in cases for s in case.memories()}
-
-        def carrier(case: Case) -> str | None:
-            """The memory a case is shown with: its own most relevant, when that clears the floor."""
-            return case.best if case.relevance >= floor else carried.get(id(case))
-
-        def amendments_first(case: Case) -> Iterator[Case]:
-            """The case after the cases of the change memories that amend its memories (theirs first)."""
-            seen.add(id(case))
-            passes = carrier(case)
-            for s in case.memories():
-                for change in s.row["change_chain"]:
-                    amendment = amending.get(change["change_memory_id"])
-                    if amendment is None or id(amendment) in seen:
-                        continue
-                    if passes is not None and amendment.relevance < floor:
-                        carried[id(amendment)] = s.cand.memory_id if s.cand.p >= floor else passes
-                    yield from amendments_first(amendment)
-            yield case
-
-        ordered = (
-            c
-            for case in _chain_share(itertools.chain(cases, hops), held, kept, c.chain_share)
-            if id(case) not in seen
-            for c in amendments_first(case)
-        )
-        for case in ordered:
+        order = _Order(cases, floor)
+        for case in order.cases(itertools.chain(cases, hops), held, kept, self.config.chain_share):
             if len(kept) >= q.limit:
                 break
-            if budget is not None and budget - spent < MIN_RESULT_TOKENS:  # no memory takes so few tokens
+            if selection.full():  # no memory takes so few tokens
                 # what it holds back of the search's cases, each by why (hops not yet made stay unmade)
-                for rest in (r for r in cases if id(r) not in seen or r is case):
-                    why = "below_relevance" if carrier(rest) is None else "over_token_budget"
+                for rest in (r for r in cases if id(r) not in order.seen or r is case):
+                    why = "below_relevance" if order.carrier(rest) is None else "over_token_budget"
                     suppressed[why] = suppressed.get(why, 0) + 1 + len(rest.members)
                 break
-            shown_with = carrier(case)
+            shown_with = order.carrier(case)
             if shown_with is None:  # the long tail of an answer; a case's members follow its head
                 suppressed["below_relevance"] = suppressed.get("below_relevance", 0) + 1 + len(case.members)
                 continue
@@ -1082,7 +1053,7 @@ class RecallEngine:
                 if kind in NESTED
                 else None
             )
-            head = admit(case.head, joins)
+            head = selection.admit(case.head, joins)
             if head is None:
                 continue
             self._carried(head, case.head, floor, shown_with)
@@ -1096,7 +1067,7 @@ class RecallEngine:
                 for key in NESTED.values():
                     head[key] = []
                 for member in case.members:
-                    if (result := admit(member, head)) is not None:
+                    if (result := selection.admit(member, head)) is not None:
                         self._carried(result, member, floor, shown_with)
                         head[NESTED[member.row["kind"]]].append(result)
             kept.append(head)
@@ -1111,8 +1082,8 @@ class RecallEngine:
     def _cost(self, result: dict[str, Any], into: dict[str, Any] | None) -> int:
         """Tokens a memory adds to the answer as an agent receives it: its compact form and the comma
         before it, and when it is the first of its kind in a case (`into`), the list it opens."""
-        # its JSON text counted in one pass (the sum of its parts' counts, as count_json has it, but one
-        # scan of one string costs a fifth of a walk through the parts: a read admits ~20 memories)
+        # its JSON text counted in one pass: the sum of its parts' counts, as count_json has it, from one
+        # scan of one string rather than a walk through the parts (this runs for every memory admitted)
         cost = self.tokens.count_once(orjson.dumps(brief.member(result, nested=into is not None)).decode()) + 1
         if into is not None and not into[NESTED[result["kind"]]]:
             cost += self.tokens.count(f'"{NESTED[result["kind"]]}"') + 3  # :[]

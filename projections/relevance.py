@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from strata_recall.schemas.defaults import DEFAULT_BAR as DEFAULT_BAR  # the bar TAIL scales
+
 
 @dataclass(frozen=True)
 class Logistic:
@@ -47,23 +49,19 @@ class RelevanceModel:
     memory: Logistic  # over MEMORY_FEATURES
 
 
-# fitted by `python ops/fit_relevance.py` as it was at 493026b (coding-dev and LoCoMo dev, isolated turns, each
-# corpus weighing the same; LoCoMo's foreign reads were the evaluation's own). The script now fits on foreign reads
-# the evaluations never ask, in-corpus and foreign weighing half each; its refits were tried and not adopted yet,
-# one with cosine x query length among them (better on foreign reads, worse on short exact questions about code):
-# docs/READING.md, "What was tried".
+# fitted by `python ops/fit_relevance.py` on the dev corpora (coding memory and LoCoMo); docs/READING.md ("What
+# was tried") says on which reads, and why the script's refits (on foreign reads the evaluations never ask) are
+# not adopted: each traded short exact questions about code for foreign reads.
 MODEL = RelevanceModel(
     answer=Logistic(-13.460, (17.238, 2.834, 3.290, 0.370, 0.619)),
     memory=Logistic(-4.613, (1.127, 0.858, -1.013, -0.005, 3.942, -0.338)),
 )
 
-DEFAULT_BAR = 0.2
-"""`min_relevance`'s default: below it, an answer's relevance returns nothing."""
 TAIL = 0.25
 """In an answer that passes the bar, a memory whose relevance is below TAIL × the bar (0.05 at the default
 bar) is held back unless it comes with one that reaches it (its case, an amendment): no tail of memories
-0.01–0.03 likely to be relevant. Not the bar itself: the model rates a relevant past coding task 0.02–0.15,
-and holding every memory to the bar cost coding hit@5 0.811 -> 0.611 (docs/READING.md)."""
+barely likely to be relevant. Not the bar itself: the model rates a relevant past coding task well below
+the bar, and holding every memory to the bar loses most of them (docs/READING.md has the figures)."""
 
 
 def answer_features(

@@ -9,45 +9,23 @@ queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import orjson
 
-from strata_recall.domain import beliefs
-from strata_recall.domain.memory import MEMORY_EVENTS, Memory, merge_entry, merged_anchors, status_after
+from strata_recall.domain import beliefs, transitions
+from strata_recall.domain.memory import MEMORY_EVENTS, Memory
+from strata_recall.domain.transitions import ATTRIBUTES, CREATED, MODIFIED, Transition
+from strata_recall.domain.transitions import written as new_memory
 from strata_recall.projections import store
 from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.snapshot_queries import COLUMNS, SnapshotQueries
 from strata_recall.projections.store import Connection
-
-COLUMNS = (
-    "memory_id",
-    "repo_id",
-    "scope",
-    "kind",
-    "status",
-    "text",
-    "confidence",
-    "truth",
-    "utility",
-    "utility_by_problem",
-    "problem_ids",
-    "related_ids",
-    "change_chain",
-    "evidence_refs",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "maturity",
-    "created",
-    "version",
-    "anchors",
-)
 
 
 def m001_create_tables(conn: Connection) -> None:
@@ -83,17 +61,9 @@ def m003_anchors_column(conn: Connection) -> None:
     conn.execute("ALTER TABLE snapshot ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]'")
 
 
-# The aggregate's own attributes that hold datetimes: the state blob stores them as ISO strings.
-_DATETIMES = ("_created_on", "_modified_on", "last_validated")
-_EVENTSOURCING_KEYS = ("_id", "_version", "_pending_events")
-
-
 def freeze(memory: Memory) -> bytes:
     """The aggregate's state as JSON (what eventsourcing's Snapshot.take keeps), for the tail fold."""
-    state = dict(vars(memory))
-    for key in _EVENTSOURCING_KEYS:
-        del state[key]
-    return orjson.dumps(state)
+    return orjson.dumps(memory.state())
 
 
 def thaw(memory_id: str, version: int, blob: bytes) -> Memory:
@@ -178,12 +148,12 @@ def fold(memories: dict[str, Memory], events: Iterable[Any]) -> dict[str, Memory
 #
 # Folding through the aggregate costs ~40 us an event (eventsourcing's per-call argument binding,
 # aggregate construction, freezing and thawing). A replay folds the same events into the same
-# attribute dicts directly: each handler below does what the matching recorder method of
-# domain.memory.Memory does, and then, as Aggregate.Event.mutate does, the version and modified_on
-# move (after the handler: a handler reading _modified_on sees the previous event's time, as the
-# aggregate's methods do). tests/integration/test_fold_equivalence.py checks, over histories with
-# every event type, that both folds give byte-identical states and rows; an event type without a
-# handler here is folded through the aggregate (and that test fails until a handler is added).
+# attribute dicts directly, with the transitions the aggregate's event methods apply
+# (domain/transitions.py), and then, as Aggregate.Event.mutate does, the version and modified_on
+# move (after the transition: it sees the previous event's time, as the aggregate's methods do).
+# tests/integration/test_fold_equivalence.py checks, over histories with every event type, that
+# both folds give byte-identical states and rows; an event type without a handler here is folded
+# through the aggregate (and that test fails until a handler is added).
 
 
 def _iso(moment: datetime) -> str:
@@ -215,7 +185,7 @@ class MemoryState:
         The usual attributes as a JSON array in _STORED_ORDER (no keys to build or write), others
         as an object."""
         state = self.state
-        if len(state) == len(_STATE_ORDER) and state.keys() >= _STORED_KEYS:
+        if len(state) == len(ATTRIBUTES) and state.keys() >= _STORED_KEYS:
             return _dumps(_stored_values(state))
         return orjson.dumps({k: v for k, v in state.items() if k not in _IN_COLUMNS})
 
@@ -230,7 +200,7 @@ class MemoryState:
             return cls(memory_id, version, rest)
         known = dict(zip(_RESTORE_COLUMNS, columns, strict=True))
         state: dict[str, Any] = {}
-        for key in _STATE_ORDER:
+        for key in ATTRIBUTES:
             column = _IN_COLUMNS.get(key)
             if column is not None:
                 value = known[column]
@@ -254,30 +224,6 @@ class MemoryState:
         return (*self.values(), bytearray(self.stored()))
 
 
-_STATE_ORDER = (
-    "_created_on",
-    "_modified_on",
-    "text",
-    "kind",
-    "scope",
-    "repo_id",
-    "confidence",
-    "rationale",
-    "problem_ids",
-    "related_ids",
-    "change_targets",
-    "evidence_refs",
-    "author",
-    "status",
-    "truth",
-    "utility",
-    "changes",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "review_note",
-)
-"""The aggregate's attributes in the order Memory.__init__ sets them (vars(memory) order)."""
 _IN_COLUMNS = {
     "_created_on": "created",
     "text": "text",
@@ -296,122 +242,16 @@ _IN_COLUMNS = {
 }
 """State attributes a snapshot row holds in columns of their own (as they are, or as JSON)."""
 _RESTORE_COLUMNS = tuple(dict.fromkeys(_IN_COLUMNS.values()))
-_STORED_ORDER = tuple(k for k in _STATE_ORDER if k not in _IN_COLUMNS)
+_STORED_ORDER = tuple(k for k in ATTRIBUTES if k not in _IN_COLUMNS)
 _STORED_KEYS = frozenset(_STORED_ORDER)
 _stored_values = itemgetter(*_STORED_ORDER)
 _JSON_RESTORED = frozenset({"problem_ids", "related_ids", "evidence_refs", "change_chain"})
 
 
-def _written(e: Any, ts: str) -> dict[str, Any]:
-    state = {
-        "_created_on": ts,
-        "_modified_on": ts,
-        "text": e.text,
-        "kind": e.kind,
-        "scope": e.scope,
-        "repo_id": e.repo_id,
-        "confidence": e.confidence,
-        "rationale": e.rationale,
-        "problem_ids": [e.problem_id] if e.problem_id else [],
-        "related_ids": list(e.related_ids),
-        "change_targets": list(e.change_targets),
-        "evidence_refs": list(e.evidence_refs),
-        "author": e.author,
-        "status": e.status,
-        "truth": beliefs.prior(e.confidence),
-        "utility": {},
-        "changes": [],
-        "validations": 0,
-        "reinforcements": 0,
-        "last_validated": ts,
-        "review_note": None,
-    }
-    if e.actor is not None:  # as Memory.__init__ keeps it: only where known
-        state["writer"] = e.actor
-    return state
-
-
-def _truth_adjusted(s: dict[str, Any], e: Any) -> None:
-    s["truth"] = beliefs.observe(s["truth"], e.target, e.weight)
-    if e.source == "reinforcement":
-        s["reinforcements"] += 1
-    if e.target >= 0.5 and e.source != "change":
-        s["validations"] += 1
-        s["last_validated"] = s["_modified_on"]
-
-
-def _utility_observed(s: dict[str, Any], e: Any) -> None:
-    s["utility"] = beliefs.add_utility(s["utility"], e.problem_id or beliefs.NO_CONTEXT, e.target, e.weight)
-
-
-def _change_recorded(s: dict[str, Any], e: Any) -> None:
-    s["changes"].append({"change_memory_id": e.change_memory_id, "summary": e.summary})
-
-
-def _links_added(s: dict[str, Any], e: Any) -> None:
-    s["problem_ids"].extend(e.problem_ids)
-    s["related_ids"].extend(e.related_ids)
-    s["change_targets"].extend(e.change_targets)
-
-
-def _status(s: dict[str, Any], e: Any) -> None:
-    s["status"] = status_after(e)
-
-
-def _reviewed(s: dict[str, Any], e: Any) -> None:
-    _status(s, e)
-    s["review_note"] = e.note
-
-
-def _anchors_recorded(s: dict[str, Any], e: Any) -> None:
-    s["anchors"] = merged_anchors(s.get("anchors", []), e.anchors)
-
-
-def _duplicate_merged(s: dict[str, Any], e: Any) -> None:
-    entry = merge_entry(e.duplicate_id, e.similarity, e.target, e.weight, s["_modified_on"], s["last_validated"])
-    s["truth"] = beliefs.observe(s["truth"], e.target, e.weight)
-    s["reinforcements"] += 1
-    if entry["validated_at"] is not None:
-        s["validations"] += 1
-        s["last_validated"] = s["_modified_on"]
-    s["merged"] = [*s.get("merged", []), entry]
-
-
-def _duplicate_unmerged(s: dict[str, Any], e: Any) -> None:
-    entry = next(m for m in s["merged"] if m["duplicate_id"] == e.duplicate_id)
-    s["merged"] = [m for m in s["merged"] if m is not entry]
-    s["truth"] = beliefs.observe(s["truth"], entry["target"], -entry["weight"])
-    s["reinforcements"] -= 1
-    if entry["validated_at"] is not None:
-        s["validations"] -= 1
-        if s["last_validated"] == entry["validated_at"]:
-            s["last_validated"] = entry["previous_validation"]
-
-
-def _learned(s: dict[str, Any], e: Any) -> None:
-    s["last_validated"] = e.occurred_at  # the ISO text the aggregate's datetime freezes to (domain/learning.py)
-
-
-def _text_edited(s: dict[str, Any], e: Any) -> None:
-    s["text"] = e.text
-
-
-HANDLERS: dict[type, Callable[[dict[str, Any], Any], None]] = {
-    Memory.TruthAdjusted: _truth_adjusted,
-    Memory.UtilityObserved: _utility_observed,
-    Memory.ChangeRecorded: _change_recorded,
-    Memory.LinksAdded: _links_added,
-    Memory.MemoryForgotten: _status,
-    Memory.MemoryReviewed: _reviewed,
-    Memory.AnchorsRecorded: _anchors_recorded,
-    Memory.DuplicateMerged: _duplicate_merged,
-    Memory.DuplicateUnmerged: _duplicate_unmerged,
-    Memory.MemoryArchived: _status,
-    Memory.MemoryRestored: _status,
-    Memory.Learned: _learned,
-    Memory.TextEdited: _text_edited,
+HANDLERS: dict[type, Transition] = {
+    kind: transitions.TRANSITIONS[kind.__name__] for kind in MEMORY_EVENTS if kind is not Memory.MemoryWritten
 }
-"""Every event of MEMORY_EVENTS but MemoryWritten (which creates the state: _written)."""
+"""Every event of MEMORY_EVENTS but MemoryWritten (which creates the state), with its transition."""
 
 
 def _via_aggregate(current: MemoryState | None, event: Any) -> MemoryState:
@@ -425,13 +265,7 @@ def _via_aggregate(current: MemoryState | None, event: Any) -> MemoryState:
 
 def thaw_state(memory_id: str, version: int, state: dict[str, Any]) -> Memory:
     """The aggregate from a MemoryState's attributes (datetimes parsed back)."""
-    memory = object.__new__(Memory)
-    memory.__dict__.update(state)
-    for key in _DATETIMES:
-        value = state[key]
-        memory.__dict__[key] = datetime.fromisoformat(value) if isinstance(value, str) else value
-    memory.__dict__.update(_id=UUID(memory_id), _version=version, _pending_events=[])
-    return memory
+    return Memory.from_state(memory_id, version, state)
 
 
 def fold_states(
@@ -450,20 +284,24 @@ def fold_states(
             continue  # already folded: re-delivery is harmless
         kind = type(event)
         if kind is written and current is None and version == 1:
-            current = MemoryState(key, 1, _written(event, _iso(event.timestamp)))
+            ts = _iso(event.timestamp)
+            state = {CREATED: ts, MODIFIED: ts}
+            state.update(new_memory(state, vars(event)))
+            current = MemoryState(key, 1, state)
         else:
             handler = HANDLERS.get(kind)
             if handler is None or current is None or version != current.version + 1:
                 current = _via_aggregate(current, event)  # (and its errors: a gap, a missing memory)
             else:
-                handler(current.state, event)
+                state = current.state
+                state.update(handler(state, vars(event)))
                 current.version = version
-                current.state["_modified_on"] = _iso(event.timestamp)
+                state[MODIFIED] = _iso(event.timestamp)
         states[key] = touched[key] = current
     return touched
 
 
-class SnapshotProjection(Projection):
+class SnapshotProjection(SnapshotQueries, Projection):
     name = "snapshot"
     migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)

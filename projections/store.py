@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,37 @@ def _stable(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 9)
     return value
+
+
+def tidy(path: Path) -> None:
+    """Checkpoint a projection file's write-ahead log into it (truncating the log) and let SQLite
+    refresh its query planner's statistics, on a connection of its own (housekeeping)."""
+    conn = connect(path, vectors=True)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA optimize")
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the projections' SQLite driver provides here (`strata doctor`)."""
+
+    sqlite: str
+    """SQLite's version."""
+    vec: str
+    """sqlite-vec's version."""
+
+
+def capabilities() -> Capabilities:
+    """The driver's versions, after checking that it has FTS5 with the porter stemmer and loads sqlite-vec:
+    raises the driver's error if it does not."""
+    conn = connect(":memory:", vectors=True)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+        vec = conn.execute("SELECT vec_version()").fetchone()[0]
+        sqlite = conn.execute("SELECT sqlite_version()").fetchone()[0]
+    finally:
+        conn.close()
+    return Capabilities(sqlite, vec)

@@ -23,9 +23,9 @@ from strata_recall.domain.memory import MEMORY_EVENTS
 from strata_recall.domain.persistence import LOG_ERRORS
 from strata_recall.projections import store
 from strata_recall.projections.base import LogReader, Positioned
-from strata_recall.projections.snapshot import COLUMNS, MemoryState, SnapshotProjection, fold_states
+from strata_recall.projections.snapshot import MemoryState, SnapshotProjection, fold_states
+from strata_recall.projections.snapshot_queries import COLUMNS, decoded
 
-_JSON_COLUMNS = ("utility_by_problem", "problem_ids", "related_ids", "change_chain", "evidence_refs", "anchors")
 log = structlog.get_logger("strata.read")
 _SELECT_ROWS = f"SELECT {', '.join(COLUMNS)} FROM snapshot WHERE memory_id IN ({{marks}})"
 
@@ -144,7 +144,7 @@ class TopOfBlock:
             if m in tail:
                 row = tail_rows.get(m)
                 if row is None:
-                    row = tail_rows[m] = decoded(tail[m].row())
+                    row = tail_rows[m] = decoded(tail[m].row(), orjson.loads)
                 out[m] = dict(row)
             else:
                 row = cache.get(m)
@@ -155,14 +155,6 @@ class TopOfBlock:
         if len(cache) + len(rest) > self.CACHED_ROWS:
             cache.clear()
         for values in store.select_in(self.snapshot.conn, _SELECT_ROWS, rest):
-            row = cache[values[0]] = decoded(dict(zip(COLUMNS, values, strict=True)))
+            row = cache[values[0]] = decoded(dict(zip(COLUMNS, values, strict=True)), orjson.loads)
             out[values[0]] = dict(row)
         return out
-
-
-def decoded(row: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot row (as a dict of its columns) with its JSON columns decoded, in place."""
-    for key in _JSON_COLUMNS:
-        value = row[key]
-        row[key] = [] if value == "[]" else {} if value == "{}" else orjson.loads(value)
-    return row

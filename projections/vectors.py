@@ -234,3 +234,19 @@ class VectorProjection(Projection):
             ]
         hits.sort(key=lambda h: -h[1])
         return hits[:limit]
+
+
+class VectorReader:
+    """The stored embeddings, on a connection of its own (consolidation runs on the scheduler's thread
+    beside the projection runner)."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = store.connect(path, vectors=True)
+
+    def embeddings(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The embedding stored for each of `memory_ids` that has one, by id."""
+        sql = "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})"
+        return {m: np.frombuffer(blob, dtype=np.float32) for m, blob in store.select_in(self.conn, sql, memory_ids)}
+
+    def close(self) -> None:
+        self.conn.close()

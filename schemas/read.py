@@ -21,6 +21,7 @@ from strata_recall.schemas.common import (
     Scope,
     _integral,  # as common.LogPosition: the bounds first, then Integer's rule
 )
+from strata_recall.schemas.defaults import DEFAULT_BAR, DEFAULT_LIMIT, TEXT_CHARS
 
 TokenBudget = Annotated[int, Field(ge=32, le=100_000), BeforeValidator(_integral)]
 """The bounds sit on the integer itself, so that the optional field publishes them (as minimum and
@@ -29,13 +30,6 @@ Limit = Annotated[int, Field(ge=1, le=100), BeforeValidator(_integral)]
 MaxTextChars = Annotated[int, Field(ge=40, le=100_000), BeforeValidator(_integral)]
 """As TokenBudget: the optional field published `ge`/`le` with its bounds on the union."""
 
-DEFAULT_BAR = 0.2
-"""The default of min_relevance (the engine's bar, projections/relevance.py; schemas import only pydantic,
-so a test keeps the two equal)."""
-TEXT_CHARS = 320
-"""The default of max_text_chars (projections/recall.py TEXT_CHARS; a test keeps the two equal)."""
-DEFAULT_LIMIT = 20
-"""The most results of a read that names no limit (the contract's default: ../shared/ARCHITECTURE.md)."""
 DEFAULT_TOKEN_BUDGET = 1500
 """The token budget of a read that names neither a limit nor a budget: the default answer size, the
 whole answer as an agent receives it (its compact form, projections/brief.py). It is the goal itself

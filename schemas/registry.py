@@ -34,6 +34,19 @@ from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.operator import (
+    LogRequest,
+    LogResponse,
+    RecordedResponse,
+    RestoreRequest,
+    TokenCreateRequest,
+    TokenCreateResponse,
+    TokenListRequest,
+    TokenListResponse,
+    TokenRevokeRequest,
+    TokenRevokeResponse,
+    UnmergeRequest,
+)
 from strata_recall.schemas.read import CompactReadResponse, ReadRequest, ReadResponse
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
@@ -76,6 +89,17 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "sessions-response": SessionsResponse,
     "whoami-request": WhoamiRequest,
     "whoami-response": WhoamiResponse,
+    "unmerge-request": UnmergeRequest,
+    "restore-request": RestoreRequest,
+    "recorded-response": RecordedResponse,
+    "token-create-request": TokenCreateRequest,
+    "token-create-response": TokenCreateResponse,
+    "token-list-request": TokenListRequest,
+    "token-list-response": TokenListResponse,
+    "token-revoke-request": TokenRevokeRequest,
+    "token-revoke-response": TokenRevokeResponse,
+    "log-request": LogRequest,
+    "log-response": LogResponse,
     "error": ErrorResponse,
 }
 

@@ -8,15 +8,18 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.embedder import Embedder
 
 SLOW_PARTS = ("tests/e2e/", "tests/integration/test_postgres.py")
 """Where every test is slow: each starts processes (the installed command, a server, a client, a browser,
@@ -27,7 +30,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = Path(str(config.rootpath))
     for item in items:
         where = Path(str(item.path)).relative_to(root).as_posix()
-        if where.startswith(SLOW_PARTS):
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("backend") == "postgresql"
+        if where.startswith(SLOW_PARTS) or on_postgres:  # a PostgreSQL cluster starts for them
             item.add_marker(pytest.mark.slow)
 
 
@@ -36,16 +41,62 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def strata(data_dir: Path) -> Iterator[Strata]:
-    app = build(load_settings(environ={}, data_dir=data_dir))
-    yield app
-    app.close()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The event log a test's store keeps, as the settings that choose it (for make_strata): the embedded
+    SQLite file, or a schema of the test's own on the session's PostgreSQL server (skipped, loudly,
+    where the machine has no PostgreSQL binaries: require_postgres_binaries). Tests of what the log
+    does (write, read, update, replay, fold) take it and run on both."""
+    if request.param == "sqlite":
+        return {}
+    server: Any = request.getfixturevalue("postgres_server")
+    return {**server.settings(), "postgres_schema": f"t_{uuid.uuid4().hex[:12]}"}
 
 
 @pytest.fixture
-def api(strata: Strata) -> CommandAPI:
-    return CommandAPI(strata.log)
+def make_strata(data_dir: Path) -> Iterator[Callable[..., Strata]]:
+    """Strata as the product builds it (the composition root, interface/app/bootstrap.py `build`, over the
+    one settings object): on this test's data directory unless it names another, with the settings the
+    test needs as keyword arguments (`review_writes=True`, `near_duplicates=False`, ...) and the
+    embedder it brings, if any. Two built on one data directory share the store, as two processes do.
+    What it built is closed after the test."""
+    built: list[Strata] = []
+
+    def make(*, embedder: Embedder | None = None, data_dir: Path = data_dir, **settings: Any) -> Strata:
+        app = build(load_settings(environ={}, data_dir=data_dir, **settings), embedder=embedder)
+        built.append(app)
+        return app
+
+    yield make
+    for app in reversed(built):
+        app.close()
+
+
+@pytest.fixture
+def strata(make_strata: Callable[..., Strata]) -> Strata:
+    return make_strata()
+
+
+@pytest.fixture
+def api_of(make_strata: Callable[..., Strata]) -> Callable[..., CommandAPI]:
+    """`api_of(app, **settings)`: the command API of another client of `app`'s store (its data directory
+    and embedder), built as the product builds it (Strata.api). By default the client writes as the CLI
+    does, without the embedding model loaded, so no write is checked for near-duplicates; settings as the
+    test needs override that (`review_writes=True`: a store that holds agent writes for review)."""
+
+    def of(app: Strata, **settings: Any) -> CommandAPI:
+        store = {k: v for k, v in app.settings.model_dump().items() if k == "event_store" or k.startswith("postgres_")}
+        settings = {**store, "near_duplicates": False, **settings}
+        return make_strata(data_dir=app.settings.data_dir, embedder=app.embedder, **settings).api()
+
+    return of
+
+
+@pytest.fixture
+def api(api_of: Callable[..., CommandAPI], strata: Strata) -> CommandAPI:
+    """The command API of a client that writes without the embedding model loaded (the CLI's), over the
+    same store as `strata`."""
+    return api_of(strata)
 
 
 def memory(text: str, kind: str = "fact", scope: str = "repo", confidence: float = 0.8, **extra: object) -> dict:

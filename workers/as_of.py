@@ -172,17 +172,12 @@ class PastModel:
         with self._lock:
             if self._index is None:
                 embedder = self._embedder()
-                rows = self.fts.conn.execute(
-                    "SELECT memory_id, repo_id, scope, kind, status FROM fts_memories ORDER BY rowid"
-                ).fetchall()
-                texts = dict(self.snapshot.conn.execute("SELECT memory_id, text FROM snapshot"))
+                rows = self.fts.memories()
+                texts = self.snapshot.texts()
                 vectors, embedded = vectors_for(texts.values(), embedder, self._cache())
                 self._index = VectorIndex.of_rows(
                     embedder.dim,
-                    [
-                        (memory_id, vectors[texts[memory_id]], repo_id, scope, kind, status)
-                        for memory_id, repo_id, scope, kind, status in rows
-                    ],
+                    [(m.memory_id, vectors[texts[m.memory_id]], m.repo_id, m.scope, m.kind, m.status) for m in rows],
                 )
                 log.info("as_of_vectors", position=self.position, memories=len(rows), embedded=embedded)
             return self._index

@@ -21,7 +21,6 @@ only global memories: reports never show one repo another repo's memories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,41 +31,18 @@ import structlog
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.commands import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.top_of_block import decoded
+from strata_recall.projections.snapshot_queries import MemoryRow, SnapshotReader
+from strata_recall.projections.vectors import VectorReader
 
 log = structlog.get_logger("strata.reflect")
 
 WORKING_UTILITY = 0.6
 """A solution whose utility for its problem reached this (or that is established) worked."""
 PAIR_CHUNK = 512
-
-_COLUMNS = (
-    "memory_id",
-    "repo_id",
-    "scope",
-    "kind",
-    "status",
-    "text",
-    "confidence",
-    "truth",
-    "utility_by_problem",
-    "problem_ids",
-    "related_ids",
-    "change_chain",
-    "evidence_refs",
-    "validations",
-    "reinforcements",
-    "last_validated",
-    "maturity",
-    "created",
-    "anchors",
-)
 
 
 @dataclass
@@ -75,27 +51,15 @@ class Pool:
 
     repo_id: str | None
 
-    @property
-    def members(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else sql_clause(include_global=False)
-
-    @property
-    def visible(self) -> str:
-        return "scope = 'global'" if self.repo_id is None else sql_clause()
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        return () if self.repo_id is None else (self.repo_id,)
-
 
 class Reflection:
     """One run over a data directory's projection files, on connections of its own (it may run on
     the scheduler's thread beside the projection runner)."""
 
     def __init__(self, projection_dir: Path, floor: float) -> None:
-        self.snapshot = store.connect(projection_dir / "snapshot.sqlite")
+        self.snapshot = SnapshotReader(store.connect(projection_dir / "snapshot.sqlite"))
         vectors = projection_dir / "vectors.sqlite"
-        self.vectors = store.connect(vectors, vectors=True) if vectors.exists() else None
+        self.vectors = VectorReader(vectors) if vectors.exists() else None
         self.floor = floor
         self.config = RecallConfig()  # the read path's truth floor and half-life
 
@@ -105,17 +69,11 @@ class Reflection:
             self.vectors.close()
 
     def pools(self) -> list[Pool]:
-        repos = [
-            r[0]
-            for r in self.snapshot.execute(
-                "SELECT DISTINCT repo_id FROM snapshot WHERE scope = 'repo' AND status = 'active' ORDER BY repo_id"
-            )
-        ]
-        return [Pool(r) for r in repos] + [Pool(None)]
+        return [Pool(r) for r in self.snapshot.repos_with_live_memories()] + [Pool(None)]
 
     def report(self, pool: Pool, now: datetime | None = None) -> dict[str, Any]:
         now = now or datetime.now(UTC)
-        rows = self._rows(f"{pool.members} AND status = 'active'", pool.params)
+        rows = self.snapshot.pool(pool.repo_id)
         taken: set[str] = set()
         archive = self._superseded(pool, rows, taken) + self._decayed(rows, now, taken)
         groups = self._duplicates(rows, taken)
@@ -140,55 +98,57 @@ class Reflection:
 
     # --- findings ---------------------------------------------------------------------------------
 
-    def _superseded(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
+    def _superseded(self, pool: Pool, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
         found = []
-        chained = [r for r in rows if r["change_chain"] and r["truth"] < self.config.low_truth]
-        shown = self._visible_ids(pool, {c["change_memory_id"] for r in chained for c in r["change_chain"]})
+        chained = [r for r in rows if r.change_chain and r.truth < self.config.low_truth]
+        shown = self.snapshot.visible_ids(
+            pool.repo_id, {c["change_memory_id"] for r in chained for c in r.change_chain}
+        )
         for r in chained:
-            changes = [c["change_memory_id"] for c in r["change_chain"] if c["change_memory_id"] in shown]
-            taken.add(r["memory_id"])
+            changes = [c["change_memory_id"] for c in r.change_chain if c["change_memory_id"] in shown]
+            taken.add(r.memory_id)
             found.append(
                 {
                     **_brief(r),
                     "finding": "superseded",
-                    "truth": round(r["truth"], 4),
+                    "truth": round(r.truth, 4),
                     "changes": changes,
-                    "reason": f"changes left it no current truth ({r['truth']:.3f})"
+                    "reason": f"changes left it no current truth ({r.truth:.3f})"
                     + (f": {', '.join(changes)}" if changes else ""),
                 }
             )
         return found
 
-    def _decayed(self, rows: list[dict[str, Any]], now: datetime, taken: set[str]) -> list[dict[str, Any]]:
+    def _decayed(self, rows: list[MemoryRow], now: datetime, taken: set[str]) -> list[dict[str, Any]]:
         found = []
         for r in rows:
-            if r["memory_id"] in taken:
+            if r.memory_id in taken:
                 continue
-            validated = datetime.fromisoformat(r["last_validated"])
+            validated = datetime.fromisoformat(r.last_validated)
             days = (now - validated).total_seconds() / 86400
-            decayed = beliefs.decayed(r["truth"], days, self.config.half_life_days, r["kind"])
+            decayed = beliefs.decayed(r.truth, days, self.config.half_life_days, r.kind)
             if decayed < self.floor:
-                taken.add(r["memory_id"])
+                taken.add(r.memory_id)
                 found.append(
                     {
                         **_brief(r),
                         "finding": "decayed",
-                        "truth": round(r["truth"], 4),
+                        "truth": round(r.truth, 4),
                         "decayed_truth": round(decayed, 4),
-                        "last_validated": r["last_validated"],
+                        "last_validated": r.last_validated,
                         "reason": f"decayed truth {decayed:.3f} below the floor {self.floor} "
                         f"(last validated {validated:%Y-%m-%d})",
                     }
                 )
         return found
 
-    def _duplicates(self, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
-        live = [r for r in rows if r["memory_id"] not in taken and r["kind"] != "change"]
-        vectors = self._vectors([r["memory_id"] for r in live])
-        live = [r for r in live if r["memory_id"] in vectors]
+    def _duplicates(self, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
+        live = [r for r in rows if r.memory_id not in taken and r.kind != "change"]
+        vectors = self._vectors([r.memory_id for r in live])
+        live = [r for r in live if r.memory_id in vectors]
         if len(live) < 2:
             return []
-        matrix = np.stack([vectors[r["memory_id"]] for r in live])
+        matrix = np.stack([vectors[r.memory_id] for r in live])
         parent = list(range(len(live)))
 
         def root(i: int) -> int:
@@ -212,140 +172,116 @@ class Reflection:
                 continue
             keep = max(
                 indices,
-                key=lambda i: (live[i]["validations"], live[i]["reinforcements"], live[i]["truth"], _older(live[i])),
+                key=lambda i: (live[i].validations, live[i].reinforcements, live[i].truth, _older(live[i])),
             )
             merged = []
-            for i in sorted(indices, key=lambda i: live[i]["created"]):
+            for i in sorted(indices, key=lambda i: live[i].created):
                 similarity = float(matrix[keep] @ matrix[i])
                 if i != keep and self._mergeable(live[keep], live[i], similarity):
                     merged.append(
                         {
                             **_brief(live[i]),
                             "similarity": round(similarity, 4),
-                            "reason": f"near-duplicate of {live[keep]['memory_id']} (similarity {similarity:.3f})",
+                            "reason": f"near-duplicate of {live[keep].memory_id} (similarity {similarity:.3f})",
                         }
                     )
-                    taken.add(live[i]["memory_id"])
+                    taken.add(live[i].memory_id)
             if merged:
-                taken.add(live[keep]["memory_id"])
+                taken.add(live[keep].memory_id)
                 groups.append({"keep": _brief(live[keep]), "merge": merged})
         return sorted(groups, key=lambda g: g["keep"]["memory_id"])
 
     @staticmethod
-    def _mergeable(keep: dict[str, Any], other: dict[str, Any], similarity: float) -> bool:
+    def _mergeable(keep: MemoryRow, other: MemoryRow, similarity: float) -> bool:
         return (
             merge_refusal(
-                status=keep["status"],
-                kind=keep["kind"],
-                scope=keep["scope"],
-                text=keep["text"],
-                problem_ids=keep["problem_ids"],
+                status=keep.status,
+                kind=keep.kind,
+                scope=keep.scope,
+                text=keep.text,
+                problem_ids=keep.problem_ids,
                 anchor_keys=_anchor_keys(keep),
-                new_kind=other["kind"],
-                new_scope=other["scope"],
-                new_text=other["text"],
-                new_problem_id=other["problem_ids"][0] if other["problem_ids"] else None,
+                new_kind=other.kind,
+                new_scope=other.scope,
+                new_text=other.text,
+                new_problem_id=other.problem_ids[0] if other.problem_ids else None,
                 new_anchor_keys=_anchor_keys(other),
                 similarity=similarity,
             )
             is None
         )
 
-    def _failed_tactics(self, pool: Pool, rows: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
-        tactics = [r for r in rows if r["kind"] == "failed_tactic" and r["memory_id"] not in taken and r["problem_ids"]]
+    def _failed_tactics(self, pool: Pool, rows: list[MemoryRow], taken: set[str]) -> list[dict[str, Any]]:
+        tactics = [r for r in rows if r.kind == "failed_tactic" and r.memory_id not in taken and r.problem_ids]
         if not tactics:
             return []
-        problems = {p for r in tactics for p in r["problem_ids"]}
+        problems = {p for r in tactics for p in r.problem_ids}
         solutions = [
             s
-            for s in self._rows(f"{pool.visible} AND kind = 'solution' AND status = 'active'", pool.params)
-            if problems.intersection(s["problem_ids"])
+            for s in self.snapshot.pool(pool.repo_id, visible=True, kind="solution")
+            if problems.intersection(s.problem_ids)
         ]
         found = []
         for tactic in tactics:
             best = None
             for s in solutions:
-                problem = next((p for p in tactic["problem_ids"] if p in s["problem_ids"]), None)
-                if problem is None or s["created"] <= tactic["created"] or s["memory_id"] in tactic["related_ids"]:
+                problem = next((p for p in tactic.problem_ids if p in s.problem_ids), None)
+                if problem is None or s.created <= tactic.created or s.memory_id in tactic.related_ids:
                     continue
-                utility = s["utility_by_problem"].get(problem)
-                if (utility is not None and utility >= WORKING_UTILITY) or s["maturity"] in ("established", "proven"):
-                    score = (utility or 0.0, s["validations"])
+                utility = s.utility_by_problem.get(problem)
+                if (utility is not None and utility >= WORKING_UTILITY) or s.maturity in ("established", "proven"):
+                    score = (utility or 0.0, s.validations)
                     if best is None or score > best[0]:
                         best = (score, s, problem)
             if best is not None:
                 _, s, problem = best
-                taken.add(tactic["memory_id"])
+                taken.add(tactic.memory_id)
                 found.append(
                     {
                         **_brief(tactic),
                         "problem_id": problem,
-                        "solution_id": s["memory_id"],
-                        "solution_text": short(s["text"]),
-                        "reason": f"problem {problem} was later solved by {s['memory_id']}",
+                        "solution_id": s.memory_id,
+                        "solution_text": short(s.text),
+                        "reason": f"problem {problem} was later solved by {s.memory_id}",
                     }
                 )
         return found
 
     # --- reading the projections ------------------------------------------------------------------
 
-    def _rows(self, where: str, params: Iterable[Any]) -> list[dict[str, Any]]:
-        rows = self.snapshot.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM snapshot WHERE {where} ORDER BY created, memory_id", tuple(params)
-        )
-        return [decoded(dict(zip(_COLUMNS, values, strict=True))) for values in rows]
-
-    def _visible_ids(self, pool: Pool, ids: set[str]) -> set[str]:
-        return {
-            r[0]
-            for r in store.select_in(
-                self.snapshot,
-                f"SELECT memory_id FROM snapshot WHERE {pool.visible} AND memory_id IN ({{marks}})",
-                sorted(ids),
-                pool.params,
-            )
-        }
-
     def _vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         if self.vectors is None or not ids:
             return {}
-        return {
-            m: np.frombuffer(blob, dtype=np.float32)
-            for m, blob in store.select_in(
-                self.vectors, "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})", ids
-            )
-        }
+        return self.vectors.embeddings(ids)
 
 
-def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    return {"memory_id": row["memory_id"], "kind": row["kind"], "text": short(row["text"])}
+def _brief(row: MemoryRow) -> dict[str, Any]:
+    return {"memory_id": row.memory_id, "kind": row.kind, "text": short(row.text)}
 
 
-def _older(row: dict[str, Any]) -> float:
-    return -datetime.fromisoformat(row["created"]).timestamp()
+def _older(row: MemoryRow) -> float:
+    return -datetime.fromisoformat(row.created).timestamp()
 
 
-def _anchor_keys(row: dict[str, Any]) -> set[str]:
-    return {Anchor.of(a).key for a in row["anchors"]}
+def _anchor_keys(row: MemoryRow) -> set[str]:
+    return {Anchor.of(a).key for a in row.anchors}
 
 
 # --- running it ---------------------------------------------------------------------------------
 
 
 def reflect(
-    memory_log: MemoryLog,
     projection_dir: Path,
     truth_floor: float,
     repo_id: str | None = None,
     *,
     everything: bool = False,
-    apply: bool = False,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Reports for one repo (`repo_id`), the global pool (`repo_id` None), or every repo and the
-    global pool (`everything`), from the projections in `projection_dir`; with `apply`, each report's
-    actions are recorded in `memory_log` (MemoryLog.consolidate). The caller brings the projections up
-    to date first."""
+    global pool (`everything`), from the projections in `projection_dir`; the actions are recorded by
+    the service layer (interface/app/services/hygiene.py). The caller brings the projections up to date
+    first."""
     reflection = Reflection(projection_dir, truth_floor)
     try:
         pools = reflection.pools() if everything else [Pool(repo_id)]
@@ -353,11 +289,7 @@ def reflect(
     finally:
         reflection.close()
     for report in reports:
-        report["applied"] = False
-        if apply and report["actions"]:
-            actions = [Action(**a) for a in report["actions"]]
-            outcome = memory_log.consolidate(actions, report["repo_id"])
-            report.update(applied=True, recorded=outcome.recorded, position=outcome.position)
+        report["applied"] = False  # interface/app/services/hygiene.py apply_reflection records the actions
         log.info(
             "reflected",
             repo_id=report["repo_id"],
@@ -366,6 +298,5 @@ def reflect(
             archive=len(report["archive"]),
             duplicates=sum(len(g["merge"]) for g in report["duplicates"]),
             links=len(report["failed_tactics_solved"]),
-            applied=report["applied"],
         )
     return {"ok": True, "reports": reports}

@@ -8,6 +8,7 @@ logged with its position, marked with the error, and retried after a growing pau
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -311,6 +312,10 @@ CPU to apply them: FTS 1.26 s in batches of 5,000, 1.18 s in windows of 40,000; 
 events are held in memory meanwhile (~1.5 KB each, decoded)."""
 
 
+Inbox = queue.Queue[tuple[list[Positioned], int] | None]
+"""What the decoding thread hands a threaded projection: a batch and the position it reaches; None at the end."""
+
+
 def pipelined(
     memory_log: MemoryLog,
     projections: Sequence[Projection],
@@ -325,66 +330,25 @@ def pipelined(
     settings). Only the events the projections read (Projection.reads) are decoded; the positions
     still move to the head. A projection with slow work outside its transaction (prepare():
     embedding, which releases the GIL) applies on a thread of its own, overlapping the decoding;
-    the others apply on the decoding thread, in turn (threads gained nothing there: their work holds
-    the GIL, and handing it back and forth cost ~10%). A failure stops the replay and is raised
+    the others apply on the decoding thread, in turn (their work holds the GIL, so threads would
+    only hand it back and forth). A failure stops the replay and is raised
     here (the projection keeps the windows it committed). With `until`, the projections stop at that
     log position instead of the head (read models of the past: workers/as_of.py). Returns the events
     decoded."""
-    import queue
-    from contextlib import ExitStack
-
     head = memory_log.position() if until is None else min(until, memory_log.position())
-    start = min(p.position for p in projections) + 1
-    reader = LogReader(memory_log)
-    wanted = [p.topics() for p in projections]
-    topics = [] if any(t is None for t in wanted) else sorted({t for ts in wanted for t in ts or ()})
     failed: list[tuple[Projection, BaseException]] = []
     stop = threading.Event()
     threaded = [p for p in projections if type(p).prepare is not Projection.prepare]
     inline = [_Window(p, window) for p in projections if p not in threaded]
-    queues: list[queue.Queue[tuple[list[Positioned], int] | None]] = [queue.Queue(maxsize=2) for _ in threaded]
-
-    def follow(projection: Projection, inbox: queue.Queue[tuple[list[Positioned], int] | None]) -> None:
-        gathering = _Window(projection, window)
-        ended = False
-        try:
-            with projection.bulk():
-                while (item := inbox.get()) is not None:
-                    if not stop.is_set():  # else another projection failed: drain the queue
-                        gathering.add(*item)
-                ended = True
-                if not stop.is_set():
-                    gathering.flush()
-        except BaseException as exc:
-            failed.append((projection, exc))
-            stop.set()
-            while not ended and inbox.get() is not None:  # let the reader finish
-                pass
-
-    threads = [threading.Thread(target=follow, args=(p, q), daemon=True) for p, q in zip(threaded, queues, strict=True)]
+    queues: list[Inbox] = [queue.Queue(maxsize=2) for _ in threaded]
+    threads = [
+        threading.Thread(target=_follow, args=(p, q, window, failed, stop), daemon=True)
+        for p, q in zip(threaded, queues, strict=True)
+    ]
     for thread in threads:
         thread.start()
-    events = 0
     try:
-        with paused_gc(), ExitStack() as stack:
-            for gathering in inline:
-                stack.enter_context(gathering.projection.bulk())
-            while start <= head and not stop.is_set():
-                batch = reader.read(start, batch_size, topics)
-                batch = [item for item in batch if item[0] <= head]
-                # a filtered read that came back short has seen everything up to the head
-                through = batch[-1][0] if len(batch) == batch_size else head
-                events += len(batch)
-                for inbox in queues:
-                    inbox.put((batch, through))
-                for gathering in inline:
-                    gathering.add(batch, through, failed, stop)
-                start = through + 1
-                if progress:
-                    progress(min([g.reached for g in inline] or [start - 1]), head)
-            for gathering in inline:
-                if not stop.is_set():
-                    gathering.flush(failed, stop)
+        events = _decode(memory_log, projections, head, batch_size, queues, inline, failed, stop, progress)
     finally:
         for inbox in queues:
             inbox.put(None)
@@ -397,6 +361,75 @@ def pipelined(
     if progress:
         progress(min(p.position for p in projections), head)
     return events
+
+
+def _decode(
+    memory_log: MemoryLog,
+    projections: Sequence[Projection],
+    head: int,
+    batch_size: int,
+    queues: Sequence[Inbox],
+    inline: list[_Window],
+    failed: list[tuple[Projection, BaseException]],
+    stop: threading.Event,
+    progress: Progress | None,
+) -> int:
+    """Read the log from the projections' lowest position to `head` in batches of the topics they read,
+    hand each batch to the threaded projections' `queues` and apply it to the `inline` ones; the
+    events decoded."""
+    from contextlib import ExitStack
+
+    start = min(p.position for p in projections) + 1
+    reader = LogReader(memory_log)
+    wanted = [p.topics() for p in projections]
+    topics = [] if any(t is None for t in wanted) else sorted({t for ts in wanted for t in ts or ()})
+    events = 0
+    with paused_gc(), ExitStack() as stack:
+        for gathering in inline:
+            stack.enter_context(gathering.projection.bulk())
+        while start <= head and not stop.is_set():
+            batch = reader.read(start, batch_size, topics)
+            batch = [item for item in batch if item[0] <= head]
+            # a filtered read that came back short has seen everything up to the head
+            through = batch[-1][0] if len(batch) == batch_size else head
+            events += len(batch)
+            for inbox in queues:
+                inbox.put((batch, through))
+            for gathering in inline:
+                gathering.add(batch, through, failed, stop)
+            start = through + 1
+            if progress:
+                progress(min([g.reached for g in inline] or [start - 1]), head)
+        for gathering in inline:
+            if not stop.is_set():
+                gathering.flush(failed, stop)
+    return events
+
+
+def _follow(
+    projection: Projection,
+    inbox: Inbox,
+    window: int,
+    failed: list[tuple[Projection, BaseException]],
+    stop: threading.Event,
+) -> None:
+    """A threaded projection's side of a replay: apply the batches from `inbox` in windows until None
+    comes; on a failure, record it, stop the others and drain the queue so the reader never blocks."""
+    gathering = _Window(projection, window)
+    ended = False
+    try:
+        with projection.bulk():
+            while (item := inbox.get()) is not None:
+                if not stop.is_set():  # else another projection failed: drain the queue
+                    gathering.add(*item)
+            ended = True
+            if not stop.is_set():
+                gathering.flush()
+    except BaseException as exc:
+        failed.append((projection, exc))
+        stop.set()
+        while not ended and inbox.get() is not None:  # let the reader finish
+            pass
 
 
 class _Window:

@@ -722,18 +722,8 @@ def ledger_reads(strata: Strata, repo_id: str) -> Reads:
     returned."""
 
     def reads(read_ids: list[str]) -> dict[str, tuple[float, list[str]]]:
-        out: dict[str, tuple[float, list[str]]] = {}
-        conn = strata.ledger().conn
-        for i in range(0, len(read_ids), 500):
-            chunk = read_ids[i : i + 500]
-            rows = conn.execute(
-                "SELECT read_id, created_at, memory_ids FROM reads WHERE repo_id = ?"
-                f" AND read_id IN ({','.join('?' * len(chunk))})",
-                [repo_id, *chunk],
-            )
-            for read_id, created_at, memory_ids in rows:
-                out[read_id] = (float(created_at), list(json.loads(memory_ids)))
-        return out
+        served = strata.ledger().served(repo_id, read_ids)
+        return {read_id: (s.created_at, list(s.memory_ids)) for read_id, s in served.items()}
 
     return reads
 

@@ -213,26 +213,18 @@ class LocalReader:
     def _rows(self, memory_ids: list[str], repo_id: str) -> dict[str, Item]:
         if not memory_ids:
             return {}
-        import sqlite3
+        from strata_recall.projections.snapshot_queries import SnapshotReader, read_only
 
-        conn = sqlite3.connect(f"file:{self.folder / 'snapshot.sqlite'}?mode=ro", uri=True, timeout=2)
+        snapshot = SnapshotReader(read_only(self.folder / "snapshot.sqlite"))
         try:
-            marks = ",".join("?" * len(memory_ids))
-            found = conn.execute(
-                f"SELECT memory_id, kind, text, anchors, problem_ids, scope, repo_id, status FROM snapshot"
-                f" WHERE memory_id IN ({marks})",
-                memory_ids,
-            ).fetchall()
+            shown = snapshot.visible_live(memory_ids, repo_id)
         finally:
-            conn.close()
+            snapshot.close()
         out = {}
-        for memory_id, kind, text, anchors, problem_ids, scope, owner, status in found:
-            if status != "active" or (scope == "repo" and owner != repo_id):
-                continue
-            paths = tuple(a["path"] for a in json.loads(anchors or "[]") if isinstance(a, dict) and a.get("path"))
-            problems = json.loads(problem_ids or "[]")
+        for memory_id, m in shown.items():
+            paths = tuple(a["path"] for a in m.anchors if isinstance(a, dict) and a.get("path"))
             out[memory_id] = Item(
-                memory_id, kind, text, paths, problems[0] if problems else None, scope=scope or "repo"
+                memory_id, m.kind, m.text, paths, m.problem_ids[0] if m.problem_ids else None, scope=m.scope
             )
         return out
 

@@ -79,6 +79,7 @@ from strata_recall.interface.agents.hook_recall import (
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
 from strata_recall.interface.app.hook_door import doors
+from strata_recall.schemas.defaults import DEFAULT_BAR
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
     from strata_recall.projections.reads import ReadLedger
@@ -97,8 +98,8 @@ FALLBACK_WINDOW_S = 4 * 3600
 STATE_RETENTION_S = 14 * 86400
 INDEX_TOKENS = 300
 
-RELEVANCE_BAR = 0.2
-"""The read path's relevance bar (projections/relevance.py DEFAULT_BAR, the default `min_relevance`),
+RELEVANCE_BAR = DEFAULT_BAR
+"""The read path's relevance bar (schemas/defaults.py DEFAULT_BAR, the default `min_relevance`),
 which every injection from a server clears: the read asks for it, so an answer less likely than that
 to hold a relevant memory is empty; and at a prompt or a failure each memory shown is itself at least
 that likely to be relevant (`relevance`, a probability), so a likely answer's long tail stays out."""
@@ -237,11 +238,8 @@ class Hook:
         ledger = self._ledger() if reads else None
         if ledger is None:
             return set()
-        try:  # a read is rated once feedback credited any memory under it
-            rows = ledger.conn.execute(
-                f"SELECT DISTINCT read_id FROM credits WHERE read_id IN ({','.join('?' * len(reads))})", reads
-            )
-            return {row[0] for row in rows}
+        try:
+            return ledger.rated(reads)
         finally:
             ledger.close()
 

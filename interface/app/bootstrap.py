@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,8 +18,9 @@ from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
-from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, scrub
+from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
 from strata_recall.interface.app.api import CommandAPI, Reader
+from strata_recall.interface.app.services import hygiene
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections import store
@@ -97,6 +97,7 @@ class Strata:
             feedback_max_memories=self.settings.feedback_max_memories,
             near_duplicates=self.near_duplicates,
             workspaces=workspaces,
+            server_token=self.settings.token is not None,
         )
 
     @property
@@ -149,7 +150,7 @@ class Strata:
                 archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
                 ledger=self.ledger(),
                 positions=lambda: min(p.position for p in self.projections(SEARCHABLE)),
-                config=config,
+                config=config or self.settings.recall_config(),
             )
             if config is not None:
                 return engine
@@ -194,6 +195,7 @@ class Strata:
             archetypes=model.classifier(),
             ledger=None,
             positions=lambda: model.position,
+            config=self.settings.recall_config(),
             clock=lambda: moment.time,
         )
 
@@ -209,7 +211,7 @@ class Strata:
                 cast(LinksProjection, self.projection("links")),
                 position=snapshot.position,
                 now=datetime.now(UTC),
-                half_life_days=RecallConfig.half_life_days,
+                half_life_days=self.settings.recall_half_life_days,
             )
         model = self.past().at(moment.position)
         return Browser(
@@ -218,7 +220,7 @@ class Strata:
             model.links,
             position=model.position,
             now=moment.time,
-            half_life_days=RecallConfig.half_life_days,
+            half_life_days=self.settings.recall_half_life_days,
         )
 
     def ledger(self) -> ReadLedger:
@@ -294,12 +296,7 @@ class Strata:
                 ledger.close()
         files = sorted(self.settings.projection_dir.glob("*.sqlite"))
         for path in files:
-            conn = store.connect(path, vectors=True)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.execute("PRAGMA optimize")
-            finally:
-                conn.close()
+            store.tidy(path)
         return {"files": len(files), "reads_forgotten": pruned}
 
     def scheduler(self, compaction: bool = True) -> BackgroundScheduler:
@@ -319,15 +316,14 @@ class Strata:
     ) -> dict[str, Any]:
         """Consolidation reports (workers/consolidation.py) for a repo, the global pool (None), or every
         pool; `apply` records their actions. The caller brings the snapshot up to date first."""
-        return consolidation.reflect(
-            self.log,
+        result = consolidation.reflect(
             self.settings.projection_dir,
             self.settings.reflect_truth_floor,
             repo_id,
             everything=everything,
-            apply=apply,
             now=now,
         )
+        return hygiene.apply_reflection(self.log, result) if apply else result
 
     def scheduled_reflect(self) -> dict[str, object]:
         """The scheduled job: reflect over every repo, on the snapshot as the compaction job last left it
@@ -430,7 +426,7 @@ def open_log(settings: Settings) -> MemoryLog:
                 }
             )
         )
-    except (sqlite3.OperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
+    except (SQLiteOperationalError, OperationalError, InterfaceError) as exc:  # a full disk, an I/O error, a lock
         # held too long (a file that is no database is not something to retry: that stays an internal error)
         # the same answer as a write the log refuses (domain/application.py): unavailable, retry later
         full = " - the disk holding it is full" if _disk_full(settings.data_dir) else ""

@@ -1,14 +1,16 @@
 """How each event of a memory moved its truth and utility, so a history reads "truth lowered from 0.80
 to 0.35" rather than an event's target and weight. Found by folding the memory's events one by one
-with the aggregate's own handlers (the same fold as the snapshot's), so the figures are the ones the
-store held before and after each event."""
+with the transitions every fold applies (domain/transitions.py: the aggregate's, the snapshot's), so
+the figures are the ones the store held before and after each event."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from strata_recall.domain.memory import Memory
+from strata_recall.domain import beliefs
+from strata_recall.domain.memory import iso
+from strata_recall.domain.transitions import CREATED, MODIFIED, TRANSITIONS
 
 MOVING = frozenset({"TruthAdjusted", "UtilityObserved", "DuplicateMerged", "DuplicateUnmerged"})
 """The events that can move truth or utility (a review, a link or a change note does not by itself:
@@ -21,15 +23,22 @@ def moves(events: Iterable[Any]) -> dict[int, dict[str, dict[str, float]]]:
     utility of an event naming a problem is that problem's (key `utility_for_problem`), the global
     prior's otherwise."""
     out: dict[int, dict[str, dict[str, float]]] = {}
-    memory: Memory | None = None
+    state: dict[str, Any] | None = None
     for event in events:
-        if memory is None or type(event).__name__ not in MOVING:
-            memory = event.mutate(memory)  # the aggregate changes in place: read values before, then after
+        kind, fields, moment = type(event).__name__, vars(event), iso(event.timestamp)
+        if state is None:  # the memory's first event creates it
+            state = {CREATED: moment, MODIFIED: moment}
+            state.update(TRANSITIONS[kind](state, fields))
             continue
-        problem = getattr(event, "problem_id", None)
-        before = _values(memory, problem)
-        memory = event.mutate(memory)
-        after = _values(memory, problem)
+        if kind not in MOVING:
+            state.update(TRANSITIONS[kind](state, fields))
+            state[MODIFIED] = moment
+            continue
+        problem = fields.get("problem_id")
+        before = _values(state, problem)
+        state.update(TRANSITIONS[kind](state, fields))
+        state[MODIFIED] = moment
+        after = _values(state, problem)
         moved = {
             name: {"before": b, "after": a}
             for (name, b), a in zip(before.items(), after.values(), strict=True)
@@ -40,12 +49,11 @@ def moves(events: Iterable[Any]) -> dict[int, dict[str, dict[str, float]]]:
     return out
 
 
-def _values(memory: Memory | None, problem: str | None) -> dict[str, float]:
-    if memory is None:
-        return {}
-    values = {"truth": memory.truth_value, "utility": memory.global_utility}
+def _values(state: dict[str, Any], problem: str | None) -> dict[str, float]:
+    ledger = state["utility"]
+    values = {"truth": beliefs.value(state["truth"]), "utility": beliefs.global_utility(ledger)}
     if problem:
-        values["utility_for_problem"] = memory.utility_for(problem)
+        values["utility_for_problem"] = beliefs.utility_for(ledger, problem)
     return {name: round(value, _SHOWN) for name, value in values.items()}
 
 

@@ -52,6 +52,19 @@ from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
+from strata_recall.schemas.operator import (
+    LogRequest,
+    LogResponse,
+    RecordedResponse,
+    RestoreRequest,
+    TokenCreateRequest,
+    TokenCreateResponse,
+    TokenListRequest,
+    TokenListResponse,
+    TokenRevokeRequest,
+    TokenRevokeResponse,
+    UnmergeRequest,
+)
 from strata_recall.schemas.read import ReadRequest, ReadResponse
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import WriteRequest, WriteResponse
@@ -106,6 +119,21 @@ def read_in_brief(arguments: dict[str, Any], answer: dict[str, Any]) -> dict[str
 
 
 @dataclass(frozen=True)
+class Cli:
+    """How the `strata` command offers an operation: interface/cli/generated.py builds the command from
+    this, the request contract and the operation's example."""
+
+    verb: tuple[str, ...]
+    """The command, after its group if it has one: ("unmerge",), ("token", "create")."""
+    arguments: tuple[str, ...] = ()
+    """Request fields taken as positional arguments, in order."""
+    options: tuple[tuple[str, str], ...] = ()
+    """(request field, option) pairs: ("repo_id", "--repo"). A list field takes the option again or
+    commas; a bool is a flag. With neither arguments nor options the command takes the JSON request
+    (an argument, a file, or stdin)."""
+
+
+@dataclass(frozen=True)
 class Operation:
     name: str
     method: str
@@ -135,6 +163,10 @@ class Operation:
     resource: str | None = None
     """An MCP resource template (RFC 6570) serving this read-only operation: the template's variables
     are request fields (numbers and lists given as text: `kinds=fact,change`)."""
+    cli: Cli | None = None
+    """The `strata` command generated for it (interface/cli/generated.py); None: the CLI offers it by a
+    command of its own (read, memory_index, review: they do more on the local machine) or not at all
+    (the inspector's views, served to people over HTTP and MCP)."""
     agent_answer: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
     """What the MCP tool answers, from the request's arguments and the response as JSON, when it is not
     the response itself (a read by query answers in brief); the tool then leaves out what says nothing
@@ -197,6 +229,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="write",
             creates="memory.scope",
             advanced=("author", "anchors", "workspace"),
+            cli=Cli(("write",)),
         ),
         Operation(
             name="update",
@@ -226,6 +259,7 @@ OPERATIONS: dict[str, Operation] = {
             read_only=False,
             permission="write",
             touches=("memory_id",),
+            cli=Cli(("update",)),
         ),
         Operation(
             name="feedback",
@@ -248,6 +282,7 @@ OPERATIONS: dict[str, Operation] = {
             permission="write",
             touches=("used[].memory_id",),
             advanced=("confidence",),
+            cli=Cli(("feedback",)),
         ),
         Operation(
             name="forget",
@@ -266,6 +301,7 @@ OPERATIONS: dict[str, Operation] = {
             touches=("memory_id",),
             destructive=True,
             idempotent=True,
+            cli=Cli(("forget",)),
         ),
         Operation(
             name="memory_index",
@@ -450,6 +486,7 @@ OPERATIONS: dict[str, Operation] = {
             touches=("memory_id",),
             idempotent=True,
             agent_tool=False,
+            cli=Cli(("edit",)),
         ),
         Operation(
             name="whoami",
@@ -463,6 +500,107 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             permission=None,
             agent_tool=False,
+        ),
+        # --- the operator's (permission operator: the CLI, the server's STRATA_TOKEN, --ops operator) ---
+        Operation(
+            name="unmerge",
+            method="unmerge",
+            request=UnmergeRequest,
+            response=RecordedResponse,
+            summary="Operator: undo a near-duplicate merge.",
+            description=(
+                "The reinforcement a merge brought is taken back and the duplicate becomes a memory of its own "
+                "again (or is restored, when reflect had archived it)."
+            ),
+            example={
+                "memory_id": "<memory id>",
+                "duplicate_id": "<the write's merged.duplicate_id>",
+                "reason": "two lessons",
+            },
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+            cli=Cli(("unmerge",), ("memory_id", "duplicate_id"), (("reason", "--reason"), ("repo_id", "--repo"))),
+        ),
+        Operation(
+            name="restore",
+            method="restore",
+            request=RestoreRequest,
+            response=RecordedResponse,
+            summary="Operator: make an archived memory active again.",
+            description="An archived memory (by reflect, or an unmerge) is recalled again, as before.",
+            example={"memory_id": "<memory id>", "reason": "still true: checked the Makefile"},
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+            cli=Cli(("restore",), ("memory_id",), (("reason", "--reason"), ("repo_id", "--repo"))),
+        ),
+        Operation(
+            name="token_create",
+            method="token_create",
+            request=TokenCreateRequest,
+            response=TokenCreateResponse,
+            summary="Operator: issue a named token; its secret is in the answer, once.",
+            description=(
+                "A named token for some repos and operations; the log keeps only its sha256, and a server on "
+                "the store accepts it within a second. The store's first named token makes every server on it "
+                "demand a token from every client (the answer's warning)."
+            ),
+            example={"name": "alice-agent", "repos": ["acme/*"], "ops": ["read", "write"]},
+            read_only=False,
+            permission="operator",
+            agent_tool=False,
+            cli=Cli(
+                ("token", "create"),
+                ("name",),
+                (("repos", "--repos"), ("ops", "--ops"), ("global_memories", "--global")),
+            ),
+        ),
+        Operation(
+            name="token_list",
+            method="token_list",
+            request=TokenListRequest,
+            response=TokenListResponse,
+            summary="Operator: the named tokens, what each may do, created and revoked (never a secret or a hash).",
+            description="Every named token issued in the log: its operations, repos, global memories, when it was "
+            "created and revoked.",
+            example={},
+            read_only=True,
+            permission="operator",
+            agent_tool=False,
+            resource="strata://operator/tokens{?include_revoked}",
+            cli=Cli(("token", "list"), (), (("include_revoked", "--revoked/--no-revoked"),)),
+        ),
+        Operation(
+            name="token_revoke",
+            method="token_revoke",
+            request=TokenRevokeRequest,
+            response=TokenRevokeResponse,
+            summary="Operator: revoke a named token; servers refuse it within a second.",
+            description="A revoked token is refused by every server on the store within a second; its name is not "
+            "issued again.",
+            example={"name": "alice-agent", "reason": "left the team"},
+            read_only=False,
+            permission="operator",
+            destructive=True,
+            idempotent=True,
+            agent_tool=False,
+            cli=Cli(("token", "revoke"), ("name",), (("reason", "--reason"),)),
+        ),
+        Operation(
+            name="log",
+            method="events",
+            request=LogRequest,
+            response=LogResponse,
+            summary="Operator: the newest events of the log, oldest first, with their positions.",
+            description="The log's newest events, of every repo and every kind (tokens' included), with their "
+            "positions: the operator's view of what was recorded.",
+            example={"limit": 20},
+            read_only=True,
+            permission="operator",
+            agent_tool=False,
+            resource="strata://operator/log{?limit}",
+            cli=Cli(("log",), (), (("limit", "--limit|-n"),)),
         ),
     )
 }

@@ -11,11 +11,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from strata_recall.domain.errors import InvalidInput
+from strata_recall.projections.tuning import TUNED, Fusion, RecallConfig, Signals
 
 ENV_PREFIX = "STRATA_"
+RECALL = RecallConfig()
+"""The engine's tuning as it is defined (projections/tuning.py): the defaults of the recall_* settings."""
 
 
 def default_data_dir() -> Path:
@@ -144,6 +147,59 @@ class Settings(BaseModel):
         description="Most past moments (`as_of`) one token may have a serving process build per hour (each a replay "
         "of the log); beyond, 503 as_of_quota. A moment already built costs nothing; the operator is not counted.",
     )
+    # the recall engine's tuning (advanced: docs/CONFIGURATION.md; chosen by ops/eval_recall.py, not per request)
+    recall_fusion: Fusion = Field(
+        RECALL.fusion, description="How the vector and keyword rankings are fused (projections/fusion.py)."
+    )
+    recall_vector_weight: float = Field(RECALL.vector_weight, ge=0, description="The vector ranking's weight.")
+    recall_keyword_weight: float = Field(RECALL.keyword_weight, ge=0, description="The keyword ranking's weight.")
+    recall_rrf_k: float = Field(RECALL.rrf_k, gt=0, description="Reciprocal rank fusion's k (fusion rrf).")
+    recall_overfetch: int = Field(RECALL.overfetch, ge=1, le=10_000, description="Hits each search fetches.")
+    recall_consider: int | None = Field(
+        RECALL.consider, ge=1, description="Fused hits weighed, as a multiple of the read's limit (none: all)."
+    )
+    recall_threshold: dict[str, float] = Field(
+        default_factory=lambda: dict(RECALL.threshold),
+        description="The cosine a search hit needs, by mode (targeted, ambient; `mode=value` pairs in the "
+        "environment).",
+    )
+    recall_kind_offset: dict[str, float] = Field(
+        default_factory=lambda: dict(RECALL.kind_offset),
+        description="What each kind adds to the threshold (`kind=value` pairs in the environment).",
+    )
+    recall_keyword_relief: float = Field(
+        RECALL.keyword_relief, description="What the threshold gives a hit the keyword search found too."
+    )
+    recall_low_truth: float = Field(RECALL.low_truth, ge=0, le=1, description="A memory less true is held back.")
+    recall_half_life_days: float = Field(RECALL.half_life_days, gt=0, description="How fast truth decays.")
+    recall_link_decay: float = Field(RECALL.link_decay, ge=0, le=1, description="Share of relevance a link passes.")
+    recall_related_seeds: int = Field(RECALL.related_seeds, ge=0, description="Best hits whose related links spread.")
+    recall_related_decay: tuple[float, ...] = Field(
+        RECALL.related_decay, description="Share of a seed's relevance at distance 1, 2 along related links."
+    )
+    recall_chain_share: float | None = Field(
+        RECALL.chain_share, gt=0, le=1, description="Most of an answer one chain of related memories may hold."
+    )
+    recall_hop_seeds: int = Field(RECALL.hop_seeds, ge=0, description="Best hits semantic hops start from.")
+    recall_hop_fanout: int = Field(RECALL.hop_fanout, ge=0, description="Neighbours one semantic hop looks at.")
+    recall_hop_threshold: float = Field(RECALL.hop_threshold, description="The cosine a first hop needs.")
+    recall_hop_tightening: float = Field(RECALL.hop_tightening, description="What each further hop adds to it.")
+    recall_hop_decay: float = Field(RECALL.hop_decay, ge=0, le=1, description="Share of relevance a hop passes.")
+    recall_duplicate_cosine: float = Field(
+        RECALL.duplicate_cosine, description="A memory this similar to one already shown is a duplicate."
+    )
+    recall_per_source_cap: int = Field(
+        RECALL.per_source_cap, ge=1, description="Most memories one hit may bring through its links or hops."
+    )
+    recall_unfavoured_kind: float = Field(
+        RECALL.unfavoured_kind, ge=0, le=1, description="Score weight of kinds an archetype profile does not list."
+    )
+    recall_relevance: Signals = Field(
+        RECALL.relevance, description="The signals a read ranks by (vector or keyword alone: evaluation)."
+    )
+    recall_bar: float = Field(
+        RECALL.bar, ge=0, le=1, description="A read's min_relevance when it names none (the contract's default)."
+    )
     # strata serve
     host: str = Field("127.0.0.1", description="Address `strata serve` binds to.")
     port: int = Field(7411, ge=0, le=65535, description="Port `strata serve` listens on (0 picks a free one).")
@@ -194,11 +250,40 @@ class Settings(BaseModel):
     postgres_schema: str = Field("", description="A schema for the log's tables; empty means public.")
     postgres_pool_size: int = Field(5, ge=1, le=100)
 
+    @field_validator("recall_threshold", "recall_kind_offset", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """A table in the config file; `key=value` pairs, comma-separated, in the environment."""
+        if not isinstance(value, str):
+            return value
+        pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
+        return {pair[0].strip(): pair[1].strip() if len(pair) == 2 else "" for pair in pairs}
+
+    @field_validator("recall_threshold", "recall_kind_offset", mode="after")
+    @classmethod
+    def _over_the_defaults(cls, value: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        """The keys named replace the engine's values for them; a key it does not know is refused."""
+        defaults: dict[str, float] = getattr(RECALL, str(info.field_name).removeprefix("recall_"))
+        unknown = sorted(value.keys() - defaults.keys())
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(defaults)})")
+        return {**defaults, **value}
+
+    @field_validator("recall_related_decay", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        """A list in the config file; comma-separated in the environment."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
     @field_validator("allowed_hosts", "allowed_origins", "workspace_roots", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """A list in the config file; a comma-separated string in the environment."""
         return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    def recall_config(self) -> RecallConfig:
+        """The recall engine's tuning these settings give."""
+        return RecallConfig(**{name: getattr(self, f"recall_{name}") for name in TUNED})
 
     @property
     def event_db(self) -> Path:

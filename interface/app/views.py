@@ -14,6 +14,7 @@ from strata_recall.domain.anchors import public_anchor, public_ref
 from strata_recall.domain.errors import InvalidInput, NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import Memory
+from strata_recall.domain.persistence import ids_starting
 from strata_recall.domain.visibility import VisibleIds
 
 _META = {"originator_id", "originator_version", "timestamp", "originator_topic"}
@@ -54,7 +55,7 @@ def resolve_memory_id(log: Any, raw: str, viewer: str | None = None) -> str:
         )
     where = f" in repo {viewer!r}" if viewer is not None else ""
     matches = []
-    for candidate in _ids_starting(log, text.replace("-", "")):
+    for candidate in ids_starting(log.recorder, text.replace("-", "")):
         memory = log.find(candidate)
         if memory is not None and (viewer is None or memory.visible_to(viewer)):
             matches.append(str(candidate))
@@ -67,28 +68,6 @@ def resolve_memory_id(log: Any, raw: str, viewer: str | None = None) -> str:
             f"{raw!r} starts {len(matches)} memories{where}: {', '.join(sorted(matches)[:10])}; give more characters",
         )
     return matches[0]
-
-
-def _ids_starting(log: Any, hex_prefix: str) -> list[UUID]:
-    """The ids of the log's aggregates whose hex form starts with `hex_prefix` (SQLite stores ids as hex:
-    an index range; PostgreSQL as uuid: compared as text)."""
-    recorder = log.recorder
-    table = recorder.events_table_name  # a fixed table name, not input
-    if type(recorder).__module__ == "eventsourcing.postgres":
-        from psycopg.sql import SQL, Identifier  # only imported when the log is on PostgreSQL
-
-        statement = SQL(
-            "SELECT DISTINCT originator_id FROM {schema}.{table} WHERE replace(originator_id::text, '-', '') LIKE %s"
-        ).format(schema=Identifier(recorder.datastore.schema), table=Identifier(table))
-        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
-            cursor.execute(statement, [hex_prefix + "%"])
-            return [UUID(str(row["originator_id"])) for row in cursor.fetchall()]
-    if hasattr(recorder, "datastore") and hasattr(recorder.datastore, "transaction"):
-        sql = f"SELECT DISTINCT originator_id FROM {table} WHERE originator_id >= ? AND originator_id < ?"
-        with recorder.datastore.transaction(commit=False) as cursor:
-            cursor.execute(sql, [hex_prefix, hex_prefix + "g"])  # 'g' sorts after every hex digit
-            return [UUID(row[0]) for row in cursor.fetchall()]
-    return []
 
 
 def memory_at(log: Any, m: Memory, position: int) -> Memory | None:

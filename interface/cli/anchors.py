@@ -1,4 +1,4 @@
-"""`strata check` (which anchored memories of a repo drifted from a working tree) and `strata
+"""`strata check`'s report (the check itself: interface/app/services/hygiene.py) and `strata
 fingerprint` (what an anchor on a file carries): the operator's and the user's own files, named on the
 command line. Which files may be read, and how: interface/app/workspace.py."""
 
@@ -7,95 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 
-from strata_recall.domain.anchors import BY_GIT, CHANGED, MISSING, Anchor, anchored_text, fingerprint, observe
-from strata_recall.domain.commands import AnchorDrift
-from strata_recall.domain.duplicates import short
+from strata_recall.domain.anchors import CHANGED, anchored_text, fingerprint
 from strata_recall.domain.errors import InvalidInput, NotFound
-from strata_recall.domain.visibility import sql_clause
-from strata_recall.interface.app.anchors import git_head
-from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.app.workspace import FileReader, local_root, not_readable, real
-from strata_recall.projections.anchors import Workspace
+from strata_recall.interface.app.workspace import FileReader, not_readable, real
 
 log = structlog.get_logger("strata.anchors")
-
-
-def check(strata: Strata, repo_id: str, root_text: str, apply: bool = False) -> dict[str, Any]:
-    """Every live memory of `repo_id` anchored to code, judged against the working tree at `root`:
-    those whose anchors drifted (changed or gone). With `apply`, each drift is recorded once as a
-    truth adjustment. Only anchors whose fingerprints Strata computed are judged here (`unjudged`
-    counts the others: a client's fingerprints are compared only with what clients send); the anchors
-    of memories learned from the history (domain/anchors.py BY_GIT) are neither judged nor counted."""
-    root = local_root(root_text, "root")
-    strata.compact()  # the snapshot follows the log itself: no model, no other projection needed
-    rows = (
-        strata.projection("snapshot")
-        .conn.execute(
-            f"SELECT memory_id, kind, status, text, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND anchors != '[]' AND status IN ('active', 'pending') ORDER BY created",
-            (repo_id,),
-        )
-        .fetchall()
-    )
-    head = git_head(root)
-    reader = FileReader()
-    tree = Workspace(read=lambda path: reader.read(root, path))
-    drifted: list[dict[str, Any]] = []
-    unjudged = learned = 0
-    for memory_id, kind, status, text, stored in rows:
-        found = []
-        anchors = [a for a in map(Anchor.of, orjson.loads(stored)) if a.fingerprinted_by != BY_GIT]
-        if not anchors:  # learned from the history (strata learn): the files a commit touched, nothing to judge
-            learned += 1
-            continue
-        for anchor in anchors:
-            if not tree.judges(anchor):
-                unjudged += 1
-                continue
-            state = observe(anchor, tree.source(anchor.path))[0]
-            if state in (CHANGED, MISSING):
-                found.append((anchor, state))
-        if found:
-            drifted.append(
-                {
-                    "memory_id": memory_id,
-                    "kind": kind,
-                    "status": status,
-                    "text": short(text),
-                    "anchors": [{"key": a.key, "state": state, "commit": a.commit} for a, state in found],
-                }
-            )
-    report: dict[str, Any] = {
-        "ok": True,
-        "repo_id": repo_id,
-        "root": str(root),
-        "commit": head,
-        "checked": len(rows) - learned,
-        "unjudged": unjudged,
-        "drifted": drifted,
-        "applied": apply,
-        "recorded": 0,
-        "position": None,
-    }
-    if apply:
-        for item in drifted:
-            drifts = [AnchorDrift(a["key"], gone=a["state"] == MISSING) for a in item["anchors"]]
-            outcome = strata.log.anchor_drift(repo_id, item["memory_id"], drifts, head)
-            item["recorded"] = bool(outcome.recorded)
-            report["recorded"] += bool(outcome.recorded)
-            report["position"] = outcome.position or report["position"]
-        log.info(
-            "anchors_checked",
-            repo_id=repo_id,
-            checked=len(rows) - learned,
-            drifted=len(drifted),
-            recorded=report["recorded"],
-            position=report["position"],
-        )
-    return report
 
 
 def render_check(report: dict[str, Any]) -> str:

@@ -74,21 +74,41 @@ def refuse_mixing(api: CommandAPI, repo: str, data_dir: Path) -> None:
 def run_demo(
     api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str], catch_up: Callable[[], None] | None = None
 ) -> None:
-    def say(text: str) -> None:
-        out.write(text + "\n")
+    """The scripted session, each step saying what it shows (`catch_up`: bring the projections to the log
+    before the read; without it the session makes no read)."""
+    session = _Session(api, memory_log, repo, out)
+    problem, solution, quick_fix, fact = session.learn()
+    secret = session.redact()
+    cited = session.read(catch_up) if catch_up is not None else {}
+    session.rate(solution, problem, cited)
+    session.lower(quick_fix)
+    session.forget(secret)
+    session.propose()
+    session.show(fact)
+
+
+class _Session:
+    """What the demo's agent does, in steps: each writes through `api` and says what happened on `out`."""
+
+    def __init__(self, api: CommandAPI, memory_log: MemoryLog, repo: str, out: IO[str]) -> None:
+        self.api, self.log, self.repo, self.out = api, memory_log, repo, out
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
 
     def write(
+        self,
         kind: str,
         text: str,
         confidence: float,
         evidence: str = "demo:session-1",
         rationale: str = "",
-        through: CommandAPI = api,
+        through: CommandAPI | None = None,
         **links: object,
     ) -> str:
-        response = through.write(
+        response = (through or self.api).write(
             {
-                "repo_id": repo,
+                "repo_id": self.repo,
                 "author": AUTHOR,
                 "memory": {
                     "text": text,
@@ -101,210 +121,217 @@ def run_demo(
                 },
             }
         )
-        say(f"  {render.write(response).splitlines()[0]}")
-        if through is api and response.status == "pending":  # this store holds agent writes for review
-            api.review(
-                {
-                    "repo_id": repo,
-                    "memory_id": response.memory_id,
-                    "decision": "approved",
-                    "note": "part of the demo",
-                    "reviewer": "strata demo",
-                }
-            )
-            say("    (approved at once: this store holds agent writes for a person's review)")
+        self.say(f"  {render.write(response).splitlines()[0]}")
+        if through is None and response.status == "pending":  # this store holds agent writes for review
+            self.approve(response.memory_id)
+            self.say("    (approved at once: this store holds agent writes for a person's review)")
         return response.memory_id
 
-    say(f"Writing what an agent ({AUTHOR}) learned in repo {repo!r}:")
-    problem = write(
-        "problem",
-        "Integration tests hang when the local Postgres is not running",
-        0.9,
-        "cmd:pytest -m integration",
-        "the suite stopped at the first database test for 10 minutes",
-    )
-    solution = write(
-        "solution",
-        "Start Postgres with `make db-up` before running `pytest -m integration`",
-        0.85,
-        "file:Makefile#db-up",
-        problem_id=problem,
-    )
-    write(
-        "failed_tactic",
-        "Raising pytest-timeout does not help: the connection pool retries forever",
-        0.7,
-        "cmd:pytest --timeout=600",
-        problem_id=problem,
-    )
-    quick_fix = write(
-        "solution",
-        "Set PGCONNECT_TIMEOUT=5 so a missing database fails fast instead of hanging",
-        0.6,
-        "file:tests/conftest.py",
-        problem_id=problem,
-    )
-    fact = write(
-        "fact",
-        "The test database listens on port 5433, not 5432 (see docker-compose.yml)",
-        0.9,
-        "file:docker-compose.yml",
-    )
-    write(
-        "fact",
-        "The   test database listens on port 5433, not 5432 (see docker-compose.yml)",
-        0.8,
-        "file:docker-compose.yml",
-    )
-    say("  (the same fact written twice is one memory: the second write reinforced it)")
-    write(
-        "change",
-        "docker-compose.yml now maps the test database to port 5432",
-        0.95,
-        "commit:4f2a9c1",
-        change_targets=[fact],
-    )
-    write(
-        "preference",
-        "Prefer `make` targets over raw docker compose commands in scripts and docs",
-        0.8,
-        "user:review comment",
-    )
-    zones = write(
-        "problem",
-        "Snapshot tests pass locally but fail on CI: dates render in the machine's time zone",
-        0.85,
-        "ci:job 1842",
-    )
-    write(
-        "solution",
-        "Set TZ=UTC in the test runner's environment (the env section of pytest.ini)",
-        0.8,
-        "file:pytest.ini",
-        problem_id=zones,
-    )
-    write(
-        "failed_tactic",
-        "Re-running the failing snapshot tests until they pass only hides the time zone bug",
-        0.75,
-        "ci:job 1843",
-        problem_id=zones,
-    )
-
-    say("\nA secret in a write never reaches the log:")
-    secret: WriteResponse | None = None
-    try:
-        written = api.write(
+    def approve(self, memory_id: str) -> None:
+        self.api.review(
             {
-                "repo_id": repo,
-                "author": AUTHOR,
-                "memory": {
-                    "text": "CI deploys with the token ghp_" + "x1Y2z3" * 6 + " from the vault",
-                    "kind": "fact",
-                    "scope": "repo",
-                    "confidence": 0.6,
-                },
+                "repo_id": self.repo,
+                "memory_id": memory_id,
+                "decision": "approved",
+                "note": "part of the demo",
+                "reviewer": "strata demo",
             }
         )
-    except Conflict as exc:  # an earlier run of the demo forgot it: a forgotten memory is not written again
-        say(f"  (not written again: {exc.message})")
-    else:
-        secret = written
-        say(f"  {secret.redactions} redaction(s); stored text: {memory_log.memory(secret.memory_id).text!r}")
-        if secret.status == "pending":
-            api.review(
+
+    def learn(self) -> tuple[str, str, str, str]:
+        """What an agent learned: two problems with solutions and failed tactics, facts (one written twice),
+        a change and a preference. The ids of the first problem, its solution and quick fix, and the fact."""
+        self.say(f"Writing what an agent ({AUTHOR}) learned in repo {self.repo!r}:")
+        problem = self.write(
+            "problem",
+            "Integration tests hang when the local Postgres is not running",
+            0.9,
+            "cmd:pytest -m integration",
+            "the suite stopped at the first database test for 10 minutes",
+        )
+        solution = self.write(
+            "solution",
+            "Start Postgres with `make db-up` before running `pytest -m integration`",
+            0.85,
+            "file:Makefile#db-up",
+            problem_id=problem,
+        )
+        self.write(
+            "failed_tactic",
+            "Raising pytest-timeout does not help: the connection pool retries forever",
+            0.7,
+            "cmd:pytest --timeout=600",
+            problem_id=problem,
+        )
+        quick_fix = self.write(
+            "solution",
+            "Set PGCONNECT_TIMEOUT=5 so a missing database fails fast instead of hanging",
+            0.6,
+            "file:tests/conftest.py",
+            problem_id=problem,
+        )
+        fact = self.write(
+            "fact",
+            "The test database listens on port 5433, not 5432 (see docker-compose.yml)",
+            0.9,
+            "file:docker-compose.yml",
+        )
+        self.write(
+            "fact",
+            "The   test database listens on port 5433, not 5432 (see docker-compose.yml)",
+            0.8,
+            "file:docker-compose.yml",
+        )
+        self.say("  (the same fact written twice is one memory: the second write reinforced it)")
+        self.write(
+            "change",
+            "docker-compose.yml now maps the test database to port 5432",
+            0.95,
+            "commit:4f2a9c1",
+            change_targets=[fact],
+        )
+        self.write(
+            "preference",
+            "Prefer `make` targets over raw docker compose commands in scripts and docs",
+            0.8,
+            "user:review comment",
+        )
+        zones = self.write(
+            "problem",
+            "Snapshot tests pass locally but fail on CI: dates render in the machine's time zone",
+            0.85,
+            "ci:job 1842",
+        )
+        self.write(
+            "solution",
+            "Set TZ=UTC in the test runner's environment (the env section of pytest.ini)",
+            0.8,
+            "file:pytest.ini",
+            problem_id=zones,
+        )
+        self.write(
+            "failed_tactic",
+            "Re-running the failing snapshot tests until they pass only hides the time zone bug",
+            0.75,
+            "ci:job 1843",
+            problem_id=zones,
+        )
+        return problem, solution, quick_fix, fact
+
+    def redact(self) -> WriteResponse | None:
+        """A write holding a token: stored redacted (None when an earlier run forgot it)."""
+        self.say("\nA secret in a write never reaches the log:")
+        secret: WriteResponse | None = None
+        try:
+            written = self.api.write(
                 {
-                    "repo_id": repo,
-                    "memory_id": secret.memory_id,
-                    "decision": "approved",
-                    "note": "part of the demo",
-                    "reviewer": "strata demo",
+                    "repo_id": self.repo,
+                    "author": AUTHOR,
+                    "memory": {
+                        "text": "CI deploys with the token ghp_" + "x1Y2z3" * 6 + " from the vault",
+                        "kind": "fact",
+                        "scope": "repo",
+                        "confidence": 0.6,
+                    },
                 }
             )
+        except Conflict as exc:  # an earlier run of the demo forgot it: a forgotten memory is not written again
+            self.say(f"  (not written again: {exc.message})")
+        else:
+            secret = written
+            self.say(f"  {secret.redactions} redaction(s); stored text: {self.log.memory(secret.memory_id).text!r}")
+            if secret.status == "pending":
+                self.approve(secret.memory_id)
+        return secret
 
-    cited: dict[str, str] = {}
-    if catch_up is not None:
-        say("\nA new session meets the same problem and reads its memory (projections catch up first):")
+    def read(self, catch_up: Callable[[], None]) -> dict[str, str]:
+        """A new session's read of the problem: what a utility update may cite."""
+        self.say("\nA new session meets the same problem and reads its memory (projections catch up first):")
         catch_up()
-        answer = api.read({"repo_id": repo, "query": "the integration tests just hang, what should I try?"})
-        say("  " + render.read(answer).replace("\n", "\n  "))
-        cited = {"read_id": answer.read_id}  # utility is credited only to what this read returned
+        answer = self.api.read({"repo_id": self.repo, "query": "the integration tests just hang, what should I try?"})
+        self.say("  " + render.read(answer).replace("\n", "\n  "))
+        return {"read_id": answer.read_id}  # utility is credited only to what this read returned
 
-    say("\nThe solution worked on this problem; the agent rates it (dry run first, then commit):")
-    for mode in ("dry_run", "commit"):
-        response = api.update(
+    def rate(self, solution: str, problem: str, cited: dict[str, str]) -> None:
+        self.say("\nThe solution worked on this problem; the agent rates it (dry run first, then commit):")
+        for mode in ("dry_run", "commit"):
+            response = self.api.update(
+                {
+                    "repo_id": self.repo,
+                    "memory_id": solution,
+                    "mode": mode,
+                    "updates": {
+                        "utility": {
+                            "target": 1.0,
+                            "confidence": 0.9,
+                            "rationale": "tests ran after make db-up",
+                            "context_problem_id": problem,
+                            "evidence_refs": ["demo:pytest-run"],
+                            **cited,
+                        }
+                    },
+                }
+            )
+            self.say("  " + render.update(response).replace("\n", "\n  "))
+
+    def lower(self, quick_fix: str) -> None:
+        self.say("\nThe quick fix did not hold: its truth is lowered, with the evidence:")
+        lowered = self.api.update(
             {
-                "repo_id": repo,
-                "memory_id": solution,
-                "mode": mode,
+                "repo_id": self.repo,
+                "memory_id": quick_fix,
+                "mode": "commit",
                 "updates": {
-                    "utility": {
-                        "target": 1.0,
+                    "truth": {
+                        "target": 0.1,
                         "confidence": 0.9,
-                        "rationale": "tests ran after make db-up",
-                        "context_problem_id": problem,
-                        "evidence_refs": ["demo:pytest-run"],
-                        **cited,
+                        "rationale": "the pool ignores PGCONNECT_TIMEOUT: the tests still hung",
+                        "evidence_refs": ["cmd:pytest -m integration", "file:tests/conftest.py#L40"],
                     }
                 },
             }
         )
-        say("  " + render.update(response).replace("\n", "\n  "))
+        self.say("  " + render.update(lowered).replace("\n", "\n  "))
 
-    say("\nThe quick fix did not hold: its truth is lowered, with the evidence:")
-    lowered = api.update(
-        {
-            "repo_id": repo,
-            "memory_id": quick_fix,
-            "mode": "commit",
-            "updates": {
-                "truth": {
-                    "target": 0.1,
-                    "confidence": 0.9,
-                    "rationale": "the pool ignores PGCONNECT_TIMEOUT: the tests still hung",
-                    "evidence_refs": ["cmd:pytest -m integration", "file:tests/conftest.py#L40"],
-                }
-            },
-        }
-    )
-    say("  " + render.update(lowered).replace("\n", "\n  "))
-
-    if secret is not None:
-        say("\nThe memory that held a token is of no use (the token was redacted): it is forgotten:")
-        say(
-            "  "
-            + render.forget(
-                api.forget(
-                    {
-                        "repo_id": repo,
-                        "memory_id": secret.memory_id,
-                        "reason": "a credential does not belong in memory, even redacted",
-                    }
+    def forget(self, secret: WriteResponse | None) -> None:
+        if secret is not None:
+            self.say("\nThe memory that held a token is of no use (the token was redacted): it is forgotten:")
+            self.say(
+                "  "
+                + render.forget(
+                    self.api.forget(
+                        {
+                            "repo_id": self.repo,
+                            "memory_id": secret.memory_id,
+                            "reason": "a credential does not belong in memory, even redacted",
+                        }
+                    )
                 )
             )
-        )
 
-    say("\nA proposal waits for a person's review (every agent write does, with review_writes = true):")
-    proposals = CommandAPI(memory_log, review_writes=True, reader=api.reader)
-    try:
-        write(
-            "fact",
-            "CI caches the virtualenv keyed on the hash of requirements.lock",
-            0.7,
-            "file:.github/workflows/ci.yml",
-            through=proposals,
-        )
-        say("  (approve or reject it in the inspector's Review tab)")
-    except Conflict as exc:  # decided in an earlier run of the demo
-        say(f"  (not proposed again: {exc.message})")
+    def propose(self) -> None:
+        self.say("\nA proposal waits for a person's review (every agent write does, with review_writes = true):")
+        proposals = CommandAPI(self.log, review_writes=True, reader=self.api.reader)
+        try:
+            self.write(
+                "fact",
+                "CI caches the virtualenv keyed on the hash of requirements.lock",
+                0.7,
+                "file:.github/workflows/ci.yml",
+                through=proposals,
+            )
+            self.say("  (approve or reject it in the inspector's Review tab)")
+        except Conflict as exc:  # decided in an earlier run of the demo
+            self.say(f"  (not proposed again: {exc.message})")
 
-    say("\nWhat the fact looks like now (note the change chain and the lowered truth):")
-    view: dict[str, Any] = {
-        "memory": memory_state(memory_log.memory(fact)),
-        "history": [event_record(e) for e in memory_log.history(memory_log.memory(fact).id)],
-    }
-    say("  " + render.show(view).replace("\n", "\n  "))
-    say(f"\nThe log now holds {memory_log.position()} events. Try: strata log --limit 10")
+    def show(self, fact: str) -> None:
+        self.say("\nWhat the fact looks like now (note the change chain and the lowered truth):")
+        view: dict[str, Any] = {
+            "memory": memory_state(self.log.memory(fact)),
+            "history": [event_record(e) for e in self.log.history(self.log.memory(fact).id)],
+        }
+        self.say("  " + render.show(view).replace("\n", "\n  "))
+        self.say(f"\nThe log now holds {self.log.position()} events. Try: strata log --limit 10")
 
 
 def into_store_epilogue(data_dir: Path, repo: str) -> str:

@@ -8,6 +8,14 @@ from strata_recall.schemas.edit import EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackResponse
 from strata_recall.schemas.forget import ForgetResponse
+from strata_recall.schemas.operator import (
+    LogResponse,
+    RecordedResponse,
+    TokenCreateResponse,
+    TokenListing,
+    TokenListResponse,
+    TokenRevokeResponse,
+)
 from strata_recall.schemas.read import CaseMember, ReadResponse
 from strata_recall.schemas.update import UpdateResponse, ValueChange
 from strata_recall.schemas.write import ImportResponse, WriteResponse
@@ -287,3 +295,45 @@ def learned(r: dict[str, Any]) -> str:
     state = "searchable" if r["searchable"] else "searchable once the projections catch up"
     lines.append(f"  {state}; log position {r['position']}" + (f"; {seconds:.1f} s" if seconds is not None else ""))
     return "\n".join(lines)
+
+
+# --- the operator's operations (schemas/operator.py) ---------------------------------------------
+
+
+def unmerge(r: RecordedResponse) -> str:
+    return "\n".join(f"{e.event} on {e.memory_id}" for e in r.recorded)
+
+
+def restore(r: RecordedResponse) -> str:
+    return "\n".join(f"restored {e.memory_id} (position {r.position})" for e in r.recorded)
+
+
+def token_create(r: TokenCreateResponse) -> str:
+    if r.token is None:
+        return r.note or ""
+    where = f"{', '.join(r.operations)} on {', '.join(r.repos)}{' and global memories' if r.global_memories else ''}"
+    return (
+        f"{r.token}\n(token {r.name}: {where}; shown once, store it now: the server keeps only its hash; send it as "
+        "Authorization: Bearer <token>)"
+    )
+
+
+def token_list(r: TokenListResponse) -> str:
+    return "\n".join(_token_line(t) for t in r.tokens) or "no named tokens"
+
+
+def _token_line(t: TokenListing) -> str:
+    line = f"{t.name}: {', '.join(t.operations)} on {', '.join(t.repos)}{' +global' if t.global_memories else ''}"
+    line += f"; created {t.created}"
+    if t.issued is not None:
+        line += f"; issued as {', '.join(t.issued.operations)} on {', '.join(t.issued.repos)}"
+        line += " (an operator is every repo's: held to those repos)"
+    return line + (f"; REVOKED {t.revoked}" if t.revoked else "")
+
+
+def token_revoke(r: TokenRevokeResponse) -> str:
+    return f"revoked {r.name}" if r.revoked else f"{r.name} was revoked already"
+
+
+def log(r: LogResponse) -> str:
+    return events([e.model_dump(mode="json") for e in r.events])

@@ -18,7 +18,7 @@ revocation freeing nothing (issue #28). `McpSessions` stands in front of the SDK
   touches another's sessions. Only when every one of its sessions is busy is the new one refused: 503
   `too_many_sessions`. A session the SDK ended meanwhile (its idle timeout) no longer counts.
 - **Revocation ends them.** `following(credentials)` looks at the named tokens as the server's token
-  watcher last read them from the log (interface/http/serve.py) and ends every session of a token that
+  watcher last read them from the log (interface/http/watch.py) and ends every session of a token that
   was revoked, open GET streams included, within a refresh or two; logged as `mcp_sessions_ended`
   (`why`: revoked, or evicted for the cap) with the token's name, never its secret.
 

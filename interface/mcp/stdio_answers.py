@@ -97,6 +97,22 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                                      'title': 'Inspector: every repo with memories of its own, and the '
                                                               'count of global memories.',
                                                      'uriTemplate': 'strata://inspect/repos{?as_of}'},
+                                                    {'description': 'Every named token issued in the log: its '
+                                                                    'operations, repos, global memories, when it was '
+                                                                    'created and revoked.',
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_token_list',
+                                                     'title': 'Operator: the named tokens, what each may do, created '
+                                                              'and revoked (never a secret or a hash).',
+                                                     'uriTemplate': 'strata://operator/tokens{?include_revoked}'},
+                                                    {'description': "The log's newest events, of every repo and every "
+                                                                    "kind (tokens' included), with their positions: "
+                                                                    "the operator's view of what was recorded.",
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_log',
+                                                     'title': 'Operator: the newest events of the log, oldest first, '
+                                                              'with their positions.',
+                                                     'uriTemplate': 'strata://operator/log{?limit}'},
                                                     {'description': 'A compact table (about 300 tokens) of what a '
                                                                     "repo's memory holds: topics, kinds, counts, tags. "
                                                                     'Load it at session start. Example: '

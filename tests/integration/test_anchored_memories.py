@@ -19,8 +19,8 @@ from strata_recall.domain.anchors import fingerprint
 from strata_recall.domain.errors import InvalidInput, NotFound, StrataError
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
+from strata_recall.interface.app.services.hygiene import check
 from strata_recall.interface.app.settings import load_settings
-from strata_recall.interface.cli.anchors import check
 from tests.conftest import write_request
 
 REPO = "acme/api"

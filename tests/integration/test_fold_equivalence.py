@@ -29,8 +29,8 @@ from tests.integration.test_projections import populate
 
 
 @pytest.fixture
-def hashed(data_dir: Path) -> Iterator[Strata]:
-    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=32))
+def hashed(data_dir: Path, backend: dict[str, Any]) -> Iterator[Strata]:  # both event logs: conftest.py
+    app = build(load_settings(environ={}, data_dir=data_dir, **backend), embedder=HashEmbedder(dim=32))
     yield app
     app.close()
 
@@ -92,7 +92,7 @@ def learning(strata: Strata, seed: int) -> None:
     """What `strata learn` records: changes dated by their commits (Learned), a decision changed since, a
     revert and the revert of that revert, a rename followed, a rewritten commit archived."""
     from strata_recall.domain.history import Commit, FileChange
-    from strata_recall.interface.app.learning.core import learn_commits
+    from strata_recall.interface.app.services.learning.core import learn_commits
 
     why = "Hold the lock across the check, because two threads otherwise take the last connection at once."
     sha = [f"{seed:02d}{i:02d}".ljust(40, "f") for i in range(7)]

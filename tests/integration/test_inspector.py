@@ -5,6 +5,7 @@ moved truth and utility, archived memories, and refusals."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -67,8 +68,8 @@ def test_pages_filters_search_and_orders(strata: Strata, api: CommandAPI) -> Non
     assert [(r.repo_id, r.memories) for r in repos.repos] == [(REPO, 9), ("other/app", 1)]
 
 
-def test_review_queue_and_review(strata: Strata) -> None:
-    reviewed = CommandAPI(strata.log, review_writes=True, reader=strata.api().reader)
+def test_review_queue_and_review(strata: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    reviewed = api_of(strata, review_writes=True)
     ids = [reviewed.write(write_request(REPO, f"proposal {i}")).memory_id for i in range(3)]
     theirs = reviewed.write(write_request("other/app", "their proposal")).memory_id
     strata.catch_up()
@@ -114,8 +115,8 @@ def truth(target: float, rationale: str = "checked") -> dict:
     return {"truth": {"target": target, "confidence": 0.9, "rationale": rationale, "evidence_refs": ["test:run"]}}
 
 
-def test_overview_counts_what_the_repo_sees(strata: Strata) -> None:
-    reviewed = CommandAPI(strata.log, review_writes=True, reader=strata.api().reader)
+def test_overview_counts_what_the_repo_sees(strata: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    reviewed = api_of(strata, review_writes=True)
     api = strata.api()
     problem = api.write(write_request(REPO, "Integration tests hang when Postgres is down", "problem")).memory_id
     api.write(write_request(REPO, "Run make db-up first", "solution", links={"problem_id": problem}))

@@ -5,7 +5,7 @@ rebuilds from the log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,9 +35,9 @@ MEMORIES = {
 
 
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[tuple[Strata, dict[str, str]]]:
+def store(data_dir: Path, api_of: Callable[..., CommandAPI]) -> Iterator[tuple[Strata, dict[str, str]]]:
     app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=64))
-    api = CommandAPI(app.log)
+    api = api_of(app)
     ids = {name: api.write(write_request("acme", text)).memory_id for name, text in MEMORIES.items()}
     app.runner(["fts"]).catch_up()
     yield app, ids
@@ -129,7 +129,9 @@ def test_a_store_indexed_in_one_table_rebuilds_from_the_log(
 
 
 def test_a_search_reads_one_committed_state(
-    store: tuple[Strata, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+    store: tuple[Strata, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    api_of: Callable[..., CommandAPI],
 ) -> None:
     """The parts' sizes, their word counts and the hits come from one committed state: a worker (another
     connection) committing a memory between two of the search's statements changes nothing in it."""
@@ -137,7 +139,7 @@ def test_a_search_reads_one_committed_state(
     fts: FTSProjection = app.projection("fts")  # type: ignore[assignment]
     query = "where does the nightly job write its report"
     before = vars(fts.search_with_evidence(query, "acme"))
-    CommandAPI(app.log).write(write_request("acme", "The nightly report job writes to the archive drive"))
+    api_of(app).write(write_request("acme", "The nightly report job writes to the archive drive"))
     worker = FTSProjection(fts.path)
     counts = fts._counts
     committed = []

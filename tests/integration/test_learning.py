@@ -1,4 +1,4 @@
-"""`strata learn` on real git repositories and real SQLite files (interface/app/learning/): what a commit
+"""`strata learn` on real git repositories and real SQLite files (interface/app/services/learning/): what a commit
 becomes, learning again (nothing new, new commits, a rewritten history), reverts, decisions changed since,
 and the labelled set of decisions followed by a misleading change (tests/data/decisions.jsonl)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from strata_recall.domain.errors import Conflict, InvalidInput
 from strata_recall.domain.history import Commit, FileChange, commit_memory_id
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.app.learning.core import learn_commits, make_searchable
-from strata_recall.interface.app.learning.git import Git, learn_repository
+from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
+from strata_recall.interface.app.services.learning.git import Git, learn_repository
 from strata_recall.schemas.read import ReadRequest
 
 REPO = "acme/api"
@@ -198,7 +199,9 @@ def test_a_revert_is_a_failed_tactic_and_lowers_what_it_undid(strata: Strata, re
     assert strata.log.memory(tactic["memory_id"], REPO).related_ids == [undone["memory_id"]]
 
 
-def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(strata: Strata, repo: Repo) -> None:
+def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(
+    strata: Strata, repo: Repo, api_of: Callable[..., CommandAPI]
+) -> None:
     repo.commit("Add the pool", T0, {"src/pool.py": lines(40)})
     decision = repo.commit(
         f"Hold the pool lock across the check and the pop\n\n{WHY}", T0 + DAY, {"src/pool.py": lines(44)}
@@ -211,7 +214,7 @@ def test_later_rewrites_are_recorded_on_decisions_agents_ones_included(strata: S
     assert [c["change_memory_id"] for c in made["change_chain"]] == [by_sha(strata, rewrite)["memory_id"]]
     assert 0.5 < made["truth"] < 0.8  # a reason to check it, not proof it no longer holds
     # an agent's memory anchored to the file: a commit made after it is recorded on it too
-    api = CommandAPI(strata.log)
+    api = api_of(strata)
     anchor = {"path": "src/pool.py", "fingerprint": fingerprint(lines(30))}
     note = api.write(
         {
@@ -343,7 +346,7 @@ def test_a_decision_followed_by_a_misleading_change_is_found_for_the_bug_report(
 
 
 def test_strata_check_leaves_learned_anchors_alone(strata: Strata, repo: Repo) -> None:
-    from strata_recall.interface.cli.anchors import check
+    from strata_recall.interface.app.services.hygiene import check
 
     repo.commit("Add the pool", T0, {"src/pool.py": lines(30)})
     repo.commit("Grow the pool", T0 + DAY, {"src/pool.py": lines(31)})

@@ -1,9 +1,12 @@
-"""The write / update / forget command path on real SQLite files."""
+"""The write / update / forget command path on a real event log: the SQLite file, and PostgreSQL (the
+`backend` fixture; the tests of the SQLite file's own bytes run on SQLite only)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,9 +30,21 @@ def truth(strata: Strata, memory_id: str) -> float:
     return strata.log.memory(memory_id).truth_value
 
 
-def test_state_survives_close_and_reopen(data_dir: Path) -> None:
-    first = build(load_settings(environ={}, data_dir=data_dir))
-    api = CommandAPI(first.log)
+@pytest.fixture
+def strata(make_strata: Callable[..., Strata], backend: dict[str, Any]) -> Strata:
+    """The store of every test here, on each event log (conftest.py `backend`)."""
+    return make_strata(**backend)
+
+
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+"""For a test of the SQLite file's bytes."""
+
+
+def test_state_survives_close_and_reopen(
+    data_dir: Path, backend: dict[str, Any], api_of: Callable[..., CommandAPI]
+) -> None:
+    first = build(load_settings(environ={}, data_dir=data_dir, **backend))
+    api = api_of(first)
     problem = api.write(write_request("acme/api", "Build fails on a clean checkout", "problem")).memory_id
     solution = api.write(
         write_request("acme/api", "Run make generate first", "solution", links={"problem_id": problem})
@@ -45,7 +60,7 @@ def test_state_survives_close_and_reopen(data_dir: Path) -> None:
     before = truth(first, solution)
     first.close()
 
-    second = build(load_settings(environ={}, data_dir=data_dir))
+    second = build(load_settings(environ={}, data_dir=data_dir, **backend))
     try:
         reopened = second.log.memory(solution)
         assert reopened.problem_id == problem
@@ -176,6 +191,7 @@ def test_change_records_on_every_target_in_the_same_transaction(api: CommandAPI,
     ]
 
 
+@SQLITE_ONLY
 def test_a_repo_change_may_not_change_a_global_memory(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
     """A change written in one repo would lower a global memory's truth for every repo and show its
     private text in their change chains: it is refused, pointing at the two ways that keep it honest."""
@@ -250,6 +266,7 @@ def test_change_needs_targets_and_only_changes_have_them(api: CommandAPI) -> Non
     assert caught.value.code == "change_targets_not_allowed"
 
 
+@SQLITE_ONLY
 def test_dry_run_changes_nothing_and_commit_records_exactly_what_it_showed(
     api: CommandAPI, strata: Strata, data_dir: Path
 ) -> None:
@@ -374,6 +391,7 @@ REJECTED = [
 ]
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("make", REJECTED)
 def test_rejected_requests_leave_the_log_byte_identical(make, api: CommandAPI, strata: Strata, data_dir: Path) -> None:
     ids = {
@@ -392,6 +410,7 @@ def test_rejected_requests_leave_the_log_byte_identical(make, api: CommandAPI, s
     assert log_bytes(data_dir) == before
 
 
+@SQLITE_ONLY
 def test_secrets_never_reach_the_log_file(api: CommandAPI, strata: Strata, data_dir: Path) -> None:
     token = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
     aws = "AKIA" + "IOSFODNN7EXAMPLE"

@@ -23,7 +23,6 @@ from eventsourcing.persistence import IntegrityError
 
 from strata_recall.domain.ids import memory_id
 from strata_recall.domain.persistence import EventStoreUnavailable
-from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import Settings, load_settings
@@ -167,7 +166,7 @@ def test_round_trip_through_the_command_api_with_the_real_model(pg: Shared, tmp_
 def test_gaps_in_the_log_ids_are_harmless(pg: Shared, tmp_path: Path) -> None:
     """A failed insert consumes ids from the sequence; readers and read-your-writes do not care."""
     strata = build(pg.settings(tmp_path / "writer"))
-    api = CommandAPI(strata.log)
+    api = strata.api()
     first = api.write(write_request("r", "the cache key includes the locale"))
     stored = strata.log.recorder.select_events(uuid.UUID(first.memory_id))
     for _ in range(3):  # a writer that lost a race: its insert fails (as what _retrying retries), its ids are gone
@@ -189,7 +188,7 @@ def test_gaps_in_the_log_ids_are_harmless(pg: Shared, tmp_path: Path) -> None:
 
 def test_bulk_import_on_postgres_finds_existing_memories_in_one_query(pg: Shared, tmp_path: Path) -> None:
     strata = build(pg.settings(tmp_path / "importer"))
-    api = CommandAPI(strata.log)
+    api = strata.api()
     kept = api.write(write_request("r", "the cache key includes the locale"))
     ids = [uuid.UUID(kept.memory_id), uuid.uuid4(), uuid.uuid4()]
     assert strata.log.existing_ids(ids) == {ids[0]}
@@ -211,7 +210,7 @@ def _writer(args: tuple[dict[str, Any], str, int, int, float]) -> list[tuple[str
     overrides, data_dir, me, shared, start_at = args
     configure_logging("warning")
     strata = build(load_settings(environ={}, data_dir=Path(data_dir), **overrides))
-    api = CommandAPI(strata.log)
+    api = strata.api()
     acks: list[tuple[str, str, int | None]] = []
     time.sleep(max(0.0, start_at - time.time()))
     for i in range(shared):
@@ -369,7 +368,7 @@ def test_read_nodes_converge_including_a_late_joiner_and_a_restarted_one(
 ) -> None:
     a, b = nodes
     writer = build(pg.settings(tmp_path / "writer"))
-    api = CommandAPI(writer.log)
+    api = writer.api()
     populate(api, 60, seed=1)
     a.start()
     populate(api, 60, seed=2)  # while node a follows
@@ -402,7 +401,7 @@ def test_replay_on_postgres_shares_the_projections_over_the_processes_it_is_give
     """`strata replay` forks its replaying processes: the PostgreSQL pool's threads used to make it fall back
     to one process (replay_in_one_process) whatever --processes said. One is the default there."""
     writer = build(pg.settings(tmp_path / "writer"))
-    populate(CommandAPI(writer.log), 40, seed=5)
+    populate(writer.api(), 40, seed=5)
     head = writer.log.position()
     writer.close()
     names = ("fts", "links", "archetypes", "snapshot")

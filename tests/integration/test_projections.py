@@ -4,8 +4,9 @@ fold equals a fresh compaction, failures are retried, searches respect repo scop
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,9 @@ from tests.conftest import write_request
 
 
 @pytest.fixture
-def hashed(data_dir: Path) -> Iterator[Strata]:
+def hashed(data_dir: Path, backend: dict[str, Any]) -> Iterator[Strata]:  # both event logs: conftest.py
     """The whole system with the deterministic fake embedder (fast); the real model is tested below."""
-    app = build(load_settings(environ={}, data_dir=data_dir), embedder=HashEmbedder(dim=64))
+    app = build(load_settings(environ={}, data_dir=data_dir, **backend), embedder=HashEmbedder(dim=64))
     yield app
     app.close()
 
@@ -112,8 +113,10 @@ def fresh_copy(strata: Strata, name: str, folder: Path) -> Projection:
     }[name](folder / f"{name}.sqlite")
 
 
-def test_incremental_projections_equal_replayed_ones(hashed: Strata, tmp_path: Path) -> None:
-    api = CommandAPI(hashed.log)
+def test_incremental_projections_equal_replayed_ones(
+    hashed: Strata, tmp_path: Path, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(hashed)
     runner = Runner(hashed.log, hashed.projections(PROJECTIONS), batch_size=7)
     for seed in (11, 22, 33, 44):  # writes arriving while the projections follow, in small uneven batches
         populate(api, 60, seed=seed)
@@ -129,8 +132,8 @@ def test_incremental_projections_equal_replayed_ones(hashed: Strata, tmp_path: P
         replayed.close()
 
 
-def test_redelivered_events_change_nothing(hashed: Strata) -> None:
-    populate(CommandAPI(hashed.log), 80)
+def test_redelivered_events_change_nothing(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    populate(api_of(hashed), 80)
     batch = list(hashed.log.read_log(1, 10_000))
     for projection in hashed.projections(PROJECTIONS):
         projection.handle(batch)
@@ -140,8 +143,8 @@ def test_redelivered_events_change_nothing(hashed: Strata) -> None:
         assert (projection.digest(), projection.position) == (digest, position)
 
 
-def test_tail_fold_equals_a_fresh_compaction(hashed: Strata, tmp_path: Path) -> None:
-    api = CommandAPI(hashed.log)
+def test_tail_fold_equals_a_fresh_compaction(hashed: Strata, tmp_path: Path, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(hashed)
     populate(api, 120, seed=5)
     snapshot = hashed.projection("snapshot")
     hashed.compact()
@@ -168,17 +171,19 @@ def _same(a: dict, b: dict) -> bool:
 
 class Flaky(FTSProjection):
     name = "fts"
-    failures = 2
+    failures = 2  # each instance's own count (a test runs once per backend in one process)
 
     def apply(self, conn, batch, prepared):  # type: ignore[no-untyped-def]
-        if Flaky.failures:
-            Flaky.failures -= 1
+        if self.failures:
+            self.failures -= 1
             raise RuntimeError("disk hiccup")
         super().apply(conn, batch, prepared)
 
 
-def test_a_failing_projection_is_recorded_and_retried_never_skipped(hashed: Strata, tmp_path: Path) -> None:
-    populate(CommandAPI(hashed.log), 40)
+def test_a_failing_projection_is_recorded_and_retried_never_skipped(
+    hashed: Strata, tmp_path: Path, api_of: Callable[..., CommandAPI]
+) -> None:
+    populate(api_of(hashed), 40)
     flaky = Flaky(tmp_path / "flaky.sqlite")
     runner = Runner(hashed.log, [flaky], batch_size=10, retry_base=0.01, retry_cap=0.02)
     runner.step()
@@ -193,10 +198,10 @@ def test_a_failing_projection_is_recorded_and_retried_never_skipped(hashed: Stra
     assert flaky.digest() == reference.digest()
 
 
-def test_read_your_writes(hashed: Strata) -> None:
+def test_read_your_writes(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
     import threading
 
-    api = CommandAPI(hashed.log)
+    api = api_of(hashed)
     runner = hashed.runner(FOLLOWERS)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,))
@@ -213,8 +218,8 @@ def test_read_your_writes(hashed: Strata) -> None:
     assert not wait_for(hashed.projections(FOLLOWERS), hashed.log.position() + 1, timeout=0.05)
 
 
-def test_searches_never_leak_another_repo(hashed: Strata) -> None:
-    api = CommandAPI(hashed.log)
+def test_searches_never_leak_another_repo(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(hashed)
     api.write(write_request("mine", "the payroll export times out"))
     api.write(write_request("theirs", "the payroll export times out at midnight"))
     api.write(write_request("theirs", "payroll export tips", "preference", "global"))
@@ -230,15 +235,15 @@ def test_searches_never_leak_another_repo(hashed: Strata) -> None:
 
 
 @pytest.mark.parametrize("query", ['"unbalanced', "a* OR NOT", "NEAR(x y)", "col:value", "-(-)", "  ", "ünïcödé ✓"])
-def test_agent_text_is_escaped_before_fts(hashed: Strata, query: str) -> None:
-    CommandAPI(hashed.log).write(write_request("r", "ünïcödé value in col"))
+def test_agent_text_is_escaped_before_fts(hashed: Strata, query: str, api_of: Callable[..., CommandAPI]) -> None:
+    api_of(hashed).write(write_request("r", "ünïcödé value in col"))
     hashed.runner(["fts"]).catch_up()
     fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
     fts.search(query, "r")  # must not raise
 
 
-def test_forgotten_memories_leave_search(hashed: Strata) -> None:
-    api = CommandAPI(hashed.log)
+def test_forgotten_memories_leave_search(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(hashed)
     mid = api.write(write_request("r", "obsolete deployment runbook")).memory_id
     hashed.runner().catch_up()
     fts: FTSProjection = hashed.projection("fts")  # type: ignore[assignment]
@@ -250,8 +255,10 @@ def test_forgotten_memories_leave_search(hashed: Strata) -> None:
     assert not vectors.search(hashed.embedder.embed_query("deployment runbook"), "r")
 
 
-def test_changing_the_model_rebuilds_the_vector_projection(hashed: Strata, data_dir: Path) -> None:
-    populate(CommandAPI(hashed.log), 30)
+def test_changing_the_model_rebuilds_the_vector_projection(
+    hashed: Strata, data_dir: Path, api_of: Callable[..., CommandAPI]
+) -> None:
+    populate(api_of(hashed), 30)
     hashed.runner(["vectors"]).catch_up()
     path, cache = hashed.projection("vectors").path, EmbeddingCache(data_dir / "c.sqlite")
     hashed.projection("vectors").close()
@@ -268,8 +275,8 @@ def test_changing_the_model_rebuilds_the_vector_projection(hashed: Strata, data_
     hashed._projections.pop("vectors")
 
 
-def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata) -> None:
-    populate(CommandAPI(hashed.log), 50)
+def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    populate(api_of(hashed), 50)
     vectors: VectorProjection = hashed.projection("vectors")  # type: ignore[assignment]
     Runner(hashed.log, [vectors]).catch_up()
     first = vectors.embedded
@@ -281,12 +288,14 @@ def test_replay_with_a_warm_cache_embeds_nothing(hashed: Strata) -> None:
     assert vectors.digest() == digest
 
 
-def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tmp_path: Path) -> None:
+def test_vector_search_with_the_real_model_finds_a_paraphrase(
+    data_dir: Path, tmp_path: Path, api_of: Callable[..., CommandAPI]
+) -> None:
     from strata_recall.projections.embedder import MiniLMEmbedder
 
     strata = build(load_settings(environ={}, data_dir=data_dir), embedder=MiniLMEmbedder(model_dir=tmp_path / "model"))
     try:
-        api = CommandAPI(strata.log)
+        api = api_of(strata)
         target = api.write(
             write_request("r", "The CI pipeline fails because the docker build cache filled the disk")
         ).memory_id
@@ -307,10 +316,10 @@ def test_vector_search_with_the_real_model_finds_a_paraphrase(data_dir: Path, tm
         strata.close()
 
 
-def test_an_edited_memory_is_searched_by_its_new_text(hashed: Strata) -> None:
+def test_an_edited_memory_is_searched_by_its_new_text(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
     """Memory.TextEdited: the FTS document and the vector are replaced, the snapshot holds the new text;
     the other memories are untouched (their documents and vectors)."""
-    api = CommandAPI(hashed.log)
+    api = api_of(hashed)
     mid = api.write(write_request("r", "the nightly backup runs on the old tape robot")).memory_id
     kept = api.write(write_request("r", "the tape robot lives in room 4")).memory_id
     runner = Runner(hashed.log, hashed.projections(PROJECTIONS))
@@ -330,11 +339,11 @@ def test_an_edited_memory_is_searched_by_its_new_text(hashed: Strata) -> None:
     assert snapshot.load([mid])[mid].text == new
 
 
-def test_edit_rules(hashed: Strata) -> None:
+def test_edit_rules(hashed: Strata, api_of: Callable[..., CommandAPI]) -> None:
     """Only a live memory the repo sees; never the text of another live one; the same text records nothing."""
     from strata_recall.domain.errors import Conflict, NotFound
 
-    api = CommandAPI(hashed.log)
+    api = api_of(hashed)
     one = api.write(write_request("r", "ports are assigned by the launcher")).memory_id
     two = api.write(write_request("r", "the launcher reads launch.toml")).memory_id
     head = hashed.log.position()

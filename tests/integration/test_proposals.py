@@ -6,6 +6,7 @@ global memory is shown to its proposing repo only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 import pytest
@@ -34,8 +35,10 @@ def test_ids_of_a_proposal_are_its_repos_and_never_another_memorys() -> None:
     assert written_id(TEXT, "fact", "repo", ACME, proposed=True) == memory_id(TEXT, "fact", "repo", ACME)
 
 
-def test_the_exact_text_of_another_repos_proposal_is_a_proposal_of_ones_own(strata: Strata) -> None:
-    reviewed = CommandAPI(strata.log, review_writes=True)
+def test_the_exact_text_of_another_repos_proposal_is_a_proposal_of_ones_own(
+    strata: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    reviewed = api_of(strata, review_writes=True)
     theirs = reviewed.write(write_request(BETA, TEXT, scope="global"))
     assert theirs.memory_id == str(proposal_id(TEXT, "fact", BETA))
     mine = reviewed.write(write_request(ACME, TEXT, scope="global", confidence=0.95))
@@ -51,7 +54,9 @@ def test_the_exact_text_of_another_repos_proposal_is_a_proposal_of_ones_own(stra
     assert reviewed.write(write_request(ACME, "Deploy from the bluefin branch", scope="global")).outcome == "created"
 
 
-def test_a_proposal_recorded_under_the_shared_id_is_never_touched(strata: Strata) -> None:
+def test_a_proposal_recorded_under_the_shared_id_is_never_touched(
+    strata: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
     """Before proposals had ids of their own, beta's proposal took the shared id: a write from acme (review
     on or off) lands on acme's own proposal id instead of reinforcing it or being refused for it."""
     shared = memory_id(TEXT, "fact", "global", BETA)
@@ -75,7 +80,7 @@ def test_a_proposal_recorded_under_the_shared_id_is_never_touched(strata: Strata
             )
         ]
     )
-    for api in (CommandAPI(strata.log), CommandAPI(strata.log, review_writes=True)):
+    for api in (api_of(strata), api_of(strata, review_writes=True)):
         written = api.write(write_request(ACME, TEXT, scope="global"))
         assert written.memory_id == str(proposal_id(TEXT, "fact", ACME))
     assert [type(e).__name__ for e in strata.log.history(shared)] == ["MemoryWritten"]
@@ -83,8 +88,10 @@ def test_a_proposal_recorded_under_the_shared_id_is_never_touched(strata: Strata
     assert beta is not None and beta.status == "pending" and beta.reinforcements == 0
 
 
-def test_a_write_waiting_for_review_is_not_merged_into_its_near_duplicate(strata: Strata) -> None:
-    api = CommandAPI(strata.log)
+def test_a_write_waiting_for_review_is_not_merged_into_its_near_duplicate(
+    strata: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(strata)
     kept = api.write(write_request(ACME, "The cache lives in redis, db 3")).memory_id
     cmd = to_new_memory(parse(WriteRequest, write_request(ACME, "The cache is in redis, db 3")))
     near = NearDuplicate(kept, 0.93)
@@ -98,8 +105,10 @@ def test_a_write_waiting_for_review_is_not_merged_into_its_near_duplicate(strata
     assert (merged.outcome, merged.memory_id) == ("reinforced", kept)  # without review, merged as before
 
 
-def test_who_reviewed_a_global_memory_is_its_proposing_repos_business(strata: Strata) -> None:
-    reviewed = CommandAPI(strata.log, review_writes=True, reader=strata.api().reader)
+def test_who_reviewed_a_global_memory_is_its_proposing_repos_business(
+    strata: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    reviewed = api_of(strata, review_writes=True)
     proposal = reviewed.write(write_request(ACME, TEXT, scope="global")).memory_id
     reviewed.review({"repo_id": ACME, "memory_id": proposal, "decision": "approved", "reviewer": "rex", "note": "ok"})
     strata.catch_up()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -82,8 +82,10 @@ def seed_debugging(api: CommandAPI) -> dict[str, str]:
     return m
 
 
-def test_a_problem_comes_as_one_case_with_its_solutions_failed_tactics_and_chains(real: Strata) -> None:
-    m = seed_debugging(CommandAPI(real.log))
+def test_a_problem_comes_as_one_case_with_its_solutions_failed_tactics_and_chains(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    m = seed_debugging(api_of(real))
     response = read(real, repo_id="acme", query="integration tests hang forever")
     case = next(r for r in response["results"] if r["memory_id"] == m["problem"])
     assert [s["memory_id"] for s in case["solutions"]] == [m["solution"]]
@@ -106,8 +108,10 @@ def as_received(strata: Strata, **request: object) -> tuple[dict, int]:
     return answer, TokenCounter().count(orjson.dumps(answer).decode())
 
 
-def test_a_limit_counts_cases_and_the_budget_counts_the_answer_as_received(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_a_limit_counts_cases_and_the_budget_counts_the_answer_as_received(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(real)
     problems = {}
     for service in ("billing", "search", "upload", "login", "export"):
         problem = api.write(write_request("acme", f"The {service} service times out under load", "problem")).memory_id
@@ -140,8 +144,10 @@ def test_a_limit_counts_cases_and_the_budget_counts_the_answer_as_received(real:
     assert tight["results"]  # what fits is kept
 
 
-def test_a_solution_whose_problem_is_not_in_the_answer_stands_alone(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_a_solution_whose_problem_is_not_in_the_answer_stands_alone(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(real)
     m = seed_debugging(api)
     response = read(real, repo_id="acme", query="run make db-up before pytest", kinds=["solution", "failed_tactic"])
     assert [r["memory_id"] for r in response["results"]][:1] == [m["solution"]]
@@ -152,8 +158,10 @@ def test_a_solution_whose_problem_is_not_in_the_answer_stands_alone(real: Strata
     assert m["problem"] not in ids(gone)
 
 
-def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata) -> None:
-    m = seed_debugging(CommandAPI(real.log))
+def test_a_solution_brings_its_problem_even_without_matching_words(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    m = seed_debugging(api_of(real))
     response = read(real, repo_id="acme", query="make db-up", expand={"semantic_hops": 0})
     got = {r["memory_id"]: r["retrieval_reason"] for r in response["results"]}
     assert got[m["problem"]] == "problem_link"
@@ -166,8 +174,8 @@ def test_a_solution_brings_its_problem_even_without_matching_words(real: Strata)
     )
 
 
-def test_nothing_relevant_gives_an_empty_answer(real: Strata) -> None:
-    seed_debugging(CommandAPI(real.log))
+def test_nothing_relevant_gives_an_empty_answer(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    seed_debugging(api_of(real))
     for mode in ("targeted", "ambient"):
         response = read(real, repo_id="acme", query="a recipe for chocolate cake with strawberries", mode=mode)
         assert response["results"] == []
@@ -186,12 +194,12 @@ class _FailingOnce(HashEmbedder):
         return super().embed_query(text)
 
 
-def test_a_failed_query_embedding_fails_that_read_only(data_dir: Path) -> None:
+def test_a_failed_query_embedding_fails_that_read_only(data_dir: Path, api_of: Callable[..., CommandAPI]) -> None:
     """The keyword search runs beside the embedding: when the embedding fails, the read fails with it,
     and the next read (on the same connections) answers as if nothing had happened."""
     app = build(load_settings(environ={}, data_dir=data_dir), embedder=_FailingOnce())
     try:
-        m = seed_debugging(CommandAPI(app.log))
+        m = seed_debugging(api_of(app))
         with pytest.raises(RuntimeError, match="could not run"):
             read(app, repo_id="acme", query="integration tests hang forever")
         assert m["problem"] in ids(read(app, repo_id="acme", query="integration tests hang forever"))
@@ -199,8 +207,8 @@ def test_a_failed_query_embedding_fails_that_read_only(data_dir: Path) -> None:
         app.close()
 
 
-def test_ambient_is_stricter_than_targeted(real: Strata) -> None:
-    seed_debugging(CommandAPI(real.log))
+def test_ambient_is_stricter_than_targeted(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    seed_debugging(api_of(real))
     query = "database problems in the test setup"
     # the similarity threshold alone (the relevance bar off): every hit that passes it is shown
     targeted = ids(read(real, repo_id="acme", query=query, mode="targeted", min_relevance=0))
@@ -208,8 +216,10 @@ def test_ambient_is_stricter_than_targeted(real: Strata) -> None:
     assert set(ambient) < set(targeted)
 
 
-def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(real: Strata, data_dir: Path, minilm) -> None:
-    api = CommandAPI(real.log)
+def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(
+    real: Strata, data_dir: Path, minilm, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(real)
     gone = api.write(write_request("acme", "Deploys run from the jenkins box")).memory_id
     api.forget({"repo_id": "acme", "memory_id": gone})
     doubted = api.write(write_request("acme", "Deploys need a VPN connection", confidence=0.3)).memory_id
@@ -239,8 +249,8 @@ def test_forgotten_pending_and_low_truth_are_suppressed_and_counted(real: Strata
     assert response["suppressed"]["pending_review"] == 1
 
 
-def test_the_token_budget_is_never_exceeded(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_the_token_budget_is_never_exceeded(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(real)
     for i in range(30):
         api.write(
             write_request("acme", f"Caching note {i}: the redis cache for sessions expires after {i + 1} hours " * 3)
@@ -302,8 +312,10 @@ def session_notes(n: int) -> list[str]:
     ]
 
 
-def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_a_read_that_names_no_size_gets_the_default_answer_size(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    api = api_of(real)
     for text in session_notes(40):
         api.write(write_request("acme", text))
     # the relevance bar off: forty similar notes, more than the default budget holds
@@ -318,10 +330,10 @@ def test_a_read_that_names_no_size_gets_the_default_answer_size(real: Strata) ->
     assert len(sized["results"]) == 20  # a read that names its limit is sized by it
 
 
-def test_what_the_token_budget_holds_back_is_counted_whole(real: Strata) -> None:
+def test_what_the_token_budget_holds_back_is_counted_whole(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
     """`suppressed` tells the agent how much more there was: every memory the budget left out, not
     only the first that did not fit."""
-    api = CommandAPI(real.log)
+    api = api_of(real)
     for text in session_notes(40):
         api.write(write_request("acme", text))
     query = "how long do login sessions last before they expire"
@@ -333,8 +345,8 @@ def test_what_the_token_budget_holds_back_is_counted_whole(real: Strata) -> None
         assert held["over_token_budget"] > 1, (budget, held)
 
 
-def test_utility_for_the_current_problem_orders_the_results(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_utility_for_the_current_problem_orders_the_results(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(real)
     problem = api.write(write_request("acme", "The docker build is slow", "problem")).memory_id
     a = api.write(
         write_request("acme", "Use a build cache mount for pip", "solution", links={"problem_id": problem})
@@ -395,8 +407,8 @@ def test_read_your_writes_right_after_a_write(real: Strata) -> None:
         worker.join()
 
 
-def test_utility_citing_a_read_credits_only_what_it_returned(real: Strata) -> None:
-    m = seed_debugging(CommandAPI(real.log))
+def test_utility_citing_a_read_credits_only_what_it_returned(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    m = seed_debugging(api_of(real))
     response = read(real, repo_id="acme", query="integration tests hang forever")
     api = real.api()
     returned = ids(response)
@@ -422,8 +434,8 @@ def test_utility_citing_a_read_credits_only_what_it_returned(real: Strata) -> No
         cite(m["solution"], response["read_id"], repo="secret-corp")
 
 
-def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
-    seed_debugging(CommandAPI(real.log))
+def test_mode_auto_picks_an_archetype_profile(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    seed_debugging(api_of(real))
     response = read(real, repo_id="acme", query="the build fails with a stack trace in the parser", mode="auto")
     assert response["archetype"]["name"] == "debugging"
     stats = real.ledger().archetype_stats()
@@ -436,10 +448,10 @@ def test_mode_auto_picks_an_archetype_profile(real: Strata) -> None:
     assert len(response["results"]) <= 2
 
 
-def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata) -> None:
+def test_an_archetype_profile_ranks_kinds_and_never_hides_one(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
     """A bug report classifies as debugging, whose profile does not list preferences: the decision an
     agent stored as a preference still comes back, as it does for a targeted read."""
-    api = CommandAPI(real.log)
+    api = api_of(real)
     seed_debugging(api)
     decision = api.write(
         write_request(
@@ -487,11 +499,11 @@ texts = st.sampled_from(
     ),
     queries=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), texts, st.booleans()), min_size=1, max_size=5),
 )
-def test_no_route_leaks_another_repos_memories(writes, queries) -> None:
+def test_no_route_leaks_another_repos_memories(writes, queries, api_of: Callable[..., CommandAPI]) -> None:
     """Random repos, links and queries with every threshold open: nothing of another repo, ever."""
     with tempfile.TemporaryDirectory() as tmp:
         strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=HashEmbedder(dim=64))
-        api = CommandAPI(strata.log)
+        api = api_of(strata)
         problems: dict[str, list[tuple[str, str]]] = {}
         owner: dict[str, tuple[str, str]] = {}
         for i, (repo, text, scope, kind) in enumerate(writes):
@@ -555,11 +567,13 @@ def record_chats(api: CommandAPI, repo: str, linked: bool) -> str:
 
 
 @pytest.mark.parametrize("capped", [True, False])
-def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(real: Strata, capped: bool) -> None:
+def test_a_chain_of_linked_turns_does_not_crowd_out_a_short_chat(
+    real: Strata, capped: bool, api_of: Callable[..., CommandAPI]
+) -> None:
     """`related` links lift a hit's neighbours, but a long chain of middling hits lifting each other
     must not bury the short chat that holds the decision: it stays in the top three, no lower than
     where it stands without any links."""
-    api = CommandAPI(real.log)
+    api = api_of(real)
     decisions = {linked: record_chats(api, f"team-{linked}", linked) for linked in (True, False)}
     real.catch_up()
     engine = real.recall(RecallConfig() if capped else RecallConfig(chain_share=None))

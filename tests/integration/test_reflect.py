@@ -25,9 +25,8 @@ def update(api: CommandAPI, repo: str, memory_id: str, **updates: Any) -> None:
     api.update({"repo_id": repo, "memory_id": memory_id, "mode": "commit", "updates": updates})
 
 
-def seed(strata: Strata) -> dict[str, str]:
-    """Writes as the CLI makes them (no near-duplicate check at write time)."""
-    api = CommandAPI(strata.log)
+def seed(strata: Strata, api: CommandAPI) -> dict[str, str]:
+    """Writes as the CLI makes them (no near-duplicate check at write time: the `api` fixture)."""
 
     def w(repo: str, text: str, kind: str = "fact", scope: str = "repo", **kw: object) -> str:
         return api.write(write_request(repo, text, kind, scope, **kw)).memory_id
@@ -115,8 +114,8 @@ def actions(report: dict[str, Any]) -> set[tuple[str, ...]]:
     return {(a["action"], a["memory_id"], a.get("into") or a.get("related_id") or "") for a in report["actions"]}
 
 
-def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Strata) -> None:
-    m = seed(strata)
+def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Strata, api: CommandAPI) -> None:
+    m = seed(strata, api)
     head = strata.log.position()
     dry = by_repo(strata.reflect(everything=True, now=LATER))
     assert strata.log.position() == head  # a report records nothing
@@ -157,8 +156,8 @@ def test_reflect_finds_what_was_planted_and_apply_records_only_that(strata: Stra
     assert all(not r["actions"] for r in again.values())  # nothing left to do
 
 
-def test_each_report_shows_only_what_its_repo_sees(strata: Strata) -> None:
-    m = seed(strata)
+def test_each_report_shows_only_what_its_repo_sees(strata: Strata, api: CommandAPI) -> None:
+    m = seed(strata, api)
     reports = by_repo(strata.reflect(everything=True, now=LATER))
     mine = {
         A: {k for k in m if not k.startswith(("b_", "dns_fix_b", "fstrings", "dns"))} | {"dns_tactic"},
@@ -176,8 +175,8 @@ def test_each_report_shows_only_what_its_repo_sees(strata: Strata) -> None:
     assert [r["repo_id"] for r in single] == [A]
 
 
-def test_archived_memories_are_not_recalled_and_restore_brings_them_back(strata: Strata) -> None:
-    m = seed(strata)
+def test_archived_memories_are_not_recalled_and_restore_brings_them_back(strata: Strata, api: CommandAPI) -> None:
+    m = seed(strata, api)
     strata.reflect(A, apply=True, now=LATER)
     strata.catch_up()
     api = strata.api()
@@ -192,8 +191,8 @@ def test_archived_memories_are_not_recalled_and_restore_brings_them_back(strata:
     assert m["nodes"] in {r.memory_id for r in read.results}
 
 
-def test_a_merge_made_by_reflect_is_undone_by_unmerge(strata: Strata) -> None:
-    m = seed(strata)
+def test_a_merge_made_by_reflect_is_undone_by_unmerge(strata: Strata, api: CommandAPI) -> None:
+    m = seed(strata, api)
     strata.reflect(A, apply=True, now=LATER)
     outcome = strata.log.unmerge(m["utc_2"], m["utc_1"], "they differ after all")
     assert [r["event"] for r in outcome.recorded] == ["DuplicateUnmerged", "MemoryRestored"]
@@ -201,8 +200,8 @@ def test_a_merge_made_by_reflect_is_undone_by_unmerge(strata: Strata) -> None:
     assert strata.log.memory(m["utc_2"]).merge_of(m["utc_1"]) is None
 
 
-def test_a_stale_report_is_refused_whole(strata: Strata) -> None:
-    m = seed(strata)
+def test_a_stale_report_is_refused_whole(strata: Strata, api: CommandAPI) -> None:
+    m = seed(strata, api)
     report = strata.reflect(A, now=LATER)["reports"][0]
     strata.log.forget(A, m["nodes"], "gone")  # the state moved on after the report
     head = strata.log.position()
@@ -213,8 +212,8 @@ def test_a_stale_report_is_refused_whole(strata: Strata) -> None:
     assert stale.value.code == "stale_report" and strata.log.position() == head
 
 
-def test_the_scheduled_job_logs_unless_told_to_apply(strata: Strata, data_dir: Any) -> None:
-    m = seed(strata)
+def test_the_scheduled_job_logs_unless_told_to_apply(strata: Strata, api: CommandAPI, data_dir: Any) -> None:
+    m = seed(strata, api)
     assert strata.scheduler().get_job("reflect") is not None  # in every process that compacts the snapshot
     assert strata.scheduler(compaction=False).get_job("reflect") is None
     head = strata.log.position()

@@ -5,15 +5,13 @@ are cut with a marker, and `memory_ids` reads memories whole (and can be cited b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.interface.app.api import CommandAPI
-from strata_recall.interface.app.bootstrap import Strata, build
-from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import TEXT_CHARS
 from strata_recall.projections.relevance import DEFAULT_BAR, TAIL
@@ -43,14 +41,13 @@ def minilm(tmp_path_factory: pytest.TempPathFactory) -> MiniLMEmbedder:
 
 
 @pytest.fixture
-def real(data_dir: Path, minilm: MiniLMEmbedder) -> Iterator[Strata]:
-    app = build(load_settings(environ={}, data_dir=data_dir), embedder=minilm)
-    yield app
-    app.close()
+def real(make_strata: Callable[..., Strata], minilm: MiniLMEmbedder) -> Strata:
+    """The store as a client that writes without checking near-duplicates sees it (the CLI's writes)."""
+    return make_strata(embedder=minilm, near_duplicates=False)
 
 
 def seed(app: Strata) -> dict[str, str]:
-    api = CommandAPI(app.log)
+    api = app.api()
     ids = {text: api.write(write_request("acme", text, kind)).memory_id for text, kind in MEMORIES}
     problem = ids[MEMORIES[0][0]]
     ids["solution"] = api.write(
@@ -152,8 +149,8 @@ def test_a_case_passes_or_fails_whole(real: Strata) -> None:
     assert ids["solution"] not in [m["memory_id"] for m in flat(nothing)]
 
 
-def test_long_texts_are_cut_and_memory_ids_reads_them_whole(real: Strata) -> None:
-    api = CommandAPI(real.log)
+def test_long_texts_are_cut_and_memory_ids_reads_them_whole(real: Strata, api_of: Callable[..., CommandAPI]) -> None:
+    api = api_of(real)
     long = ("The release pipeline publishes wheels for every platform. " * 40).strip()
     long_id = api.write(write_request("acme", long)).memory_id
     other = api.write(write_request("elsewhere", "The release pipeline of another repository")).memory_id
@@ -191,12 +188,14 @@ def test_the_contract_documents_the_engines_defaults() -> None:
     assert read_schema.TEXT_CHARS == TEXT_CHARS
 
 
-def test_a_superseded_memory_never_ranks_above_what_superseded_it(real: Strata) -> None:
+def test_a_superseded_memory_never_ranks_above_what_superseded_it(
+    real: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
     """The issue's change chain: a decision later amended by a change memory linked to it, read with a
     question that matches the old decision's words better. The amendment comes first in every read
     that shows the decision (it was below it, or left out as the answer's tail)."""
     seed(real)
-    api = CommandAPI(real.log)
+    api = api_of(real)
     decisions = [
         (
             "Decision: API pagination uses page[number] and page[size] query parameters, 50 items per page",

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,11 @@ def test_windows_build_what_a_runner_builds(hashed: Strata, batch_size: int, win
         assert (p.position, p.digest()) == (head, expected[p.name]), p.name
 
 
-def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(hashed: Strata) -> None:
+def test_each_projection_decodes_only_what_it_reads_and_still_reaches_the_head(
+    hashed: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
     events = every_event(hashed)
-    api = CommandAPI(hashed.log)
+    api = api_of(hashed)
     first = next(e for _, e in events if type(e) is Memory.MemoryWritten and e.status == "active")
     api.update(
         {

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.http.serve import openapi_document
+from strata_recall.interface.http.openapi import openapi_document
 from strata_recall.schemas.registry import CONTRACTS, json_schema
 from tests.conftest import memory, write_request
 

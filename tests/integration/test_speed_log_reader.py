@@ -4,13 +4,14 @@ log, from any start, with and without topics."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from uuid import UUID
 
 import orjson
 import pytest
 
+from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.base import LogReader, _uuid
@@ -47,11 +48,12 @@ def test_the_fast_reader_reads_what_read_log_reads(hashed: Strata) -> None:
     same(reader.read(1, 1000, topics), list(hashed.log.read_log(1, 1000, topics)))
 
 
-def test_texts_that_look_like_custom_types_are_left_to_the_mapper(hashed: Strata) -> None:
-    from strata_recall.interface.app.api import CommandAPI
+def test_texts_that_look_like_custom_types_are_left_to_the_mapper(
+    hashed: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
     from tests.conftest import write_request
 
-    api = CommandAPI(hashed.log)
+    api = api_of(hashed)
     for text in ('"_type_"', "_type_", '{"_type_": "datetime_iso", "_data_": "2020-01-01T00:00:00"}'):
         api.write(write_request("r", text))
     same(LogReader(hashed.log).read(1, 100), list(hashed.log.read_log(1, 100)))
@@ -80,18 +82,19 @@ ADDED = {
 
 
 @pytest.mark.parametrize("keep", [0, 1])
-def test_events_recorded_before_a_class_version_are_upcast_alike(hashed: Strata, keep: int) -> None:
+def test_events_recorded_before_a_class_version_are_upcast_alike(
+    hashed: Strata, keep: int, api_of: Callable[..., CommandAPI]
+) -> None:
     """A log written before events carried their origin repo (TruthAdjusted, UtilityObserved and
     MemoryForgotten version 1) or the token that acted (`actor`: every versioned event's latest
     version) reads back with those fields None, through the fast reader and the mapper alike.
     `keep`: how many of the added fields the rewritten events keep (0: version 1; 1: version 2)."""
     from strata_recall.domain.access import Principal
-    from strata_recall.interface.app.api import CommandAPI
     from tests.conftest import write_request
 
     every_event(hashed)
     token = Principal("alice", frozenset({"read", "write"}), ("**",), True)
-    CommandAPI(hashed.log).write(write_request("repo-1", "written through a token"), principal=token)
+    api_of(hashed).write(write_request("repo-1", "written through a token"), principal=token)
     recorder = hashed.log.recorder
     with recorder.datastore.transaction(commit=True) as c:
         c.execute(f"SELECT rowid, topic, state FROM {recorder.events_table_name}")

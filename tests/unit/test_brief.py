@@ -189,7 +189,7 @@ def test_every_answer_in_brief_is_what_its_schema_says_and_what_its_whole_view_s
 def test_openapi_describes_what_http_sends_and_the_default_size() -> None:
     """/v1/read sends the whole answer (ReadResponse), sized by the same default rule the request
     schema states; the answer in brief is an MCP tool's, published as read-response-compact."""
-    from strata_recall.interface.http.serve import openapi_document
+    from strata_recall.interface.http.openapi import openapi_document
     from strata_recall.schemas.read import DEFAULT_TOKEN_BUDGET
 
     document = openapi_document(token_required=False)

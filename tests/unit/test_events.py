@@ -29,10 +29,8 @@ FIELDS = {
 
 def every_event() -> list:
     memory = Memory.from_written(Memory.written(id=uuid4(), **FIELDS))
-    memory._adjust_truth(
-        target=0.2, confidence=0.9, rationale="moved", evidence_refs=["x"], source="update", weight=1.8
-    )
-    memory._observe_utility(
+    memory.adjust_truth(target=0.2, confidence=0.9, rationale="moved", evidence_refs=["x"], source="update", weight=1.8)
+    memory.observe_utility(
         target=1.0,
         confidence=0.7,
         rationale="helped",
@@ -41,9 +39,9 @@ def every_event() -> list:
         read_id="r-1",
         weight=0.35,
     )
-    memory._record_change(change_memory_id=str(uuid4()), summary="moved to 9000")
-    memory._add_links(problem_ids=[str(uuid4())], related_ids=[], change_targets=[])
-    memory._forget(reason="asked")
+    memory.record_change(change_memory_id=str(uuid4()), summary="moved to 9000")
+    memory.add_links(problem_ids=[str(uuid4())], related_ids=[], change_targets=[])
+    memory.forget(reason="asked")
     return memory.collect_events()
 
 

@@ -15,7 +15,7 @@ LAYERS = {"domain", "projections", "workers", "interface", "schemas"}
 ALLOWED = {
     "domain": {"domain"},
     "schemas": {"schemas"},
-    "projections": {"projections", "domain"},
+    "projections": {"projections", "domain", "schemas"},  # schemas/defaults.py: the read's defaults
     "workers": {"workers", "domain", "projections"},
     "interface": LAYERS,
 }
@@ -146,3 +146,55 @@ def test_the_circle_check_sees_a_circle() -> None:
     assert "interface.app.api" in graph["interface.app.bootstrap"]
     assert "domain.memory" in graph["domain.application"]
     assert "interface.runtime.dispatcher" in graph["interface.http.serve"]
+
+
+# --- projections own their queries ---------------------------------------------------------------------
+
+SQL_DRIVERS = {"sqlite3", "sqlean"}
+"""The projections' drivers (psycopg only ever reaches the event log; its statements are caught as calls)."""
+SQL_CALLS = {"execute", "executemany", "executescript", "select_in"}
+SQL_ALLOWED = {
+    "domain/persistence.py": "the event store's recorders and their drivers (eventsourcing's SQLite and PostgreSQL)",
+    "domain/application.py": "the command handler's questions to the log's own tables (positions, existing ids)",
+}
+"""Outside projections/, the only modules that may speak SQL, and why: the event log's tables are the
+log's, not a projection's (ARCHITECTURE.md: the log is the source, everything read is projected from it)."""
+
+
+def sql_use(path: Path) -> list[str]:
+    """Where `path` imports a projection's database driver, calls a connection's execute/executemany/executescript (or
+    projections/store.py's select_in, which runs a statement it is given), or reaches for a projection's
+    connection (`.conn`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] in SQL_DRIVERS]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in SQL_DRIVERS:
+            found.append(f"line {node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+            found.append(f"line {node.lineno}: .{node.func.attr}(...)")
+        elif isinstance(node, ast.Attribute) and node.attr == "conn" and isinstance(node.ctx, ast.Load):
+            found.append(f"line {node.lineno}: .conn")
+    return found
+
+
+def test_only_projections_speak_sql_on_their_files() -> None:
+    """Projections answer questions through named query methods returning typed rows (issue #33): no
+    module outside projections/ opens a projection's database driver, runs a statement, or takes a projection's
+    connection to run its own. The exceptions are the event log's own code (SQL_ALLOWED): the log is not
+    a projection. ops/ and tests/ are not the product and may look at the files as they like."""
+    offenders = []
+    for layer in sorted(LAYERS - {"projections"}):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if name not in SQL_ALLOWED:
+                offenders += [f"{name} {where}" for where in sql_use(path)]
+    assert not offenders, "SQL outside projections/:\n" + "\n".join(offenders)
+
+
+def test_the_sql_check_sees_sql() -> None:
+    """The check above is not vacuous: it finds what a projection itself does, and the log's own SQL."""
+    assert any(".execute(" in w for w in sql_use(ROOT / "projections" / "reads.py"))
+    assert any("import sqlean" in w for w in sql_use(ROOT / "projections" / "store.py"))
+    assert any(".conn" in w for w in sql_use(ROOT / "projections" / "reads.py"))
+    assert any(".execute(" in w for w in sql_use(ROOT / "domain" / "persistence.py"))

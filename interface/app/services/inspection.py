@@ -2,7 +2,8 @@
 history (with how each event moved truth and utility), case and change chain, the event timeline, the
 review queue, the repos. Each view shows exactly what the repo
 may see (domain/visibility.py, rendered by interface/app/views.py) and may be asked as of a past moment:
-it then answers from a past model (workers/as_of.py) with that moment's clock."""
+it then answers from a past model (workers/as_of.py) with that moment's clock. The operator's view of the log itself
+(`recent`: its newest events, with their positions) is here too."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from strata_recall.domain.errors import NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from strata_recall.interface.app.moves import MOVING, attach, moves
-from strata_recall.interface.app.views import history, memory_state, shown, visible_in_log
+from strata_recall.interface.app.views import event_record, history, memory_state, shown, visible_in_log
 from strata_recall.projections.base import LogReader, Positioned
 from strata_recall.projections.browse import Browser
 from strata_recall.projections.reads import HOOK_MODE_PREFIX, ReadLedger
@@ -54,6 +55,7 @@ from strata_recall.schemas.browse import (
     TimelineRequest,
     TimelineResponse,
 )
+from strata_recall.schemas.operator import LogEvent, LogRequest, LogResponse
 from strata_recall.workers.as_of import Moment
 
 TIMELINE_WINDOW = 500
@@ -489,3 +491,8 @@ def summaries(browser: Browser, viewer: str, rows: list[dict[str, Any]]) -> list
             )
         )
     return out
+
+
+def recent(memory_log: MemoryLog, request: LogRequest) -> LogResponse:
+    events = [LogEvent(**event_record(e, position)) for position, e in memory_log.recent(request.limit)]
+    return LogResponse(position=memory_log.position(), events=events)

@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import structlog
 
 from strata_recall.domain.anchors import BY_GIT
@@ -26,8 +25,8 @@ from strata_recall.domain.history import (
     reverted_sha,
 )
 from strata_recall.domain.learning import LearnOutcome
-from strata_recall.domain.visibility import sql_clause
 from strata_recall.interface.app.bootstrap import Strata
+from strata_recall.projections.snapshot import SnapshotProjection
 
 log = structlog.get_logger("strata.learn")
 
@@ -105,9 +104,7 @@ def learn_commits(
     report = report or LearnReport(repo_id)
     started = time.perf_counter()
     cursor = strata.log.learning_cursor(repo_id)
-    expected = cursor.version if cursor is not None else None
     waiting = cursor.decisions() if cursor is not None else {}
-    renames = dict(cursor.renames) if cursor is not None else {}
     learned = _learned_shas(strata, repo_id, commits, resolve)
     planner = Planner(
         repo_id,
@@ -116,41 +113,10 @@ def learn_commits(
         agent=_agent_decisions(strata, repo_id),
         formatting_revs=formatting_revs,
     )
-    steps = planner.plan(commits, renames)
+    steps = planner.plan(commits, dict(cursor.renames) if cursor is not None else {})
     totals = {d.memory_id: d.links for ds in waiting.values() for d in ds}
-    moved: dict[str, tuple[str, str]] = {}  # old path -> (new path, sha), for memories learned before
-    starts = range(0, len(steps), batch) if steps else ([0] if head is not None else [])
-    for i in starts:  # with nothing to learn, the cursor still moves to `head`
-        part = steps[i : i + batch]
-        last = head if head is not None and i + batch >= len(steps) else part[-1].commit
-        links: dict[str, int] = {}
-        for step in part:
-            if step.skip is None:
-                for target in step.changes:
-                    totals[target] = links[target] = totals.get(target, 0) + 1
-        part_renames = {
-            f.old_path: f.path for s in part for f in s.commit.files if f.old_path is not None and f.old_path != f.path
-        }
-        for s in part:
-            if s.skip == "learned":  # its renames were followed when it was learned
-                continue
-            for f in s.commit.files:
-                if f.old_path is not None and f.old_path != f.path:
-                    moved[f.old_path] = (f.path, s.commit.sha)
-        outcome, expected = strata.log.learn(
-            repo_id,
-            part,
-            expected=expected,
-            head=last.sha,
-            head_time=last.time,
-            links=links,
-            decisions=[d for s in part if s.skip is None for d in s.waits],
-            renames=part_renames,
-            counts=counts(part),
-        )
-        report.add(part, outcome)
-        report.head = last.sha
-        progress("learning", min(i + batch, len(steps)), len(steps), f"{last.date} {last.subject[:60]}")
+    expected = cursor.version if cursor is not None else None
+    moved = _record(strata, repo_id, report, steps, expected, totals, head, progress, batch)
     if moved and cursor is not None:
         report.reanchored += _follow_renames(
             strata, repo_id, moved, learned_now={s.memory_id for s in steps if s.memory_id}
@@ -166,6 +132,57 @@ def learn_commits(
         position=report.position,
     )
     return report
+
+
+def _record(
+    strata: Strata,
+    repo_id: str,
+    report: LearnReport,
+    steps: list[Step],
+    expected: int | None,
+    totals: dict[str, int],
+    head: Commit | None,
+    progress: Progress,
+    batch: int,
+) -> dict[str, tuple[str, str]]:
+    """Record the planned `steps` of `repo_id` in batches of `batch` into `report`, the learning cursor
+    (at version `expected`) moving with each, to `head` with the last. `totals` are the changes recorded
+    on each decision so far, kept current. Returns the paths that the commits learned now renamed
+    (old path -> (new path, sha)), for the memories learned before them."""
+    moved: dict[str, tuple[str, str]] = {}
+    starts = range(0, len(steps), batch) if steps else ([0] if head is not None else [])
+    for i in starts:  # with nothing to learn, the cursor still moves to `head`
+        part = steps[i : i + batch]
+        last = head if head is not None and i + batch >= len(steps) else part[-1].commit
+        links: dict[str, int] = {}
+        for step in part:
+            if step.skip is None:
+                for target in step.changes:
+                    totals[target] = links[target] = totals.get(target, 0) + 1
+        for s in part:
+            if s.skip == "learned":  # its renames were followed when it was learned
+                continue
+            moved.update({old: (new, s.commit.sha) for old, new in _renames(s.commit).items()})
+        outcome, expected = strata.log.learn(
+            repo_id,
+            part,
+            expected=expected,
+            head=last.sha,
+            head_time=last.time,
+            links=links,
+            decisions=[d for s in part if s.skip is None for d in s.waits],
+            renames={old: new for s in part for old, new in _renames(s.commit).items()},
+            counts=counts(part),
+        )
+        report.add(part, outcome)
+        report.head = last.sha
+        progress("learning", min(i + batch, len(steps)), len(steps), f"{last.date} {last.subject[:60]}")
+    return moved
+
+
+def _renames(commit: Commit) -> dict[str, str]:
+    """The files `commit` renamed: old path -> new path."""
+    return {f.old_path: f.path for f in commit.files if f.old_path is not None and f.old_path != f.path}
 
 
 def make_searchable(strata: Strata, report: LearnReport, progress: Progress = _quiet) -> LearnReport:
@@ -188,6 +205,12 @@ def make_searchable(strata: Strata, report: LearnReport, progress: Progress = _q
 # --- what the store holds already ----------------------------------------------------------------------
 
 
+def _snapshot(strata: Strata) -> SnapshotProjection:
+    """The snapshot projection, whose query methods answer what the store holds (the caller compacts first)."""
+    snapshot: SnapshotProjection = strata.projection("snapshot")  # type: ignore[assignment]
+    return snapshot
+
+
 def _learned_shas(
     strata: Strata, repo_id: str, commits: Sequence[Commit], resolve: Callable[[str], str | None] | None
 ) -> set[str]:
@@ -207,23 +230,15 @@ def _agent_decisions(strata: Strata, repo_id: str) -> dict[str, list[Decision]]:
     """The memories agents wrote anchored to a file (any kind but change), per path: a later commit that
     rewrites the file is recorded as a change of them. Their changes so far count against the limit."""
     strata.compact()
-    rows = (
-        strata.projection("snapshot")
-        .conn.execute(
-            f"SELECT memory_id, anchors, change_chain, created FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND status = 'active' AND kind != 'change' AND anchors != '[]'",
-            (repo_id,),
-        )
-        .fetchall()
-    )
     out: dict[str, list[Decision]] = {}
-    for memory_id, anchors, chain, created in rows:
-        made = int(datetime.fromisoformat(created).astimezone(UTC).timestamp())
-        links = len(orjson.loads(chain))
-        for anchor in orjson.loads(anchors):
+    for m in _snapshot(strata).anchored(repo_id, ("active",)):
+        if m.kind == "change":
+            continue
+        made = int(datetime.fromisoformat(m.created).astimezone(UTC).timestamp())
+        for anchor in m.anchors:
             if anchor.get("fingerprinted_by") == BY_GIT:
                 continue
-            out.setdefault(anchor["path"], []).append(Decision(memory_id, anchor["path"], 0, made, links))
+            out.setdefault(anchor["path"], []).append(Decision(m.memory_id, anchor["path"], 0, made, m.changes))
     return out
 
 
@@ -231,20 +246,14 @@ def _follow_renames(strata: Strata, repo_id: str, moved: dict[str, tuple[str, st
     """Memories learned by earlier learns, anchored to a path this learn saw renamed, are anchored to its
     new path too (domain/learning.py reanchor)."""
     strata.compact()
-    conn = strata.projection("snapshot").conn
+    snapshot = _snapshot(strata)
     moves: list[tuple[str, str, str, str]] = []
     for old, (new, sha) in moved.items():
-        pattern = '%"path":' + orjson.dumps(old).decode().replace("%", r"\%").replace("_", r"\_") + "%"
-        rows = conn.execute(
-            f"SELECT memory_id, anchors FROM snapshot WHERE {sql_clause(include_global=False)}"
-            " AND status = 'active' AND anchors LIKE ? ESCAPE '\\'",
-            (repo_id, pattern),
-        ).fetchall()
-        for memory_id, anchors in rows:
-            if memory_id in learned_now:
+        for m in snapshot.anchored_to(repo_id, old):
+            if m.memory_id in learned_now:
                 continue
-            if any(a["path"] == old and a.get("fingerprinted_by") == BY_GIT for a in orjson.loads(anchors)):
-                moves.append((memory_id, old, new, sha))
+            if any(a["path"] == old and a.get("fingerprinted_by") == BY_GIT for a in m.anchors):
+                moves.append((m.memory_id, old, new, sha))
     if not moves:
         return 0
     return strata.log.reanchor(repo_id, moves).written.get("reanchored", 0)

@@ -29,7 +29,14 @@ import structlog
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.history import LOG_OPTIONS, Commit, blame_ignore_revs, commit_memory_id, parse_log
 from strata_recall.interface.app.bootstrap import Strata
-from strata_recall.interface.app.learning.core import LearnReport, Progress, _quiet, learn_commits, make_searchable
+from strata_recall.interface.app.services.learning.core import (
+    LearnReport,
+    Progress,
+    _quiet,
+    _snapshot,
+    learn_commits,
+    make_searchable,
+)
 
 log = structlog.get_logger("strata.learn")
 
@@ -189,14 +196,4 @@ def _content(commit: Commit) -> tuple[str, str, tuple[str, ...]]:
 def _learned_commits(strata: Strata, repo_id: str) -> list[Commit]:
     """The commits whose memories are active in the store (their shas, from the evidence), bodiless."""
     strata.compact()
-    rows = strata.projection("snapshot").conn.execute(
-        "SELECT evidence_refs FROM snapshot WHERE repo_id = ? AND scope = 'repo' AND status = 'active'"
-        " AND evidence_refs LIKE '[\"git:%'",
-        (repo_id,),
-    )
-    out = []
-    for (refs,) in rows:
-        sha = refs[len('["git:') :].split('"', 1)[0]
-        if len(sha) == 40:
-            out.append(Commit(sha, (), 0, "", "", ()))
-    return out
+    return [Commit(sha, (), 0, "", "", ()) for sha in _snapshot(strata).learned_commits(repo_id)]
