@@ -587,7 +587,7 @@ def checked_repo_id(value: str) -> str:
     """A repo id given by the user (`--repo-id`), checked and normalised as every request's is."""
     from pydantic import TypeAdapter, ValidationError
 
-    from strata_recall.interface.app.api import problems_of
+    from strata_recall.interface.app.parsing import problems_of
     from strata_recall.schemas.common import RepoId
 
     try:

@@ -27,9 +27,7 @@ from strata_recall.interface.app.services import archetypes, feedback, inspectio
 from strata_recall.interface.app.services.context import Services
 from strata_recall.interface.app.services.inspection import Inspector
 from strata_recall.interface.app.services.memories import to_new_memory as to_new_memory
-from strata_recall.interface.app.services.recall import PastNeed as PastNeed
-from strata_recall.interface.app.services.recall import Reader as Reader
-from strata_recall.interface.app.services.recall import not_yet_consistent as not_yet_consistent
+from strata_recall.interface.app.services.recall import PastNeed, Reader
 from strata_recall.interface.app.services.recall import to_read_query as to_read_query
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections.near_duplicates import NearDuplicates

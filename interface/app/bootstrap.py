@@ -19,8 +19,9 @@ from threadpoolctl import threadpool_limits
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
-from strata_recall.interface.app.api import CommandAPI, Reader
+from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.services import hygiene
+from strata_recall.interface.app.services.recall import Reader
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections import store

@@ -6,7 +6,7 @@ import typer
 
 from strata_recall.domain import idempotency
 from strata_recall.domain.idempotency import CommandKey
-from strata_recall.interface.app.api import parse
+from strata_recall.interface.app.parsing import parse
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import KEY_OPT, REQUEST_ARG, _api, _emit, _key, _request_text, _session, app
 from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES

@@ -24,7 +24,7 @@ import anyio
 
 from strata_recall.domain.errors import Unavailable
 from strata_recall.domain.persistence import LOG_ERRORS
-from strata_recall.interface.app.api import not_yet_consistent
+from strata_recall.interface.app.services.recall import not_yet_consistent
 from strata_recall.projections import store
 from strata_recall.schemas.read import Behind, Consistency
 

@@ -41,9 +41,10 @@ from strata_recall.domain.errors import StrataError, Unavailable
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.persistence import LOG_ERRORS, log_unavailable, waiting_at_most
 from strata_recall.interface.app import access
-from strata_recall.interface.app.api import CommandAPI, PastNeed
+from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, Strata
 from strata_recall.interface.app.operations import Operation
+from strata_recall.interface.app.services.recall import PastNeed
 from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
