@@ -46,20 +46,39 @@ class Credential(Aggregate):
     class Created(Aggregate.Created):  # declared so that it too has a stable topic
         TOPIC = "domain.credential:Credential.Created"
 
+    # `actor`: the token whose request issued or revoked this one (None: the local operator, and events
+    # recorded before actors were kept), as on memory events (domain/memory.py).
+
     class TokenIssued(Aggregate.Created):
         TOPIC = "domain.credential:Credential.TokenIssued"
+        class_version = 2
+
         name: str
         digest: str
         repos: list[str]
         ops: list[str]
         globals: bool
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["actor"] = None
 
     class TokenRevoked(Aggregate.Event):
         TOPIC = "domain.credential:Credential.TokenRevoked"
+        class_version = 2
+
         reason: str
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["actor"] = None
 
     @event(TokenIssued)
-    def __init__(self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool) -> None:
+    def __init__(
+        self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool, actor: str | None
+    ) -> None:
         self.name = name
         self.digest = digest
         self.repos = list(repos)
@@ -68,7 +87,7 @@ class Credential(Aggregate):
         self.revoked = False
 
     @event(TokenRevoked)
-    def revoke(self, reason: str) -> None:
+    def revoke(self, reason: str, actor: str | None) -> None:
         self.revoked = True
 
 
@@ -96,7 +115,9 @@ class CredentialCommands:
 
         def _transact(self, attempt: Callable[[], tuple[T, Sequence[Any]]]) -> tuple[T, int | None]: ...
 
-    def issue_token(self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool) -> Issued:
+    def issue_token(
+        self, name: str, repos: Sequence[str], ops: Sequence[str], globals: bool, actor: str | None = None
+    ) -> Issued:
         """A new token NAME for `repos` (patterns) and `ops`; refused if the name was ever issued."""
         ops = _checked_ops(ops)
         repos = _checked_repos(repos, "operator" in ops)
@@ -114,7 +135,13 @@ class CredentialCommands:
                     "not reused, so a name recorded on an event always means one token): choose another",
                 )
             issued = Credential(
-                id=credential_id(name), name=name, digest=digest_of(secret), repos=repos, ops=ops, globals=globals
+                id=credential_id(name),
+                name=name,
+                digest=digest_of(secret),
+                repos=repos,
+                ops=ops,
+                globals=globals,
+                actor=actor,
             )
             return name, issued.collect_events()
 
@@ -124,7 +151,7 @@ class CredentialCommands:
             return Issued(name, None, position)  # issued by an earlier request with this key, whose secret that was
         return Issued(name, secret, position)
 
-    def revoke_token(self, name: str, reason: str = "") -> tuple[bool, int | None]:
+    def revoke_token(self, name: str, reason: str = "", actor: str | None = None) -> tuple[bool, int | None]:
         """Revoke the token NAME: (whether it was active until now, the log position)."""
 
         def attempt() -> tuple[bool, Sequence[Any]]:
@@ -134,7 +161,7 @@ class CredentialCommands:
                 raise NotFound("token_not_found", "name", f"no token named {name!r}") from None
             if credential.revoked:
                 return False, []
-            credential.revoke(reason=sanitise(reason).text)
+            credential.revoke(reason=sanitise(reason).text, actor=actor)
             return True, credential.collect_events()
 
         return self._transact(attempt)

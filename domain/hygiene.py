@@ -35,7 +35,9 @@ class HygieneCommands:
 
         def _positioned(self, run: Callable[[Session], CommandOutcome]) -> CommandOutcome: ...
 
-    def unmerge(self, raw_id: str, duplicate_id: str, reason: str = "", repo_id: str | None = None) -> CommandOutcome:
+    def unmerge(
+        self, raw_id: str, duplicate_id: str, reason: str = "", repo_id: str | None = None, actor: str | None = None
+    ) -> CommandOutcome:
         """Undo a merge: the reinforcement the duplicate brought is taken back, and the duplicate
         stands on its own again (created from what the merge kept, or restored if reflect had
         archived it)."""
@@ -47,7 +49,7 @@ class HygieneCommands:
                 raise memory.no_merge(duplicate_id)
             content = self._merged_content(memory, str(dup))
             note = sanitise(reason).text or "unmerged by an operator"
-            memory.unmerge_duplicate(duplicate_id=str(dup), reason=note, repo_id=repo_id)
+            memory.unmerge_duplicate(duplicate_id=str(dup), reason=note, repo_id=repo_id, actor=actor)
             session.changed(memory)
             outcome = CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "DuplicateUnmerged"}])
             duplicate = session.find(dup)
@@ -55,19 +57,21 @@ class HygieneCommands:
                 self._recreate(session, memory, dup, content)
                 outcome.recorded.append({"memory_id": str(dup), "event": "MemoryWritten"})
             elif duplicate.status == "archived":
-                duplicate.restore(reason=f"unmerged from {memory.memory_id}", repo_id=repo_id)
+                duplicate.restore(reason=f"unmerged from {memory.memory_id}", repo_id=repo_id, actor=actor)
                 session.changed(duplicate)
                 outcome.recorded.append({"memory_id": str(dup), "event": "MemoryRestored"})
             return outcome
 
         return self._positioned(run)
 
-    def restore(self, raw_id: str, reason: str = "", repo_id: str | None = None) -> CommandOutcome:
+    def restore(
+        self, raw_id: str, reason: str = "", repo_id: str | None = None, actor: str | None = None
+    ) -> CommandOutcome:
         """An archived memory is recalled again."""
 
         def run(session: Session) -> CommandOutcome:
             memory = self._operated(session, raw_id, repo_id)
-            memory.restore(reason=sanitise(reason).text or "restored by an operator", repo_id=repo_id)
+            memory.restore(reason=sanitise(reason).text or "restored by an operator", repo_id=repo_id, actor=actor)
             session.changed(memory)
             return CommandOutcome(recorded=[{"memory_id": memory.memory_id, "event": "MemoryRestored"}])
 

@@ -60,7 +60,8 @@ class Memory(Aggregate):
         TOPIC = "domain.memory:Memory.Created"
 
     # `actor` on the events a request records (MemoryWritten and DuplicateMerged version 2,
-    # TruthAdjusted, UtilityObserved and MemoryForgotten version 3, MemoryReviewed version 2): the name
+    # TruthAdjusted, UtilityObserved and MemoryForgotten version 3, MemoryReviewed, DuplicateUnmerged and
+    # MemoryRestored version 2; Credential's TokenIssued and TokenRevoked version 2): the name
     # of the token it came through (domain/access.py; `default` for the server's one STRATA_TOKEN).
     # None when the local operator acted (the CLI, `strata mcp`, a server without tokens), and on
     # events recorded before actors were kept. A memory's writer (the actor of its MemoryWritten) may
@@ -229,9 +230,16 @@ class Memory(Aggregate):
         TOPIC = "domain.memory:Memory.DuplicateUnmerged"
         """An operator undid a merge: the reinforcement it brought is taken back."""
 
+        class_version = 2
+
         duplicate_id: str
         reason: str
         repo_id: str | None
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["actor"] = None
 
     class MemoryArchived(Aggregate.Event):
         TOPIC = "domain.memory:Memory.MemoryArchived"
@@ -246,8 +254,15 @@ class Memory(Aggregate):
         TOPIC = "domain.memory:Memory.MemoryRestored"
         """An archived memory is active again."""
 
+        class_version = 2
+
         reason: str
         repo_id: str | None
+        actor: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["actor"] = None
 
     class Learned(Aggregate.Event):
         TOPIC = "domain.memory:Memory.Learned"
@@ -346,7 +361,7 @@ class Memory(Aggregate):
                 + "; it is not proposed again",
             )
         if self.status == "archived":
-            self.restore(reason="written again", repo_id=repo_id)
+            self.restore(reason="written again", repo_id=repo_id, actor=actor)
         if anchors and merged_anchors(self.anchor_list, anchors) != self.anchor_list:
             self.record_anchors(anchors=list(anchors), repo_id=repo_id)
         self.adjust_truth(
@@ -372,11 +387,13 @@ class Memory(Aggregate):
             raise self_review(self.memory_id, actor)
         self._review(decision=decision, reviewer=reviewer, note=note, actor=actor)
 
-    def unmerge_duplicate(self, *, duplicate_id: str, reason: str, repo_id: str | None) -> None:
+    def unmerge_duplicate(
+        self, *, duplicate_id: str, reason: str, repo_id: str | None, actor: str | None = None
+    ) -> None:
         """Take back a merge that stands."""
         if self.merge_of(duplicate_id) is None:
             raise self.no_merge(duplicate_id)
-        self._unmerge_duplicate(duplicate_id=duplicate_id, reason=reason, repo_id=repo_id)
+        self._unmerge_duplicate(duplicate_id=duplicate_id, reason=reason, repo_id=repo_id, actor=actor)
 
     def no_merge(self, duplicate_id: str) -> NotFound:
         """The refusal of an unmerge of `duplicate_id` (as given) when no such merge stands."""
@@ -387,11 +404,11 @@ class Memory(Aggregate):
             "(`strata show` lists its DuplicateMerged events)",
         )
 
-    def restore(self, *, reason: str, repo_id: str | None) -> None:
+    def restore(self, *, reason: str, repo_id: str | None, actor: str | None = None) -> None:
         """An archived memory is active again."""
         if self.status != "archived":
             raise Conflict("not_archived", "memory_id", f"memory {self.memory_id} is {self.status}, not archived")
-        self._restore(reason=reason, repo_id=repo_id)
+        self._restore(reason=reason, repo_id=repo_id, actor=actor)
 
     def edit_text(self, *, text: str, rationale: str, redactions: int, repo_id: str | None, actor: str | None) -> None:
         """A person rewords the memory: only a live one (active or pending)."""
@@ -484,7 +501,7 @@ class Memory(Aggregate):
         self._apply(transitions.duplicate_merged, locals())
 
     @event(DuplicateUnmerged)
-    def _unmerge_duplicate(self, duplicate_id: str, reason: str, repo_id: str | None) -> None:
+    def _unmerge_duplicate(self, duplicate_id: str, reason: str, repo_id: str | None, actor: str | None) -> None:
         self._apply(transitions.duplicate_unmerged, locals())
 
     @event(MemoryArchived)
@@ -492,7 +509,7 @@ class Memory(Aggregate):
         self._apply(transitions.archived, locals())
 
     @event(MemoryRestored)
-    def _restore(self, reason: str, repo_id: str | None) -> None:
+    def _restore(self, reason: str, repo_id: str | None, actor: str | None) -> None:
         self._apply(transitions.restored, locals())
 
     @event(TextEdited)

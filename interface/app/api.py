@@ -239,19 +239,19 @@ class CommandAPI:
     # --- the operator's: interface/app/services/ ----------------------------------------------------
 
     def unmerge(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
-        return memories.unmerge(self.log, parse(UnmergeRequest, payload))
+        return memories.unmerge(self.log, parse(UnmergeRequest, payload), principal.name)
 
     def restore(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
-        return memories.restore(self.log, parse(RestoreRequest, payload))
+        return memories.restore(self.log, parse(RestoreRequest, payload), principal.name)
 
     def token_create(self, payload: Payload, principal: Principal = LOCAL) -> TokenCreateResponse:
-        return tokens.create(self.log, parse(TokenCreateRequest, payload), self.server_token)
+        return tokens.create(self.log, parse(TokenCreateRequest, payload), self.server_token, principal.name)
 
     def token_list(self, payload: Payload, principal: Principal = LOCAL) -> TokenListResponse:
         return tokens.listing(self.log, parse(TokenListRequest, payload))
 
     def token_revoke(self, payload: Payload, principal: Principal = LOCAL) -> TokenRevokeResponse:
-        return tokens.revoke(self.log, parse(TokenRevokeRequest, payload))
+        return tokens.revoke(self.log, parse(TokenRevokeRequest, payload), principal.name)
 
     def events(self, payload: Payload, principal: Principal = LOCAL) -> LogResponse:
         return inspection.recent(self.log, parse(LogRequest, payload))

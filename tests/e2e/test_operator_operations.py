@@ -111,6 +111,22 @@ def test_an_operator_token_does_the_operators_work_over_http_and_a_writer_is_ref
         assert made["token"] not in json.dumps(listed)
         events = ok(call(http, "log", {"limit": 3}, admin))["events"]
         assert "TokenRevoked" in [e["type"] for e in events]  # (followed by the request's idempotency record)
+        # every act of the operator's names the token that did it; the CLI's (the local operator) none
+        log = ok(call(http, "log", {"limit": 80}, admin))["events"]
+        token_of = {e["memory_id"]: e["fields"]["name"] for e in log if e["type"] == "TokenIssued"}
+        acts = [
+            (e["type"], token_of.get(e["memory_id"], e["memory_id"]), e["fields"]["actor"])
+            for e in log
+            if e["type"] in ("DuplicateUnmerged", "MemoryRestored", "TokenIssued", "TokenRevoked")
+        ]
+        assert acts == [
+            ("TokenIssued", "admin", None),
+            ("TokenIssued", "writer", None),
+            ("DuplicateUnmerged", first["memory_id"], "admin"),
+            ("MemoryRestored", faded["memory_id"], "admin"),
+            ("TokenIssued", "carol", "admin"),
+            ("TokenRevoked", "carol", "admin"),
+        ]
 
     async def over_mcp() -> None:
         async with mcp_client(served.url, admin) as client:

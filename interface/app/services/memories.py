@@ -338,16 +338,16 @@ def _at_lines(exc: StrataError, line_numbers: list[int]) -> StrataError:
 # --- the operator's ---
 
 
-def unmerge(memory_log: MemoryLog, request: UnmergeRequest) -> RecordedResponse:
+def unmerge(memory_log: MemoryLog, request: UnmergeRequest, actor: str | None = None) -> RecordedResponse:
     """The reinforcement a merge brought is taken back; the duplicate stands on its own again."""
-    outcome = memory_log.unmerge(request.memory_id, request.duplicate_id, request.reason, request.repo_id)
+    outcome = memory_log.unmerge(request.memory_id, request.duplicate_id, request.reason, request.repo_id, actor)
     log.info("unmerge", memory_id=request.memory_id, duplicate_id=request.duplicate_id, position=outcome.position)
     return recorded(outcome)
 
 
-def restore(memory_log: MemoryLog, request: RestoreRequest) -> RecordedResponse:
+def restore(memory_log: MemoryLog, request: RestoreRequest, actor: str | None = None) -> RecordedResponse:
     """An archived memory is recalled again."""
-    outcome = memory_log.restore(request.memory_id, request.reason, request.repo_id)
+    outcome = memory_log.restore(request.memory_id, request.reason, request.repo_id, actor)
     log.info("restore", memory_id=request.memory_id, position=outcome.position)
     return recorded(outcome)
 

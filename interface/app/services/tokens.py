@@ -32,11 +32,13 @@ REPEATED_NOTE = (
 )
 
 
-def create(memory_log: MemoryLog, request: TokenCreateRequest, server_token: bool) -> TokenCreateResponse:
+def create(
+    memory_log: MemoryLog, request: TokenCreateRequest, server_token: bool, actor: str | None = None
+) -> TokenCreateResponse:
     """Issue a token. The store's first named token makes a server demand a token from every client:
     the answer warns of it, unless the server has its own STRATA_TOKEN (`server_token`), which did so already."""
     first = not _credentials(memory_log).in_force
-    issued = memory_log.issue_token(request.name, request.repos, request.ops, request.global_memories)
+    issued = memory_log.issue_token(request.name, request.repos, request.ops, request.global_memories, actor)
     log.info("token_created", name=request.name, position=issued.position)
     listed = next(t for t in _credentials(memory_log).listing() if t["name"] == request.name)
     return TokenCreateResponse(
@@ -55,8 +57,8 @@ def listing(memory_log: MemoryLog, request: TokenListRequest) -> TokenListRespon
     )
 
 
-def revoke(memory_log: MemoryLog, request: TokenRevokeRequest) -> TokenRevokeResponse:
-    revoked, position = memory_log.revoke_token(request.name, request.reason)
+def revoke(memory_log: MemoryLog, request: TokenRevokeRequest, actor: str | None = None) -> TokenRevokeResponse:
+    revoked, position = memory_log.revoke_token(request.name, request.reason, actor)
     log.info("token_revoked", name=request.name, revoked=revoked, position=position)
     return TokenRevokeResponse(name=request.name, revoked=revoked, position=position)
 
