@@ -42,6 +42,8 @@ class Token:
     created: datetime
     revoked: datetime | None = None
     reason: str = ""
+    created_by: str | None = None
+    revoked_by: str | None = None
 
     @property
     def principal(self) -> Principal:
@@ -62,6 +64,8 @@ class Token:
             "created": self.created.isoformat(),
             "revoked": self.revoked.isoformat() if self.revoked else None,
             **({"reason": self.reason} if self.revoked and self.reason else {}),
+            **({"created_by": self.created_by} if self.created_by else {}),
+            **({"revoked_by": self.revoked_by} if self.revoked_by else {}),
         }
 
 
@@ -129,12 +133,18 @@ class Credentials:
     def _apply(self, event: Any) -> None:
         if isinstance(event, Credential.TokenIssued):
             self.tokens[event.originator_id] = Token(
-                event.name, event.digest, list(event.repos), list(event.ops), event.globals, event.timestamp
+                event.name,
+                event.digest,
+                list(event.repos),
+                list(event.ops),
+                event.globals,
+                event.timestamp,
+                created_by=event.actor,
             )
         elif isinstance(event, Credential.TokenRevoked):
             token = self.tokens.get(event.originator_id)
             if token is not None:
-                token.revoked, token.reason = event.timestamp, event.reason
+                token.revoked, token.reason, token.revoked_by = event.timestamp, event.reason, event.actor
 
     def principal(self, secret: bytes) -> Principal | None:
         """The active token whose secret this is (None: no such token, or revoked). No I/O."""

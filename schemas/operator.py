@@ -71,6 +71,8 @@ class TokenListing(Response):
     created: str
     revoked: str | None
     reason: str | None = Field(None, description="Why it was revoked.")
+    created_by: str | None = Field(None, description="The token whose request issued it (absent: the local operator).")
+    revoked_by: str | None = Field(None, description="The token whose request revoked it (absent: the local operator).")
 
 
 class TokenCreateResponse(TokenListing):

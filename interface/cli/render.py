@@ -324,11 +324,12 @@ def token_list(r: TokenListResponse) -> str:
 
 def _token_line(t: TokenListing) -> str:
     line = f"{t.name}: {', '.join(t.operations)} on {', '.join(t.repos)}{' +global' if t.global_memories else ''}"
-    line += f"; created {t.created}"
+    line += f"; created {t.created}" + (f" by {t.created_by}" if t.created_by else "")
     if t.issued is not None:
         line += f"; issued as {', '.join(t.issued.operations)} on {', '.join(t.issued.repos)}"
         line += " (an operator is every repo's: held to those repos)"
-    return line + (f"; REVOKED {t.revoked}" if t.revoked else "")
+    revoked = f"; REVOKED {t.revoked}" + (f" by {t.revoked_by}" if t.revoked_by else "") if t.revoked else ""
+    return line + revoked
 
 
 def token_revoke(r: TokenRevokeResponse) -> str:

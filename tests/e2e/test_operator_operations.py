@@ -109,6 +109,11 @@ def test_an_operator_token_does_the_operators_work_over_http_and_a_writer_is_ref
             ("carol", True),
         ]
         assert made["token"] not in json.dumps(listed)
+        assert [(t.get("created_by"), t.get("revoked_by")) for t in listed] == [
+            (None, None),
+            (None, None),
+            ("admin", "admin"),
+        ]
         events = ok(call(http, "log", {"limit": 3}, admin))["events"]
         assert "TokenRevoked" in [e["type"] for e in events]  # (followed by the request's idempotency record)
         # every act of the operator's names the token that did it; the CLI's (the local operator) none
