@@ -574,12 +574,104 @@ def counts(steps: Iterable[Step]) -> dict[str, int]:
 
 # --- ranking files from what a read recalled -------------------------------------------------------
 
+COCHANGE_WEIGHT = 0.5
+"""How much the files that changed together with the voted files add, against the votes themselves
+(each side scaled to its best file first): FileStats.cochange."""
+CODE_SUFFIXES = frozenset(
+    {".py", ".pyx", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".go", ".rs",
+     ".java", ".kt", ".scala", ".rb", ".php", ".cs", ".swift", ".m", ".sh", ".lua", ".ex", ".exs", ".erl", ".hs",
+     ".ml", ".clj", ".dart", ".jl", ".r", ".sql", ".vue", ".svelte"}
+)  # fmt: skip
+NOT_CODE_FOLDERS = frozenset(
+    {"test", "tests", "testing", "spec", "specs", "__tests__", "doc", "docs", "example", "examples", "benchmarks",
+     "bench", "asv_bench"}
+)  # fmt: skip
+
+
+def is_code(path: str) -> bool:
+    """A file of code, not a test, a document, an example or a benchmark: its suffix is a language's, no
+    folder on its path is a test, doc, example or benchmark folder, and its name is not a test's
+    (`test_*`, `*_test.*`, `*.test.*`, `*.spec.*`, `conftest.py`)."""
+    parts = path.lower().split("/")
+    name = parts[-1]
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or f".{suffix}" not in CODE_SUFFIXES or any(p in NOT_CODE_FOLDERS for p in parts[:-1]):
+        return False
+    return not (
+        name.startswith(("test_", "tests_"))
+        or stem in ("test", "tests", "conftest")
+        or stem.endswith(("_test", "_tests", ".test", ".spec"))
+    )
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """What the store's anchored memories say about a repository's files: which memories name each file
+    (`postings`: path -> indices into `memories`), so how many (`changes`) and which files changed with it.
+    Built from the anchors' paths (projections/anchors.py file_stats), one tuple per memory."""
+
+    memories: tuple[tuple[str, ...], ...]
+    postings: Mapping[str, tuple[int, ...]]
+
+    @classmethod
+    def of(cls, memories: Iterable[Sequence[str]]) -> FileStats:
+        kept = tuple(t for t in (tuple(dict.fromkeys(paths)) for paths in memories) if t)
+        postings: dict[str, list[int]] = {}
+        for i, paths in enumerate(kept):
+            for path in paths:
+                postings.setdefault(path, []).append(i)
+        return cls(kept, {path: tuple(found) for path, found in postings.items()})
+
+    @property
+    def total(self) -> int:
+        return len(self.memories)
+
+    def changes(self, path: str) -> int:
+        return len(self.postings.get(path, ()))
+
+    def rarity(self, path: str) -> float:
+        """log(1 + memories / memories naming the file), as BM25 weighs a word."""
+        return math.log(1.0 + self.total / max(self.changes(path), 1))
+
+    def together(self, path: str) -> dict[str, float]:
+        """The files that changed with `path`, each by the share of `path`'s memories that name it, a
+        memory of n files counting 1 / (n - 1) for each of the others (a sweep says little of any pair)."""
+        found = self.postings.get(path, ())
+        out: dict[str, float] = {}
+        for i in found:
+            paths = self.memories[i]
+            if len(paths) < 2:
+                continue
+            share = 1.0 / (len(paths) - 1) / len(found)
+            for other in paths:
+                if other != path:
+                    out[other] = out.get(other, 0.0) + share
+        return out
+
+    def cochange(self, votes: Mapping[str, float]) -> dict[str, float]:
+        """The files that changed with the voted ones: each voted file passes its share of the votes on to
+        the files that changed with it (`together`)."""
+        whole = sum(votes.values())
+        out: dict[str, float] = {}
+        if whole <= 0:
+            return out
+        for path, vote in votes.items():
+            for other, share in self.together(path).items():
+                out[other] = out.get(other, 0.0) + vote / whole * share
+        return out
+
+
+def _scaled(scores: Mapping[str, float]) -> dict[str, float]:
+    best = max(scores.values(), default=0.0)
+    return {path: score / best for path, score in scores.items()} if best > 0 else {}
+
 
 def rank_files(
     results: Iterable[Sequence[str]],
     exists: Callable[[str], bool] | None = None,
     changes: Callable[[str], int] | None = None,
     total: int = 0,
+    stats: FileStats | None = None,
 ) -> list[str]:
     """Files ranked from a read's answer: each memory, in the answer's order, is a vote for the files
     it is anchored to, worth 1 / its rank, split over its files as 1 / sqrt(their number) each (a
@@ -588,16 +680,39 @@ def rank_files(
 
     With `changes` (how many of the `total` learned commits changed a file), each vote is weighted by
     how rare the file is, log(1 + total / changes), as BM25 weighs a word: a changelog or a test module
-    that half the commits touch says little about where a particular change belongs."""
-    scores: dict[str, float] = {}
+    that half the commits touch says little about where a particular change belongs.
+
+    With `stats` (what the store's anchored memories say of the files: FileStats), the ranking uses more
+    of what the store learned: the votes are weighted by `stats`' file rarity; the files that changed
+    together with the voted ones join them (FileStats.cochange, each side scaled to its best file, the
+    co-changed side weighing COCHANGE_WEIGHT), so a file no recalled memory names can still come first
+    when the recalled ones keep changing with it; and code comes first (`is_code`), then the tests,
+    documents and notes, each part by its score: the change an agent looks for is in the code, and its
+    tests and notes follow it."""
+    votes: dict[str, float] = {}
     for rank, paths in enumerate(results, start=1):
         unique = list(dict.fromkeys(paths))
         if not unique:
             continue
         share = 1.0 / rank / len(unique) ** 0.5
         for path in unique:
-            if exists is None or exists(path):
-                weight = math.log(1.0 + total / max(changes(path), 1)) if changes is not None and total else 1.0
-                scores[path] = scores.get(path, 0.0) + share * weight
+            if stats is not None:
+                weight = stats.rarity(path)
+            elif changes is not None and total:
+                weight = math.log(1.0 + total / max(changes(path), 1))
+            else:
+                weight = 1.0
+            votes[path] = votes.get(path, 0.0) + share * weight
+    if stats is None:
+        scores = votes
+    else:
+        scores = _scaled(votes)
+        for path, score in _scaled(stats.cochange(votes)).items():
+            scores[path] = scores.get(path, 0.0) + COCHANGE_WEIGHT * score
+    if exists is not None:
+        scores = {path: score for path, score in scores.items() if exists(path)}
     order = {path: i for i, path in enumerate(scores)}
+    if stats is not None:
+        code = {path: is_code(path) for path in scores}
+        return sorted(scores, key=lambda p: (not code[p], -scores[p], order[p]))
     return sorted(scores, key=lambda p: (-scores[p], order[p]))

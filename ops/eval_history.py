@@ -24,6 +24,10 @@ files — for each dev task whose base commit is in a history, the store holds e
     ..., file rarity  the same ranking with each file's vote weighted by how rare it is among the commits
               so far (rank_files' `changes`: log(1 + commits / commits that changed it)), for Strata and
               for BM25 alike;
+    ..., files  the product's ranking (interface/app/services/learning/files.py ranked_files: rank_files
+              with the store's statistics of the repository's files, projections/anchors.py file_stats):
+              the votes weighted by file rarity, the files that changed with the voted ones joining them,
+              code first; of the read at its default bar and with the bar off;
     recency   files by the time they were last changed, latest first;
     co-change files changed together with the files the statement names (a path, a file's name, a dotted
               module), by how often, the named ones first; no file named: the most changed files.
@@ -71,6 +75,7 @@ from strata_recall.interface.app.api import parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
+from strata_recall.interface.app.services.learning.files import ranked_files, repository_files
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallEngine
@@ -280,6 +285,8 @@ SYSTEMS = (
     "strata",
     "strata, bar off",
     "strata, file rarity",
+    "strata, files",
+    "strata, files, bar off",
     "bm25 (messages)",
     "bm25, file rarity",
     "recency",
@@ -322,6 +329,7 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
         strata: Strata | None = None
         learned: set[str] = set()
         baselines = Baselines()
+        stats_cpu: list[float] = []
         started = time.perf_counter()
         for i, task in enumerate(tasks):
             wanted = ancestors(by_sha, task.base)
@@ -338,7 +346,12 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             baselines.prepare()
             engine = reader(strata, moment(by_sha[task.base]))
             barred, unbarred = read(engine, repo, task.query), read(engine, repo, task.query, bar=0.0)
+            stats_started = time.process_time()
+            stats = repository_files(strata, repo)
+            stats_cpu.append(time.process_time() - stats_started)
             ranked = {
+                "strata, files": ranked_files(strata, repo, barred, stats),
+                "strata, files, bar off": ranked_files(strata, repo, unbarred, stats),
                 "strata": rank_files(paths_of(r) for r in barred),
                 "strata, bar off": rank_files(paths_of(r) for r in unbarred),
                 "strata, file rarity": rank_files((paths_of(r) for r in barred), **baselines.rarity()),
@@ -396,12 +409,18 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             f"  foreign reads answered with nothing: {foreign_empty}/{foreign} ({foreign_empty / max(foreign, 1):.3f})"
         )
         best = max(scores.acc(s) for s in BASELINES)
+
+        def ratio(system: str, scores: Scores = scores, best: float = best) -> str:
+            return f"{scores.acc(system) / best:.2f}x" if best else "inf"
+
         print(
             f"  Acc@5 (all): strata {scores.acc('strata'):.3f}, bar off {scores.acc('strata, bar off'):.3f}; "
-            f"file rarity {scores.acc('strata, file rarity'):.3f}; best baseline {best:.3f} -> "
-            f"{scores.acc('strata') / best if best else float('inf'):.2f}x, with file rarity "
-            f"{scores.acc('strata, file rarity') / best if best else float('inf'):.2f}x "
-            f"(goal >= 1.5x; {time.perf_counter() - started:.0f} s)\n",
+            f"file rarity {scores.acc('strata, file rarity'):.3f}; files (the store's statistics) "
+            f"{scores.acc('strata, files'):.3f}, bar off {scores.acc('strata, files, bar off'):.3f}; best baseline "
+            f"{best:.3f} -> {ratio('strata')}, with file rarity {ratio('strata, file rarity')}, files "
+            f"{ratio('strata, files')}, files bar off {ratio('strata, files, bar off')} (goal >= 1.5x; the store's "
+            f"file statistics {1e3 * sorted(stats_cpu)[len(stats_cpu) // 2] if stats_cpu else 0:.0f} ms CPU a read, "
+            f"median; {time.perf_counter() - started:.0f} s)\n",
             flush=True,
         )
     if dump is not None:

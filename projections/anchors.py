@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, CHANGED, MISSING, UNCHANGED, Anchor, judge
+from strata_recall.domain.history import FileStats
+from strata_recall.projections.snapshot_queries import SnapshotQueries
 
 ANCHOR_CHANGED_WEIGHT = 0.7
 """A result whose anchored code changed since it was written ranks as if this much less relevant."""
@@ -108,3 +110,11 @@ def anchor_fields(row: dict[str, Any], workspace: Workspace | None) -> dict[str,
         "anchor_changed": verdict.changed if verdict else [],
         "anchor_missing": verdict.missing if verdict else [],
     }
+
+
+def file_stats(snapshot: SnapshotQueries, repo_id: str) -> FileStats:
+    """What a repository's active anchored memories say of its files (domain/history.py FileStats): each
+    memory the paths it is anchored to. The learned changes' anchors are their commits' files, so this
+    is the history's co-change and churn as the store holds it (archived memories, a rewritten history's,
+    left out), with what agents anchored beside it."""
+    return FileStats.of([anchor["path"] for anchor in m.anchors] for m in snapshot.anchored(repo_id, ("active",)))

@@ -22,6 +22,7 @@ from strata_recall.domain.history import Commit, FileChange, commit_memory_id
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
+from strata_recall.interface.app.services.learning.files import ranked_files, repository_files
 from strata_recall.interface.app.services.learning.git import Git, learn_repository
 from strata_recall.schemas.read import ReadRequest
 
@@ -272,6 +273,34 @@ def test_a_renamed_file_is_followed_by_what_earlier_learns_anchored(strata: Stra
     report = learn_repository(strata, repo.root, REPO, searchable=False)
     assert report.reanchored == 1
     assert [a["path"] for a in by_sha(strata, first)["anchors"]] == ["src/pool.py", "src/db/pool.py"]
+
+
+def test_files_are_ranked_with_what_the_store_learned_of_them(strata: Strata, repo: Repo) -> None:
+    """The store's statistics of a repository's files come from its active anchored memories (the learned
+    commits' files, paths followed through renames, a rewritten history's archived commits left out), and
+    a read's answer ranked with them puts first the code its recalled memories keep changing with."""
+    repo.commit("Add the session", T0, {"requests/session.py": lines(30), "tests/test_session.py": lines(5)})
+    for day in range(1, 5):
+        repo.commit(
+            f"Fix cookies {day}",
+            T0 + day * DAY,
+            {"requests/session.py": lines(30 + day, "s"), "tests/test_session.py": lines(5 + day)},
+        )
+    for day in range(5):
+        repo.commit(f"Tune models {day}", T0 + (6 + day) * DAY, {"requests/models.py": lines(10 + day)})
+    repo.git("mv", "requests/session.py", "requests/sessions.py")
+    repo.commit("Rename the session module", T0 + 12 * DAY, {})
+    learn_repository(strata, repo.root, REPO, searchable=False)
+    stats = repository_files(strata, REPO)
+    assert stats.total == 11
+    assert stats.changes("requests/sessions.py") == 6  # the 5 commits of session.py followed to its new name
+    assert stats.changes("tests/test_session.py") == 5
+    assert stats.together("tests/test_session.py") == {"requests/sessions.py": 1.0}
+    test, models = {"anchors": [{"path": "tests/test_session.py"}]}, {"anchors": [{"path": "requests/models.py"}]}
+    answer = [test, test, models]
+    assert ranked_files(strata, REPO, answer, stats)[0] == "requests/sessions.py"
+    assert ranked_files(strata, REPO, answer) == ranked_files(strata, REPO, answer, stats)
+    assert repository_files(strata, "another/repo").total == 0
 
 
 # --- read back (the real embedding model) -------------------------------------------------------------------

@@ -4,6 +4,7 @@ the rules that decide what each commit becomes."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,14 @@ from strata_recall.domain.history import (
     SEP,
     Commit,
     FileChange,
+    FileStats,
     Planner,
     blame_ignore_revs,
     change_text,
     commit_memory_id,
     current_paths,
     explains_why,
+    is_code,
     parse_log,
     rank_files,
     reverted_sha,
@@ -271,3 +274,72 @@ def test_files_are_ranked_by_votes_of_the_answer_in_order() -> None:
     # with file rarity: CHANGES.rst log(3) (1 + 1 / (2 sqrt 2)) = 1.49, src/pool.py log(101) / (2 sqrt 2) = 1.63
     rare = rank_files([["CHANGES.rst"], ["src/pool.py", "CHANGES.rst"]], changes=lambda p: changed(p, 0), total=1000)
     assert rare == ["src/pool.py", "CHANGES.rst"]
+
+
+def history_of(*memories: list[str]) -> FileStats:
+    return FileStats.of(memories)
+
+
+def test_the_store_s_file_statistics_count_changes_rarity_and_what_changed_together() -> None:
+    stats = history_of(
+        ["src/pool.py", "tests/test_pool.py"],
+        ["src/pool.py", "src/settings.py", "CHANGES.rst"],
+        ["CHANGES.rst"],
+        ["src/pool.py", "src/pool.py"],  # a path twice in one memory counts once
+        [],  # a memory with no paths is no memory here
+    )
+    assert stats.total == 4
+    assert (stats.changes("src/pool.py"), stats.changes("CHANGES.rst"), stats.changes("nowhere.py")) == (3, 2, 0)
+    assert stats.rarity("src/pool.py") == pytest.approx(math.log(1 + 4 / 3))
+    # pool.py's 3 memories: test_pool.py shares 1 (1 other: 1), settings.py and CHANGES.rst 1 (2 others: 1/2 each)
+    assert stats.together("src/pool.py") == pytest.approx(
+        {"tests/test_pool.py": 1 / 3, "src/settings.py": 1 / 6, "CHANGES.rst": 1 / 6}
+    )
+    assert stats.cochange({"tests/test_pool.py": 2.0, "CHANGES.rst": 2.0}) == pytest.approx(
+        {"src/pool.py": 0.5 * 1.0 + 0.5 * 0.25, "src/settings.py": 0.5 * 0.25}
+    )
+
+
+def test_a_file_no_recalled_memory_names_comes_first_when_the_recalled_ones_keep_changing_with_it() -> None:
+    """The read recalled the tests' and the changelog's commits; the code they keep changing with is where
+    the change belongs. Today's rank_files knows only the files the memories name."""
+    stats = history_of(
+        *[["requests/sessions.py", "tests/test_sessions.py"]] * 6,
+        *[["requests/sessions.py", "HISTORY.rst"]] * 3,
+        *[["requests/models.py"]] * 5,
+        ["tests/test_sessions.py"],
+    )
+    answer = [["tests/test_sessions.py"], ["HISTORY.rst", "tests/test_sessions.py"], ["requests/models.py"]]
+    ranked = rank_files(answer, stats=stats)
+    assert ranked[0] == "requests/sessions.py"
+    assert set(ranked) == {"requests/sessions.py", "tests/test_sessions.py", "HISTORY.rst", "requests/models.py"}
+    gone = rank_files(answer, stats=stats, exists=lambda p: p != "requests/sessions.py")
+    assert gone == ["requests/models.py", "tests/test_sessions.py", "HISTORY.rst"]
+
+
+def test_code_comes_before_its_tests_and_notes_with_the_store_s_statistics() -> None:
+    stats = history_of(*[["src/pool.py"]] * 4, *[["docs/pool.md"]] * 4, *[["tests/test_pool.py"]] * 4)
+    answer = [["docs/pool.md"], ["tests/test_pool.py"], ["src/pool.py"]]
+    assert rank_files(answer)[0] == "docs/pool.md"  # without statistics: the votes alone, in the answer's order
+    assert rank_files(answer, stats=stats) == ["src/pool.py", "docs/pool.md", "tests/test_pool.py"]
+
+
+def test_what_is_code() -> None:
+    code = ["src/pool.py", "requests/sessions.py", "lib/app.ts", "cmd/main.go", "xarray/core/testing.py"]
+    not_code = [
+        "tests/test_pool.py",
+        "testing/python/collect.py",
+        "src/pool_test.go",
+        "web/app.spec.ts",
+        "test_requests.py",
+        "conftest.py",
+        "doc/whats-new.rst",
+        "docs/conf.py",
+        "CHANGES.rst",
+        "ChangeLog",
+        "examples/basic.py",
+        "asv_bench/benchmarks/rolling.py",
+        "pyproject.toml",
+    ]
+    assert [p for p in code if not is_code(p)] == []
+    assert [p for p in not_code if is_code(p)] == []
