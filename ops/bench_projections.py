@@ -2,7 +2,7 @@
 warm-cache replay, write-to-visible latency under load, and the worker's resident memory.
 
 Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
-       [--load-seconds 20] [--rate 200] [--seed-cache FILE] [--parts replay,vectors,load]
+       [--load-seconds 20] [--rate 200] [--seed-cache FILE] [--parts replay,split,vectors,load]
        [--backend sqlite|postgres]
 
 --backend postgres puts the log on a throwaway PostgreSQL server (ops/pg.py, fsync on, loopback); the
@@ -18,6 +18,10 @@ projection decoding only the events it reads), in one process and in two; `strat
 and, for comparison in the same run, the worker's path (a Runner in batches of 5,000) and the
 issue's goal (50,000 events/s). Timed from after the reset to the last projection done; cpu is
 the CPU time of the process and its children, steadier than the wall clock on a shared machine.
+
+Where the replay's CPU goes (--parts split): one more one-process replay of fts + links + snapshot,
+its CPU shared out between decoding the log, each projection's apply (and within it the SQL the
+projection runs, the code words and the snapshot's fold and rows) and the deferred index builds.
 
 Baselines measured in the same run: decoding the log alone (the floor of any replay) and the
 embedder's raw throughput on the same texts.
@@ -327,7 +331,7 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="replay,vectors,load",
-        help="which figures: replay (fts, links, snapshot), vectors (warm, cold, replay RSS), load",
+        help="which figures: replay (fts, links, snapshot), split (where the replay's CPU goes), vectors (warm, cold, replay RSS), load",
     )
     parser.add_argument(
         "--backend",
@@ -360,6 +364,8 @@ def main() -> None:
         parts = set(args.parts.split(","))
         if "replay" in parts:
             replay_figures(data, head)
+        if "split" in parts:
+            split_figures(data)
         if "vectors" in parts:
             vector_section(data, head, args)
         if "load" in parts:
@@ -415,6 +421,111 @@ def replay_figures(data: Path, head: int) -> None:
             f"{floor / report['seconds']:.2f}x the decode-only baseline's speed; cpu {report['cpu']:.2f} s for the "
             f"whole command, its start and the reset included, against the baseline's {floor_cpu:.2f} s)"
         )
+
+
+class _TimedConnection:
+    """A projection's connection whose statements add their CPU time to `spent[key]`."""
+
+    def __init__(self, conn, spent: dict[str, float], key: str) -> None:
+        self._conn, self._spent, self._key = conn, spent, key
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    def execute(self, *args):
+        started = time.process_time()
+        try:
+            return self._conn.execute(*args)
+        finally:
+            self._spent[self._key] = self._spent.get(self._key, 0.0) + time.process_time() - started
+
+    def executemany(self, *args):
+        started = time.process_time()
+        try:
+            return self._conn.executemany(*args)
+        finally:
+            self._spent[self._key] = self._spent.get(self._key, 0.0) + time.process_time() - started
+
+
+def replay_split(data: Path) -> tuple[float, dict[str, float]]:
+    """One-process replay of fts + links + snapshot (workers.runner.replay), its CPU shared out by
+    wrapping the functions that do the work (each call costs ~0.5 us more: a few percent)."""
+    from strata_recall.projections import base, fts, snapshot
+
+    spent: dict[str, float] = {}
+
+    def timed(owner, name, key):
+        original = vars(owner)[name]
+
+        def wrapper(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[key] = spent.get(key, 0.0) + time.process_time() - started
+
+        setattr(owner, name, wrapper)
+        return owner, name, original
+
+    names = ["fts", "links", "snapshot"]
+    strata = build(load_settings(environ={}, data_dir=data, **LOG))
+    projections = strata.projections(names)
+    classes = {p.name: type(p) for p in projections}
+    for p in projections:
+        p.reset()
+    strata.close()
+    patched = [
+        timed(base.LogReader, "read", "decode"),
+        timed(base.Projection, "build_indexes", "indexes"),
+        timed(fts, "indexed_text", "fts code words"),
+        timed(snapshot, "fold_states", "snapshot fold"),
+        timed(snapshot.MemoryState, "record", "snapshot rows"),
+        *(timed(cls, "apply", f"{name} apply") for name, cls in classes.items()),
+    ]
+    opened = []
+
+    def opener(group):
+        s = build(load_settings(environ={}, data_dir=data, **LOG))
+        opened.append(s)
+        projections = s.projections(group)
+        for p in projections:
+            p.conn = _TimedConnection(p.conn, spent, f"{p.name} sql")
+        return s.log, projections
+
+    try:
+        cpu = cpu_seconds()
+        replay(opener, names, processes=1)
+        total = cpu_seconds() - cpu
+    finally:
+        for owner, name, original in patched:
+            setattr(owner, name, original)
+        for s in opened:
+            s.close()
+    return total, spent
+
+
+def split_figures(data: Path) -> None:
+    decode_floor(data)
+    floor_cpu = LAST_CPU
+    total, spent = replay_split(data)
+    print(
+        f"where a one-process replay of fts+links+snapshot spends its CPU: {total:.2f} s in all, against the "
+        f"decode-only baseline's {floor_cpu:.2f} s ({floor_cpu / total:.2f}x)"
+    )
+
+    def line(label: str, seconds: float) -> None:
+        print(f"  {label:<62} {seconds:6.2f} s {seconds / total:5.0%}")
+
+    line("decoding the log once (LogReader.read)", spent.get("decode", 0.0))
+    for name in ("fts", "links", "snapshot"):
+        line(f"{name}: apply()", spent.get(f"{name} apply", 0.0))
+        for part, label in (("code words", "code words (indexed_text)"), ("fold", "fold"), ("rows", "rows")):
+            if f"{name} {part}" in spent:
+                line(f"  of which {label}", spent[f"{name} {part}"])
+        line("  its SQL (in apply() and around it: commits, index builds)", spent.get(f"{name} sql", 0.0))
+    line("the deferred index builds (their SQL counted above too)", spent.get("indexes", 0.0))
+    counted = spent.get("decode", 0.0) + sum(spent.get(f"{n} apply", 0.0) for n in ("fts", "links", "snapshot"))
+    line("everything else (opening, commits, bulk settings, checkpoints)", total - counted - spent.get("indexes", 0.0))
 
 
 def vector_section(data: Path, head: int, args: argparse.Namespace) -> None:
