@@ -1,6 +1,7 @@
 """Write-path figures: single acknowledged write latency, bulk import throughput, size on disk.
 
 Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000] [--near-writes 1000] [--near-store 2000]
+       python ops/bench_write.py --import-only ROUNDS | --import-split [--import-lines 20000]
 
 Every figure is printed beside a baseline measured in the same run on the same machine:
 - single write: the command API (JSON parse, validation, sanitising, dedup and link checks, one
@@ -183,6 +184,67 @@ def import_rounds(n: int, rounds: int) -> None:
         )
 
 
+def import_split(n: int) -> None:
+    """Where `strata import` of n lines spends its CPU: the command's start (the same command on an
+    empty file), and in one process, each stage alone on the same lines (parsing and validating the
+    requests, sanitising them and computing their ids, the unit of work and the append), beside the
+    whole in-process import and the bare eventsourcing batch save."""
+    from strata_recall.domain import unit_of_work
+    from strata_recall.domain.bulk import paused_gc
+    from strata_recall.interface.app.parsing import parse
+    from strata_recall.interface.app.services.memories import to_new_memory
+    from strata_recall.interface.app.workspace import Workspaces
+    from strata_recall.schemas.write import WriteRequest
+
+    lines = realistic_lines(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.jsonl"
+        empty.write_text("")
+        env = {**os.environ, "STRATA_DATA_DIR": str(Path(tmp) / "cli")}
+        before = os.times()
+        subprocess.run(
+            [str(Path(sys.executable).parent / "strata"), "--json", "import", str(empty)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        after = os.times()
+        start = after.children_user + after.children_system - before.children_user - before.children_system
+
+        unit_of_work.sanitise.cache_clear()
+        strata = build(load_settings(environ={}, data_dir=Path(tmp) / "whole"))
+        cpu = time.process_time()
+        CommandAPI(strata.log).import_lines(lines)
+        whole = time.process_time() - cpu
+        strata.close()
+
+        unit_of_work.sanitise.cache_clear()
+        strata = build(load_settings(environ={}, data_dir=Path(tmp) / "stages"))
+        with paused_gc():
+            cpu = time.process_time()
+            commands = [to_new_memory(parse(WriteRequest, line), Workspaces.remote()) for line in lines]
+            parsed = time.process_time() - cpu
+            cpu = time.process_time()
+            cleaned = [unit_of_work.CleanWrite.of(cmd) for cmd in commands]
+            clean = time.process_time() - cpu
+            cpu = time.process_time()
+            strata.log.write_many(list(zip(commands, cleaned, strict=True)))
+            written = time.process_time() - cpu
+        strata.close()
+    cpu = cpu_seconds()
+    bench_bare_eventsourcing(n, batch=1000)
+    bare = cpu_seconds() - cpu
+    print(f"where `strata import` of {n} lines spends its CPU (the bare eventsourcing batch save: {bare:.2f} s):")
+    for label, seconds in (
+        ("the command's start (`strata --json import` of an empty file)", start),
+        ("the import in one process (CommandAPI.import_lines)", whole),
+        ("  its stages, each alone: parsing and validating (pydantic, to_new_memory)", parsed),
+        ("  sanitising the texts and computing the ids (CleanWrite.of)", clean),
+        ("  the unit of work and the append (MemoryLog.write_many)", written),
+    ):
+        print(f"  {label:<76} {seconds:6.2f} s")
+
+
 def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:
     """Write latency with the near-duplicate check on (model loaded) and off, alternating write by
     write in one process over the same store (the first `store` memories of the workload)."""
@@ -245,9 +307,15 @@ def main() -> None:
         metavar="ROUNDS",
         help="only the import figure: this many rounds of `strata import` and the bare batch save, alternating",
     )
+    parser.add_argument(
+        "--import-split", action="store_true", help="only where the import's CPU goes, stage by stage (--import-lines)"
+    )
     args = parser.parse_args()
     configure_logging("warning")
 
+    if args.import_split:
+        import_split(args.import_lines)
+        return
     if args.import_only:
         import_rounds(args.import_lines, args.import_only)
         return
