@@ -52,7 +52,7 @@ from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.relevance import DEFAULT_BAR, MODEL
+from strata_recall.projections.relevance import DEFAULT_BAR, MODEL, Floor
 
 FITTED = ("coding", "locomo", "history")
 CHECKED = ("titles", "history-short", "paraphrase")
@@ -383,44 +383,70 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
         print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
 
 
+def _floor(of_bar: float, of_top: float) -> Callable[[float, float], bool]:
+    """A memory of relevance p is shown when it reaches projections/relevance.py Floor(of_bar, of_top) at the
+    default bar, for an answer whose most relevant memory is rated top."""
+    rule = Floor(of_bar=of_bar, of_top=of_top)
+    return lambda p, top: p >= rule(DEFAULT_BAR, top)
+
+
 FLOORS: dict[str, Callable[[float, float], bool]] = {
     "none": lambda p, top: True,
-    "0.01": lambda p, top: p >= 0.01 or p == top,
-    "0.02": lambda p, top: p >= 0.02 or p == top,
-    "0.03": lambda p, top: p >= 0.03 or p == top,
-    "0.05 (TAIL x bar)": lambda p, top: p >= 0.05 or p == top,
-    "0.05 x the top": lambda p, top: p >= 0.05 * top,
-    "0.1 x the top": lambda p, top: p >= 0.1 * top,
+    "0.01": _floor(0.05, 0.0),
+    "0.02": _floor(0.1, 0.0),
+    "0.03": _floor(0.15, 0.0),
+    "0.05 (earlier)": _floor(0.25, 0.0),
+    "0.05 x the top": _floor(0.0, 0.05),
+    "0.1 x the top": _floor(0.0, 0.1),
+    "0.01, 0.05 x top": _floor(0.05, 0.05),
+    "0.02, 0.05 x top": _floor(0.1, 0.05),
+    "0.02, 0.075 x top": _floor(0.1, 0.075),
+    "0.025, 0.05 x top": _floor(0.125, 0.05),
+    "0.02, 0.1 x top": _floor(0.1, 0.1),
 }
 """Which memories of an answer that passes the bar are shown, by their relevance p and the answer's most
-relevant memory's (top). The engine's rule (projections/relevance.py TAIL) also shows a memory with the
-one it comes with (its case, an amendment); these rules see memories one by one."""
+relevant memory's (top): the higher of a share of the bar and a share of the top, never above the top
+(projections/relevance.py Floor; its default is "0.02, 0.05 x top"). The engine also shows a memory with
+the one it comes with (its case, an amendment); these rules see memories one by one."""
 FLOOR_KS = (1, 5, 10, 25, 50)
 
 
 def compare_floors(reads: dict[str, list[dict]], bar: float) -> None:
-    """The engine's model (projections/relevance.py MODEL) on each corpus' in-corpus reads that found a
-    relevant memory with the bar off: the answer passes the bar or shows nothing, then each floor keeps
-    what it keeps. Printed per corpus: hit@k (a relevant memory among the first k kept) and memories kept
-    per read; the floor is a trade the corpora must agree on."""
+    """The engine's model (projections/relevance.py MODEL) on each corpus' in-corpus reads: the answer
+    passes the bar or shows nothing, then each floor keeps what it keeps. Printed per corpus: hit@k (a
+    relevant memory among the first k kept) over the reads that found one with the bar off, and its largest
+    loss against no floor at any k; over every in-corpus answer that passes, the memories kept per answer,
+    the share of them relevant (precision) and the share rated under 0.03 (the tail the issue calls
+    padding). The floor is a trade the corpora must agree on."""
     corpora = [c for c in (*FITTED, *CHECKED) if c in reads]
-    print(f"floors at the bar {bar}, hit@{'/'.join(map(str, FLOOR_KS))} and memories kept per read:")
+    print(f"floors at the bar {bar}: hit@{'/'.join(map(str, FLOOR_KS))}, loss, memories per answer, precision, <0.03:")
+    answers = {}
+    for corpus in corpora:
+        rows = []
+        for read in reads[corpus]:
+            answer = MODEL.answer(tuple(read["answer"]))
+            if read["foreign"] or answer < bar or not read["memories"]:
+                continue
+            rows.append([(answer * MODEL.memory(tuple(f)), rel) for f, rel in read["memories"]])
+        found = sum(1 for r in reads[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"]))
+        answers[corpus] = (rows, max(1, found))
+    unfloored: dict[str, list[float]] = {}
     for name, keeps in FLOORS.items():
         cells = []
-        for corpus in corpora:
-            found = [r for r in reads[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"])]
-            hits, kept = [0] * len(FLOOR_KS), 0
-            for read in found:
-                answer = MODEL.answer(tuple(read["answer"]))
-                if answer < bar:
-                    continue
-                scored = [(answer * MODEL.memory(tuple(f)), rel) for f, rel in read["memories"]]
+        for corpus, (rows, found) in answers.items():
+            hits, kept, relevant, low = [0] * len(FLOOR_KS), 0, 0, 0
+            for scored in rows:
                 top = max(p for p, _ in scored)
-                shown = [rel for p, rel in scored if keeps(p, top)]
-                kept += len(shown)
-                hits = [h + any(shown[:k]) for h, k in zip(hits, FLOOR_KS, strict=True)]
-            n = max(1, len(found))
-            cells.append(f"{corpus} " + "/".join(f"{h / n:.3f}" for h in hits) + f" ({kept / n:.1f})")
+                shown = [(p, rel) for p, rel in scored if keeps(p, top)]
+                kept, relevant = kept + len(shown), relevant + sum(rel for _, rel in shown)
+                low += sum(1 for p, _ in shown if p < 0.03)
+                hits = [h + any(rel for _, rel in shown[:k]) for h, k in zip(hits, FLOOR_KS, strict=True)]
+            recall = [h / found for h in hits]
+            loss = max(a - b for a, b in zip(unfloored.setdefault(corpus, recall), recall, strict=True))
+            cells.append(
+                f"{corpus} " + "/".join(f"{r:.3f}" for r in recall) + f" -{loss:.3f} ({kept / max(1, len(rows)):.1f}"
+                f" P {relevant / max(1, kept):.3f} <.03 {low / max(1, kept):.2f})"
+            )
         print(f"  {name:<18} " + "   ".join(cells))
 
 

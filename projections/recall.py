@@ -75,11 +75,7 @@ from strata_recall.projections.fts import FTSProjection, KeywordSearch, coverage
 from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.relevance import (
-    TAIL,
-    answer_features,
-    memory_features,
-)
+from strata_recall.projections.relevance import answer_features, memory_features
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.tuning import RecallConfig as RecallConfig  # where callers have imported it from
@@ -531,9 +527,10 @@ class RecallEngine:
             hops = self._hop_cases(read, seeds)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
-            # a memory earns its place by clearing the floor, or by being the answer's most relevant one (the
-            # answer cleared the bar on its evidence), or by coming with one of those (its case, an amendment)
-            floor = min(bar * TAIL, max((case.relevance for case in cases), default=bar))
+            # a memory earns its place by clearing the floor (projections/relevance.py Floor: a share of the bar or
+            # of the answer's most relevant memory, never above that one: the answer cleared the bar on its
+            # evidence), or by coming with one that does (its case, an amendment)
+            floor = self.config.model.floor(bar, max((case.relevance for case in cases), default=bar))
             results = self._fit(read, cases, hops, floor, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}
