@@ -383,6 +383,78 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
         print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
 
 
+def _spread(cos: list[float], first: int = 10) -> tuple[float, float]:
+    """The mean and spread of the store's background cosines for a query (background())."""
+    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
+    return (float(np.mean(rest)), float(np.std(rest))) if len(rest) > 1 else (background(cos, first), 0.0)
+
+
+MEMORY_SIGNALS: dict[str, Callable[[dict, list[float]], list[float]]] = {
+    "today's features": lambda r, f: f,
+    "+ cosine over the store's background": lambda r, f: [*f, f[0] - background(r["cos"])],
+    "+ cosine as a z-score of the background": lambda r, f: [
+        *f,
+        (f[0] - _spread(r["cos"])[0]) / max(0.02, _spread(r["cos"])[1]),
+    ],
+    "+ its place among the 100 nearest": lambda r, f: [*f, float(np.log1p(sum(1 for c in r["cos"] if c > f[0])))],
+    "+ how crowded its cosine is (within 0.02)": lambda r, f: [
+        *f,
+        float(np.log1p(sum(1 for c in r["cos"] if c >= f[0] - 0.02))),
+    ],
+}
+"""Memory-level feature sets measured against today's by --memory-signals: the memory's evidence against
+the store's own background for the query (its cosine over the background's mean, or in its spread), its
+place among the store's nearest memories, and how many memories crowd its cosine."""
+MODEL_KS = (1, 5, 10)
+
+
+def _memory_rows(reads: dict, signal) -> dict:
+    return {
+        corpus: [{**read, "memories": [(list(signal(read, f)), rel) for f, rel in read["memories"]]} for read in rows]
+        for corpus, rows in reads.items()
+        if isinstance(rows, list)
+    }
+
+
+def _worst(pairs: list[tuple[float, bool]]) -> float:
+    return max((abs(p - y) for _, n, p, y in calibration(pairs)["bins"] if n >= 30), default=0.0)
+
+
+def compare_memory_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...]) -> None:
+    """Each memory-level feature set left out of each fitted corpus in turn: the worst calibration gap of
+    P(relevant) = answer x memory (bins of >= 30), and of each model alone (the answer's over every read,
+    the memory's over the memories of answers that hold a relevant one; the answer model is the same in
+    every row); then fitted on all, its gap on every corpus and hit@1/5/10 when an answer's memories are
+    ordered by the memory model (the score orders by relevance: a model that calibrates and ranks worse
+    is no candidate)."""
+    print("memory signals, left out (gap: all / the answer model / the memory model), then fitted on all:")
+    for name, signal in MEMORY_SIGNALS.items():
+        rows, cells = _memory_rows(reads, signal), []
+        for held in fitted:
+            answer, memory = fit(rows, tuple(c for c in fitted if c != held))
+            answers = [(_probability(answer, r["answer"]), any(rel for _, rel in r["memories"])) for r in rows[held]]
+            memories = [
+                (_probability(memory, f), rel)
+                for r in rows[held]
+                if any(rel for _, rel in r["memories"])
+                for f, rel in r["memories"]
+            ]
+            all_gap = _worst(predicted(rows[held], answer, memory))
+            cells.append(f"{held} {all_gap:.3f}/{_worst(answers):.3f}/{_worst(memories):.3f}")
+        print(f"  {name:<44} " + "  ".join(cells))
+        answer, memory = fit(rows, fitted)
+        cells = []
+        for corpus in (*fitted, *checked):
+            found = [r for r in rows[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"])]
+            hits = [0] * len(MODEL_KS)
+            for read in found:
+                order = [rel for _, rel in sorted(read["memories"], key=lambda m: -_probability(memory, m[0]))]
+                hits = [h + any(order[:k]) for h, k in zip(hits, MODEL_KS, strict=True)]
+            gap = _worst(predicted(rows[corpus], answer, memory))
+            cells.append(f"{corpus} {gap:.3f} " + "/".join(f"{h / max(1, len(found)):.3f}" for h in hits))
+        print(f"  {'    fitted on all: gap, hit@1/5/10':<44} " + "  ".join(cells))
+
+
 def _floor(of_bar: float, of_top: float) -> Callable[[float, float], bool]:
     """A memory of relevance p is shown when it reaches projections/relevance.py Floor(of_bar, of_top) at the
     default bar, for an answer whose most relevant memory is rated top."""
@@ -464,6 +536,7 @@ def main() -> None:
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
     parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
+    parser.add_argument("--memory-signals", action="store_true", help="compare memory features (MEMORY_SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
     parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
     parser.add_argument("--store", type=int, default=eval_commits.STORE)
@@ -496,6 +569,9 @@ def main() -> None:
         return
     if args.floors:
         compare_floors(reads, DEFAULT_BAR)
+        return
+    if args.memory_signals:
+        compare_memory_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads))
         return
     reads = _with(reads, SIGNALS[args.signal])
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")
