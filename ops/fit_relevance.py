@@ -401,10 +401,17 @@ MEMORY_SIGNALS: dict[str, Callable[[dict, list[float]], list[float]]] = {
         *f,
         float(np.log1p(sum(1 for c in r["cos"] if c >= f[0] - 0.02))),
     ],
+    "+ its place in the answer by keyword": lambda r, f: [
+        *f,
+        float(np.log1p(sum(1 for g, _ in r["memories"] if g[2] > f[2]))),
+    ],
+    "relative to the answer only (no cosine, no keyword)": lambda r, f: [f[1], f[3], f[4], f[5]],
 }
 """Memory-level feature sets measured against today's by --memory-signals: the memory's evidence against
 the store's own background for the query (its cosine over the background's mean, or in its spread), its
-place among the store's nearest memories, and how many memories crowd its cosine."""
+place among the store's nearest memories, how many memories crowd its cosine, its place in the answer by
+keyword evidence, and the features relative to the answer alone (below the best cosine, both searches,
+fused share of the best, place), without the absolute cosine and keyword evidence."""
 MODEL_KS = (1, 5, 10)
 
 
@@ -426,8 +433,29 @@ def compare_memory_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[
     the memory's over the memories of answers that hold a relevant one; the answer model is the same in
     every row); then fitted on all, its gap on every corpus and hit@1/5/10 when an answer's memories are
     ordered by the memory model (the score orders by relevance: a model that calibrates and ranks worse
-    is no candidate)."""
+    is no candidate); and with the engine's answer model (MODEL.answer) as it would ship: the worst gap, and
+    the memories an in-corpus answer that passes the bar shows above the floor and the share relevant."""
     print("memory signals, left out (gap: all / the answer model / the memory model), then fitted on all:")
+    cells = []
+    for corpus in (*fitted, *checked):  # the engine's model as it ships, for reference
+        answers = [r for r in reads[corpus] if not r["foreign"] and MODEL.answer(tuple(r["answer"])) >= DEFAULT_BAR]
+        shown = [
+            rel
+            for r in answers
+            for scored in [
+                [(MODEL.answer(tuple(r["answer"])) * MODEL.memory(tuple(f)), rel) for f, rel in r["memories"]]
+            ]
+            if scored
+            for q, rel in scored
+            if q >= MODEL.floor(DEFAULT_BAR, max(p for p, _ in scored))
+        ]
+        pairs = [
+            (MODEL.answer(tuple(r["answer"])) * MODEL.memory(tuple(f)), rel)
+            for r in reads[corpus]
+            for f, rel in r["memories"]
+        ]
+        cells.append(f"{corpus} {_worst(pairs):.3f} {len(shown) / max(1, len(answers)):.1f} {np.mean(shown):.3f}")
+    print(f"  {'the engine as it ships: gap, shown, prec.':<44} " + "  ".join(cells))
     for name, signal in MEMORY_SIGNALS.items():
         rows, cells = _memory_rows(reads, signal), []
         for held in fitted:
@@ -453,6 +481,20 @@ def compare_memory_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[
             gap = _worst(predicted(rows[corpus], answer, memory))
             cells.append(f"{corpus} {gap:.3f} " + "/".join(f"{h / max(1, len(found)):.3f}" for h in hits))
         print(f"  {'    fitted on all: gap, hit@1/5/10':<44} " + "  ".join(cells))
+        cells = []
+        for corpus in (*fitted, *checked):  # the engine's answer model with this memory model, as it would ship
+            pairs, kept, relevant, answers = [], 0, 0, 0
+            for read in rows[corpus]:
+                p = MODEL.answer(tuple(read["answer"]))
+                scored = [(p * _probability(memory, f), rel) for f, rel in read["memories"]]
+                pairs += scored
+                if read["foreign"] or p < DEFAULT_BAR or not scored:
+                    continue
+                floor = MODEL.floor(DEFAULT_BAR, max(q for q, _ in scored))
+                shown = [rel for q, rel in scored if q >= floor]
+                answers, kept, relevant = answers + 1, kept + len(shown), relevant + sum(shown)
+            cells.append(f"{corpus} {_worst(pairs):.3f} {kept / max(1, answers):.1f} {relevant / max(1, kept):.3f}")
+        print(f"  {'    with the shipped answer: gap, shown, prec.':<44} " + "  ".join(cells))
 
 
 def _floor(of_bar: float, of_top: float) -> Callable[[float, float], bool]:
