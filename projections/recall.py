@@ -33,9 +33,10 @@ one log position from the projections (never by rebuilding aggregates).
    best score; every other memory (and a solution or failed tactic whose problem is not in the
    answer) stands alone.
 6. The bar: an answer whose relevance is below `min_relevance` is empty (its memories counted as
-   below_relevance); in one above it, every memory shown earns its place: it clears the bar itself
-   (or it is the answer's most relevant memory, which the answer cleared the bar with: each memory's
-   relevance is below the answer's), or it comes with the memory of its case that did (a case passes or fails whole) and names it
+   below_relevance); in one above it, every memory shown earns its place: it clears the floor itself
+   (projections/relevance.py Floor: the higher of a share of the bar and a share of the answer's most
+   relevant memory, never above that one, which the answer cleared the bar with: each memory's relevance
+   is below the answer's), or it comes with the memory of its case that did (a case passes or fails whole) and names it
    (`shown_with`), or it amends (a change memory) a memory shown and comes with that one. The rest is
    held back (no tail of memories a few percent likely to be relevant).
    A change chain wins: a memory's amendments (the change memories linked to it) are shown before
