@@ -159,7 +159,7 @@ def foreign_task(everything: list[Task], repo: str, n: int) -> Task:
 def _arguments(repo: str, text: str, system: str = "full") -> dict:
     """A read's arguments: the protocol's (targeted, this repository's memories, limit 20), or for the
     systems read at default settings (eval_common.DEFAULT) what an agent sends: the repo and the query."""
-    if system in DEFAULT:
+    if system.split("@")[0] in DEFAULT:  # "default@<variant>": the same read through another engine
         return {"repo_id": repo, "query": text}
     return {"repo_id": repo, "query": text, "mode": "targeted", "include_global": False, "limit": LIMIT}
 
@@ -201,6 +201,7 @@ def _walk(
                 "hits": {},
                 "cost": {},
                 "foreign": {},
+                "shown": {},
                 "calibration": [],
             }
             query = asked(task)
@@ -208,6 +209,11 @@ def _walk(
                 arguments = _arguments(repo, query, name)
                 answer = engine.read(_request(repo, query, name))
                 row["hits"][name] = hits(distinct_tasks(returned(answer.results), task_of), task.files)
+                shown = [m["memory_id"] for m in flat(answer.results)]  # memories shown, and how many relevant
+                row["shown"][name] = [
+                    len(shown),
+                    sum(1 for m in shown if m in task_of and task_of[m].files & task.files),
+                ]
                 row["cost"][name] = _cost(answer, counter, arguments)
                 if name == "full-off":
                     row["calibration"] += [
@@ -215,8 +221,8 @@ def _walk(
                         for m in flat(answer.results)
                     ]
             foreign = asked(foreign_task(everything, repo, len(rows)))
-            for name in FOREIGN:
-                if name in engines:
+            for name in engines:
+                if name.split("@")[0] in FOREIGN:
                     answer = engines[name].read(_request(repo, foreign, name))
                     row["foreign"][name] = _cost(answer, counter, _arguments(repo, foreign, name))
                     if name == "full-off":

@@ -270,24 +270,31 @@ def request(repo: str, query: str):
     )
 
 
-def evaluate(embedder: MiniLMEmbedder, per_repo: int = PER_REPO, store: int = STORE) -> list[dict]:
-    """One row per read: repo, kind, size of the store, hit@k per system, and per system whether the
-    foreign read beside it was answered with nothing."""
-    configs = eval_coding.configs_for(("keyword", "vector", "full-off", "full"))
+def evaluate(
+    embedder: MiniLMEmbedder, per_repo: int = PER_REPO, store: int = STORE, configs: dict | None = None
+) -> list[dict]:
+    """One row per read: repo, kind, size of the store, hit@k per system, memories shown and how many of
+    them are relevant, and per system whether the foreign read beside it was answered with nothing (and
+    how many memories it showed). `configs`: the engines by system name (the default: KEYWORD's four;
+    "full@<variant>" names another engine at the bar)."""
+    configs = configs or eval_coding.configs_for(("keyword", "vector", "full-off", "full"))
     rows: list[dict] = []
 
     def visit(strata, repo: str, read: Read, relevant: Callable[[str], bool]) -> None:
         engines = {name: strata.recall(config) for name, config in configs.items()}
         size = None
         for kind, query in read.queries.items():
-            row = {"repo": repo, "kind": kind, "size": size, "hits": {}, "foreign_empty": {}}
+            row = {"repo": repo, "kind": kind, "size": size, "hits": {}, "shown": {}, "foreign_empty": {}}
+            row["foreign_shown"] = {}
             for name, engine in engines.items():
                 found = [relevant(m["memory_id"]) for m in flat(engine.read(request(repo, query)).results)]
                 row["hits"][name] = [any(found[:k]) for k in KS]
-                if name in ("full-off", "full"):
-                    row["foreign_empty"][name] = not flat(engine.read(request(repo, read.foreign[kind])).results)
+                row["shown"][name] = [len(found), sum(found)]
+                if name.split("@")[0] in ("full-off", "full"):
+                    foreign = flat(engine.read(request(repo, read.foreign[kind])).results)
+                    row["foreign_empty"][name], row["foreign_shown"][name] = not foreign, len(foreign)
             if size is None:  # after a read: an engine's index loads its partitions on its first
-                partition = engines["full"].index.partitions.get(repo)
+                partition = next(iter(engines.values())).index.partitions.get(repo)
                 size = len(partition.ids) if partition is not None else 0
             row["size"] = size
             rows.append(row)

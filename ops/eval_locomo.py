@@ -158,7 +158,8 @@ def evaluate(
     scores: dict[str, list[tuple[int, dict[int, float]]]] = {name: [] for name in names}
     latencies: dict[str, list[float]] = {name: [] for name in configs}
     cost: dict[str, list[dict]] = {name: [] for name in configs}
-    foreign_cost: dict[str, list[dict]] = {name: [] for name in FOREIGN if name in configs}
+    foreign_cost: dict[str, list[dict]] = {name: [] for name in configs if name.split("@")[0] in FOREIGN}
+    shown: dict[str, list[int]] = {name: [0, 0] for name in configs}  # memories shown in-corpus, relevant of them
     calibration: list[tuple[float, bool]] = []
     counter = TokenCounter()
     for index, sample in enumerate(data):
@@ -180,6 +181,9 @@ def evaluate(
                     answer = engine.read(_question(repo, qa["question"], name))
                     latencies[name].append(time.perf_counter() - started)
                     scores[name].append((category, recall_at(as_dia_ids(returned(answer.results), dia_of), evidence)))
+                    memories = flat(answer.results)
+                    shown[name][0] += len(memories)
+                    shown[name][1] += sum(1 for m in memories if set(dia_of.get(m["memory_id"], ())) & evidence)
                     cost[name].append(_cost(answer, counter, _arguments(repo, qa["question"], name)))
                     if name == "full-off":
                         calibration += [
@@ -207,7 +211,14 @@ def evaluate(
                     if name == "full-off":
                         calibration += [(m["relevance"], False) for m in flat(answer.results)]
             strata.close()
-    return {"scores": scores, "latencies": latencies, "cost": cost, "foreign": foreign_cost, "calibration": calibration}
+    return {
+        "scores": scores,
+        "latencies": latencies,
+        "cost": cost,
+        "foreign": foreign_cost,
+        "calibration": calibration,
+        "shown": shown,
+    }
 
 
 def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
@@ -218,7 +229,7 @@ def _cost(answer, counter: TokenCounter, arguments: dict) -> dict:
 def _arguments(repo: str, question: str, system: str = "full") -> dict:
     """A question's read: the protocol's (targeted, limit 50), or at default settings (eval_common.DEFAULT)
     what an agent sends, the repo and the question."""
-    if system in DEFAULT:
+    if system.split("@")[0] in DEFAULT:  # "default@<variant>": the same read through another engine
         return {"repo_id": repo, "query": question}
     return {"repo_id": repo, "query": question, "mode": "targeted", "limit": LIMIT, "include_global": False}
 

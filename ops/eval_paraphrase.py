@@ -117,8 +117,11 @@ def evaluate(embedder: MiniLMEmbedder, config: RecallConfig, path: Path = DATA) 
     rows = list(cases(embedder, config, visit, path))
     asked = [r for r in rows if r["asked"] is not None]
     unrelated = [r for r in rows if r["asked"] is None]
+    shown = sum(len(r["shown"]) for r in asked)
     return {
         "found": sum(r["asked"] in r["shown"] for r in asked) / len(asked),
+        "shown": shown / len(asked),  # memories per answer to a case, and the share of them asked for
+        "precision": sum(r["asked"] in r["shown"] for r in asked) / shown if shown else float("nan"),
         "first": sum(r["shown"][:1] == [r["asked"]] for r in asked) / len(asked),
         "silent": sum(not r["shown"] for r in unrelated) / len(unrelated),
         "cases": len(asked),

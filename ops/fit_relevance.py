@@ -52,7 +52,7 @@ from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallConfig
-from strata_recall.projections.relevance import DEFAULT_BAR, MODEL
+from strata_recall.projections.relevance import DEFAULT_BAR, MODEL, Floor
 
 FITTED = ("coding", "locomo", "history")
 CHECKED = ("titles", "history-short", "paraphrase")
@@ -383,44 +383,184 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
         print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
 
 
+def _spread(cos: list[float], first: int = 10) -> tuple[float, float]:
+    """The mean and spread of the store's background cosines for a query (background())."""
+    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
+    return (float(np.mean(rest)), float(np.std(rest))) if len(rest) > 1 else (background(cos, first), 0.0)
+
+
+MEMORY_SIGNALS: dict[str, Callable[[dict, list[float]], list[float]]] = {
+    "today's features": lambda r, f: f,
+    "+ cosine over the store's background": lambda r, f: [*f, f[0] - background(r["cos"])],
+    "+ cosine as a z-score of the background": lambda r, f: [
+        *f,
+        (f[0] - _spread(r["cos"])[0]) / max(0.02, _spread(r["cos"])[1]),
+    ],
+    "+ its place among the 100 nearest": lambda r, f: [*f, float(np.log1p(sum(1 for c in r["cos"] if c > f[0])))],
+    "+ how crowded its cosine is (within 0.02)": lambda r, f: [
+        *f,
+        float(np.log1p(sum(1 for c in r["cos"] if c >= f[0] - 0.02))),
+    ],
+    "+ its place in the answer by keyword": lambda r, f: [
+        *f,
+        float(np.log1p(sum(1 for g, _ in r["memories"] if g[2] > f[2]))),
+    ],
+    "relative to the answer only (no cosine, no keyword)": lambda r, f: [f[1], f[3], f[4], f[5]],
+}
+"""Memory-level feature sets measured against today's by --memory-signals: the memory's evidence against
+the store's own background for the query (its cosine over the background's mean, or in its spread), its
+place among the store's nearest memories, how many memories crowd its cosine, its place in the answer by
+keyword evidence, and the features relative to the answer alone (below the best cosine, both searches,
+fused share of the best, place), without the absolute cosine and keyword evidence."""
+MODEL_KS = (1, 5, 10)
+
+
+def _memory_rows(reads: dict, signal) -> dict:
+    return {
+        corpus: [{**read, "memories": [(list(signal(read, f)), rel) for f, rel in read["memories"]]} for read in rows]
+        for corpus, rows in reads.items()
+        if isinstance(rows, list)
+    }
+
+
+def _worst(pairs: list[tuple[float, bool]]) -> float:
+    return max((abs(p - y) for _, n, p, y in calibration(pairs)["bins"] if n >= 30), default=0.0)
+
+
+def compare_memory_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...]) -> None:
+    """Each memory-level feature set left out of each fitted corpus in turn: the worst calibration gap of
+    P(relevant) = answer x memory (bins of >= 30), and of each model alone (the answer's over every read,
+    the memory's over the memories of answers that hold a relevant one; the answer model is the same in
+    every row); then fitted on all, its gap on every corpus and hit@1/5/10 when an answer's memories are
+    ordered by the memory model (the score orders by relevance: a model that calibrates and ranks worse
+    is no candidate); and with the engine's answer model (MODEL.answer) as it would ship: the worst gap, and
+    the memories an in-corpus answer that passes the bar shows above the floor and the share relevant."""
+    print("memory signals, left out (gap: all / the answer model / the memory model), then fitted on all:")
+    cells = []
+    for corpus in (*fitted, *checked):  # the engine's model as it ships, for reference
+        answers = [r for r in reads[corpus] if not r["foreign"] and MODEL.answer(tuple(r["answer"])) >= DEFAULT_BAR]
+        shown = [
+            rel
+            for r in answers
+            for scored in [
+                [(MODEL.answer(tuple(r["answer"])) * MODEL.memory(tuple(f)), rel) for f, rel in r["memories"]]
+            ]
+            if scored
+            for q, rel in scored
+            if q >= MODEL.floor(DEFAULT_BAR, max(p for p, _ in scored))
+        ]
+        pairs = [
+            (MODEL.answer(tuple(r["answer"])) * MODEL.memory(tuple(f)), rel)
+            for r in reads[corpus]
+            for f, rel in r["memories"]
+        ]
+        cells.append(f"{corpus} {_worst(pairs):.3f} {len(shown) / max(1, len(answers)):.1f} {np.mean(shown):.3f}")
+    print(f"  {'the engine as it ships: gap, shown, prec.':<44} " + "  ".join(cells))
+    for name, signal in MEMORY_SIGNALS.items():
+        rows, cells = _memory_rows(reads, signal), []
+        for held in fitted:
+            answer, memory = fit(rows, tuple(c for c in fitted if c != held))
+            answers = [(_probability(answer, r["answer"]), any(rel for _, rel in r["memories"])) for r in rows[held]]
+            memories = [
+                (_probability(memory, f), rel)
+                for r in rows[held]
+                if any(rel for _, rel in r["memories"])
+                for f, rel in r["memories"]
+            ]
+            all_gap = _worst(predicted(rows[held], answer, memory))
+            cells.append(f"{held} {all_gap:.3f}/{_worst(answers):.3f}/{_worst(memories):.3f}")
+        print(f"  {name:<44} " + "  ".join(cells))
+        answer, memory = fit(rows, fitted)
+        cells = []
+        for corpus in (*fitted, *checked):
+            found = [r for r in rows[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"])]
+            hits = [0] * len(MODEL_KS)
+            for read in found:
+                order = [rel for _, rel in sorted(read["memories"], key=lambda m: -_probability(memory, m[0]))]
+                hits = [h + any(order[:k]) for h, k in zip(hits, MODEL_KS, strict=True)]
+            gap = _worst(predicted(rows[corpus], answer, memory))
+            cells.append(f"{corpus} {gap:.3f} " + "/".join(f"{h / max(1, len(found)):.3f}" for h in hits))
+        print(f"  {'    fitted on all: gap, hit@1/5/10':<44} " + "  ".join(cells))
+        cells = []
+        for corpus in (*fitted, *checked):  # the engine's answer model with this memory model, as it would ship
+            pairs, kept, relevant, answers = [], 0, 0, 0
+            for read in rows[corpus]:
+                p = MODEL.answer(tuple(read["answer"]))
+                scored = [(p * _probability(memory, f), rel) for f, rel in read["memories"]]
+                pairs += scored
+                if read["foreign"] or p < DEFAULT_BAR or not scored:
+                    continue
+                floor = MODEL.floor(DEFAULT_BAR, max(q for q, _ in scored))
+                shown = [rel for q, rel in scored if q >= floor]
+                answers, kept, relevant = answers + 1, kept + len(shown), relevant + sum(shown)
+            cells.append(f"{corpus} {_worst(pairs):.3f} {kept / max(1, answers):.1f} {relevant / max(1, kept):.3f}")
+        print(f"  {'    with the shipped answer: gap, shown, prec.':<44} " + "  ".join(cells))
+
+
+def _floor(of_bar: float, of_top: float) -> Callable[[float, float], bool]:
+    """A memory of relevance p is shown when it reaches projections/relevance.py Floor(of_bar, of_top) at the
+    default bar, for an answer whose most relevant memory is rated top."""
+    rule = Floor(of_bar=of_bar, of_top=of_top)
+    return lambda p, top: p >= rule(DEFAULT_BAR, top)
+
+
 FLOORS: dict[str, Callable[[float, float], bool]] = {
     "none": lambda p, top: True,
-    "0.01": lambda p, top: p >= 0.01 or p == top,
-    "0.02": lambda p, top: p >= 0.02 or p == top,
-    "0.03": lambda p, top: p >= 0.03 or p == top,
-    "0.05 (TAIL x bar)": lambda p, top: p >= 0.05 or p == top,
-    "0.05 x the top": lambda p, top: p >= 0.05 * top,
-    "0.1 x the top": lambda p, top: p >= 0.1 * top,
+    "0.01": _floor(0.05, 0.0),
+    "0.02": _floor(0.1, 0.0),
+    "0.03": _floor(0.15, 0.0),
+    "0.05 (earlier)": _floor(0.25, 0.0),
+    "0.05 x the top": _floor(0.0, 0.05),
+    "0.1 x the top": _floor(0.0, 0.1),
+    "0.01, 0.05 x top": _floor(0.05, 0.05),
+    "0.02, 0.05 x top": _floor(0.1, 0.05),
+    "0.02, 0.075 x top": _floor(0.1, 0.075),
+    "0.025, 0.05 x top": _floor(0.125, 0.05),
+    "0.02, 0.1 x top": _floor(0.1, 0.1),
 }
 """Which memories of an answer that passes the bar are shown, by their relevance p and the answer's most
-relevant memory's (top). The engine's rule (projections/relevance.py TAIL) also shows a memory with the
-one it comes with (its case, an amendment); these rules see memories one by one."""
+relevant memory's (top): the higher of a share of the bar and a share of the top, never above the top
+(projections/relevance.py Floor; its default is "0.02, 0.05 x top"). The engine also shows a memory with
+the one it comes with (its case, an amendment); these rules see memories one by one."""
 FLOOR_KS = (1, 5, 10, 25, 50)
 
 
 def compare_floors(reads: dict[str, list[dict]], bar: float) -> None:
-    """The engine's model (projections/relevance.py MODEL) on each corpus' in-corpus reads that found a
-    relevant memory with the bar off: the answer passes the bar or shows nothing, then each floor keeps
-    what it keeps. Printed per corpus: hit@k (a relevant memory among the first k kept) and memories kept
-    per read; the floor is a trade the corpora must agree on."""
+    """The engine's model (projections/relevance.py MODEL) on each corpus' in-corpus reads: the answer
+    passes the bar or shows nothing, then each floor keeps what it keeps. Printed per corpus: hit@k (a
+    relevant memory among the first k kept) over the reads that found one with the bar off, and its largest
+    loss against no floor at any k; over every in-corpus answer that passes, the memories kept per answer,
+    the share of them relevant (precision) and the share rated under 0.03 (the tail the issue calls
+    padding). The floor is a trade the corpora must agree on."""
     corpora = [c for c in (*FITTED, *CHECKED) if c in reads]
-    print(f"floors at the bar {bar}, hit@{'/'.join(map(str, FLOOR_KS))} and memories kept per read:")
+    print(f"floors at the bar {bar}: hit@{'/'.join(map(str, FLOOR_KS))}, loss, memories per answer, precision, <0.03:")
+    answers = {}
+    for corpus in corpora:
+        rows = []
+        for read in reads[corpus]:
+            answer = MODEL.answer(tuple(read["answer"]))
+            if read["foreign"] or answer < bar or not read["memories"]:
+                continue
+            rows.append([(answer * MODEL.memory(tuple(f)), rel) for f, rel in read["memories"]])
+        found = sum(1 for r in reads[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"]))
+        answers[corpus] = (rows, max(1, found))
+    unfloored: dict[str, list[float]] = {}
     for name, keeps in FLOORS.items():
         cells = []
-        for corpus in corpora:
-            found = [r for r in reads[corpus] if not r["foreign"] and any(rel for _, rel in r["memories"])]
-            hits, kept = [0] * len(FLOOR_KS), 0
-            for read in found:
-                answer = MODEL.answer(tuple(read["answer"]))
-                if answer < bar:
-                    continue
-                scored = [(answer * MODEL.memory(tuple(f)), rel) for f, rel in read["memories"]]
+        for corpus, (rows, found) in answers.items():
+            hits, kept, relevant, low = [0] * len(FLOOR_KS), 0, 0, 0
+            for scored in rows:
                 top = max(p for p, _ in scored)
-                shown = [rel for p, rel in scored if keeps(p, top)]
-                kept += len(shown)
-                hits = [h + any(shown[:k]) for h, k in zip(hits, FLOOR_KS, strict=True)]
-            n = max(1, len(found))
-            cells.append(f"{corpus} " + "/".join(f"{h / n:.3f}" for h in hits) + f" ({kept / n:.1f})")
+                shown = [(p, rel) for p, rel in scored if keeps(p, top)]
+                kept, relevant = kept + len(shown), relevant + sum(rel for _, rel in shown)
+                low += sum(1 for p, _ in shown if p < 0.03)
+                hits = [h + any(rel for _, rel in shown[:k]) for h, k in zip(hits, FLOOR_KS, strict=True)]
+            recall = [h / found for h in hits]
+            loss = max(a - b for a, b in zip(unfloored.setdefault(corpus, recall), recall, strict=True))
+            cells.append(
+                f"{corpus} " + "/".join(f"{r:.3f}" for r in recall) + f" -{loss:.3f} ({kept / max(1, len(rows)):.1f}"
+                f" P {relevant / max(1, kept):.3f} <.03 {low / max(1, kept):.2f})"
+            )
         print(f"  {name:<18} " + "   ".join(cells))
 
 
@@ -438,6 +578,7 @@ def main() -> None:
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
     parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
+    parser.add_argument("--memory-signals", action="store_true", help="compare memory features (MEMORY_SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
     parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
     parser.add_argument("--store", type=int, default=eval_commits.STORE)
@@ -470,6 +611,9 @@ def main() -> None:
         return
     if args.floors:
         compare_floors(reads, DEFAULT_BAR)
+        return
+    if args.memory_signals:
+        compare_memory_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads))
         return
     reads = _with(reads, SIGNALS[args.signal])
     print("leave one corpus out (P(relevant) = answer x memory; bin: n, predicted/observed):")

@@ -33,9 +33,10 @@ one log position from the projections (never by rebuilding aggregates).
    best score; every other memory (and a solution or failed tactic whose problem is not in the
    answer) stands alone.
 6. The bar: an answer whose relevance is below `min_relevance` is empty (its memories counted as
-   below_relevance); in one above it, every memory shown earns its place: it clears the bar itself
-   (or it is the answer's most relevant memory, which the answer cleared the bar with: each memory's
-   relevance is below the answer's), or it comes with the memory of its case that did (a case passes or fails whole) and names it
+   below_relevance); in one above it, every memory shown earns its place: it clears the floor itself
+   (projections/relevance.py Floor: the higher of a share of the bar and a share of the answer's most
+   relevant memory, never above that one, which the answer cleared the bar with: each memory's relevance
+   is below the answer's), or it comes with the memory of its case that did (a case passes or fails whole) and names it
    (`shown_with`), or it amends (a change memory) a memory shown and comes with that one. The rest is
    held back (no tail of memories a few percent likely to be relevant).
    A change chain wins: a memory's amendments (the change memories linked to it) are shown before
@@ -75,11 +76,7 @@ from strata_recall.projections.fts import FTSProjection, KeywordSearch, coverage
 from strata_recall.projections.fusion import fuse
 from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.relevance import (
-    TAIL,
-    answer_features,
-    memory_features,
-)
+from strata_recall.projections.relevance import answer_features, memory_features
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.tuning import RecallConfig as RecallConfig  # where callers have imported it from
@@ -531,9 +528,10 @@ class RecallEngine:
             hops = self._hop_cases(read, seeds)
             held_back = {**suppressed, **{reason: 99 for reason in FIT_REASONS if reason not in suppressed}}
             envelope = brief.envelope(read_id, round(answer.relevance, 4), held_back, GUIDANCE, archetype)
-            # a memory earns its place by clearing the floor, or by being the answer's most relevant one (the
-            # answer cleared the bar on its evidence), or by coming with one of those (its case, an amendment)
-            floor = min(bar * TAIL, max((case.relevance for case in cases), default=bar))
+            # a memory earns its place by clearing the floor (projections/relevance.py Floor: a share of the bar or
+            # of the answer's most relevant memory, never above that one: the answer cleared the bar on its
+            # evidence), or by coming with one that does (its case, an amendment)
+            floor = self.config.model.floor(bar, max((case.relevance for case in cases), default=bar))
             results = self._fit(read, cases, hops, floor, envelope)
         clock.lap("selection")
         evidence = {m: candidates[m].evidence for m in returned_ids(results)}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from strata_recall.schemas.defaults import DEFAULT_BAR as DEFAULT_BAR  # the bar TAIL scales
+from strata_recall.schemas.defaults import DEFAULT_BAR as DEFAULT_BAR  # the bar the floor scales with
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,35 @@ MEMORY_FEATURES = ("cos", "below_best_cos", "keyword", "agree", "fused", "log_ra
 
 
 @dataclass(frozen=True)
+class Floor:
+    """What a memory of an answer that passes the bar must reach to be shown on its own (else it is shown
+    with one that reaches it, its case's or the memory it amends, and says so, or it is held back as
+    below_relevance): the higher of `of_bar` x the bar (0.02 at the default bar) and `of_top` x the answer's
+    most relevant memory (0.045 when that one is rated 0.9), never above that memory itself (the answer
+    cleared the bar on its evidence). No floor with the bar off.
+
+    Not the bar itself, nor a fixed quarter of it: the model rates the memories that matter on coding
+    memory and commit histories at 0.01-0.05 and a LoCoMo question's evidence turns at 0.01-0.03, so
+    holding them to 0.05 cost LoCoMo most of what the bar off recalls past its first ten. The absolute part
+    ends the tail under 0.02 (LoCoMo turns relevant well under 1 % of the time there); the relative part
+    shortens a confident answer's tail. Chosen on every corpus in one run (ops/eval_floor.py; the figures
+    are docs/READING.md's, "The bar")."""
+
+    of_bar: float = 0.1
+    of_top: float = 0.05
+
+    def __call__(self, bar: float, top: float) -> float:
+        """The floor of an answer read at `bar` whose most relevant memory is rated `top`."""
+        if bar <= 0:
+            return 0.0
+        return min(top, max(self.of_bar * bar, self.of_top * top))
+
+
+@dataclass(frozen=True)
 class RelevanceModel:
     answer: Logistic  # over ANSWER_FEATURES
     memory: Logistic  # over MEMORY_FEATURES
+    floor: Floor = Floor()  # what a memory of an answer that passes the bar must reach to be shown on its own
 
 
 # fitted by `python ops/fit_relevance.py` on the dev corpora (coding memory and LoCoMo); docs/READING.md ("What
@@ -56,12 +82,6 @@ MODEL = RelevanceModel(
     answer=Logistic(-13.460, (17.238, 2.834, 3.290, 0.370, 0.619)),
     memory=Logistic(-4.613, (1.127, 0.858, -1.013, -0.005, 3.942, -0.338)),
 )
-
-TAIL = 0.25
-"""In an answer that passes the bar, a memory whose relevance is below TAIL × the bar (0.05 at the default
-bar) is held back unless it comes with one that reaches it (its case, an amendment): no tail of memories
-barely likely to be relevant. Not the bar itself: the model rates a relevant past coding task well below
-the bar, and holding every memory to the bar loses most of them (docs/READING.md has the figures)."""
 
 
 def answer_features(

@@ -104,3 +104,17 @@ def test_a_walk_of_some_repositories_walks_only_those() -> None:
     walked = eval_commits.walk(None, lambda *_: None, repos=("psf/requests",))  # type: ignore[arg-type]
     assert next(walked) == "psf/requests"  # the first repository of the four is pytest's
     walked.close()
+
+
+def test_the_floors_compared_are_the_earlier_rule_and_the_engines() -> None:
+    """ops/eval_floor.py's default candidates: the earlier floor (a quarter of the bar, never above the
+    answer's best) and the engine's own."""
+    from ops import eval_floor
+    from strata_recall.projections.relevance import DEFAULT_BAR, MODEL
+
+    candidates = eval_floor.floors(eval_floor.FLOORS)
+    for top in (0.01, 0.05, 0.3, 0.9):
+        assert candidates["0.05"](DEFAULT_BAR, top) == pytest.approx(min(0.25 * DEFAULT_BAR, top))
+        assert candidates["new"](DEFAULT_BAR, top) == MODEL.floor(DEFAULT_BAR, top)
+    engines = eval_floor.configs(candidates)
+    assert engines["full-off"].bar == 0.0 and engines["default@new"].model.floor == MODEL.floor

@@ -3,6 +3,7 @@ with more evidence, and cheap."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,3 +34,19 @@ def test_a_question_nothing_resembles_is_below_the_bar_and_a_close_match_above()
 
     assert MODEL.answer(answer_features(0.25, 0.0, 0.3, False, 6)) < DEFAULT_BAR
     assert MODEL.answer(answer_features(0.75, 0.5, 1.0, True, 6)) > DEFAULT_BAR
+
+
+@given(st.floats(min_value=0.01, max_value=1.0), unit)
+def test_the_floor_is_a_share_of_the_bar_or_of_the_best_never_above_the_best(bar, top) -> None:
+    floor = MODEL.floor(bar, top)
+    assert floor <= top  # the answer's most relevant memory is always shown on its own
+    assert floor == min(top, max(0.1 * bar, 0.05 * top))
+    assert MODEL.floor(0.0, top) == 0.0  # the bar off: no floor
+
+
+def test_the_floor_at_the_default_bar() -> None:
+    from strata_recall.projections.relevance import DEFAULT_BAR
+
+    assert MODEL.floor(DEFAULT_BAR, 0.3) == pytest.approx(0.02)  # a weak answer's tail ends at 0.02, not at 0.05
+    assert MODEL.floor(DEFAULT_BAR, 0.9) == pytest.approx(0.045)  # a confident one's nearer 0.05
+    assert MODEL.floor(DEFAULT_BAR, 0.015) == 0.015  # the best memory itself, when it is under the floor
