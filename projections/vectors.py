@@ -138,6 +138,13 @@ class EmbeddingCache:
         if model is not None:
             yield from self.conn.execute("SELECT content_hash, vector FROM vectors WHERE model = ?", (model,))
 
+    def forget(self, model_id: str) -> None:
+        """Delete every vector of `model_id`."""
+        model = self._model(model_id, create=False)
+        if model is not None:
+            with store.transaction(self.conn):
+                self.conn.execute("DELETE FROM vectors WHERE model = ?", (model,))
+
     def put_many(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
         """(hex content hash, model id, float32 vector bytes) rows; a hash already held stays as it is.
         Beyond the window, the oldest vectors go."""
@@ -327,7 +334,9 @@ class VectorProjection(Projection):
         vector in the embedding cache (which then held every vector embedded) by its bytes. A vector
         the cache lacks stays unhashed: a replay embeds its text again, a read of the past too. The
         cache's other vectors of this model (the old texts of edited memories among them) become
-        superseded ones, as an edit would have kept them: the cache is trimmed to its window next."""
+        superseded ones, as an edit would have kept them (and a write's the projection has not reached
+        yet is taken from there when it does); the cache then holds none of this model's, and
+        compact() gives its file back."""
         model = self.embedder.model_id
         by_vector = {
             hashlib.blake2b(vector, digest_size=16).digest(): digest for digest, vector in self.cache.every(model)
@@ -345,6 +354,7 @@ class VectorProjection(Projection):
                 ((digest, vector) for digest, vector in self.cache.every(model) if digest not in current),
             )
             self.conn.execute("UPDATE vec_model SET hashed = 1")
+        self.cache.forget(model)  # every one of them is in the projection now
         log.info("vector_hashes_recovered", hashed=len(rows), cached=len(by_vector))
 
     def _take_up_carry(self) -> None:
@@ -394,14 +404,18 @@ class VectorProjection(Projection):
 
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
         """Vectors for every text written in the batch, by text: from the carry of a reset, else the
-        cache, else embedded now (not cached: the projection holds them)."""
+        vectors edits replaced, else the cache, else embedded now (not cached: the projection holds them)."""
         texts = (Memory.MemoryWritten, Memory.TextEdited)
-        held = (self.carry.get_many,) if self.carry is not None else ()
+        held = (self.carry.get_many, self._superseded) if self.carry is not None else (self._superseded,)
         vectors, embedded = vectors_for(
             {e.text for _, e in batch if type(e) in texts}, self.embedder, self.cache, held=held, keep=False
         )
         self.embedded += embedded
         return vectors
+
+    def _superseded(self, hashes: Sequence[str]) -> dict[str, bytes]:
+        sql = "SELECT content_hash, vector FROM vec_superseded WHERE content_hash IN ({marks})"
+        return {d.hex(): v for d, v in store.select_in(self.conn, sql, [bytes.fromhex(h) for h in hashes])}
 
     def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: dict[str, bytes]) -> None:
         # Rows move with the position in one transaction, so an event past the position has no row

@@ -207,28 +207,30 @@ def test_an_old_text_no_store_holds_is_embedded_once(
     assert counting.texts == 1
 
 
-def test_a_store_from_before_is_upgraded_when_opened(
-    data_dir: Path, api_of: Callable[..., CommandAPI], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    counting = Counting(dim=384)  # vectors the model's size: the cache's file spans pages enough to shrink
-    strata = build(load_settings(environ={}, data_dir=data_dir), embedder=counting)  # type: ignore[arg-type]
-    digest = built(strata, api_of, n=120)
-    vectors = vectors_of(strata)
-    # the store as the code before left it: every vector ever embedded in the cache (old texts of edited
-    # memories too), the vector projection without its texts' hashes
+def as_before(strata: Strata, counting: Counting) -> None:
+    """The store as the code before left it: every vector ever embedded in the cache (old texts of
+    edited memories too), the vector projection without its texts' hashes; closed."""
     texts = [e.text for _, e in strata.runner(["vectors"]).read(1, 100_000) if hasattr(e, "text")]
     cache = EmbeddingCache(strata.embedding_cache_path, window=100_000)
-    cache.put_many(
-        [(content_hash(t), counting.model_id, counting.inner.embed([t])[0].astype(np.float32).tobytes()) for t in texts]
-    )
+    embedded = counting.inner.embed(texts).astype(np.float32)
+    cache.put_many([(content_hash(t), counting.model_id, v.tobytes()) for t, v in zip(texts, embedded, strict=True)])
     cache.close()
-    conn = sqlite3.connect(vectors.path)
+    conn = sqlite3.connect(vectors_of(strata).path)
     conn.executescript(
         "DROP TABLE vec_hashes; DROP TABLE vec_superseded; ALTER TABLE vec_model DROP COLUMN hashed;"
         " DELETE FROM migrations WHERE name = 'vectors.m003_text_hashes';"
     )
     conn.close()
     strata.close()
+
+
+def test_a_store_from_before_is_upgraded_when_opened(
+    data_dir: Path, api_of: Callable[..., CommandAPI], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counting = Counting(dim=384)  # vectors the model's size: the cache's file spans pages enough to shrink
+    strata = build(load_settings(environ={}, data_dir=data_dir), embedder=counting)  # type: ignore[arg-type]
+    digest = built(strata, api_of, n=120)
+    as_before(strata, counting)
     cache_file = data_dir / "projections" / "embedding-cache.sqlite"
     big = cache_file.stat().st_size
     monkeypatch.setattr(vectors_module, "COMPACT_ABOVE_BYTES", 0)  # this little cache is worth shrinking too
@@ -239,13 +241,28 @@ def test_a_store_from_before_is_upgraded_when_opened(
         rows = vectors.conn.execute("SELECT count(*) FROM vec_memories").fetchone()[0]
         assert vectors.conn.execute("SELECT count(*) FROM vec_hashes").fetchone()[0] == rows
         assert vectors.digest() == digest  # the same rows, hashes and superseded vectors as if built anew
-        assert vectors.cache.size() == 10
+        assert vectors.cache.size() == 0  # every vector it held is in the projection now
         assert cache_file.stat().st_size < big / 2
-        empty_the_cache(upgraded)
         counting.texts = 0
         vectors.reset()
         Runner(upgraded.log, [vectors]).catch_up()
         assert counting.texts == 0
         assert vectors.digest() == digest
+    finally:
+        upgraded.close()
+
+
+def test_a_write_the_projection_had_not_reached_at_the_upgrade_is_not_embedded_again(
+    strata: Strata, data_dir: Path, counting: Counting, api_of: Callable[..., CommandAPI]
+) -> None:
+    built(strata, api_of, n=30)
+    api_of(strata).write(write_request("repo-1", "the release branch is cut on thursdays"))  # not caught up
+    as_before(strata, counting)  # its vector in the cache, as the write path's near-duplicate check put it
+    upgraded = build(load_settings(environ={}, data_dir=data_dir), embedder=counting)  # type: ignore[arg-type]
+    try:
+        counting.texts = 0
+        upgraded.catch_up()
+        assert counting.texts == 0
+        assert vectors_of(upgraded).position == upgraded.log.position()
     finally:
         upgraded.close()
