@@ -66,7 +66,7 @@ over, four an 8 KB page with 1.4 KB left (ops/bench_projections.py prints the by
 
 
 DEFAULT_CACHE_WINDOW = 10_000
-"""Vectors the embedding cache keeps by default (settings.embedding_cache_size): ~17 MB."""
+"""Vectors the product's embedding cache keeps by default (settings.embedding_cache_size): ~17 MB."""
 
 
 class EmbeddingCache:
@@ -78,12 +78,14 @@ class EmbeddingCache:
 
     It keeps the `window` vectors put last (by rowid, which grows with every insert) and deletes older
     ones as it goes: the vector projection holds every memory's vector, so the cache is only for the
-    vectors embedded outside it (module docstring). A cache from before, which held every vector ever
+    vectors embedded outside it (module docstring); the product's window is settings.embedding_cache_size.
+    Without a window it keeps every vector, and the vector projection puts what it embeds there too:
+    for tools that share one cache between fresh stores (ops/eval_history.py, the ops/ benches). A cache from before, which held every vector ever
     embedded (168 MB at 100,000 memories), is trimmed and its file shrunk by compact(), which the vector
     projection calls once it has taken what it needs from it (VectorProjection.opened)."""
 
-    def __init__(self, path: Path, window: int = DEFAULT_CACHE_WINDOW) -> None:
-        self.window = max(0, window)
+    def __init__(self, path: Path, window: int | None = None) -> None:
+        self.window = None if window is None else max(0, window)
         if not Path(path).exists() or Path(path).stat().st_size == 0:  # the page size holds from the first write
             store.private_file(path)
             fresh = sqlean.connect(str(path), isolation_level=None)  # before WAL, which fixes the page size
@@ -158,6 +160,8 @@ class EmbeddingCache:
 
     def _trim(self) -> int:
         """Delete the vectors older than the last `window` put (in a transaction); how many went."""
+        if self.window is None:
+            return 0
         top = self.conn.execute("SELECT max(rowid) FROM vectors").fetchone()[0]
         if top is None or top <= self.window:
             return 0
@@ -354,7 +358,8 @@ class VectorProjection(Projection):
                 ((digest, vector) for digest, vector in self.cache.every(model) if digest not in current),
             )
             self.conn.execute("UPDATE vec_model SET hashed = 1")
-        self.cache.forget(model)  # every one of them is in the projection now
+        if self.cache.window is not None:
+            self.cache.forget(model)  # every one of them is in the projection now
         log.info("vector_hashes_recovered", hashed=len(rows), cached=len(by_vector))
 
     def _take_up_carry(self) -> None:
@@ -404,11 +409,16 @@ class VectorProjection(Projection):
 
     def prepare(self, batch: Sequence[Positioned]) -> dict[str, bytes]:
         """Vectors for every text written in the batch, by text: from the carry of a reset, else the
-        vectors edits replaced, else the cache, else embedded now (not cached: the projection holds them)."""
+        vectors edits replaced, else the cache, else embedded now (cached only by a cache without a
+        window: the projection holds them)."""
         texts = (Memory.MemoryWritten, Memory.TextEdited)
         held = (self.carry.get_many, self._superseded) if self.carry is not None else (self._superseded,)
         vectors, embedded = vectors_for(
-            {e.text for _, e in batch if type(e) in texts}, self.embedder, self.cache, held=held, keep=False
+            {e.text for _, e in batch if type(e) in texts},
+            self.embedder,
+            self.cache,
+            held=held,
+            keep=self.cache.window is None,
         )
         self.embedded += embedded
         return vectors

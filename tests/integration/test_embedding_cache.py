@@ -76,3 +76,14 @@ def test_the_cache_keeps_only_its_window_of_the_last_vectors_put(tmp_path: Path)
     none.put_many(written[:5])
     assert none.size() == 0
     none.close()
+
+
+def test_a_cache_without_a_window_keeps_every_vector(tmp_path: Path) -> None:
+    """What tools that share one cache between fresh stores open (ops/eval_history.py, the benches)."""
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    written = rows(300)
+    for i in range(0, len(written), 50):
+        cache.put_many(written[i : i + 50])
+    cache.compact()
+    assert cache.size() == 300
+    cache.close()
