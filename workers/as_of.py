@@ -12,9 +12,10 @@ A past model is built by the replay path (workers.runner.pipelined, stopped at t
 throwaway projection files in a temporary folder: FTS, links, snapshot and archetypes. Its vector
 index is built in memory, and only when a read needs it, from the memories' texts: a vector depends
 on nothing but its text and the model, so a memory whose text then is the text the present vector
-projection holds for it (the hashes match) takes the vector from there; an older text (one edited
-since) from the embedding cache's window, else it is embedded then (~10 ms a text on this machine,
-once: it is cached).
+projection holds for it (the hashes match), or a text an edit has replaced since (the projection keeps
+those), takes the vector from there; a text found in neither (an old text of a memory edited before
+the store's upgrade, which the old cache lacked) comes from the embedding cache's window, else it is
+embedded then (~10 ms a text on this machine, once: it is cached).
 Models are cached, most recently used first, up to `keep` (a model a request is using is pinned: it
 is never pushed out under it); building one costs a replay of the log up to the position
 (ops/bench_inspector.py measures it at 100,000 memories). A serving process bounds how many distinct
