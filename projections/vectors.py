@@ -242,6 +242,9 @@ def vectors_for(
     return {text: vectors[h] for h, text in hashes.items()}, len(missing)
 
 
+CARRY_CACHE_KIB = 4096
+
+
 class Carry:
     """The vectors a reset vector projection had, by content hash, in a file beside it, for the replay
     that follows to take instead of embedding their texts again: written before the old rows are
@@ -253,6 +256,10 @@ class Carry:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = store.connect(path)
+        # read once, each vector where the replay needs it: neither mapped nor cached (a replay's
+        # resident memory stays what it was with the cache)
+        self.conn.execute("PRAGMA mmap_size=0")
+        self.conn.execute(f"PRAGMA cache_size=-{CARRY_CACHE_KIB}")
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS carry_model (id INTEGER PRIMARY KEY CHECK (id = 1), model_id TEXT, dim INTEGER,"
             " until INTEGER)"
@@ -386,17 +393,21 @@ class VectorProjection(Projection):
             carry = self.carry or Carry(Carry.path_of(self.path))
             hashes = dict(self.conn.execute("SELECT memory_id, content_hash FROM vec_hashes"))
             until = max(self.position, (carry.model() or ("", 0, 0))[2])
-            current = self.conn.execute("SELECT memory_id, embedding FROM vec_memories")
-            with store.transaction(carry.conn):
-                carry.conn.executemany(
-                    "INSERT OR IGNORE INTO carried VALUES (?, ?)",
-                    ((hashes[memory_id], vector) for memory_id, vector in current if memory_id in hashes),
-                )
-                carry.conn.executemany(
-                    "INSERT OR IGNORE INTO carried VALUES (?, ?)",
-                    self.conn.execute("SELECT content_hash, vector FROM vec_superseded"),
-                )
-                carry.conn.execute("INSERT OR REPLACE INTO carry_model VALUES (1, ?, ?, ?)", (*row, until))
+            self.conn.execute("PRAGMA mmap_size=0")  # one pass over every row: not worth mapping the file
+            try:
+                current = self.conn.execute("SELECT memory_id, embedding FROM vec_memories")
+                with store.transaction(carry.conn):
+                    carry.conn.executemany(
+                        "INSERT OR IGNORE INTO carried VALUES (?, ?)",
+                        ((hashes[memory_id], vector) for memory_id, vector in current if memory_id in hashes),
+                    )
+                    carry.conn.executemany(
+                        "INSERT OR IGNORE INTO carried VALUES (?, ?)",
+                        self.conn.execute("SELECT content_hash, vector FROM vec_superseded"),
+                    )
+                    carry.conn.execute("INSERT OR REPLACE INTO carry_model VALUES (1, ?, ?, ?)", (*row, until))
+            finally:
+                self.conn.execute(f"PRAGMA mmap_size={store.MMAP_BYTES}")
             self.carry = carry
             log.info("vector_carry_written", until=until, vectors=len(hashes))
         super()._reset()
