@@ -22,7 +22,7 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections import vectors as vectors_module
 from strata_recall.projections.embedder import HashEmbedder
-from strata_recall.projections.vectors import EmbeddingCache, VectorProjection, content_hash
+from strata_recall.projections.vectors import EmbeddingCache, VectorProjection, content_hash, stored_vectors
 from strata_recall.workers.runner import Runner
 from strata_recall.workers.runner import replay as run_replay
 from tests.conftest import write_request
@@ -266,3 +266,31 @@ def test_a_write_the_projection_had_not_reached_at_the_upgrade_is_not_embedded_a
         assert vectors_of(upgraded).position == upgraded.log.position()
     finally:
         upgraded.close()
+
+
+def test_the_stored_vectors_read_from_sqlite_vec_tables_are_the_virtual_tables_rows(
+    strata: Strata, api_of: Callable[..., CommandAPI]
+) -> None:
+    built(strata, api_of, n=150)  # edits rewrite vectors in place
+    vectors = vectors_of(strata)
+    scanned = sorted(vectors.conn.execute("SELECT memory_id, embedding FROM vec_memories"))
+    assert sorted(stored_vectors(vectors.conn)) == scanned
+    assert len(scanned) > 100
+
+
+def test_the_stored_vectors_span_several_chunks(tmp_path: Path) -> None:
+    projection = VectorProjection(tmp_path / "v.sqlite", HashEmbedder(dim=8), EmbeddingCache(tmp_path / "c.sqlite"))  # type: ignore[arg-type]
+    rng = np.random.default_rng(3)
+    rows = [
+        (f"m{i}", rng.standard_normal(8).astype(np.float32).tobytes(), "r", "repo", "fact", "active")
+        for i in range(2500)
+    ]
+    with projection.conn:
+        projection.conn.executemany(
+            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
+        )
+        projection.conn.execute("UPDATE vec_memories SET embedding = ? WHERE memory_id = 'm1500'", (b"\0" * 32,))
+    scanned = sorted(projection.conn.execute("SELECT memory_id, embedding FROM vec_memories"))
+    assert sorted(stored_vectors(projection.conn)) == scanned
+    assert dict(scanned)["m1500"] == b"\0" * 32
+    projection.close()
