@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +260,8 @@ class Carry:
         self.conn.execute(f"PRAGMA cache_size=-{CARRY_CACHE_KIB}")  # each vector is read once: mapped, not cached
         # written once, in one transaction, and only ever read after: a rollback journal writes its pages
         # once (a WAL, twice); a crash mid-way leaves no carry_model row, and the carry is deleted
-        self.conn.execute("PRAGMA journal_mode=DELETE")
+        with suppress(store.Error):  # another process has it open (a replay taken over): it stays in WAL
+            self.conn.execute("PRAGMA journal_mode=DELETE")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS carry_model (id INTEGER PRIMARY KEY CHECK (id = 1), model_id TEXT, dim INTEGER,"
