@@ -9,8 +9,8 @@ Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--
 projections stay local SQLite files, as on a read node.
 
 --seed-cache copies an embedding cache (e.g. one ops/bench_read.py --keep left behind for the same
-workload) into the store first, so the warm-cache replay does not have to embed 100,000 texts
-first; the cold figure clears the cache either way.
+workload, by a revision whose cache kept every vector) into the store first, so the warm replay does
+not have to embed 100,000 texts first; the cold figure clears the cache either way.
 
 Replay figures (--parts replay): each projection alone, and fts + links + snapshot together, through
 workers.runner.replay, the path `strata replay` takes (windows of events in bulk settings, each
@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "ops"))
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
-from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.app.settings import Settings, load_settings
 from strata_recall.projections import store
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
@@ -192,9 +192,12 @@ def vector_figures(data: Path, sample: int) -> dict[str, float]:
 
 
 def warm_vector_replay(data: Path, head: int) -> dict[str, float]:
-    """Fill the cache with a full catch-up, then time replays that need no embedding: a plain runner
-    and (where the checkout has it) the pipelined replay, decoding on one thread, applying on another."""
-    strata = build(load_settings(environ={}, data_dir=data, **LOG))
+    """Fill the vector projection with a full catch-up (from a seeded cache, kept whole for it), then
+    time replays that need no embedding (the vectors come from the projection's carry, or from the cache
+    in revisions before it): a plain runner and (where the checkout has it) the pipelined replay,
+    decoding on one thread, applying on another."""
+    whole = {"embedding_cache_size": 10_000_000} if "embedding_cache_size" in Settings.model_fields else {}
+    strata = build(load_settings(environ={}, data_dir=data, **LOG, **whole))
     vectors = strata.projection("vectors")
     start = time.perf_counter()
     Runner(strata.log, [vectors], batch_size=2000).catch_up()

@@ -672,15 +672,17 @@ class Harness:
         return time.monotonic() - started
 
     def fresh_replay(self, names: tuple[str, ...] | None = None) -> Path:
-        """Every projection (or `names`) rebuilt from position zero in the reference data directory, its
-        embedding cache copied from node a first (vectors are read, not embedded again)."""
+        """Every projection (or `names`) rebuilt from position zero in the reference data directory, node
+        a's vector projection and embedding cache copied first (the replay takes the vectors of unchanged
+        texts from the projection it resets: read, not embedded again)."""
         reference = self.root / "reference"
         (reference / "projections").mkdir(parents=True, exist_ok=True)
-        cache = self.nodes[0].data / "projections" / "embedding-cache.sqlite"
-        if cache.exists():
-            for suffix in ("", "-wal", "-shm"):
-                (reference / "projections" / f"embedding-cache.sqlite{suffix}").unlink(missing_ok=True)
-            copy_sqlite(cache, reference / "projections" / "embedding-cache.sqlite")
+        for name in ("embedding-cache.sqlite", "vectors.sqlite"):
+            source = self.nodes[0].data / "projections" / name
+            if source.exists():
+                for suffix in ("", "-wal", "-shm"):
+                    (reference / "projections" / f"{name}{suffix}").unlink(missing_ok=True)
+                copy_sqlite(source, reference / "projections" / name)
         args = [STRATA, "--json", "replay", *(f"--projection={n}" for n in names or ())]
         done = subprocess.run(args, env=self.env(reference), capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:

@@ -11,7 +11,11 @@ construction (tests/integration/test_as_of.py compares the two).
 A past model is built by the replay path (workers.runner.pipelined, stopped at the position) into
 throwaway projection files in a temporary folder: FTS, links, snapshot and archetypes. Its vector
 index is built in memory, and only when a read needs it, from the memories' texts: a vector depends
-on nothing but its text and the model, and comes from the embedding cache as in any rebuild.
+on nothing but its text and the model, so a memory whose text then is the text the present vector
+projection holds for it (the hashes match), or a text an edit has replaced since (the projection keeps
+those), takes the vector from there; a text found in neither (an old text of a memory edited before
+the store's upgrade, which the old cache lacked) comes from the embedding cache's window, else it is
+embedded then (~10 ms a text on this machine, once: it is cached).
 Models are cached, most recently used first, up to `keep` (a model a request is using is pinned: it
 is never pushed out under it); building one costs a replay of the log up to the position
 (ops/bench_inspector.py measures it at 100,000 memories). A serving process bounds how many distinct
@@ -46,7 +50,7 @@ from strata_recall.projections.links import LinksProjection
 from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.projections.top_of_block import TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
-from strata_recall.projections.vectors import EmbeddingCache, vectors_for
+from strata_recall.projections.vectors import DEFAULT_CACHE_WINDOW, EmbeddingCache, VectorReader, vectors_for
 from strata_recall.workers.runner import pipelined
 
 log = structlog.get_logger("strata.as_of")
@@ -154,6 +158,7 @@ class PastModel:
         embedder: Callable[[], Embedder],
         cache: Callable[[], EmbeddingCache],
         memory_log: MemoryLog,
+        present: Callable[[], VectorReader | None] = lambda: None,
     ) -> None:
         self.position, self.folder = position, folder
         self.fts: FTSProjection = projections["fts"]  # type: ignore[assignment]
@@ -161,7 +166,7 @@ class PastModel:
         self.snapshot: SnapshotProjection = projections["snapshot"]  # type: ignore[assignment]
         self.archetypes: ArchetypesProjection = projections["archetypes"]  # type: ignore[assignment]
         self.state = TopOfBlock(self.snapshot, memory_log)  # at the snapshot's own height: no tail to fold
-        self._embedder, self._cache = embedder, cache
+        self._embedder, self._cache, self._present = embedder, cache, present
         self._index: VectorIndex | None = None
         self._classifier: ArchetypeClassifier | None = None
         self._lock = threading.Lock()
@@ -174,7 +179,9 @@ class PastModel:
                 embedder = self._embedder()
                 rows = self.fts.memories()
                 texts = self.snapshot.texts()
-                vectors, embedded = vectors_for(texts.values(), embedder, self._cache())
+                present = self._present()
+                held = (present.held(texts),) if present is not None else ()
+                vectors, embedded = vectors_for(texts.values(), embedder, self._cache(), held=held)
                 self._index = VectorIndex.of_rows(
                     embedder.dim,
                     [(m.memory_id, vectors[texts[m.memory_id]], m.repo_id, m.scope, m.kind, m.status) for m in rows],
@@ -215,9 +222,14 @@ class PastModels:
         cache_path: Path,
         keep: int = 1,
         folder: Path | None = None,
+        *,
+        cache_window: int = DEFAULT_CACHE_WINDOW,
+        vectors_path: Path | None = None,
     ) -> None:
         self.log, self.embedder, self.cache_path = memory_log, embedder, cache_path
         self.keep, self.folder = max(1, keep), folder
+        self.cache_window, self.vectors_path = cache_window, vectors_path
+        self._present: VectorReader | None = None
         self.models: OrderedDict[int, PastModel] = OrderedDict()
         self.retired: list[PastModel] = []
         self.pinned: Counter[int] = Counter()
@@ -228,8 +240,16 @@ class PastModels:
         """A connection of its own to the embedding cache (models may be built off the request thread)."""
         with self.lock:
             if self._cache is None:
-                self._cache = EmbeddingCache(self.cache_path)
+                self._cache = EmbeddingCache(self.cache_path, self.cache_window)
             return self._cache
+
+    def present(self) -> VectorReader | None:
+        """A connection of its own to the present vector projection (where the vectors of texts
+        unchanged since a past moment are), if there is one."""
+        with self.lock:
+            if self._present is None and self.vectors_path is not None and self.vectors_path.exists():
+                self._present = VectorReader(self.vectors_path)
+            return self._present
 
     def prepare(self, position: int, vectors: bool = False) -> None:
         """Build the model of `position` (and its vector index) if it is not built yet."""
@@ -305,7 +325,7 @@ class PastModels:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         log.info("as_of_built", position=position, events=events)
-        return PastModel(position, folder, projections, self.embedder, self.cache, self.log)
+        return PastModel(position, folder, projections, self.embedder, self.cache, self.log, self.present)
 
     def close(self) -> None:
         with self.lock:
@@ -317,3 +337,6 @@ class PastModels:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+        if self._present is not None:
+            self._present.close()
+            self._present = None

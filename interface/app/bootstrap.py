@@ -103,7 +103,8 @@ class Strata:
 
     @property
     def embedding_cache_path(self) -> Path:
-        """Vectors by text and model, shared by the vector projection, past models and the write path."""
+        """The last vectors embedded outside the vector projection, by text and model (a bounded window:
+        settings.embedding_cache_size), shared by the vector projection, past models and the write path."""
         return self.settings.projection_dir / "embedding-cache.sqlite"
 
     def near_duplicates(self) -> NearDuplicates | None:
@@ -113,7 +114,9 @@ class Strata:
         if not self.settings.near_duplicates or self.embedder is None or not getattr(self.embedder, "loaded", True):
             return None
         if self._near is None:
-            self._near = NearDuplicates(self.recall(), EmbeddingCache(self.embedding_cache_path))
+            self._near = NearDuplicates(
+                self.recall(), EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size)
+            )
         return self._near
 
     def memory_index(self) -> MemoryIndex:
@@ -172,6 +175,8 @@ class Strata:
                 lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
                 self.embedding_cache_path,
                 keep=self.settings.as_of_models,
+                cache_window=self.settings.embedding_cache_size,
+                vectors_path=self.settings.projection_dir / "vectors.sqlite",
             )
         return self._past
 
@@ -355,7 +360,7 @@ class Strata:
                 model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads
             )
         if self._cache is None:
-            self._cache = EmbeddingCache(self.embedding_cache_path)
+            self._cache = EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size)
         return VectorProjection(path, self.embedder, self._cache)
 
     def close(self) -> None:

@@ -101,6 +101,15 @@ class Settings(BaseModel):
         description="Read models of the past (`as_of`) a process keeps built; each costs a replay of the log to its "
         "position, and its vectors' memory once a read uses it (~200 MB at 100,000 memories).",
     )
+    embedding_cache_size: int = Field(
+        10_000,
+        ge=0,
+        le=10_000_000,
+        description="Vectors the embedding cache keeps (~1.7 KB each), the last embedded outside the vector projection: "
+        "the write path's near-duplicate checks (reused when the projection reaches the write) and the old texts "
+        "of reads of the past. 0 keeps none. The vector projection holds every memory's vector, and a replay "
+        "takes them from it: the cache is not needed to rebuild without embedding again.",
+    )
     workspace_roots: list[Path] = Field(
         default_factory=list,
         description="Folders whose files a local client (the CLI, `strata mcp` over stdio) may have Strata read for "

@@ -61,3 +61,29 @@ def test_a_cache_in_the_first_layout_is_converted(tmp_path: Path) -> None:
     cache.close()
     assert EmbeddingCache(path).get_many([written[0][0]], MODEL) == {written[0][0]: written[0][2]}  # opened again
     assert hashlib.sha256(b"memory 0").hexdigest() == written[0][0]
+
+
+def test_the_cache_keeps_only_its_window_of_the_last_vectors_put(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "cache.sqlite", window=100)
+    written = rows(1000)
+    for i in range(0, len(written), 30):
+        cache.put_many(written[i : i + 30])
+        assert cache.size() <= 100
+    hashes = [h for h, _, _ in written]
+    assert set(cache.get_many(hashes, MODEL)) == set(hashes[-100:])
+    cache.close()
+    none = EmbeddingCache(tmp_path / "none.sqlite", window=0)  # settings.embedding_cache_size 0: no cache
+    none.put_many(written[:5])
+    assert none.size() == 0
+    none.close()
+
+
+def test_a_cache_without_a_window_keeps_every_vector(tmp_path: Path) -> None:
+    """What tools that share one cache between fresh stores open (ops/eval_history.py, the benches)."""
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    written = rows(300)
+    for i in range(0, len(written), 50):
+        cache.put_many(written[i : i + 50])
+    cache.compact()
+    assert cache.size() == 300
+    cache.close()
