@@ -24,7 +24,7 @@ files — for each dev task whose base commit is in a history, the store holds e
     ..., file rarity  the same ranking with each file's vote weighted by how rare it is among the commits
               so far (rank_files' `changes`: log(1 + commits / commits that changed it)), for Strata and
               for BM25 alike;
-    ..., files  the product's ranking (interface/app/services/learning/files.py ranked_files: rank_files
+    ..., files  the product's ranking (interface/app/services/learning/files.py ranked_with: rank_files
               with the store's statistics of the repository's files, projections/anchors.py file_stats):
               the votes weighted by file rarity, the files that changed with the voted ones joining them,
               code first; of the read at its default bar and with the bar off;
@@ -75,7 +75,7 @@ from strata_recall.interface.app.api import parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
-from strata_recall.interface.app.services.learning.files import ranked_files, repository_files
+from strata_recall.interface.app.services.learning.files import ranked_with, repository_files
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallEngine
@@ -350,8 +350,8 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             stats = repository_files(strata, repo)
             stats_cpu.append(time.process_time() - stats_started)
             ranked = {
-                "strata, files": ranked_files(strata, repo, barred, stats),
-                "strata, files, bar off": ranked_files(strata, repo, unbarred, stats),
+                "strata, files": ranked_with(barred, stats),
+                "strata, files, bar off": ranked_with(unbarred, stats),
                 "strata": rank_files(paths_of(r) for r in barred),
                 "strata, bar off": rank_files(paths_of(r) for r in unbarred),
                 "strata, file rarity": rank_files((paths_of(r) for r in barred), **baselines.rarity()),

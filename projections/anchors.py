@@ -117,4 +117,4 @@ def file_stats(snapshot: SnapshotQueries, repo_id: str) -> FileStats:
     memory the paths it is anchored to. The learned changes' anchors are their commits' files, so this
     is the history's co-change and churn as the store holds it (archived memories, a rewritten history's,
     left out), with what agents anchored beside it."""
-    return FileStats.of([anchor["path"] for anchor in m.anchors] for m in snapshot.anchored(repo_id, ("active",)))
+    return FileStats.of(snapshot.anchored_paths(repo_id))

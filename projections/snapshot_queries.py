@@ -193,6 +193,16 @@ class SnapshotQueries:
         ).fetchall()
         return [_anchored(row) for row in rows]
 
+    def anchored_paths(self, repo_id: str) -> list[list[str]]:
+        """The paths each of the repo's own active anchored memories is anchored to, oldest first (what
+        `anchored` gives, without the texts: the files' statistics read every such memory)."""
+        rows = self.conn.execute(
+            f"SELECT anchors FROM snapshot WHERE {sql_clause(include_global=False)} AND anchors != '[]'"
+            " AND status = 'active' ORDER BY created",
+            (repo_id,),
+        )
+        return [[anchor["path"] for anchor in json.loads(anchors)] for (anchors,) in rows]
+
     def anchored_to(self, repo_id: str, path: str) -> list[Anchored]:
         """The repo's own active memories with an anchor naming `path` (and perhaps others whose anchors
         merely contain its JSON form: the caller checks each anchor's path)."""

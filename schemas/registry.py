@@ -32,6 +32,7 @@ from strata_recall.schemas.browse import (
 from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.files import FilesRequest, FilesResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
 from strata_recall.schemas.operator import (
@@ -67,6 +68,8 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "feedback-response": FeedbackResponse,
     "index-request": IndexRequest,
     "index-response": IndexResponse,
+    "files-request": FilesRequest,
+    "files-response": FilesResponse,
     "import-response": ImportResponse,
     "archetype-request": ArchetypeRequest,
     "archetype-response": ArchetypeResponse,

@@ -26,6 +26,7 @@ from strata_recall.interface.app.parsing import problems_of as problems_of
 from strata_recall.interface.app.services import archetypes, feedback, inspection, memories, recall, review, tokens
 from strata_recall.interface.app.services.context import Services
 from strata_recall.interface.app.services.inspection import Inspector
+from strata_recall.interface.app.services.learning import files as learned_files
 from strata_recall.interface.app.services.memories import to_new_memory as to_new_memory
 from strata_recall.interface.app.services.recall import PastNeed, Reader
 from strata_recall.interface.app.services.recall import to_read_query as to_read_query
@@ -54,6 +55,7 @@ from strata_recall.schemas.browse import (
 )
 from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.files import FilesRequest, FilesResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
 from strata_recall.schemas.operator import (
@@ -151,6 +153,10 @@ class CommandAPI:
     def read(self, payload: Payload, principal: Principal = LOCAL) -> ReadResponse:
         """Recall for a problem (services/recall.py)."""
         return recall.read(self.log, self._reader(), self.workspaces, parse(ReadRequest, payload))
+
+    def files(self, payload: Payload, principal: Principal = LOCAL) -> FilesResponse:
+        """Where to look first for a problem (services/learning/files.py)."""
+        return learned_files.files(self._reader(), parse(FilesRequest, payload))
 
     def outage(self, position: int) -> Outage | None:
         """What an answer at `position` says while the event log cannot be reached (else None)."""

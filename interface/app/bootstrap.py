@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
+from strata_recall.domain.history import FileStats
 from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.services import hygiene
@@ -25,6 +26,7 @@ from strata_recall.interface.app.services.recall import Reader
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections import store
+from strata_recall.projections.anchors import file_stats
 from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
 from strata_recall.projections.base import Projection
 from strata_recall.projections.browse import Browser
@@ -36,6 +38,7 @@ from strata_recall.projections.near_duplicates import NearDuplicates
 from strata_recall.projections.reads import ReadLedger
 from strata_recall.projections.recall import RecallConfig, RecallEngine
 from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.projections.snapshot_queries import SnapshotReader
 from strata_recall.projections.tokens import TokenCounter
 from strata_recall.projections.top_of_block import RecentEvents, TopOfBlock
 from strata_recall.projections.vector_index import VectorIndex
@@ -89,6 +92,7 @@ class Strata:
             prepare=self.prepare_past,
             past=self.past,
             behind=self.vectors_behind,
+            files=self.file_stats,
         )
         workspaces = Workspaces.remote() if remote else Workspaces.for_local(self.settings.workspace_roots)
         return CommandAPI(
@@ -283,6 +287,17 @@ class Strata:
     def warm_up(self) -> None:
         if self.embedder is not None:
             self.embedder.embed_query("warm up")
+
+    def file_stats(self, repo_id: str) -> FileStats:
+        """What the snapshot's active anchored memories of `repo_id` say of its files, on a connection of
+        its own (a request's thread; the runner holds the projection's): the snapshot as the last
+        compaction left it — memories learned since vote through the read, not yet in the counts."""
+        self.projection("snapshot")  # the file exists, at its schema
+        snapshot = SnapshotReader(store.connect(self.settings.projection_dir / "snapshot.sqlite"))
+        try:
+            return file_stats(snapshot, repo_id)
+        finally:
+            snapshot.close()
 
     def compact(self) -> int:
         """Bring the top-of-block snapshot to the head of the log; returns events folded."""

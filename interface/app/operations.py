@@ -50,6 +50,7 @@ from strata_recall.schemas.browse import (
 )
 from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
+from strata_recall.schemas.files import FilesRequest, FilesResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.index import IndexRequest, IndexResponse
 from strata_recall.schemas.operator import (
@@ -317,6 +318,24 @@ OPERATIONS: dict[str, Operation] = {
             read_only=True,
             permission="read",
             advanced=("consistency", "max_tokens"),
+        ),
+        Operation(
+            name="files",
+            method="files",
+            request=FilesRequest,
+            response=FilesResponse,
+            summary="Where to look first for a problem: the files the repo's memories point at, ranked.",
+            description=(
+                "The files a repo's memories are anchored to, ranked for a problem: its read (targeted, the repo's "
+                "own memories, the relevance bar) votes for the files of the memories it recalls, weighted by how "
+                "rarely each file changes; the files that keep changing with them join in; code first, then tests "
+                "and documents. With `strata learn`, the history's commits are such memories (docs/LEARNING.md)."
+            ),
+            example={"repo_id": "acme/api", "query": "uploads over 2 GB fail with a timeout", "limit": 10},
+            read_only=True,
+            permission="read",
+            agent_tool=False,
+            resource="strata://inspect/files/{+repo_id}{?query,limit}",
         ),
         Operation(
             name="overview",

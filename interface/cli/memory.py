@@ -48,6 +48,24 @@ def read(ctx: typer.Context, request: str | None = REQUEST_ARG) -> None:
         _emit(ctx.obj, answer, render.read)
 
 
+@app.command()
+def files(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="The problem, as for `read`: a bug report, a task, an error."),
+    repo: str = typer.Option(..., "--repo", help="The repo id."),
+    limit: int = typer.Option(10, "--limit", "-n", help="Most files to list."),
+) -> None:
+    """Where to look first for a problem: the files the repo's memories point at, ranked (with `strata learn`,
+    the history's commits among them: docs/LEARNING.md). Without a running worker, the projections are
+    brought up to date first.
+
+    Example: strata files "uploads over 2 GB fail with a timeout" --repo acme/api
+    """
+    with _session(ctx) as strata:
+        strata.catch_up_for_read(strata.settings.read_embed_seconds, _Waiting("catching up"))
+        _emit(ctx.obj, _api(strata).files({"repo_id": repo, "query": query, "limit": limit}), render.files)
+
+
 PROGRESS_AFTER_S = 2.0
 """A command that waits says so on stderr once it has waited this long (then every second)."""
 

@@ -7,6 +7,7 @@ from typing import Any
 from strata_recall.schemas.edit import EditResponse
 from strata_recall.schemas.errors import ErrorResponse
 from strata_recall.schemas.feedback import FeedbackResponse
+from strata_recall.schemas.files import FilesResponse
 from strata_recall.schemas.forget import ForgetResponse
 from strata_recall.schemas.operator import (
     LogResponse,
@@ -157,6 +158,17 @@ def read(r: ReadResponse) -> str:
         lines.append("held back: " + ", ".join(f"{n} {k}" for k, n in sorted(r.suppressed.items())))
     lines.append(f"read {r.read_id} at position {r.position}")
     lines.append(r.guidance)
+    return "\n".join(lines)
+
+
+def files(r: FilesResponse) -> str:
+    if not r.files:
+        return "no files: nothing relevant was recalled, or its memories name no files"
+    lines = []
+    for i, f in enumerate(r.files, start=1):
+        why = f"memories {', '.join(m[:8] for m in f.memory_ids)}" if f.memory_ids else "changes with those files"
+        lines.append(f"{i:>2}. {f.path}  ({why})")
+    lines.append(f"from read {r.read_id} ({r.memories} memories) at position {r.position}")
     return "\n".join(lines)
 
 

@@ -16,7 +16,21 @@ LISTINGS: dict[str, dict[str, Any]] = {'prompts/list': {'prompts': [{'arguments'
                                    'name': 'session_protocol',
                                    'title': 'How to use Strata memory in a session',
                                    'uri': 'strata://protocol'}]},
- 'resources/templates/list': {'resourceTemplates': [{'description': 'What a repo sees at a glance: how many memories '
+ 'resources/templates/list': {'resourceTemplates': [{'description': "The files a repo's memories are anchored to, "
+                                                                    'ranked for a problem: its read (targeted, the '
+                                                                    "repo's own memories, the relevance bar) votes for "
+                                                                    'the files of the memories it recalls, weighted by '
+                                                                    'how rarely each file changes; the files that keep '
+                                                                    'changing with them join in; code first, then '
+                                                                    'tests and documents. With `strata learn`, the '
+                                                                    "history's commits are such memories "
+                                                                    '(docs/LEARNING.md).',
+                                                     'mimeType': 'application/json',
+                                                     'name': 'inspect_files',
+                                                     'title': "Where to look first for a problem: the files the repo's "
+                                                              'memories point at, ranked.',
+                                                     'uriTemplate': 'strata://inspect/files/{+repo_id}{?query,limit}'},
+                                                    {'description': 'What a repo sees at a glance: how many memories '
                                                                     'of each kind, status and maturity, how many were '
                                                                     'written each day (UTC) over the last `days`, the '
                                                                     'oldest waiting for review and the least believed '

@@ -22,7 +22,7 @@ from strata_recall.domain.history import Commit, FileChange, commit_memory_id
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
-from strata_recall.interface.app.services.learning.files import ranked_files, repository_files
+from strata_recall.interface.app.services.learning.files import ranked_with, repository_files
 from strata_recall.interface.app.services.learning.git import Git, learn_repository
 from strata_recall.schemas.read import ReadRequest
 
@@ -298,8 +298,10 @@ def test_files_are_ranked_with_what_the_store_learned_of_them(strata: Strata, re
     assert stats.together("tests/test_session.py") == {"requests/sessions.py": 1.0}
     test, models = {"anchors": [{"path": "tests/test_session.py"}]}, {"anchors": [{"path": "requests/models.py"}]}
     answer = [test, test, models]
-    assert ranked_files(strata, REPO, answer, stats)[0] == "requests/sessions.py"
-    assert ranked_files(strata, REPO, answer) == ranked_files(strata, REPO, answer, stats)
+    assert ranked_with(answer, stats)[0] == "requests/sessions.py"
+    assert ranked_with(answer, strata.file_stats(REPO)) == ranked_with(
+        answer, stats
+    )  # the server's path, after compact
     assert repository_files(strata, "another/repo").total == 0
 
 

@@ -104,6 +104,7 @@ PROCESS_COMMANDS = {
 HAND_WRITTEN = {
     "read": "read",  # catches the projections up first when no worker runs, and says how far the vectors are behind
     "index": "memory_index",  # catches the projections up first
+    "files": "files",  # catches the projections up first
     "show": "memory",  # an id prefix, and any repo's memory (the operator's view)
     "review list": "review_queue",
     "review approve": "review",  # several ids at once

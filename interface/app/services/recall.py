@@ -11,6 +11,7 @@ import structlog
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict
+from strata_recall.domain.history import FileStats
 from strata_recall.domain.persistence import link_of
 from strata_recall.interface.app import anchors as anchoring
 from strata_recall.interface.app.workspace import Workspaces
@@ -63,6 +64,8 @@ class Reader:
     """The past models themselves: whether one is built, pinning one while a request uses it."""
     behind: Callable[[int], tuple[int, float | None]] | None = None
     """(events, estimated seconds) the vectors are behind a read's position: found by keywords only."""
+    files: Callable[[str], FileStats] | None = None
+    """What a repo's active anchored memories say of its files (churn, co-change: `files`)."""
 
 
 def read(memory_log: MemoryLog, reader: Reader, workspaces: Workspaces, request: ReadRequest) -> ReadResponse:

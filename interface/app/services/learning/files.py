@@ -1,30 +1,71 @@
-"""Files to look at first for a read: the read's answer ranked into files (domain/history.py rank_files)
-with what the store learned of the repository's files (projections/anchors.py file_stats: each
-memory's anchored paths, so the history's churn and co-change). docs/LEARNING.md "Files from a read"."""
+"""Files to look at first for a problem: a read's answer ranked into files (domain/history.py rank_files)
+with what the store learned of the repository's files (projections/anchors.py file_stats: each memory's
+anchored paths, so the history's churn and co-change). docs/LEARNING.md "Files from a read"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from strata_recall.domain.history import FileStats, rank_files
-from strata_recall.interface.app.bootstrap import Strata
+import structlog
+
+from strata_recall.domain.history import FileStats, is_code, rank_files
+from strata_recall.interface.app.services.recall import Reader
 from strata_recall.projections.anchors import file_stats
+from strata_recall.projections.recall import NESTED, ReadQuery
 from strata_recall.projections.snapshot import SnapshotProjection
+from strata_recall.schemas.files import FilesRequest, FilesResponse, RankedFile
+
+log = structlog.get_logger("strata.files")
+
+CANDIDATES = 20
+"""Memories the read behind `files` recalls (ops/eval_history.py measured the ranking on 20)."""
+MEMORIES_PER_FILE = 3
 
 
-def repository_files(strata: Strata, repo_id: str) -> FileStats:
-    """What the store's active anchored memories of `repo_id` say of its files (the snapshot brought to
-    the head of the log first)."""
+def files(reader: Reader, request: FilesRequest) -> FilesResponse:
+    """The files the repo's memories point at for a problem: its read (targeted, the repo's own memories,
+    the default relevance bar) ranked into files with the store's statistics of them."""
+    if reader.files is None:
+        raise RuntimeError("this reader was built without the store's file statistics")
+    query = ReadQuery(
+        repo_id=request.repo_id, query=request.query, mode="targeted", include_global=False, limit=CANDIDATES
+    )
+    recall = reader.engine().read(query)
+    shown = list(_flat(recall.results))
+    ranked = ranked_with(shown, reader.files(request.repo_id))[: request.limit]
+    log.info("files", repo_id=request.repo_id, memories=len(shown), files=len(ranked), read_id=recall.read_id)
+    return FilesResponse(
+        repo_id=request.repo_id,
+        files=[RankedFile(path=path, memory_ids=_pointing_at(path, shown), code=is_code(path)) for path in ranked],
+        read_id=recall.read_id,
+        memories=len(shown),
+        position=recall.position,
+    )
+
+
+def ranked_with(results: Iterable[Mapping[str, Any]], stats: FileStats) -> list[str]:
+    """The files a read's results (its memories, in order, each with its `anchors`) point at, ranked with
+    the store's statistics of the repository's files."""
+    return rank_files(([a["path"] for a in r.get("anchors") or ()] for r in results), stats=stats)
+
+
+def repository_files(strata: Any, repo_id: str) -> FileStats:
+    """What the store's active anchored memories of `repo_id` say of its files, the snapshot brought to
+    the head of the log first (ops/eval_history.py: exact at each task's moment)."""
     strata.compact()
-    snapshot: SnapshotProjection = strata.projection("snapshot")  # type: ignore[assignment]
+    snapshot: SnapshotProjection = strata.projection("snapshot")
     return file_stats(snapshot, repo_id)
 
 
-def ranked_files(
-    strata: Strata, repo_id: str, results: Iterable[Mapping[str, Any]], stats: FileStats | None = None
-) -> list[str]:
-    """The files a read's results (its answer's memories, in order, each with its `anchors`) point at,
-    ranked with the store's statistics of the repository's files (`stats`, or read now)."""
-    stats = stats if stats is not None else repository_files(strata, repo_id)
-    return rank_files(([a["path"] for a in r.get("anchors") or ()] for r in results), stats=stats)
+def _flat(results: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """Every memory of an answer in the order shown: a case's problem, then its nested solutions and tactics."""
+    for result in results:
+        yield result
+        for key in NESTED.values():
+            yield from result.get(key, ())
+
+
+def _pointing_at(path: str, shown: list[Mapping[str, Any]]) -> list[str]:
+    ids = [r["memory_id"] for r in shown if any(a["path"] == path for a in r.get("anchors") or ())]
+    return ids[:MEMORIES_PER_FILE]
