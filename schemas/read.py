@@ -150,9 +150,10 @@ class CaseMember(Response):
     note: str | None = Field(None, description="Extension: e.g. failed tactics are cautions, not bans.")
     shown_with: str | None = Field(
         None,
-        description="Extension: a memory below the relevance bar is shown only with a memory that cleared it: the "
-        "problem of its case, a solution that matched, or the memory it amends (a change). That memory's id; absent "
-        "(null) when it cleared the bar itself.",
+        description="Extension: in an answer that cleared the relevance bar, a memory below the answer's floor (the "
+        "higher of a tenth of the bar and a twentieth of its best memory's relevance) is shown only with a memory "
+        "that reached it: the problem of its case, a solution that matched, or the memory it amends (a change). "
+        "That memory's id; absent (null) when it reached the floor itself.",
     )
     anchors: list[AnchorOut] = Field(default_factory=list, description="Extension: the code this memory is about.")
     anchor_changed: list[str] = Field(
