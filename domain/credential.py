@@ -77,7 +77,14 @@ class Credential(Aggregate):
 
     @event(TokenIssued)
     def __init__(
-        self, id: UUID, name: str, digest: str, repos: list[str], ops: list[str], globals: bool, actor: str | None
+        self,
+        id: UUID,
+        name: str,
+        digest: str,
+        repos: list[str],
+        ops: list[str],
+        globals: bool,
+        actor: str | None = None,
     ) -> None:
         self.name = name
         self.digest = digest
@@ -87,7 +94,7 @@ class Credential(Aggregate):
         self.revoked = False
 
     @event(TokenRevoked)
-    def revoke(self, reason: str, actor: str | None) -> None:
+    def revoke(self, reason: str, actor: str | None = None) -> None:
         self.revoked = True
 
 
