@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from strata_recall.domain.history import commit_memory_id
-from strata_recall.interface.agents.capture import project_slug
+from strata_recall.interface.agents.capture import CREDITS_PER_SESSION, project_slug
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 
 REPO = "github.com/acme/api"
@@ -179,9 +179,12 @@ def test_the_stop_hook_learns_the_sessions_commits_and_what_its_transcript_prove
     assert first["learned"] == {"change": 1} and first["read"] == 1  # the session's commit, only it
     captured = first["sessions"]
     assert captured["transcripts"] == 1 and captured["checks_failed"] == 1 and captured["pairs"] == 1  # not the grep
-    assert (
-        captured["written"] == {"problem": 1, "solution": 1} and captured["credited"] == 1 and not captured["refused"]
-    )
+    # every memory the read returned before the pass is credited, up to the session's bound
+    returned = [
+        m["memory_id"] for r in shown["results"] for m in (r, *r.get("solutions", ()), *r.get("failed_tactics", ()))
+    ]
+    assert captured["written"] == {"problem": 1, "solution": 1} and not captured["refused"]
+    assert captured["credited"] == min(len(returned), CREDITS_PER_SESSION), (returned, captured)
 
     answer = ok(
         run(
