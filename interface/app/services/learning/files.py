@@ -11,9 +11,7 @@ import structlog
 
 from strata_recall.domain.history import FileStats, is_code, rank_files
 from strata_recall.interface.app.services.recall import Reader
-from strata_recall.projections.anchors import file_stats
 from strata_recall.projections.recall import NESTED, ReadQuery
-from strata_recall.projections.snapshot import SnapshotProjection
 from strata_recall.schemas.files import FilesRequest, FilesResponse, RankedFile
 
 log = structlog.get_logger("strata.files")
@@ -52,10 +50,11 @@ def ranked_with(results: Iterable[Mapping[str, Any]], stats: FileStats) -> list[
 
 def repository_files(strata: Any, repo_id: str) -> FileStats:
     """What the store's active anchored memories of `repo_id` say of its files, the snapshot brought to
-    the head of the log first (ops/eval_history.py: exact at each task's moment)."""
+    the head of the log first (ops/eval_history.py: exact at each task's moment). `strata`: the
+    composition root (interface/app/bootstrap.py Strata, which imports this module's API)."""
     strata.compact()
-    snapshot: SnapshotProjection = strata.projection("snapshot")
-    return file_stats(snapshot, repo_id)
+    stats: FileStats = strata.file_stats(repo_id)
+    return stats
 
 
 def _flat(results: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
