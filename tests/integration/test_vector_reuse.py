@@ -20,9 +20,16 @@ import pytest
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections import store
 from strata_recall.projections import vectors as vectors_module
 from strata_recall.projections.embedder import HashEmbedder
-from strata_recall.projections.vectors import EmbeddingCache, VectorProjection, content_hash, stored_vectors
+from strata_recall.projections.vectors import (
+    EmbeddingCache,
+    VectorProjection,
+    VectorReader,
+    content_hash,
+    stored_vectors,
+)
 from strata_recall.workers.runner import Runner
 from strata_recall.workers.runner import replay as run_replay
 from tests.conftest import write_request
@@ -293,4 +300,33 @@ def test_the_stored_vectors_span_several_chunks(tmp_path: Path) -> None:
     scanned = sorted(projection.conn.execute("SELECT memory_id, embedding FROM vec_memories"))
     assert sorted(stored_vectors(projection.conn)) == scanned
     assert dict(scanned)["m1500"] == b"\0" * 32
+    projection.close()
+
+
+def test_the_vectors_of_some_ids_are_the_virtual_tables_rows_of_those_ids(tmp_path: Path) -> None:
+    """Consolidation asks for the vectors of many ids at once: read by sqlite-vec's rowid table, they are
+    what vec0's own lookup by id gives, across chunks, for ids without a vector and ids asked twice."""
+    projection = VectorProjection(tmp_path / "v.sqlite", HashEmbedder(dim=8), EmbeddingCache(tmp_path / "c.sqlite"))  # type: ignore[arg-type]
+    rng = np.random.default_rng(5)
+    rows = [
+        (f"m{i}", rng.standard_normal(8).astype(np.float32).tobytes(), "r", "repo", "fact", "active")
+        for i in range(2500)
+    ]
+    with projection.conn:
+        projection.conn.executemany(
+            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
+        )
+        projection.conn.execute("DELETE FROM vec_memories WHERE memory_id = 'm7'")
+    wanted = ["m2499", "m3", "m1200", "m7", "absent", "m3", *(f"m{i}" for i in range(1000, 1100))]
+    looked_up = dict(
+        store.select_in(
+            projection.conn, "SELECT memory_id, embedding FROM vec_memories WHERE memory_id IN ({marks})", wanted
+        )
+    )
+    assert sorted(stored_vectors(projection.conn, wanted)) == sorted(looked_up.items())
+    assert "m7" not in looked_up and "absent" not in looked_up and len(looked_up) == 103
+    reader = VectorReader(tmp_path / "v.sqlite")
+    found = reader.embeddings(wanted)
+    assert {m: v.tobytes() for m, v in found.items()} == looked_up
+    reader.close()
     projection.close()
