@@ -122,22 +122,39 @@ def _first_literal(fmt: TokenFormat) -> str:
     return max((p for p in parse_shape(fmt.body) if isinstance(p, str)), key=len)
 
 
-_Compiled = tuple[re.Pattern[str], TokenFormat]
+class _Token:
+    """A token format and its regex, compiled the first time a text holds a candidate for it: most of
+    the ~150 formats never meet one in a run, and compiling them all would be most of a command's
+    start-up in this module."""
+
+    __slots__ = ("_pattern", "fmt")
+
+    def __init__(self, fmt: TokenFormat) -> None:
+        self.fmt = fmt
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = _token_regex(self.fmt)
+        return self._pattern
+
+
 # Formats found where a token starts, grouped by the two characters their prefixes begin with.
-_BY_HEAD: dict[str, list[_Compiled]] = {}
+_BY_HEAD: dict[str, list[_Token]] = {}
 # Formats found anywhere: searched only when their literal occurs in the text.
-_ANYWHERE: list[tuple[str, re.Pattern[str], TokenFormat]] = []
+_ANYWHERE: list[tuple[str, _Token]] = []
 for _fmt in TOKEN_FORMATS:
-    _pattern = _token_regex(_fmt)
+    _token = _Token(_fmt)
     if _fmt.anywhere or not _fmt.prefixes:
-        _ANYWHERE += [(literal, _pattern, _fmt) for literal in _fmt.prefixes or (_first_literal(_fmt),)]
+        _ANYWHERE += [(literal, _token) for literal in _fmt.prefixes or (_first_literal(_fmt),)]
     else:
         for _head in {p[:2] for p in _fmt.prefixes}:
-            _BY_HEAD.setdefault(_head, []).append((_pattern, _fmt))
+            _BY_HEAD.setdefault(_head, []).append(_token)
 for _bucket in _BY_HEAD.values():
-    _bucket.sort(key=lambda c: -max(len(p) for p in c[1].prefixes))
+    _bucket.sort(key=lambda t: -max(len(p) for p in t.fmt.prefixes))
 
-_ANYWHERE_LITERAL = re.compile("|".join(re.escape(literal) for literal, _, _ in _ANYWHERE))
+_ANYWHERE_LITERAL = re.compile("|".join(re.escape(literal) for literal, _ in _ANYWHERE))
 
 _MIN_TOKEN = min(
     len(min(f.prefixes, key=len)) + sum(p.low for p in parse_shape(f.body) if isinstance(p, Segment))
@@ -150,6 +167,11 @@ _TOKEN_CHARS = r"[A-Za-z0-9_.~+/=$-]"
 # look-behind keeps sre's fast first-character scan.
 _START = re.compile(rf"[^A-Za-z0-9_-](?=[A-Za-z0-9]{_TOKEN_CHARS}{{{_MIN_TOKEN - 1}}})")
 _START_AT_0 = re.compile(rf"[A-Za-z0-9]{_TOKEN_CHARS}{{{_MIN_TOKEN - 1}}}")
+# The same starts, only those whose first two characters begin some format's prefix (a key of _BY_HEAD):
+# the others cannot start a token, and most candidates in prose and code (paths, long words) are such.
+# A prefix shorter than two characters never equals a start's two characters, so it has no head here.
+_HEADS = "|".join(sorted(re.escape(head) for head in _BY_HEAD if len(head) == 2))
+_HEAD_START = re.compile(rf"[^A-Za-z0-9_-](?=[A-Za-z0-9]{_TOKEN_CHARS}{{{_MIN_TOKEN - 1}}})(?={_HEADS})")
 _FILLER = frozenset("xX*.0#•_-")
 
 
@@ -164,26 +186,31 @@ def _span(m: re.Match[str], fmt: TokenFormat) -> tuple[int, int, str]:
 
 def _token_spans(text: str) -> Spans:
     spans: Spans = []
+    at_0 = _START_AT_0.match(text) is not None
     first = _START.search(text)  # most texts have no candidate at all: one C-level scan decides
-    starts = [m.end() for m in _START.finditer(text, first.start())] if first else []
-    if _START_AT_0.match(text):
-        starts.insert(0, 0)
-    if not starts:  # formats found anywhere hold a candidate too (their literal follows one; the corpus checks)
+    if first is None and not at_0:  # formats found anywhere hold a candidate too (their literal follows one)
         return spans
+    # Only the starts some format may begin at: a start without a head's formats matches nothing and
+    # moves nothing, so skipping it changes no span.
+    starts = [m.end() for m in _HEAD_START.finditer(text, first.start())] if first else []
+    if at_0 and text[:2] in _BY_HEAD:
+        starts.insert(0, 0)
     done = 0
     for start in starts:
         if start < done:
             continue
-        for pattern, fmt in _BY_HEAD.get(text[start : start + 2], ()):
-            m = pattern.match(text, start)
+        for token in _BY_HEAD[text[start : start + 2]]:
+            fmt = token.fmt
+            m = token.pattern.match(text, start)
             if m and _acceptable(m["body"], fmt):
                 spans.append(_span(m, fmt))
                 done = m.end()
                 break
     if _ANYWHERE_LITERAL.search(text):
-        for literal, pattern, fmt in _ANYWHERE:
+        for literal, token in _ANYWHERE:
             if literal in text:
-                spans += [_span(m, fmt) for m in pattern.finditer(text) if _acceptable(m["body"], fmt)]
+                fmt = token.fmt
+                spans += [_span(m, fmt) for m in token.pattern.finditer(text) if _acceptable(m["body"], fmt)]
     return spans
 
 

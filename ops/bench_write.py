@@ -1,7 +1,7 @@
 """Write-path figures: single acknowledged write latency, bulk import throughput, size on disk.
 
 Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000] [--near-writes 1000] [--near-store 2000]
-       python ops/bench_write.py --import-only ROUNDS | --import-split [--import-lines 20000]
+       python ops/bench_write.py --import-only ROUNDS [--against REF] | --import-split [--import-lines 20000]
 
 Every figure is printed beside a baseline measured in the same run on the same machine:
 - single write: the command API (JSON parse, validation, sanitising, dedup and link checks, one
@@ -125,7 +125,9 @@ def bench_bare_eventsourcing(n: int, batch: int) -> float:
     return elapsed / n
 
 
-def bench_import(n: int) -> dict[str, float]:
+def bench_import(n: int, code: list[Path] | None = None) -> dict[str, float]:
+    """`strata import` of n realistic lines in a fresh process (this checkout's code, or the code on the
+    import paths `code`: another revision's, ops/revision.py), then the in-process import."""
     lines = realistic_lines(n)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memories.jsonl"
@@ -133,6 +135,8 @@ def bench_import(n: int) -> dict[str, float]:
         data = Path(tmp) / "cli"
         strata_bin = Path(sys.executable).parent / "strata"
         env = {**os.environ, "STRATA_DATA_DIR": str(data)}
+        if code is not None:
+            env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
         start, children = time.perf_counter(), os.times()
         result = subprocess.run(
             [str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True
@@ -168,20 +172,29 @@ def cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def import_rounds(n: int, rounds: int) -> None:
+def import_rounds(n: int, rounds: int, against: str | None = None) -> None:
     """`strata import` of n realistic lines against the bare eventsourcing batch save of n aggregates,
-    alternating, each with its wall clock and CPU time: on a shared machine the CPU ratio is the steadier."""
+    alternating, each with its wall clock and CPU time: on a shared machine the CPU ratio is the steadier.
+    With `against` (a git revision), each round also runs that revision's `strata import` (its code first
+    on PYTHONPATH, the same interpreter and packages: ops/revision.py) before this checkout's."""
     print(f"import of {n} write requests, {rounds} rounds alternating with the bare eventsourcing batch save:")
-    for round_ in range(1, rounds + 1):
-        imp = bench_import(n)
-        cpu = cpu_seconds()
-        bare = bench_bare_eventsourcing(n, batch=1000) * n
-        bare_cpu = cpu_seconds() - cpu
-        print(
-            f"  round {round_}: `strata import` {imp['cli_seconds']:.2f} s (cpu {imp['cli_cpu']:.2f} s), bare batch "
-            f"save {bare:.2f} s (cpu {bare_cpu:.2f} s): {bare / imp['cli_seconds']:.2f}x its speed, "
-            f"{bare_cpu / imp['cli_cpu']:.2f}x by CPU time"
-        )
+    with tempfile.TemporaryDirectory() as folder:
+        trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
+        if against is not None:
+            import revision
+
+            trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
+        for round_ in range(1, rounds + 1):
+            imports = {label: bench_import(n, code) for label, code in trees}
+            cpu = cpu_seconds()
+            bare = bench_bare_eventsourcing(n, batch=1000) * n
+            bare_cpu = cpu_seconds() - cpu
+            for label, imp in imports.items():
+                print(
+                    f"  round {round_}, {label}: `strata import` {imp['cli_seconds']:.2f} s (cpu {imp['cli_cpu']:.2f} s), "
+                    f"bare batch save {bare:.2f} s (cpu {bare_cpu:.2f} s): {bare / imp['cli_seconds']:.2f}x its speed, "
+                    f"{bare_cpu / imp['cli_cpu']:.2f}x by CPU time"
+                )
 
 
 def import_split(n: int) -> None:
@@ -220,9 +233,10 @@ def import_split(n: int) -> None:
 
         unit_of_work.sanitise.cache_clear()
         strata = build(load_settings(environ={}, data_dir=Path(tmp) / "stages"))
+        workspaces = Workspaces.remote()  # as the import has it: one for the whole run
         with paused_gc():
             cpu = time.process_time()
-            commands = [to_new_memory(parse(WriteRequest, line), Workspaces.remote()) for line in lines]
+            commands = [to_new_memory(parse(WriteRequest, line), workspaces) for line in lines]
             parsed = time.process_time() - cpu
             cpu = time.process_time()
             cleaned = [unit_of_work.CleanWrite.of(cmd) for cmd in commands]
@@ -308,6 +322,12 @@ def main() -> None:
         help="only the import figure: this many rounds of `strata import` and the bare batch save, alternating",
     )
     parser.add_argument(
+        "--against",
+        default=None,
+        metavar="REF",
+        help="--import-only: each round also runs this git revision's `strata import` (e.g. main), same interpreter",
+    )
+    parser.add_argument(
         "--import-split", action="store_true", help="only where the import's CPU goes, stage by stage (--import-lines)"
     )
     args = parser.parse_args()
@@ -317,7 +337,7 @@ def main() -> None:
         import_split(args.import_lines)
         return
     if args.import_only:
-        import_rounds(args.import_lines, args.import_only)
+        import_rounds(args.import_lines, args.import_only, args.against)
         return
 
     if args.keys:

@@ -253,7 +253,7 @@ class Request(BaseModel):
     do not advertise it (interface/mcp/tool_schema.py), so no agent pays for it and no client sending it
     breaks."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class Response(BaseModel):
@@ -262,7 +262,7 @@ class Response(BaseModel):
     [] and {} (interface/app/lean.py). Such a lean answer reads back as the full one: a field it lacks takes
     its empty value."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -6,7 +6,9 @@ runs the lifecycle hook without the CLI's imports (interface/agents/hooks.py); e
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Callable
 
 _ROOT_OPTIONS_WITH_VALUE = ("--data-dir", "--config")
 _ROOT_FLAGS = ("--json", "--text")
@@ -50,6 +52,20 @@ def main() -> None:
         from strata_recall.interface.mcp import stdio_wire
 
         stdio_wire.claim(answer_early=True)
-    from strata_recall.interface.cli.main import main as cli_main
-
+    cli_main = _import_cli()
     cli_main()
+
+
+def _import_cli() -> Callable[[], None]:
+    """The CLI's entry, imported with the cyclic garbage collector paused: importing builds some 100,000
+    long-lived objects (modules, classes, functions) and the collector would walk them over and over for
+    nothing; they are then frozen out of its generations (gc.freeze), so later collections skip them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from strata_recall.interface.cli.main import main as cli_main
+    finally:
+        if was_enabled:
+            gc.enable()
+    gc.freeze()
+    return cli_main

@@ -626,3 +626,59 @@ def test_code_and_placeholders_are_not_secrets(text: str) -> None:
 )
 def test_literal_values_after_such_keys_are_still_redacted(text: str, expected: str) -> None:
     assert sanitise(text).text == expected
+
+
+def _token_spans_at_every_start(text: str) -> list[tuple[int, int, str]]:
+    """The token scan as it was before the head filter: every candidate start tried against the formats of
+    its first two characters (none for most starts), then the formats found anywhere."""
+    from strata_recall.domain import sanitise as module
+
+    first = module._START.search(text)
+    starts = [m.end() for m in module._START.finditer(text, first.start())] if first else []
+    if module._START_AT_0.match(text):
+        starts.insert(0, 0)
+    if not starts:
+        return []
+    spans, done = [], 0
+    for start in starts:
+        if start < done:
+            continue
+        for token in module._BY_HEAD.get(text[start : start + 2], ()):
+            m = token.pattern.match(text, start)
+            if m and module._acceptable(m["body"], token.fmt):
+                spans.append(module._span(m, token.fmt))
+                done = m.end()
+                break
+    for literal, token in module._ANYWHERE:
+        if literal in text:
+            spans += [
+                module._span(m, token.fmt)
+                for m in token.pattern.finditer(text)
+                if module._acceptable(m["body"], token.fmt)
+            ]
+    return spans
+
+
+def test_the_head_filter_finds_the_tokens_that_every_start_finds() -> None:
+    """Only starts whose first two characters begin a format's prefix are tried (_HEAD_START): over the
+    recall corpus, the benign lines and every token between separators, that finds the same spans as
+    trying every start."""
+    from strata_recall.domain.sanitise import _token_spans
+
+    texts = [case.text for case in CASES] + benign_lines()
+    texts += [f"{left}{token}{right}" for token in TOKENS for left in LEFT for right in RIGHT[:4]]
+    texts += [f"{token}{right}x" for token in TOKENS for right in RIGHT[:4]]  # a token at the text's start
+    for text in texts:
+        assert _token_spans(text) == _token_spans_at_every_start(text), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*TOKENS, *LEFT, *RIGHT, "path/to/a_long_module_name.py", "x" * 20]), max_size=8),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40),
+)
+def test_the_head_filter_changes_no_span(parts: list[str], noise: str) -> None:
+    from strata_recall.domain.sanitise import _token_spans
+
+    text = noise.join(parts)
+    assert _token_spans(text) == _token_spans_at_every_start(text)
