@@ -2,7 +2,7 @@
 way an agent reads, with the baselines in the same run.
 
 Usage: python ops/eval_history.py [--parts files,decisions,throughput,scale] [--repos pytest,xarray,...]
-                                  [--keep DIR] [--commits 60000] [--tasks N]
+                                  [--keep DIR] [--commits 60000] [--tasks N] [--reuse] [--answers FILE]
 
 Data: ../shared/data/history-dev (four repositories' histories, extract.py's records, parsed by the product's
 own parser: domain/history.py Commit.from_record) and ../shared/data/coding-dev (SWE-bench Verified dev
@@ -44,7 +44,11 @@ throughput — the largest history (pytest, 17,666 commits) learned from nothing
 scale — a synthetic repository of --commits commits (the four histories concatenated, repeated with new
   shas and paths until there are enough) made with `git fast-import`; the installed `strata learn`
   command learns it (to searchable), learns it again with nothing new, and reads at that size are timed
-  by ops/bench_read.py's method (p50 beside the same run's floor: query embedding + FTS5 search alone).
+  by ops/bench_read.py's method (p50 and p95 beside the same run's floor: query embedding + FTS5 search
+  alone), with the CPU per read (and without the query embedding). --reuse reads the store an earlier run
+  kept in --keep (no import, no learn); --answers FILE writes every read's whole answer (at a fixed clock,
+  with seeded read ids, not recorded) so that two trees' answers on one store compare with `cmp`
+  (STRATA_EVAL_CODE=<tree's import paths>, ops/revision.py, runs another tree's code).
 """
 
 from __future__ import annotations
@@ -729,12 +733,13 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
 
 def write_answers(strata: Strata, requests: list[dict], path: Path) -> None:
     """Every read's whole answer as a JSON line (all but its read id), read at one fixed moment (truth
-    decays with the clock) with read ids drawn from a seeded generator (the token budget counts the read
+    decays with the clock), not recorded, with read ids drawn from a seeded generator (the token budget counts the read
     id, and some hex ids take a token more than others), so that two trees' answers on one store compare
     line by line: the ids shown in order, nested ones in their place, their relevances, scores, texts,
     chains and what was held back."""
     engine = strata.recall()
     clock, engine.clock = engine.clock, lambda: datetime(2027, 1, 1, tzinfo=UTC)
+    ledger, engine.ledger = engine.ledger, None  # not recorded: the same read ids come back run after run
     api = strata.api()
     seeded = random.Random(31)
     fresh, uuid.uuid4 = uuid.uuid4, lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
@@ -744,7 +749,7 @@ def write_answers(strata: Strata, requests: list[dict], path: Path) -> None:
                 answer = api.read(request).model_dump(mode="json", exclude={"read_id"})
                 out.write(json.dumps({"query": request["query"], **answer}, sort_keys=True) + "\n")
     finally:
-        engine.clock, uuid.uuid4 = clock, fresh
+        engine.clock, engine.ledger, uuid.uuid4 = clock, ledger, fresh
 
 
 def main() -> None:
