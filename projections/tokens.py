@@ -16,6 +16,7 @@ values' and syntax's counts.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ _ASCII_PIECES = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
 is_ascii_punctuation, which BertPreTokenizer isolates); spaces separate and count nothing."""
 _PLAIN = re.compile(r"[\x20-\x7e\t\n\r]*")
 """ASCII the Python path counts exactly (other control characters go to the tokenizer)."""
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\r]")
 _MOST_WORDS = 200_000
 
 
@@ -75,17 +77,25 @@ class TokenCounter:
         return re.compile("|".join(map(re.escape, added)))
 
     def _count(self, text: str) -> int:
-        if _PLAIN.fullmatch(text) and not ("[" in text and self._special.search(text)):
+        plain, lone = text, 0
+        if not _PLAIN.fullmatch(text):
+            others = _NOT_PLAIN.findall(text)
+            if not all(map(_lone_token, others)):
+                return self._encode(text)
+            # punctuation the tokenizer leaves as it is (the "…" of a cut text, dashes, curly quotes): one
+            # token each wherever it stands, and a separator between words, as a space is
+            plain, lone = _NOT_PLAIN.sub(" ", text), len(others)
+        if not ("[" in plain and self._special.search(plain)):
             words = self._words
             if len(words) > _MOST_WORDS:  # ids are words too: a store's are not all kept
                 words.clear()
             total = 0
-            for piece in _ASCII_PIECES.findall(text.lower()):
+            for piece in _ASCII_PIECES.findall(plain.lower()):
                 n = words.get(piece)
                 if n is None:
                     n = words[piece] = 1 if len(piece) == 1 else self._wordpiece(piece)
                 total += n
-            return total
+            return total + lone
         return self._encode(text)
 
     def _encode(self, text: str) -> int:
@@ -117,6 +127,21 @@ class TokenCounter:
                 return 1  # [UNK] for the whole word
             count, start = count + 1, end
         return count
+
+
+@lru_cache(maxsize=4096)
+def _lone_token(char: str) -> bool:
+    """Whether the tokenizer makes one token of this character wherever it stands: Unicode punctuation
+    (BertPreTokenizer isolates it) that the normalizer leaves as it is (lowercase, accents stripped by
+    NFD), a token of the vocabulary or [UNK] alone (a single character has no pieces). Only of Latin-1
+    and General Punctuation, whose categories are old: the tokenizer's Unicode tables and Python's
+    differ on some newer characters (tests/unit/test_tokens.py checks every punctuation character)."""
+    return (
+        ("\u00a0" <= char <= "\u00ff" or "\u2000" <= char <= "\u206f")
+        and unicodedata.category(char).startswith("P")
+        and char.lower() == char
+        and unicodedata.normalize("NFD", char) == char
+    )
 
 
 def _json(value: Any) -> str:
