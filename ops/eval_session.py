@@ -466,9 +466,10 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
 def print_summary(s: dict) -> None:
     print(f"\n== {s['mode']}: {s['sessions']} sessions, {s['with_relevant']} with a relevant earlier task")
     print("relevant earlier task first injected at: " + ", ".join(f"{k} {v:.3f}" for k, v in s["first_at"].items()))
+    print(f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}")
     print(
-        f"  at the prompt {s['at_prompt']:.3f}; by the first edit {s['by_first_edit']:.3f}; injected memories of a "
-        "relevant earlier task: " + ", ".join(f"{k} {p:.2f} of {n}" for k, (p, n) in s["precision"].items())
+        "precision (memories shown at a moment that belong to a relevant earlier task / all shown there): "
+        + ", ".join(f"{k} {p:.3f} of {n}" for k, (p, n) in s["precision"].items())
     )
     print(
         f"tokens injected per session: median {s['tokens_median']:.0f}, p90 {s['tokens_p90']:.0f} "
@@ -523,10 +524,10 @@ def main() -> None:
             summary["load"] = (load_before, os.getloadavg()[0])
             figures.append(summary)
             print_summary(summary)
+            if args.json:  # after each mode: a long run's finished modes are kept whatever happens next
+                args.json.write_text(json.dumps(figures, indent=2))
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ loaded, recalled and rated without the agent having to remember.
   edited (memories anchored to it or naming it, failed tactics and decisions first); for a failed
   command, by its distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
   unless it clears the relevance bar (the read path's own on a server: RELEVANCE_BAR, EDIT_BAR at an
-  edit; SHARED_TOKENS on a local store), and every injection fits a per-event and a per-session token budget and never
+  edit; SHARED_TOKENS on a local store), a prompt's answer only when its best memory is far above it
+  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), and every injection fits a per-event and a per-session token budget and never
   repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
   injections), the agent is asked to `write` what it learned and to send `feedback` citing them; and at
@@ -103,6 +104,21 @@ RELEVANCE_BAR = DEFAULT_BAR
 which every injection from a server clears: the read asks for it, so an answer less likely than that
 to hold a relevant memory is empty; and at a prompt or a failure each memory shown is itself at least
 that likely to be relevant (`relevance`, a probability), so a likely answer's long tail stays out."""
+PROMPT_LEAD = 2.25
+"""A prompt's answer is shown only when its best memory is at least PROMPT_LEAD x RELEVANCE_BAR (0.45)
+likely to be relevant, or stands out (PROMPT_STANDOUT); then each memory that clears RELEVANCE_BAR is
+shown as before. A prompt is often a task's whole statement, and an answer whose best memory barely
+clears the bar mostly holds memories of other tasks (ops/eval_prompt_bar.py on eval_session's stores: 0.18
+of what a prompt showed was of a relevant earlier task, 0.29 with the lead; chosen leaving one repository
+out in turn: docs/CLIENTS.md). The edit moment, whose memories are those of the file about to be edited,
+finds what the prompt leaves out. Only where the read path's relevance is known (a server, a local
+store's door): a local store's keyword candidates have none, and keep their own bar."""
+PROMPT_STANDOUT = 8.0
+"""An answer whose best memory clears the bar but not the lead is shown when no other case in the answer
+is within 1/PROMPT_STANDOUT of it (nothing else came back, or only its tail): one memory a plainly
+related prompt asks about in other words, which the model rates near the bar (a small store, a
+paraphrase), is not an answer of many similar tasks. Chosen with PROMPT_LEAD the same way; on those stores
+it keeps what the lead alone keeps and one session more."""
 EDIT_BAR = 0.05
 """The bar an edit's read asks instead: its query is the edited file's path and the names its code
 holds, a short code query, which the relevance model under-rates (docs/READING.md: at 0.05, short
@@ -317,10 +333,26 @@ def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
     return named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
 
 
+def leads(items: list[Item]) -> bool:
+    """Whether a prompt's answer (all the read offered, below the bar too) is strong enough to show: its
+    best memory at least PROMPT_LEAD x RELEVANCE_BAR likely to be relevant, or at least RELEVANCE_BAR
+    and PROMPT_STANDOUT times as likely as the best memory of any other case (a problem with its failed
+    tactics and solutions is one case)."""
+    if not items:
+        return False
+    best = max(items, key=lambda item: item.relevance or 0.0)
+    top = best.relevance or 0.0
+    case = best.problem_id or best.memory_id
+    rest = max((item.relevance or 0.0 for item in items if (item.problem_id or item.memory_id) != case), default=0.0)
+    return top >= PROMPT_LEAD * RELEVANCE_BAR or (top >= RELEVANCE_BAR and top >= PROMPT_STANDOUT * rest)
+
+
 def chosen(items: list[Item], moment: Moment, shown: set[str], barred: bool = False) -> list[Item]:
     """The candidates to show, in the read's order (a problem, then the failed tactics and solutions nested
     in it): those that clear the bar and were not shown before; at an edit, failed tactics and decisions
-    first."""
+    first; at a prompt with the read path's relevance, none unless the answer `leads`."""
+    if moment.kind == "prompt" and barred and not leads(items):
+        return []
     keep = [item for item in items if clears_bar(item, moment, barred)]
     if moment.kind == "edit":
         keep.sort(key=lambda item: FIRST.get(item.kind, 2))  # stable: the read's order within a kind

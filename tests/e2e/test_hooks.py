@@ -22,7 +22,13 @@ import httpx
 import pytest
 
 from strata_recall.domain.anchors import fingerprint
-from strata_recall.interface.agents.hooks import FRAME_TOKENS
+from strata_recall.interface.agents.hooks import (
+    CANDIDATES,
+    FRAME_TOKENS,
+    PROMPT_LEAD,
+    PROMPT_STANDOUT,
+    RELEVANCE_BAR,
+)
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
 from tests.e2e import real_clients
 
@@ -871,6 +877,130 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
         == ""
     )
     assert not (tmp_path / "client-data" / "projections").exists()  # the server was read, not this machine
+
+
+STRONG_PROMPT = (
+    "tests/test_orders.py::test_checkout hangs: db_pool.acquire waits forever when Postgres is down, "
+    "PoolTimeoutError after 300 s"
+)
+"""A prompt about the problem PROBLEM records: the problem is far above the bar, its solution above it."""
+WEAK_PROMPT = "pytest stalls on the checkout tests"
+"""A prompt whose answer holds the same case only a little above the bar (about 0.3 and 0.24), and a
+fact of another case not far below (about 0.17)."""
+
+
+def shown_ids(context: str) -> list[str]:
+    return re.findall(r"^- \[repo\] \w+ ([0-9a-f-]{36}):", context, re.M)
+
+
+@pytest.mark.slow
+def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """The prompt hook exactly as `strata init claude-code --hooks --http` writes it, against a server whose
+    store holds a problem with its solution and facts beside them. A prompt whose answer leads (its best
+    memory at least PROMPT_LEAD x RELEVANCE_BAR likely to be relevant) shows every memory of it above the
+    bar, the weaker solution too; a prompt whose answer only clears the bar shows nothing (before the lead,
+    both memories were injected). What each answer holds is the server's own read, asked as the hook asks."""
+    token = "prompt-lead-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    facts = [
+        "Integration tests need the local Postgres: run make db-up before pytest.",
+        "The search service times out under load; raise the pool size.",
+        "The orders service retries a failed payment capture three times before giving up.",
+    ]
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+
+        def write_memory(text: str, kind: str, **links: str) -> dict[str, Any]:
+            memory = {
+                "text": text,
+                "kind": kind,
+                "scope": "repo",
+                "confidence": 0.9,
+                **({"links": links} if links else {}),
+            }
+            answer = http.post("/v1/write", json={"repo_id": "team/backend", "memory": memory})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        problem = write_memory(PROBLEM, "problem")
+        solution = write_memory(SOLUTION, "solution", problem_id=problem["memory_id"])
+        last = [write_memory(text, "fact") for text in facts][-1]
+        http.post(
+            "/v1/memory_index",
+            json={"repo_id": "team/backend", "consistency": {"after_position": last["position"], "timeout_ms": 30000}},
+        ).raise_for_status()
+
+        def answer_of(prompt: str) -> list[tuple[str, float, str]]:
+            """The prompt hook's read (interface/agents/hook_recall.py ServerReader.read), flattened: each
+            memory's id, relevance and case (its problem's id)."""
+            answer = http.post(
+                "/v1/read",
+                json={
+                    "repo_id": "team/backend",
+                    "query": prompt,
+                    "mode": "targeted",
+                    "limit": CANDIDATES["prompt"],
+                    "expand": {"semantic_hops": 0},
+                    "min_relevance": RELEVANCE_BAR,
+                },
+            )
+            assert answer.status_code == 200, answer.text
+            return [
+                (m["memory_id"], m["relevance"], r["memory_id"])
+                for r in answer.json()["results"]
+                for m in [r, *(r.get("failed_tactics") or []), *(r.get("solutions") or [])]
+            ]
+
+        strong, weak = answer_of(STRONG_PROMPT), answer_of(WEAK_PROMPT)
+    lead = PROMPT_LEAD * RELEVANCE_BAR
+    # the store does what the test needs: a strong memory with a weaker one of its case above the bar; an
+    # answer above the bar whose best memory is below the lead and does not stand out (another case's best
+    # is more than 1/PROMPT_STANDOUT of it)
+    assert strong[0][:2] == (problem["memory_id"], strong[0][1]) and strong[0][1] >= lead, strong
+    assert strong[1][0] == solution["memory_id"] and RELEVANCE_BAR <= strong[1][1] < lead, strong
+    best = max(weak, key=lambda m: m[1])
+    assert RELEVANCE_BAR <= best[1] < lead, weak
+    assert any(case != best[2] and relevance * PROMPT_STANDOUT > best[1] for _, relevance, case in weak), weak
+
+    env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
+    env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")
+    init = subprocess.run(
+        [
+            *(STRATA_COMMAND, "--json", "init", "claude-code", "--hooks"),
+            *("--http", f"{served.url}/mcp", "--repo-id", "team/backend"),
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert init.returncode == 0, init.stdout + init.stderr
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    command = next(
+        h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"] if " hook " in h["command"]
+    )
+    client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
+
+    def prompt(text: str, session: str) -> str:
+        done = subprocess.run(
+            ["sh", "-c", command],
+            input=json.dumps(claude("UserPromptSubmit", repo, session, prompt=text)),
+            env=client,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
+        answer = json.loads(done.stdout)
+        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+
+    assert prompt(WEAK_PROMPT, "weak") == ""  # only a little above the bar: nothing
+    shown = prompt(STRONG_PROMPT, "strong")  # its answer leads: each memory of it above the bar
+    assert shown_ids(shown) == [m for m, relevance, _ in strong if relevance >= RELEVANCE_BAR], shown
+    assert "read_id" in shown
 
 
 @pytest.mark.slow

@@ -129,6 +129,36 @@ def test_the_bar_at_a_prompt_is_the_read_paths_relevance_or_shared_code_tokens()
     assert [i.memory_id for i in hooks.chosen(case, prompt, set(), barred=False)] == ["p2"]
 
 
+def test_a_prompt_shows_an_answer_from_a_server_only_when_it_leads() -> None:
+    """At a prompt with the read path's relevance, an answer is shown only when its best memory is at least
+    PROMPT_LEAD x RELEVANCE_BAR likely to be relevant, or clears the bar and stands out (PROMPT_STANDOUT
+    times as likely as any other case's best); then each memory above the bar. A failure's answer keeps
+    the bar alone; a local store's keyword candidates (no relevance) keep their own bar."""
+    prompt = hook_cues.Moment("prompt", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
+    failure = hook_cues.Moment("failure", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
+    lead = hooks.PROMPT_LEAD * hooks.RELEVANCE_BAR
+    assert hooks.RELEVANCE_BAR < lead < 1 and hooks.PROMPT_STANDOUT > 1
+    top = lead - 0.01
+    weak = [
+        Item("p3", "problem", "PoolTimeoutError from db_pool.acquire", relevance=top),
+        Item("s3", "solution", "Run make db-up", problem_id="p3", relevance=hooks.RELEVANCE_BAR),
+        Item("y3", "fact", "The acquire step is slow", relevance=top / hooks.PROMPT_STANDOUT + 0.01),
+    ]
+    assert hooks.chosen(weak, prompt, set(), barred=True) == []
+    assert [i.memory_id for i in hooks.chosen(weak, failure, set(), barred=True)] == ["p3", "s3"]
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=False)] == ["p3"]
+    # the same case alone, or with only a tail far below it: it stands out
+    standing = [*weak[:2], Item("y3", "fact", "The acquire step is slow", relevance=top / hooks.PROMPT_STANDOUT - 0.01)]
+    for answer in (weak[:2], standing):
+        assert [i.memory_id for i in hooks.chosen(answer, prompt, set(), barred=True)] == ["p3", "s3"]
+    below = [Item("p4", "problem", "PoolTimeoutError", relevance=hooks.RELEVANCE_BAR - 0.01)]
+    assert hooks.chosen(below, prompt, set(), barred=True) == []  # standing out below the bar is not enough
+    strong = [Item("p3", "problem", "PoolTimeoutError from db_pool.acquire", relevance=lead), *weak[1:]]
+    assert [i.memory_id for i in hooks.chosen(strong, prompt, set(), barred=True)] == ["p3", "s3"]
+    # the lead is the answer's, whatever the session was shown already
+    assert [i.memory_id for i in hooks.chosen(strong, prompt, {"p3"}, barred=True)] == ["s3"]
+
+
 def test_the_hooks_bar_is_the_read_paths_default() -> None:
     from strata_recall.schemas.read import DEFAULT_BAR
 
