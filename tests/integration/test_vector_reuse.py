@@ -285,17 +285,23 @@ def test_the_stored_vectors_read_from_sqlite_vec_tables_are_the_virtual_tables_r
     assert len(scanned) > 100
 
 
-def test_the_stored_vectors_span_several_chunks(tmp_path: Path) -> None:
+def _random_rows(tmp_path: Path, seed: int, n: int = 2500) -> VectorProjection:
+    """A projection of `n` random 8-dimensional rows m0.. (2,500: three of sqlite-vec's chunks of 1,024)."""
     projection = VectorProjection(tmp_path / "v.sqlite", HashEmbedder(dim=8), EmbeddingCache(tmp_path / "c.sqlite"))  # type: ignore[arg-type]
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     rows = [
-        (f"m{i}", rng.standard_normal(8).astype(np.float32).tobytes(), "r", "repo", "fact", "active")
-        for i in range(2500)
+        (f"m{i}", rng.standard_normal(8).astype(np.float32).tobytes(), "r", "repo", "fact", "active") for i in range(n)
     ]
     with projection.conn:
         projection.conn.executemany(
             "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
         )
+    return projection
+
+
+def test_the_stored_vectors_span_several_chunks(tmp_path: Path) -> None:
+    projection = _random_rows(tmp_path, seed=3)
+    with projection.conn:
         projection.conn.execute("UPDATE vec_memories SET embedding = ? WHERE memory_id = 'm1500'", (b"\0" * 32,))
     scanned = sorted(projection.conn.execute("SELECT memory_id, embedding FROM vec_memories"))
     assert sorted(stored_vectors(projection.conn)) == scanned
@@ -306,16 +312,8 @@ def test_the_stored_vectors_span_several_chunks(tmp_path: Path) -> None:
 def test_the_vectors_of_some_ids_are_the_virtual_tables_rows_of_those_ids(tmp_path: Path) -> None:
     """Consolidation asks for the vectors of many ids at once: read by sqlite-vec's rowid table, they are
     what vec0's own lookup by id gives, across chunks, for ids without a vector and ids asked twice."""
-    projection = VectorProjection(tmp_path / "v.sqlite", HashEmbedder(dim=8), EmbeddingCache(tmp_path / "c.sqlite"))  # type: ignore[arg-type]
-    rng = np.random.default_rng(5)
-    rows = [
-        (f"m{i}", rng.standard_normal(8).astype(np.float32).tobytes(), "r", "repo", "fact", "active")
-        for i in range(2500)
-    ]
+    projection = _random_rows(tmp_path, seed=5)
     with projection.conn:
-        projection.conn.executemany(
-            "INSERT INTO vec_memories (memory_id, embedding, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)", rows
-        )
         projection.conn.execute("DELETE FROM vec_memories WHERE memory_id = 'm7'")
     wanted = ["m2499", "m3", "m1200", "m7", "absent", "m3", *(f"m{i}" for i in range(1000, 1100))]
     looked_up = dict(
