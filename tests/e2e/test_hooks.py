@@ -725,6 +725,23 @@ def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], r
 
 
 @pytest.mark.slow
+def as_written(command: str, client: dict[str, str], payload: dict[str, Any]) -> str:
+    """The context a hook command, exactly as `strata init` wrote it, injects for `payload` ("" for none),
+    run in the payload's folder as the client runs it; it must neither fail nor log a failure."""
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps(payload),
+        env=client,
+        cwd=payload["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
+    answer = json.loads(done.stdout)
+    return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+
+
 def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
     serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -811,18 +828,7 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
     client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
 
     def run(event: str, session: str, **fields: Any) -> str:
-        done = subprocess.run(
-            ["sh", "-c", commands[event]],
-            input=json.dumps(claude(event, repo, session, **fields)),
-            env=client,
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
-        answer = json.loads(done.stdout)
-        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+        return as_written(commands[event], client, claude(event, repo, session, **fields))
 
     assert "Memory of team/backend: 3 memories" in run("SessionStart", "s1", source="startup")
     prompt = run(
@@ -984,18 +990,7 @@ def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar
     client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
 
     def prompt(text: str, session: str) -> str:
-        done = subprocess.run(
-            ["sh", "-c", command],
-            input=json.dumps(claude("UserPromptSubmit", repo, session, prompt=text)),
-            env=client,
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
-        answer = json.loads(done.stdout)
-        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+        return as_written(command, client, claude("UserPromptSubmit", repo, session, prompt=text))
 
     assert prompt(WEAK_PROMPT, "weak") == ""  # only a little above the bar: nothing
     shown = prompt(STRONG_PROMPT, "strong")  # its answer leads: each memory of it above the bar
