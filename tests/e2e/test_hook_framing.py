@@ -11,9 +11,7 @@ The session protocol `init` writes into CLAUDE.md says how to treat the block.""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
+from tests.e2e.test_hooks import as_written, http_hooks
 from tests.e2e.test_tokens import accepted, call, create, ok
 
 A, B = "acme/a", "acme/b"
@@ -122,36 +121,13 @@ def test_memories_reach_a_prompt_as_data_in_one_block_they_cannot_leave(
 
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")
-    init = subprocess.run(
-        [STRATA_COMMAND, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp", "--repo-id", A],
-        cwd=git_repo,
-        env={**env, "STRATA_TOKEN": ann},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
+    commands = http_hooks(git_repo, {**env, "STRATA_TOKEN": ann}, served.url, A)
     assert "<strata-memories nonce=N>" in (git_repo / "CLAUDE.md").read_text()  # the protocol says how to read it
-    hooks = json.loads((git_repo / ".claude" / "settings.json").read_text())["hooks"]
-    commands = {
-        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-        for event, groups in hooks.items()
-    }
+    client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": ann}
 
     def run(event: str, session: str = "framing-1", **fields: Any) -> str:
         payload = {"session_id": session, "cwd": str(git_repo), "hook_event_name": event, **fields}
-        done = subprocess.run(
-            ["sh", "-c", commands[event]],
-            input=json.dumps(payload),
-            env={**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": ann},
-            cwd=git_repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0 and "hook_failed" not in done.stderr, done.stderr
-        answer = json.loads(done.stdout)
-        return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+        return as_written(commands[event], client, payload)
 
     start = run("SessionStart", source="startup")
     before, body, after = block_of(start)

@@ -724,7 +724,25 @@ def test_a_session_spends_at_most_its_token_budget(strata_env: dict[str, str], r
     assert "mailer.send_digest" in fresh
 
 
-@pytest.mark.slow
+def http_hooks(repo: Path, env: dict[str, str], url: str, repo_id: str) -> dict[str, str]:
+    """`strata init claude-code --hooks --http URL/mcp --repo-id REPO_ID` in `repo`: the hook command it
+    wrote for each event of .claude/settings.json."""
+    init = subprocess.run(
+        [STRATA_COMMAND, "--json", "init", "claude-code", "--hooks", "--http", f"{url}/mcp", "--repo-id", repo_id],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert init.returncode == 0, init.stdout + init.stderr
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    return {
+        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
+        for event, groups in settings["hooks"].items()
+    }
+
+
 def as_written(command: str, client: dict[str, str], payload: dict[str, Any]) -> str:
     """The context a hook command, exactly as `strata init` wrote it, injects for `payload` ("" for none),
     run in the payload's folder as the client runs it; it must neither fail nor log a failure."""
@@ -742,6 +760,7 @@ def as_written(command: str, client: dict[str, str], payload: dict[str, Any]) ->
     return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
 
 
+@pytest.mark.slow
 def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
     serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -800,31 +819,8 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
         ).raise_for_status()
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")  # the client's own: the hooks must not read it
-    init = subprocess.run(
-        [
-            STRATA_COMMAND,
-            "--json",
-            "init",
-            "claude-code",
-            "--hooks",
-            "--http",
-            f"{served.url}/mcp",
-            "--repo-id",
-            "team/backend",
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    commands = http_hooks(repo, env, served.url, "team/backend")
     assert token not in (repo / ".claude" / "settings.json").read_text() + (repo / ".mcp.json").read_text()
-    commands = {
-        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-        for event, groups in settings["hooks"].items()
-    }
     client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
 
     def run(event: str, session: str, **fields: Any) -> str:
@@ -971,22 +967,7 @@ def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar
 
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")
-    init = subprocess.run(
-        [
-            *(STRATA_COMMAND, "--json", "init", "claude-code", "--hooks"),
-            *("--http", f"{served.url}/mcp", "--repo-id", "team/backend"),
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
-    command = next(
-        h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"] if " hook " in h["command"]
-    )
+    command = http_hooks(repo, env, served.url, "team/backend")["UserPromptSubmit"]
     client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
 
     def prompt(text: str, session: str) -> str:
