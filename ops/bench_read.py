@@ -47,6 +47,23 @@ class _Precomputed:
         return self.vectors[text]
 
 
+def cpu_per_read(engine, embedder: MiniLMEmbedder, queries: list, passes: int = 3) -> list[float]:
+    """CPU seconds per read of `queries` without the query embedding (computed beforehand), one figure per
+    pass: on a machine shared with other work the wall clock stretches, CPU time much less."""
+    real_embedder = engine.embedder
+    engine.embedder = _Precomputed({q.query: embedder.embed_query(q.query) for q in queries})
+    try:
+        cpu = []
+        for _ in range(passes):
+            started = time.process_time()
+            for query in queries:
+                engine.read(query)
+            cpu.append((time.process_time() - started) / len(queries))
+    finally:
+        engine.embedder = real_embedder
+    return cpu
+
+
 def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
     folder = (keep / f"store-{size}") if keep else Path(tempfile.mkdtemp()) / f"store-{size}"
     fresh = not (folder / "events.sqlite").exists()
@@ -112,21 +129,8 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
         recall = engine.read(to_read_query(parse(ReadRequest, request)))
         for stage, seconds in recall.timings.items():
             stages.setdefault(stage, []).append(seconds)
-    # CPU per read without the query embedding (embeddings computed beforehand): on a machine shared
-    # with other work the wall clock stretches, CPU time much less
-    vectors = {r.query: embedder.embed_query(r.query) for r in (to_read_query(parse(ReadRequest, q)) for q in requests)}
-    real_embedder = engine.embedder
-    engine.embedder = _Precomputed(vectors)
-    try:
-        queries = [to_read_query(parse(ReadRequest, q)) for q in requests]
-        cpu = []
-        for _ in range(3):
-            started = time.process_time()
-            for query in queries:
-                engine.read(query)
-            cpu.append((time.process_time() - started) / len(queries))
-    finally:
-        engine.embedder = real_embedder
+    queries = [to_read_query(parse(ReadRequest, q)) for q in requests]
+    cpu = cpu_per_read(engine, embedder, queries)
     memories = strata.log.position()
     print(
         f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "

@@ -660,7 +660,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
     """ops/bench_read.py's method on a learned store: end-to-end reads (query embedding included) beside the
     same run's floor, the query embedding alone plus the FTS5 search alone. The queries are the dev tasks'
     first lines (issue titles: short, agent-style questions)."""
-    from bench_read import _Precomputed, pct
+    from bench_read import cpu_per_read, pct
 
     from strata_recall.projections.recall import keyword_threads
 
@@ -687,21 +687,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
     if answers is not None:
         write_answers(strata, requests, answers)
     queries = [to_read_query(parse(ReadRequest, r)) for r in requests]
-    # CPU per read without the query embedding (computed beforehand), best of 3 passes: on a machine
-    # shared with other work the wall clock stretches, CPU time much less (ops/bench_read.py's figure)
-    real_embedder, engine.embedder = (
-        engine.embedder,
-        _Precomputed({q.query: embedder.embed_query(q.query) for q in queries}),
-    )
-    try:
-        passes = []
-        for _ in range(3):
-            started = time.process_time()
-            for query in queries:
-                engine.read(query)
-            passes.append((time.process_time() - started) / len(queries))
-    finally:
-        engine.embedder = real_embedder
+    passes = cpu_per_read(engine, embedder, queries)  # best of 3 is printed: ops/bench_read.py's figure
     embed_alone, keyword_alone, overlapped = [], [], []
     for query in queries:
         started = time.perf_counter()

@@ -637,25 +637,7 @@ def test_the_real_claude_code_runs_the_hooks_against_the_server(
         "PATH": path,
         "STRATA_TOKEN": token,
     }
-    init = subprocess.run(
-        [
-            STRATA_COMMAND,
-            "--json",
-            "init",
-            "claude-code",
-            "--hooks",
-            "--http",
-            f"{served.url}/mcp",
-            "--repo-id",
-            "team/backend",
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
+    http_hooks(repo, env, served.url, "team/backend")  # the hooks and the MCP server, as a user sets them up
     ran = real_clients.run(claude_cli, "-p", "Why does db_pool.acquire hang in src/db/pool.py?", env=env, cwd=repo)
     transcripts = list((home / ".claude" / "projects").glob("*/*.jsonl"))
     assert transcripts, ran.stdout + ran.stderr
