@@ -7,7 +7,7 @@ knows about JSON, and nothing above it knows about events.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel
@@ -18,20 +18,15 @@ from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.ids import parse_memory_id
-from strata_recall.interface.app import access
+from strata_recall.interface.app import access, lazy
 from strata_recall.interface.app.operations import Operation
 from strata_recall.interface.app.parsing import Payload
 from strata_recall.interface.app.parsing import parse as parse
 from strata_recall.interface.app.parsing import problems_of as problems_of
-from strata_recall.interface.app.services import archetypes, feedback, inspection, memories, recall, review, tokens
-from strata_recall.interface.app.services.context import Services
-from strata_recall.interface.app.services.inspection import Inspector
-from strata_recall.interface.app.services.learning import files as learned_files
+from strata_recall.interface.app.services import archetypes, feedback, memories, review, tokens
+from strata_recall.interface.app.services.context import PastNeed, Reader, Services
 from strata_recall.interface.app.services.memories import to_new_memory as to_new_memory
-from strata_recall.interface.app.services.recall import PastNeed, Reader
-from strata_recall.interface.app.services.recall import to_read_query as to_read_query
 from strata_recall.interface.app.workspace import Workspaces
-from strata_recall.projections.near_duplicates import NearDuplicates
 from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
 from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
 from strata_recall.schemas.browse import (
@@ -78,7 +73,28 @@ from strata_recall.schemas.read import (
 )
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
-from strata_recall.workers.as_of import PastModels
+
+# The read path and the inspector (numpy, the projections' queries, past models) are imported when a
+# request first uses them (interface/app/lazy.py): a write or an import never does.
+if TYPE_CHECKING:
+    from strata_recall.interface.app.services import inspection, recall
+    from strata_recall.interface.app.services.inspection import Inspector
+    from strata_recall.interface.app.services.learning import files as learned_files
+    from strata_recall.interface.app.services.recall import to_read_query as to_read_query
+    from strata_recall.projections.near_duplicates import NearDuplicates
+    from strata_recall.workers.as_of import PastModels
+else:
+    inspection = lazy.module("strata_recall.interface.app.services.inspection")
+    recall = lazy.module("strata_recall.interface.app.services.recall")
+    learned_files = lazy.module("strata_recall.interface.app.services.learning.files")
+
+
+def __getattr__(name: str) -> Any:
+    """`to_read_query`, re-exported from the read path's service, imported when asked for."""
+    if name == "to_read_query":
+        return recall.to_read_query
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = structlog.get_logger("strata.api")
 
@@ -213,7 +229,7 @@ class CommandAPI:
 
     def _inspector(self) -> Inspector:
         reader = self._reader()
-        return Inspector(self.log, reader.moment, reader.browser)
+        return inspection.Inspector(self.log, reader.moment, reader.browser)
 
     def contradictions(self, payload: Payload, principal: Principal = LOCAL) -> ContradictionsResponse:
         return self._inspector().contradictions(parse(ContradictionsRequest, payload), self._reader().engine())

@@ -10,43 +10,89 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from apscheduler.schedulers.background import BackgroundScheduler
 from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
-from threadpoolctl import threadpool_limits
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import InvalidInput, StrataError
-from strata_recall.domain.history import FileStats
 from strata_recall.domain.persistence import LOG_ERRORS, EventStoreUnavailable, SQLiteOperationalError, scrub
+from strata_recall.interface.app import lazy
 from strata_recall.interface.app.api import CommandAPI
-from strata_recall.interface.app.services import hygiene
-from strata_recall.interface.app.services.recall import Reader
+from strata_recall.interface.app.services.context import Reader
 from strata_recall.interface.app.settings import Settings
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections import store
-from strata_recall.projections.anchors import file_stats
-from strata_recall.projections.archetypes import ArchetypeClassifier, ArchetypesProjection
-from strata_recall.projections.base import Projection
-from strata_recall.projections.browse import Browser
-from strata_recall.projections.embedder import Embedder, MiniLMEmbedder
-from strata_recall.projections.fts import FTSProjection
-from strata_recall.projections.links import LinksProjection
-from strata_recall.projections.memory_index import MemoryIndex
-from strata_recall.projections.near_duplicates import NearDuplicates
-from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.recall import RecallConfig, RecallEngine
-from strata_recall.projections.snapshot import SnapshotProjection
-from strata_recall.projections.snapshot_queries import SnapshotReader
-from strata_recall.projections.tokens import TokenCounter
-from strata_recall.projections.top_of_block import RecentEvents, TopOfBlock
-from strata_recall.projections.vector_index import VectorIndex
-from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
-from strata_recall.workers import consolidation
-from strata_recall.workers.as_of import Moment, PastModels, moment_of
-from strata_recall.workers.runner import Progress, Runner, estimated_seconds, wait_for
-from strata_recall.workers.scheduler import build_scheduler
+
+# What the root builds is imported when first built (interface/app/lazy.py): a command that only writes
+# (`strata write`, `strata import`) opens the log and never imports the read path, numpy, the embedder,
+# the runner or the scheduler.
+if TYPE_CHECKING:
+    import threadpoolctl
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from strata_recall.domain.history import FileStats
+    from strata_recall.interface.app.services import hygiene
+    from strata_recall.projections import (
+        anchors,
+        archetypes,
+        browse,
+        fts,
+        links,
+        memory_index,
+        near_duplicates,
+        reads,
+        snapshot_queries,
+        top_of_block,
+        vector_index,
+    )
+    from strata_recall.projections import embedder as embedders
+    from strata_recall.projections import recall as recall_path
+    from strata_recall.projections import snapshot as snapshots
+    from strata_recall.projections import tokens as tokenizer
+    from strata_recall.projections import vectors as vector_store
+    from strata_recall.projections.base import Projection
+    from strata_recall.projections.browse import Browser
+    from strata_recall.projections.embedder import Embedder
+    from strata_recall.projections.fts import FTSProjection
+    from strata_recall.projections.links import LinksProjection
+    from strata_recall.projections.memory_index import MemoryIndex
+    from strata_recall.projections.near_duplicates import NearDuplicates
+    from strata_recall.projections.reads import ReadLedger
+    from strata_recall.projections.recall import RecallConfig, RecallEngine
+    from strata_recall.projections.snapshot import SnapshotProjection
+    from strata_recall.projections.tokens import TokenCounter
+    from strata_recall.projections.top_of_block import RecentEvents
+    from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
+    from strata_recall.workers import as_of as as_of_models
+    from strata_recall.workers import consolidation
+    from strata_recall.workers import runner as runners
+    from strata_recall.workers import scheduler as schedulers
+    from strata_recall.workers.as_of import Moment, PastModels
+    from strata_recall.workers.runner import Progress, Runner
+else:
+    threadpoolctl = lazy.module("threadpoolctl")
+    hygiene = lazy.module("strata_recall.interface.app.services.hygiene")
+    anchors = lazy.module("strata_recall.projections.anchors")
+    archetypes = lazy.module("strata_recall.projections.archetypes")
+    browse = lazy.module("strata_recall.projections.browse")
+    embedders = lazy.module("strata_recall.projections.embedder")
+    fts = lazy.module("strata_recall.projections.fts")
+    links = lazy.module("strata_recall.projections.links")
+    memory_index = lazy.module("strata_recall.projections.memory_index")
+    near_duplicates = lazy.module("strata_recall.projections.near_duplicates")
+    reads = lazy.module("strata_recall.projections.reads")
+    recall_path = lazy.module("strata_recall.projections.recall")
+    snapshots = lazy.module("strata_recall.projections.snapshot")
+    snapshot_queries = lazy.module("strata_recall.projections.snapshot_queries")
+    tokenizer = lazy.module("strata_recall.projections.tokens")
+    top_of_block = lazy.module("strata_recall.projections.top_of_block")
+    vector_index = lazy.module("strata_recall.projections.vector_index")
+    vector_store = lazy.module("strata_recall.projections.vectors")
+    as_of_models = lazy.module("strata_recall.workers.as_of")
+    consolidation = lazy.module("strata_recall.workers.consolidation")
+    runners = lazy.module("strata_recall.workers.runner")
+    schedulers = lazy.module("strata_recall.workers.scheduler")
 
 PROJECTIONS = ("fts", "vectors", "links", "archetypes", "snapshot")
 FOLLOWERS = ("fts", "vectors", "links", "archetypes")
@@ -71,11 +117,27 @@ class Strata:
     _index: MemoryIndex | None = None
     _near: NearDuplicates | None = None
     _past: PastModels | None = None
-    tokens: TokenCounter = field(default_factory=TokenCounter)
-    """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
-    recent: RecentEvents = field(default_factory=RecentEvents)
-    """The events the runner read last, for the read path's tail (projections/top_of_block.py); a
-    serving process shares one between its request side and its workers (interface/runtime/background.py)."""
+    _tokens: TokenCounter | None = None
+    _recent: RecentEvents | None = None
+
+    @property
+    def tokens(self) -> TokenCounter:
+        """One tokenizer for the read path and the memory index (it loads a file, and caches counts)."""
+        if self._tokens is None:
+            self._tokens = tokenizer.TokenCounter()
+        return self._tokens
+
+    @property
+    def recent(self) -> RecentEvents:
+        """The events the runner read last, for the read path's tail (projections/top_of_block.py); a
+        serving process shares one between its request side and its workers (interface/runtime/background.py)."""
+        if self._recent is None:
+            self._recent = top_of_block.RecentEvents()
+        return self._recent
+
+    @recent.setter
+    def recent(self, recent: RecentEvents) -> None:
+        self._recent = recent
 
     def api(self, *, remote: bool = False) -> CommandAPI:
         """The command API for one kind of client: local (the CLI, `strata mcp` over stdio, in-process
@@ -118,8 +180,9 @@ class Strata:
         if not self.settings.near_duplicates or self.embedder is None or not getattr(self.embedder, "loaded", True):
             return None
         if self._near is None:
-            self._near = NearDuplicates(
-                self.recall(), EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size)
+            self._near = near_duplicates.NearDuplicates(
+                self.recall(),
+                vector_store.EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size),
             )
         return self._near
 
@@ -132,9 +195,9 @@ class Strata:
                 except LOG_ERRORS:  # the log unreachable: the index shows what the snapshot holds (and says so)
                     return {}
 
-            self._index = MemoryIndex(
-                cast(FTSProjection, self.projection("fts")),
-                cast(SnapshotProjection, self.projection("snapshot")),
+            self._index = memory_index.MemoryIndex(
+                cast("FTSProjection", self.projection("fts")),
+                cast("SnapshotProjection", self.projection("snapshot")),
                 texts,
                 self.tokens,
             )
@@ -147,15 +210,15 @@ class Strata:
         if self._engine is None or config is not None:
             single_threaded_blas()
             vectors = self.projection("vectors")
-            assert isinstance(vectors, VectorProjection)
-            engine = RecallEngine(
+            assert isinstance(vectors, vector_store.VectorProjection)
+            engine = recall_path.RecallEngine(
                 fts=self.projection("fts"),  # type: ignore[arg-type]
-                index=VectorIndex(vectors),
+                index=vector_index.VectorIndex(vectors),
                 links=self.projection("links"),  # type: ignore[arg-type]
-                state=TopOfBlock(self.projection("snapshot"), self.log, self.recent),  # type: ignore[arg-type]
+                state=top_of_block.TopOfBlock(self.projection("snapshot"), self.log, self.recent),  # type: ignore[arg-type]
                 embedder=vectors.embedder,
                 tokens=self.tokens,
-                archetypes=ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
+                archetypes=archetypes.ArchetypeClassifier(self.projection("archetypes"), vectors.embedder),  # type: ignore[arg-type]
                 ledger=self.ledger(),
                 positions=lambda: min(p.position for p in self.projections(SEARCHABLE)),
                 config=config or self.settings.recall_config(),
@@ -169,12 +232,12 @@ class Strata:
 
     def moment(self, as_of: int | datetime) -> Moment:
         """The past moment `as_of` names (a log position or a time): workers/as_of.py."""
-        return moment_of(self.log, as_of)
+        return as_of_models.moment_of(self.log, as_of)
 
     def past(self) -> PastModels:
         """Read models of the log truncated at a position, built on demand and cached."""
         if self._past is None:
-            self._past = PastModels(
+            self._past = as_of_models.PastModels(
                 self.log,
                 lambda: self.projection("vectors").embedder,  # type: ignore[attr-defined]
                 self.embedding_cache_path,
@@ -194,8 +257,8 @@ class Strata:
         that moment's clock, recording no read (reads of the past are not cited by feedback)."""
         single_threaded_blas()
         model = self.past().at(moment.position)
-        vectors = cast(VectorProjection, self.projection("vectors"))
-        return RecallEngine(
+        vectors = cast("VectorProjection", self.projection("vectors"))
+        return recall_path.RecallEngine(
             fts=model.fts,
             index=model.vector_index(),
             links=model.links,
@@ -214,17 +277,17 @@ class Strata:
         at `moment`."""
         if moment is None:
             self.compact()
-            snapshot = cast(SnapshotProjection, self.projection("snapshot"))
-            return Browser(
-                cast(FTSProjection, self.projection("fts")),
+            snapshot = cast("SnapshotProjection", self.projection("snapshot"))
+            return browse.Browser(
+                cast("FTSProjection", self.projection("fts")),
                 snapshot,
-                cast(LinksProjection, self.projection("links")),
+                cast("LinksProjection", self.projection("links")),
                 position=snapshot.position,
                 now=datetime.now(UTC),
                 half_life_days=self.settings.recall_half_life_days,
             )
         model = self.past().at(moment.position)
-        return Browser(
+        return browse.Browser(
             model.fts,
             model.snapshot,
             model.links,
@@ -236,11 +299,11 @@ class Strata:
     def ledger(self) -> ReadLedger:
         if self._ledger is None:
             store.private_dir(self.settings.projection_dir)
-            self._ledger = ReadLedger(self.settings.projection_dir / "reads.sqlite")
+            self._ledger = reads.ReadLedger(self.settings.projection_dir / "reads.sqlite")
         return self._ledger
 
     def wait_for(self, position: int, timeout: float) -> bool:
-        return wait_for(self.projections(FOLLOWERS), position, timeout)
+        return runners.wait_for(self.projections(FOLLOWERS), position, timeout)
 
     def catch_up(self) -> None:
         """Bring every projection to the head now (what a CLI read does when no worker runs)."""
@@ -253,7 +316,7 @@ class Strata:
         behind they stayed (vectors_behind). `progress(reached, head)` follows both parts."""
         self.runner(SEARCHABLE).catch_up(progress)
         self.compact()
-        vectors = Runner(self.log, self.projections(["vectors"]), batch_size=CATCH_UP_VECTOR_EVENTS)
+        vectors = runners.Runner(self.log, self.projections(["vectors"]), batch_size=CATCH_UP_VECTOR_EVENTS)
         vectors.catch_up(progress, seconds=seconds)
 
     def vectors_behind(self, position: int) -> tuple[int, float | None]:
@@ -261,7 +324,7 @@ class Strata:
         by keywords only (seconds: None until this process measured the vectors' throughput)."""
         vectors = self.projection("vectors")
         events = max(0, position - vectors.position)
-        return events, estimated_seconds(vectors.path, events) if events else 0.0
+        return events, runners.estimated_seconds(vectors.path, events) if events else 0.0
 
     def projection(self, name: str) -> Projection:
         if name not in PROJECTIONS:
@@ -276,7 +339,7 @@ class Strata:
         return [self.projection(n) for n in names]
 
     def runner(self, names: Sequence[str] = FOLLOWERS) -> Runner:
-        return Runner(
+        return runners.Runner(
             self.log,
             self.projections(names),
             batch_size=self.settings.worker_batch_size,
@@ -293,15 +356,15 @@ class Strata:
         its own (a request's thread; the runner holds the projection's): the snapshot as the last
         compaction left it — memories learned since vote through the read, not yet in the counts."""
         self.projection("snapshot")  # the file exists, at its schema
-        snapshot = SnapshotReader(store.connect(self.settings.projection_dir / "snapshot.sqlite"))
+        reader = snapshot_queries.SnapshotReader(store.connect(self.settings.projection_dir / "snapshot.sqlite"))
         try:
-            return file_stats(snapshot, repo_id)
+            return anchors.file_stats(reader, repo_id)
         finally:
-            snapshot.close()
+            reader.close()
 
     def compact(self) -> int:
         """Bring the top-of-block snapshot to the head of the log; returns events folded."""
-        return Runner(self.log, [self.projection("snapshot")], batch_size=5000).catch_up()
+        return runners.Runner(self.log, [self.projection("snapshot")], batch_size=5000).catch_up()
 
     def housekeeping(self) -> dict[str, int]:
         """Forget reads older than `read_retention_days` (the ledger would otherwise grow with every
@@ -310,7 +373,7 @@ class Strata:
         ledger_path = self.settings.projection_dir / "reads.sqlite"
         pruned = 0
         if ledger_path.exists():
-            ledger = ReadLedger(ledger_path)
+            ledger = reads.ReadLedger(ledger_path)
             try:
                 pruned = ledger.prune(time.time() - self.settings.read_retention_days * 86400)
             finally:
@@ -330,7 +393,7 @@ class Strata:
         if compaction:
             jobs["compaction"] = (self.compact, self.settings.compact_interval_seconds)
             jobs["reflect"] = (self.scheduled_reflect, self.settings.reflect_interval_seconds)
-        return build_scheduler(jobs)
+        return schedulers.build_scheduler(jobs)
 
     def reflect(
         self, repo_id: str | None = None, *, everything: bool = False, apply: bool = False, now: datetime | None = None
@@ -363,20 +426,20 @@ class Strata:
         store.private_dir(folder)
         path = folder / f"{name}.sqlite"
         if name == "fts":
-            return FTSProjection(path)
+            return fts.FTSProjection(path)
         if name == "links":
-            return LinksProjection(path)
+            return links.LinksProjection(path)
         if name == "snapshot":
-            return SnapshotProjection(path)
+            return snapshots.SnapshotProjection(path)
         if name == "archetypes":
-            return ArchetypesProjection(path)
+            return archetypes.ArchetypesProjection(path)
         if self.embedder is None:
-            self.embedder = MiniLMEmbedder(
+            self.embedder = embedders.MiniLMEmbedder(
                 model_dir=self.settings.embedding_model_dir, threads=self.settings.embed_threads
             )
         if self._cache is None:
-            self._cache = EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size)
-        return VectorProjection(path, self.embedder, self._cache)
+            self._cache = vector_store.EmbeddingCache(self.embedding_cache_path, self.settings.embedding_cache_size)
+        return vector_store.VectorProjection(path, self.embedder, self._cache)
 
     def close(self) -> None:
         if self._past is not None:
@@ -400,7 +463,7 @@ def single_threaded_blas() -> None:
     the process's loaded libraries on every call (1.2 ms, once per read when it was called there)."""
     global _BLAS_LIMITED
     if not _BLAS_LIMITED:
-        threadpool_limits(limits=1, user_api="blas")
+        threadpoolctl.threadpool_limits(limits=1, user_api="blas")
         _BLAS_LIMITED = True
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -32,13 +33,15 @@ from strata_recall.interface.app.parsing import parse
 from strata_recall.interface.app.services.context import Services
 from strata_recall.interface.app.services.feedback import _check_citation, _utility_change
 from strata_recall.interface.app.workspace import Workspaces
-from strata_recall.projections.near_duplicates import Similar
 from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.edit import EditRequest, EditResponse
 from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
 from strata_recall.schemas.operator import Recorded, RecordedResponse, RestoreRequest, UnmergeRequest
 from strata_recall.schemas.update import UpdateRequest, UpdateResponse, ValueChange
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
+
+if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a write loads it only when the lookup runs)
+    from strata_recall.projections.near_duplicates import Similar
 
 log = structlog.get_logger("strata.api")
 

@@ -3,22 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
-
 import structlog
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict
-from strata_recall.domain.history import FileStats
 from strata_recall.domain.persistence import link_of
 from strata_recall.interface.app import anchors as anchoring
+from strata_recall.interface.app.services.context import PastNeed as PastNeed
+from strata_recall.interface.app.services.context import Reader as Reader
 from strata_recall.interface.app.workspace import Workspaces
-from strata_recall.projections.browse import Browser
-from strata_recall.projections.memory_index import MemoryIndex
-from strata_recall.projections.reads import ReadLedger
-from strata_recall.projections.recall import TEXT_CHARS, ReadQuery, RecallEngine
+from strata_recall.projections.recall import TEXT_CHARS, ReadQuery
 from strata_recall.schemas.index import IndexRequest, IndexResponse
 from strata_recall.schemas.read import (
     DEFAULT_TOKEN_BUDGET,
@@ -30,42 +24,8 @@ from strata_recall.schemas.read import (
     ReadResult,
     VectorsBehind,
 )
-from strata_recall.workers.as_of import Moment, PastModels
 
 log = structlog.get_logger("strata.api")
-
-
-@dataclass(frozen=True)
-class PastNeed:
-    """What a request `as_of` a past moment needs built: the moment's read model, and for a read its
-    vector index."""
-
-    moment: Moment
-    vectors: bool
-
-
-@dataclass(frozen=True)
-class Reader:
-    """What reads need from the composition root, built lazily (writes never load the model)."""
-
-    engine: Callable[[], RecallEngine]
-    wait: Callable[[int, float], bool]
-    ledger: Callable[[], ReadLedger]
-    index: Callable[[], MemoryIndex]
-    moment: Callable[[int | datetime], Moment]
-    """The past moment an `as_of` names."""
-    recall_at: Callable[[Moment], RecallEngine]
-    """The read path at a past moment."""
-    browser: Callable[[Moment | None], Browser]
-    """Paged views of the store now (None) or at a past moment."""
-    prepare: Callable[[Moment, bool], None]
-    """Build the past model of a moment (and its vector index: True) ahead of the request."""
-    past: Callable[[], PastModels] | None = None
-    """The past models themselves: whether one is built, pinning one while a request uses it."""
-    behind: Callable[[int], tuple[int, float | None]] | None = None
-    """(events, estimated seconds) the vectors are behind a read's position: found by keywords only."""
-    files: Callable[[str], FileStats] | None = None
-    """What a repo's active anchored memories say of its files (churn, co-change: `files`)."""
 
 
 def read(memory_log: MemoryLog, reader: Reader, workspaces: Workspaces, request: ReadRequest) -> ReadResponse:

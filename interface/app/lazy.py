@@ -1,0 +1,50 @@
+"""Modules imported on first use: how the composition root and the command API stand on the read path,
+the projections and the scheduler without importing them for a command that never uses them (`strata
+import` or `write` need neither numpy, nor the embedder, nor the scheduler: ops/bench_write.py
+--import-split, the start).
+
+The one way to write it, so type checkers and the floors' check (tests/unit/test_layers.py, which reads
+every import, TYPE_CHECKING ones included) see the real module:
+
+    if TYPE_CHECKING:
+        from strata_recall.projections import recall
+    else:
+        recall = lazy.module("strata_recall.projections.recall")
+
+The stand-in imports the module through the import system (importlib.import_module: its lock, so two
+threads asking at once import it once) at its first attribute access, then forwards every attribute to it.
+Nothing is put into sys.modules in the module's name until then."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import Any
+
+
+class LazyModule(ModuleType):
+    """A module's stand-in until something uses it (see the module's docstring)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._lazy_target: ModuleType | None = None
+
+    def _load(self) -> ModuleType:
+        target = self._lazy_target
+        if target is None:
+            target = self._lazy_target = importlib.import_module(self.__name__)
+        return target
+
+    def __getattr__(self, attr: str) -> Any:  # only names the stand-in does not hold itself
+        return getattr(self._load(), attr)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._lazy_target is not None else "not loaded yet"
+        return f"<lazy module {self.__name__!r} ({state})>"
+
+
+def module(name: str) -> ModuleType:
+    """The module `name` (dotted, absolute), imported at its first attribute access; the module itself
+    when it is imported already."""
+    return sys.modules.get(name) or LazyModule(name)
