@@ -11,13 +11,13 @@ every import, TYPE_CHECKING ones included) see the real module:
     else:
         recall = lazy.module("strata_recall.projections.recall")
 
-The stand-in imports the module through the import system (importlib.import_module: its lock, so two
-threads asking at once import it once) at its first attribute access, then forwards every attribute to it.
+The stand-in imports the module as an import statement would (__import__: the import system's lock, so
+two threads asking at once import it once; `python -X importtime` lists it) at its first attribute
+access, then forwards every attribute to it.
 Nothing is put into sys.modules in the module's name until then."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
 from typing import Any
@@ -33,7 +33,8 @@ class LazyModule(ModuleType):
     def _load(self) -> ModuleType:
         target = self._lazy_target
         if target is None:
-            target = self._lazy_target = importlib.import_module(self.__name__)
+            __import__(self.__name__)  # the import statement's way, which -X importtime reports too
+            target = self._lazy_target = sys.modules[self.__name__]
         return target
 
     def __getattr__(self, attr: str) -> Any:  # only names the stand-in does not hold itself

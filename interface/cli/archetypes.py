@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from strata_recall.domain import idempotency
 from strata_recall.domain.idempotency import CommandKey
+from strata_recall.interface.app import lazy
 from strata_recall.interface.app.parsing import parse
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import KEY_OPT, REQUEST_ARG, _api, _emit, _key, _request_text, _session, app
-from strata_recall.projections.archetypes import DEFAULT_ARCHETYPES
 from strata_recall.schemas.archetype import ArchetypeRequest
+
+if TYPE_CHECKING:
+    from strata_recall.projections import archetypes
+else:  # imports numpy: only for these commands (interface/app/lazy.py)
+    archetypes = lazy.module("strata_recall.projections.archetypes")
 
 archetypes_app = typer.Typer(
     help="Read archetypes: kinds of question and the read profile each gets (mode auto).", no_args_is_help=True
@@ -29,7 +36,7 @@ def archetypes_list(ctx: typer.Context) -> None:
         stats = strata.ledger().archetype_stats()
         projection = strata.projection("archetypes")
         defined = projection.definitions()  # type: ignore[attr-defined]
-        listing = defined or [dict(a) for a in DEFAULT_ARCHETYPES]
+        listing = defined or [dict(a) for a in archetypes.DEFAULT_ARCHETYPES]
         view = {
             "ok": True,
             "source": "log" if defined else "defaults",
@@ -59,7 +66,7 @@ def archetypes_seed(ctx: typer.Context) -> None:
     """
     with _session(ctx) as strata:
         outcomes = {}
-        for archetype in DEFAULT_ARCHETYPES:
+        for archetype in archetypes.DEFAULT_ARCHETYPES:
             parsed = parse(ArchetypeRequest, dict(archetype))
             with idempotency.keyed(CommandKey.made().bind("archetype", parsed.model_dump(mode="json"), None)):
                 outcomes[parsed.name] = _api(strata).define_archetype(parsed).outcome

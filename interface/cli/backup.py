@@ -6,16 +6,21 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import typer
 
 from strata_recall.domain import archive
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface.app.services import digest
+from strata_recall.interface.app import lazy
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import _api, _emit, _session, app
+
+if TYPE_CHECKING:
+    from strata_recall.interface.app.services import digest
+else:  # the Markdown digest's projections: only for `export --markdown` (interface/app/lazy.py)
+    digest = lazy.module("strata_recall.interface.app.services.digest")
 
 
 @app.command("import")

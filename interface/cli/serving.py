@@ -9,18 +9,24 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import typer
 
 from strata_recall.domain.errors import Conflict, InvalidInput
+from strata_recall.interface.app import lazy
 from strata_recall.interface.app.bootstrap import FOLLOWERS, PROJECTIONS, Strata, build
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import _emit, _session, app, log
-from strata_recall.interface.runtime.background import VECTOR_BATCH_EVENTS
 from strata_recall.projections.store import ProjectionBusy
-from strata_recall.workers.runner import replay as run_replay
+
+if TYPE_CHECKING:
+    from strata_recall.interface.runtime import background
+    from strata_recall.workers import runner as log_runner
+else:  # the serving runtime and the runner: only for these commands (interface/app/lazy.py)
+    background = lazy.module("strata_recall.interface.runtime.background")
+    log_runner = lazy.module("strata_recall.workers.runner")
 
 RUNNER_RESTART_S = 2.0
 
@@ -71,7 +77,7 @@ def worker(ctx: typer.Context, projection: list[str] | None = PROJECTION_OPT) ->
         if "vectors" in followers:
             strata.warm_up()  # load the model now, not on the first write that needs it
             vectors = strata.runner(["vectors"])
-            vectors.batch_size = min(vectors.batch_size, VECTOR_BATCH_EVENTS)
+            vectors.batch_size = min(vectors.batch_size, background.VECTOR_BATCH_EVENTS)
             runners.append(vectors)
         threads = [threading.Thread(target=_follow, args=(r, stop), name="strata-runner") for r in runners]
         scheduler.start()
@@ -136,7 +142,7 @@ def replay(
         # it on its first embedding, in the process that replays it), so forking is safe.
         started = time.perf_counter()
         with click.progressbar(length=head, label=f"replaying {', '.join(names)}", file=sys.stderr) as bar:
-            groups = run_replay(
+            groups = log_runner.replay(
                 opener,
                 names,
                 processes=processes or (1 if strata.settings.event_store == "postgres" else os.cpu_count() or 1),

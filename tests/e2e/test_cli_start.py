@@ -1,0 +1,88 @@
+"""What a one-shot `strata` command's process imports: the write path's commands (`import`, `write`)
+never import the read path, numpy, the embedding model's runtime or the scheduler, which they do not use
+(interface/app/lazy.py). Checked on the installed command in a subprocess, through `python -X importtime`
+(every module the process imported, on stderr)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import STRATA_COMMAND
+
+NOT_FOR_WRITES = {
+    "numpy",
+    "onnxruntime",
+    "fastembed",
+    "tokenizers",
+    "sqlite_vec",
+    "threadpoolctl",
+    "apscheduler",
+    "strata_recall.projections.recall",
+    "strata_recall.projections.vectors",
+    "strata_recall.projections.browse",
+    "strata_recall.interface.app.services.recall",
+    "strata_recall.interface.app.services.inspection",
+    "strata_recall.workers.as_of",
+    "strata_recall.workers.runner",
+    "strata_recall.workers.scheduler",
+}
+"""The read path and what only it, the inspector, the serving processes and the scheduler use."""
+
+WRITE = {
+    "repo_id": "acme/api",
+    "memory": {"text": "Lint with ruff", "kind": "preference", "scope": "repo", "confidence": 0.8},
+}
+
+
+@pytest.fixture
+def env(strata_env: dict[str, str]) -> dict[str, str]:
+    return strata_env
+
+
+def imported(env: dict[str, str], *args: str) -> tuple[dict, set[str]]:
+    """The command's JSON answer and every module its process imported."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", STRATA_COMMAND, "--json", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    modules = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    return json.loads(result.stdout), modules
+
+
+def test_an_import_imports_nothing_of_the_read_path(env: dict[str, str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    answer, modules = imported(env, "import", str(empty))
+    assert answer["lines"] == 0
+    assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+
+    lines = tmp_path / "memories.jsonl"  # real lines: parsing, redaction, ids, the append
+    secret = "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    texts = ["Lint with ruff", "Run the tests with pytest -n 2", f"CI uses {secret}"]
+    lines.write_text("".join(json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": t}}) + "\n" for t in texts))
+    answer, modules = imported(env, "import", str(lines))
+    assert (answer["created"], answer["redactions"]) == (3, 1)
+    assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+
+
+def test_a_write_imports_nothing_of_the_read_path(env: dict[str, str]) -> None:
+    answer, modules = imported(env, "write", json.dumps(WRITE))
+    assert answer["memory_id"]
+    assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+
+
+def test_the_check_sees_what_a_command_that_uses_them_imports(env: dict[str, str]) -> None:
+    """The control: `archetypes list` uses the archetypes' projection, which imports numpy."""
+    _, modules = imported(env, "archetypes", "list")
+    assert "numpy" in modules and "strata_recall.projections.archetypes" in modules
