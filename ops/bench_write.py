@@ -2,6 +2,7 @@
 
 Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000] [--near-writes 1000] [--near-store 2000]
        python ops/bench_write.py --import-only ROUNDS [--against REF] | --import-split [--import-lines 20000]
+       python ops/bench_write.py --start ROUNDS [--against REF]
 
 Every figure is printed beside a baseline measured in the same run on the same machine:
 - single write: the command API (JSON parse, validation, sanitising, dedup and link checks, one
@@ -10,7 +11,10 @@ Every figure is printed beside a baseline measured in the same run on the same m
   embedded and looked up among the repo's memories) vs. the same process's writes without it,
   alternating one by one over a store of --near-store memories;
 - import: `strata import FILE` as a user runs it (a fresh process) vs. the in-process import and the
-  bare eventsourcing batch save of the same number of aggregates.
+  bare eventsourcing batch save of the same number of aggregates;
+- the one-shot commands' start (--start): CPU and wall of `strata --json import` of an empty file, of a
+  `strata --json write` and of a `strata --json read` (a store of one memory: the read loads the
+  embedding model and embeds its query), this checkout beside another revision's code, alternating.
 """
 
 from __future__ import annotations
@@ -197,6 +201,62 @@ def import_rounds(n: int, rounds: int, against: str | None = None) -> None:
                 )
 
 
+START_WRITE = {
+    "repo_id": "acme/api",
+    "memory": {"text": "Lint with ruff before every push", "kind": "preference", "scope": "repo", "confidence": 0.8},
+}
+START_READ = {"repo_id": "acme/api", "query": "which linter do we use"}
+
+
+def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> None:
+    """The start of the one-shot commands a user runs most (`import` of an empty file, `write`, `read`),
+    each in a fresh process: CPU time (user + system, of the child) and wall clock, medians of `rounds`
+    runs, this checkout and `against` (ops/revision.py) alternating command by command, so both see the
+    same load. The read's model folder: --model-dir (default: a temporary one, downloaded once)."""
+    strata_bin = str(Path(sys.executable).parent / "strata")
+    with tempfile.TemporaryDirectory() as folder:
+        trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
+        if against is not None:
+            import revision
+
+            trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
+        empty = Path(folder) / "empty.jsonl"
+        empty.write_text("")
+        models = model_dir or Path(folder) / "model"
+        commands = {
+            "import (empty file)": ["import", str(empty)],
+            "write": ["write", json.dumps(START_WRITE)],
+            "read": ["read", json.dumps(START_READ)],
+        }
+        figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for round_ in range(rounds):
+            for name, args in commands.items():
+                for label, code in trees:
+                    data = Path(folder) / f"data-{trees.index((label, code))}"
+                    env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_MODEL_DIR": str(models)}
+                    if code is not None:
+                        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
+                    before, start = os.times(), time.perf_counter()
+                    result = subprocess.run([strata_bin, "--json", *args], env=env, capture_output=True, text=True)
+                    wall = time.perf_counter() - start
+                    after = os.times()
+                    if result.returncode != 0:
+                        raise SystemExit(f"{label}: strata {name} failed: {result.stdout} {result.stderr[-2000:]}")
+                    cpu = after.children_user + after.children_system - before.children_user - before.children_system
+                    if round_ > 0 or name != "read":  # the first read builds the store's projections
+                        figures.setdefault((name, label), []).append((cpu, wall))
+    print(f"the one-shot commands' start, medians of {rounds} runs (the read: {rounds - 1}), alternating:")
+    for name in commands:
+        row = []
+        for label, _ in trees:
+            runs = figures[(name, label)]
+            cpu, wall = statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs)
+            row.append((label, cpu, wall))
+            print(f"  strata --json {name:<20} {label:<14} cpu {cpu:5.2f} s   wall {wall:5.2f} s")
+        if len(row) == 2:
+            print(f"  {'':<35} this / {against}: cpu {row[1][1] / row[0][1]:.2f}x, wall {row[1][2] / row[0][2]:.2f}x")
+
+
 def import_split(n: int) -> None:
     """Where `strata import` of n lines spends its CPU: the command's start (the same command on an
     empty file), and in one process, each stage alone on the same lines (parsing and validating the
@@ -325,13 +385,24 @@ def main() -> None:
         "--against",
         default=None,
         metavar="REF",
-        help="--import-only: each round also runs this git revision's `strata import` (e.g. main), same interpreter",
+        help="--import-only, --start: each round also runs this git revision's `strata import` (e.g. main), same interpreter",
     )
     parser.add_argument(
         "--import-split", action="store_true", help="only where the import's CPU goes, stage by stage (--import-lines)"
     )
+    parser.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="only the one-shot commands' start (import of an empty file, write, read): CPU and wall, --against REF",
+    )
     args = parser.parse_args()
     configure_logging("warning")
+
+    if args.start:
+        start_rounds(args.start, args.against, args.model_dir)
+        return
 
     if args.import_split:
         import_split(args.import_lines)
