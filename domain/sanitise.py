@@ -585,6 +585,8 @@ def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
         spans += _command_spans(text, low)
     if _noun_hint(low) and any(vendor in low for vendor in _VENDOR_NAMES):
         spans += _prose_spans(text, low)
+    if not spans:  # almost every text
+        return text, found
     text, n = _apply(text, spans, kinds)
     return text, found + n
 
@@ -592,7 +594,9 @@ def _one_pass(text: str, kinds: set[str]) -> tuple[str, int]:
 def sanitise(text: str) -> Sanitised:
     """Replace every recognised secret in ``text`` by ``[REDACTED:<name>]``; idempotent."""
     kinds: set[str] = set()
-    total = 0
+    text, total = _one_pass(text, kinds)
+    if not total:  # almost every text: one pass finds nothing, and the next would see the same text
+        return Sanitised(text, 0, ())
     # Repeat until nothing fires: a redaction can remove the character that kept an earlier rule's
     # boundary from matching (`AKIA...EXAMPLEghp_...`), and idempotence must hold by construction.
     # Terminates because every redaction removes characters that lie outside any marker.
