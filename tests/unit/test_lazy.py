@@ -1,0 +1,31 @@
+"""interface/app/lazy.py: a module's stand-in imports it at the first attribute access, not before."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from strata_recall.interface.app import lazy
+
+NAME = "wsgiref.simple_server"  # a standard module nothing of Strata imports
+
+
+def test_the_module_is_imported_at_its_first_attribute_access() -> None:
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k == NAME}
+    try:
+        stand_in = lazy.module(NAME)
+        assert NAME not in sys.modules and "not loaded yet" in repr(stand_in)
+        assert stand_in.WSGIServer.__name__ == "WSGIServer"
+        assert NAME in sys.modules and "(loaded)" in repr(stand_in)
+        assert stand_in.make_server is sys.modules[NAME].make_server
+        assert lazy.module(NAME) is sys.modules[NAME]  # imported already: the module itself
+    finally:
+        sys.modules.pop(NAME, None)
+        sys.modules.update(saved)
+
+
+def test_a_name_the_module_lacks_is_an_attribute_error() -> None:
+    stand_in = lazy.module("strata_recall.interface.app.workspace")
+    with pytest.raises(AttributeError):
+        stand_in.no_such_name  # noqa: B018
