@@ -1,23 +1,32 @@
-"""What the prompt moment should inject, measured in-process: the prompt hook's own read against a store of
-a repository's earlier tasks (as ops/eval_session.py builds it), with the injection rule varied on the
-same answers, so every rule is judged on the same reads.
+"""What the prompt and failure moments should inject, measured in-process: the hook's own read against a
+store of a repository's earlier tasks (as ops/eval_session.py builds it), with the injection rule varied
+on the same answers, so every rule is judged on the same reads.
 
 Usage: python ops/eval_prompt_bar.py [--data FILE] [--repos sympy/sympy,...] [--max-tasks N]
-                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1]
+                                     [--moment prompt|failure|edit]
+                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1,tokens:2]
 
 Per repository, tasks in instance order: before task i is written, its statement (what the prompt hook
 sends, the first 2,000 characters) is read as the prompt hook reads a server (`/v1/read`'s request:
 targeted, limit CANDIDATES["prompt"], the read path's bar RELEVANCE_BAR, no semantic hops), and so is a
-foreign task's statement (another repository's, as eval_session picks it). Each rule then chooses what
-the hook would show from that answer (interface/agents/hooks.py: chosen, then render within the prompt's
-token budget). A shown memory is relevant when its task edited a file the session's task edits
-(eval_coding's definition).
+foreign task's statement (another repository's, as eval_session picks it). With `--moment failure`, a
+session whose statement carries a traceback or an error (eval_session's failed test run) is read as the
+after-command hook reads it (hook_cues.failure_moment's lines, limit CANDIDATES["after-command"]), after
+its prompt as the hook shows it (hooks.POLICY): what the prompt showed is not shown again, and the
+session's token budget left decides whether its first edit (read as the edit hook reads it) still gets
+an injection. Each rule then chooses what the hook would show from that answer, handed to the hook's
+own `chosen` as a policy (interface/agents/hooks.py Policy: nothing in the module is changed), then
+`render` within the moment's token budget. A shown memory is relevant when its task edited a file the
+session's task edits (eval_coding's definition).
 
-Printed per rule: the share of sessions with a relevant earlier task that got one at the prompt, the share
-of memories shown at a prompt that are relevant (and how many), and the share of foreign prompts that
-injected nothing; then, each repository left out in turn, the rule that goes furthest towards both of
-the sessions' goals on the others (`attainment`) and its figures on the one left out. eval_session.py replays the whole sessions through the real hook processes; this script
-is for choosing the prompt's rule (it spawns nothing, so it takes minutes, not an hour).
+Printed per rule: the share of sessions with a relevant earlier task (and the moment) that got one at the
+moment, how many got one there first (the prompt had not), the share that got one by the first edit (at
+a failure), the share of memories shown at the moment that are relevant (and how many), and the share of
+foreign sessions' moments that injected nothing; then, each repository left out in turn, the rule that
+goes furthest towards the sessions' goals on the others (`attainment` at a prompt, `failure_attainment`
+at a failure) and its figures on the one left out. eval_session.py replays the whole sessions through
+the real hook processes; this script is for choosing the rules (it spawns nothing, so it takes minutes,
+not an hour).
 """
 
 from __future__ import annotations
