@@ -9,8 +9,9 @@ loaded, recalled and rated without the agent having to remember.
   command, by its distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
   unless it clears the relevance bar (the read path's own on a server: RELEVANCE_BAR, EDIT_BAR at an
   edit; SHARED_TOKENS on a local store), a prompt's answer only when its best memory is far above it
-  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), and every injection fits a per-event and a per-session token budget and never
-  repeats a memory the session was already shown.
+  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), at a failure only what also shares its evidence
+  (FAILURE_EVIDENCE; these rules are a `Policy`), and every injection fits a per-event and a
+  per-session token budget and never repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
   injections), the agent is asked to `write` what it learned and to send `feedback` citing them; and at
   every stop a detached `strata learn` of the session's new commits and transcript is started
