@@ -3,7 +3,7 @@ commands (one process per event, as a client runs them) against a store of a rep
 work, on the local store and against a running `strata serve`.
 
 Usage: python ops/eval_session.py [--data FILE] [--mode local,local-mcp,server] [--repos sympy/sympy,...]
-                                  [--max-tasks N] [--json FILE]
+                                  [--max-tasks N] [--json FILE] [--deadline SECONDS]
 
 The store (../shared/data/coding-dev, README there): per repository, tasks in instance order; the
 session of task i runs against a store holding the tasks before it, each written as ops/eval_coding.py
@@ -498,6 +498,13 @@ def main() -> None:
     parser.add_argument("--repos", default="", help="comma-separated repositories (default: all with 2+ tasks)")
     parser.add_argument("--max-tasks", type=int, default=None, help="at most this many tasks per repository")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="the hooks' recall deadline in seconds (STRATA_HOOK_RECALL_DEADLINE_SECONDS; default: the hooks' "
+        "own, 2 s): on a loaded machine a longer one keeps what is injected from depending on the load",
+    )
     args = parser.parse_args()
     configure_logging("warning")
     data = json.loads(args.data.read_text())
@@ -507,6 +514,8 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="strata-eval-home-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     env.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / "cfg")})
+    if args.deadline is not None:
+        env["STRATA_HOOK_RECALL_DEADLINE_SECONDS"] = str(args.deadline)
     counter = TokenCounter()
     figures = []
     try:

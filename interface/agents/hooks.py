@@ -9,8 +9,9 @@ loaded, recalled and rated without the agent having to remember.
   command, by its distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
   unless it clears the relevance bar (the read path's own on a server: RELEVANCE_BAR, EDIT_BAR at an
   edit; SHARED_TOKENS on a local store), a prompt's answer only when its best memory is far above it
-  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), and every injection fits a per-event and a per-session token budget and never
-  repeats a memory the session was already shown.
+  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), at a failure only what also shares its evidence
+  (FAILURE_EVIDENCE; these rules are a `Policy`), and every injection fits a per-event and a
+  per-session token budget and never repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
   injections), the agent is asked to `write` what it learned and to send `feedback` citing them; and at
   every stop a detached `strata learn` of the session's new commits and transcript is started
@@ -129,6 +130,14 @@ SHARED_TOKENS = 2
 shares at least this many distinctive code tokens with the moment (hook_cues.code_tokens: identifiers,
 dotted names, paths, error classes), or it is anchored to or names a file of the repository the moment
 names. At an edit, on either store, only the latter counts: the memories of the file about to be edited."""
+FAILURE_EVIDENCE = SHARED_TOKENS
+"""At a failure, even against a server, a memory above the bar is shown only when it also has the local
+store's evidence: at least this many distinctive code tokens shared with the failure's lines (its error
+class and message, failing tests, deepest project frame), or a file of the repository they name. The
+read path rates memories of other tasks that merely sound alike as likely as related ones, and a
+failure's few lines say little else: on eval_session's stores 0.16 (4 of 25) of what a failure showed
+with the bar alone was of a relevant earlier task, 1.00 (2 of 2) with this, none lost by the first
+edit (ops/eval_prompt_bar.py --moment failure: docs/CLIENTS.md)."""
 EVENT_TOKENS = {"prompt": 400, "edit": 200, "after-command": 200}
 """Most tokens one injection may take."""
 SESSION_TOKENS = 600
@@ -320,40 +329,72 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / 2.5) + 1
 
 
-def clears_bar(item: Item, moment: Moment, barred: bool = False) -> bool:
+def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy | None = None) -> bool:
     """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
     answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
-    relevant (`barred`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
+    relevant (`barred`), at a failure also sharing the failure's evidence (the policy's
+    `failure_evidence`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
     file the moment names."""
     named = any(path in item.anchors or path in item.text for path in moment.paths)
     if moment.kind == "edit":
         return named
     if barred:
-        return (item.relevance or 0.0) >= RELEVANCE_BAR
+        evidence = (policy or POLICY).failure_evidence if moment.kind == "failure" else None
+        if (item.relevance or 0.0) < RELEVANCE_BAR:
+            return False
+        return evidence is None or named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= evidence
     return named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
 
 
-def leads(items: list[Item]) -> bool:
-    """Whether a prompt's answer (all the read offered, below the bar too) is strong enough to show: its
-    best memory at least PROMPT_LEAD x RELEVANCE_BAR likely to be relevant, or at least RELEVANCE_BAR
-    and PROMPT_STANDOUT times as likely as the best memory of any other case (a problem with its failed
-    tactics and solutions is one case)."""
+@dataclass(frozen=True)
+class Lead:
+    """When a moment's answer (all the read offered, below the bar too) is shown at all: its best memory at
+    least `lead` x RELEVANCE_BAR likely to be relevant, or at least RELEVANCE_BAR and `standout` times as
+    likely as the best memory of any other case (a problem with its failed tactics and solutions is one
+    case). `Lead()` shows every answer (a lead of 0, never standing out)."""
+
+    lead: float = 0.0
+    standout: float = float("inf")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the recall moments show from a read with the read path's relevance (a server, a local store's
+    door): the hooks use POLICY; ops/eval_prompt_bar.py passes others to choose it (nothing here is
+    mutated to try a rule)."""
+
+    prompt: Lead = Lead(PROMPT_LEAD, PROMPT_STANDOUT)
+    failure: Lead = Lead()
+    failure_evidence: int | None = FAILURE_EVIDENCE
+    """At a failure, a memory above the bar is shown only when it shares at least this many distinctive
+    code tokens with the failure's lines or names a file they name (None: the bar alone)."""
+
+
+POLICY = Policy()
+
+
+def leads(items: list[Item], rule: Lead) -> bool:
+    """Whether an answer is strong enough to show under `rule` (`Lead`)."""
     if not items:
         return False
     best = max(items, key=lambda item: item.relevance or 0.0)
     top = best.relevance or 0.0
     case = best.problem_id or best.memory_id
     rest = max((item.relevance or 0.0 for item in items if (item.problem_id or item.memory_id) != case), default=0.0)
-    return top >= PROMPT_LEAD * RELEVANCE_BAR or (top >= RELEVANCE_BAR and top >= PROMPT_STANDOUT * rest)
+    return top >= rule.lead * RELEVANCE_BAR or (top >= RELEVANCE_BAR and top >= rule.standout * rest)
 
 
-def chosen(items: list[Item], moment: Moment, shown: set[str], barred: bool = False) -> list[Item]:
+def chosen(
+    items: list[Item], moment: Moment, shown: set[str], barred: bool = False, policy: Policy = POLICY
+) -> list[Item]:
     """The candidates to show, in the read's order (a problem, then the failed tactics and solutions nested
     in it): those that clear the bar and were not shown before; at an edit, failed tactics and decisions
-    first; at a prompt with the read path's relevance, none unless the answer `leads`."""
-    if moment.kind == "prompt" and barred and not leads(items):
+    first; at a prompt or a failure with the read path's relevance, none unless the answer `leads` under
+    the policy's rule for that moment."""
+    rule = {"prompt": policy.prompt, "failure": policy.failure}.get(moment.kind)
+    if rule is not None and barred and not leads(items, rule):
         return []
-    keep = [item for item in items if clears_bar(item, moment, barred)]
+    keep = [item for item in items if clears_bar(item, moment, barred, policy)]
     if moment.kind == "edit":
         keep.sort(key=lambda item: FIRST.get(item.kind, 2))  # stable: the read's order within a kind
     out, seen = [], set(shown)

@@ -22,8 +22,10 @@ import httpx
 import pytest
 
 from strata_recall.domain.anchors import fingerprint
+from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hooks import (
     CANDIDATES,
+    FAILURE_EVIDENCE,
     FRAME_TOKENS,
     PROMPT_LEAD,
     PROMPT_STANDOUT,
@@ -959,6 +961,113 @@ def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar
     shown = prompt(STRONG_PROMPT, "strong")  # its answer leads: each memory of it above the bar
     assert shown_ids(shown) == [m for m, relevance, _ in strong if relevance >= RELEVANCE_BAR], shown
     assert "read_id" in shown
+
+
+FILLER = [
+    "The search service times out under load; raise the pool size.",
+    "The orders service retries a failed payment capture three times before giving up.",
+    "Release notes are written in docs/changelog.md before each tag.",
+    "The frontend is built with Vite; run npm run build before deploying.",
+]
+LOOKALIKE = (
+    "The importer raised PoolTimeoutError: couldn't get a connection after 300.00 sec while the replica was "
+    "failing over."
+)
+"""A memory of another case that reads like PYTEST_LOG's failure (its message word for word) but shares one
+distinctive code token with it (the error class) and names none of its files."""
+
+
+@pytest.mark.slow
+def test_a_failure_shows_only_the_memories_that_share_its_evidence(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """The after-command hook exactly as `strata init claude-code --hooks --http` writes it, against a server
+    whose store holds the failure's case (a problem naming its test and error, a failed tactic and a
+    solution naming its file), a look-alike memory of another case and facts beside them. The failed
+    test run's answer holds the case and the look-alike above the bar (the look-alike first); the hook
+    shows the case's memories only (FAILURE_EVIDENCE: at least that many distinctive code tokens shared
+    with the failure's lines, or a file they name). Before, every memory above the bar was shown, the
+    look-alike first. What the answer holds is the server's own read, asked as the hook asks."""
+    token = "failure-evidence-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    (repo / "src" / "db").mkdir(parents=True)
+    (repo / "src" / "db" / "pool.py").write_text("def acquire(timeout=None):\n    return None\n")
+    payload = claude(
+        "PostToolUseFailure",
+        repo,
+        "failure-evidence",
+        tool_name="Bash",
+        tool_input={"command": "pytest -x"},
+        error=f"Exit code 1\n{PYTEST_LOG.format(venv=repo / '.venv')}",
+        is_interrupt=False,
+    )
+    moment = hook_cues.failure_moment(payload, repo)
+    assert moment is not None and moment.paths == ("src/db/pool.py",), moment
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        written: list[dict[str, Any]] = []
+
+        def write_memory(text: str, kind: str, **links: str) -> str:
+            memory = {
+                "text": text,
+                "kind": kind,
+                "scope": "repo",
+                "confidence": 0.9,
+                **({"links": links} if links else {}),
+            }
+            answer = http.post("/v1/write", json={"repo_id": "team/backend", "memory": memory})
+            assert answer.status_code == 200, answer.text
+            written.append(answer.json())
+            return str(written[-1]["memory_id"])
+
+        problem = write_memory(PROBLEM, "problem")
+        case = {
+            problem,
+            write_memory(SOLUTION, "solution", problem_id=problem),
+            write_memory(FAILED, "failed_tactic", problem_id=problem),
+        }
+        for text in FILLER:
+            write_memory(text, "fact")
+        lookalike = write_memory(LOOKALIKE, "fact")
+        http.post(
+            "/v1/memory_index",
+            json={
+                "repo_id": "team/backend",
+                "consistency": {"after_position": written[-1]["position"], "timeout_ms": 30000},
+            },
+        ).raise_for_status()
+        read = http.post(  # the after-command hook's read (interface/agents/hook_recall.py ServerReader.read)
+            "/v1/read",
+            json={
+                "repo_id": "team/backend",
+                "query": moment.query,
+                "mode": "targeted",
+                "limit": CANDIDATES["after-command"],
+                "expand": {"semantic_hops": 0},
+                "min_relevance": RELEVANCE_BAR,
+            },
+        )
+        assert read.status_code == 200, read.text
+    answer = [
+        (m["memory_id"], m["relevance"])
+        for r in read.json()["results"]
+        for m in [r, *(r.get("failed_tactics") or []), *(r.get("solutions") or [])]
+    ]
+    relevance = dict(answer)
+    # the store does what the test needs: the case and the look-alike above the bar, the look-alike first; the
+    # look-alike shares fewer code tokens with the failure than FAILURE_EVIDENCE and names none of its files
+    assert case <= relevance.keys() and all(relevance[m] >= RELEVANCE_BAR for m in case), answer
+    assert answer[0][0] == lookalike and relevance[lookalike] >= RELEVANCE_BAR, answer
+    assert len(moment.tokens & hook_cues.code_tokens(LOOKALIKE)) < FAILURE_EVIDENCE, moment.tokens
+    assert not any(path in LOOKALIKE for path in moment.paths)
+
+    env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
+    env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")
+    command = http_hooks(repo, env, served.url, "team/backend")["PostToolUseFailure"]
+    client = {**env, "STRATA_COMMAND": STRATA_COMMAND, "STRATA_TOKEN": token}
+    shown = shown_ids(as_written(command, client, payload))
+    in_order = [m for m, _ in answer if m in case]
+    assert problem in shown and shown == in_order[: len(shown)], (shown, answer)  # as many as the budget holds
+    assert lookalike not in shown
 
 
 @pytest.mark.slow

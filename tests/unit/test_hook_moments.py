@@ -132,8 +132,9 @@ def test_the_bar_at_a_prompt_is_the_read_paths_relevance_or_shared_code_tokens()
 def test_a_prompt_shows_an_answer_from_a_server_only_when_it_leads() -> None:
     """At a prompt with the read path's relevance, an answer is shown only when its best memory is at least
     PROMPT_LEAD x RELEVANCE_BAR likely to be relevant, or clears the bar and stands out (PROMPT_STANDOUT
-    times as likely as any other case's best); then each memory above the bar. A failure's answer keeps
-    the bar alone; a local store's keyword candidates (no relevance) keep their own bar."""
+    times as likely as any other case's best); then each memory above the bar. A failure's answer is not
+    held to the lead (its own evidence rule: the next test); a local store's keyword candidates (no
+    relevance) keep their own bar."""
     prompt = hook_cues.Moment("prompt", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
     failure = hook_cues.Moment("failure", "q", (), frozenset({"db_pool.acquire", "pooltimeouterror", "acquire"}))
     lead = hooks.PROMPT_LEAD * hooks.RELEVANCE_BAR
@@ -145,7 +146,8 @@ def test_a_prompt_shows_an_answer_from_a_server_only_when_it_leads() -> None:
         Item("y3", "fact", "The acquire step is slow", relevance=top / hooks.PROMPT_STANDOUT + 0.01),
     ]
     assert hooks.chosen(weak, prompt, set(), barred=True) == []
-    assert [i.memory_id for i in hooks.chosen(weak, failure, set(), barred=True)] == ["p3", "s3"]
+    bar_alone = hooks.Policy(failure_evidence=None)
+    assert [i.memory_id for i in hooks.chosen(weak, failure, set(), barred=True, policy=bar_alone)] == ["p3", "s3"]
     assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=False)] == ["p3"]
     # the same case alone, or with only a tail far below it: it stands out
     standing = [*weak[:2], Item("y3", "fact", "The acquire step is slow", relevance=top / hooks.PROMPT_STANDOUT - 0.01)]
@@ -157,6 +159,38 @@ def test_a_prompt_shows_an_answer_from_a_server_only_when_it_leads() -> None:
     assert [i.memory_id for i in hooks.chosen(strong, prompt, set(), barred=True)] == ["p3", "s3"]
     # the lead is the answer's, whatever the session was shown already
     assert [i.memory_id for i in hooks.chosen(strong, prompt, {"p3"}, barred=True)] == ["s3"]
+
+
+def test_a_failure_shows_from_a_server_only_the_memories_that_share_its_evidence() -> None:
+    """At a failure with the read path's relevance, a memory above the bar is shown only when it also shares
+    at least FAILURE_EVIDENCE distinctive code tokens with the failure's lines or names a file they name;
+    one below the bar never is. The policy is an argument (hooks.Policy): the default is the hooks'."""
+    failure = hook_cues.Moment(
+        "failure",
+        "PoolTimeoutError\nsrc/db/pool.py in acquire",
+        ("src/db/pool.py",),
+        frozenset({"pooltimeouterror", "src/db/pool.py", "test_checkout"}),
+    )
+    bar = hooks.RELEVANCE_BAR
+    answer = [
+        Item("y1", "fact", "The importer raised PoolTimeoutError while the replica failed over", relevance=0.5),
+        Item("p1", "problem", "test_checkout hangs with PoolTimeoutError", relevance=bar + 0.1),
+        Item("s1", "solution", "Give acquire a timeout", ("src/db/pool.py",), problem_id="p1", relevance=bar),
+        Item("t1", "failed_tactic", "Raising the timeout in src/db/pool.py", problem_id="p1", relevance=bar),
+        Item("p2", "problem", "test_checkout fails with PoolTimeoutError", relevance=bar - 0.01),
+    ]
+    assert hooks.FAILURE_EVIDENCE == hooks.POLICY.failure_evidence == 2
+    assert [i.memory_id for i in hooks.chosen(answer, failure, set(), barred=True)] == ["p1", "s1", "t1"]
+    alone = hooks.Policy(failure_evidence=None)  # the bar alone, as before
+    assert [i.memory_id for i in hooks.chosen(answer, failure, set(), barred=True, policy=alone)] == [
+        "y1",
+        "p1",
+        "s1",
+        "t1",
+    ]
+    stricter = hooks.Policy(failure_evidence=3)  # p1 shares two tokens; s1 and t1 name the failure's file
+    assert [i.memory_id for i in hooks.chosen(answer, failure, set(), barred=True, policy=stricter)] == ["s1", "t1"]
+    assert hooks.Policy() == hooks.POLICY  # nothing above changed the hooks' own
 
 
 def test_the_hooks_bar_is_the_read_paths_default() -> None:
