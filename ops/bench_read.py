@@ -2,17 +2,21 @@
 time spent per stage, the floor set by the query embedding and the FTS5 search measured alone in the
 same run, the archetype classification cost, and the vector search's recall against brute force.
 
-Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR]
+Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR] [--one-repo]
 
 Stores hold realistic memories (ops/workload.py: a large vocabulary, many sentence shapes, problems
 with linked solutions and failed tactics, facts, preferences, change chains, over twenty repos) and
 truth/utility updates; queries are realistic_queries() of the same workload. Embedding 100,000 memories takes minutes: with --keep DIR the stores (and their embedding
-caches) are kept and reused by later runs.
+caches) are kept and reused by later runs. With --one-repo every memory and query is in one repo
+(ONE_REPO; the links follow the memories' new ids, a memory written alike in two repos is kept once):
+one large partition of the vector index, as a store `strata learn` wrote is (stores kept as
+store-SIZE-one).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -27,6 +31,7 @@ sys.path.insert(0, str(ROOT / "ops"))
 
 from workload import realistic_lines, realistic_queries, realistic_updates
 
+from strata_recall.domain.ids import memory_id
 from strata_recall.interface.app.api import CommandAPI, parse, to_read_query
 from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
@@ -64,12 +69,45 @@ def cpu_per_read(engine, embedder: MiniLMEmbedder, queries: list, passes: int = 
     return cpu
 
 
-def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder):
-    folder = (keep / f"store-{size}") if keep else Path(tempfile.mkdtemp()) / f"store-{size}"
+ONE_REPO = "org/one"
+
+
+def in_one_repo(lines: list[str]) -> list[str]:
+    """The workload's write requests with every memory in ONE_REPO: ids are derived from the repo, so the
+    links are rewritten to the new ids; a memory written alike in two repos is kept once (the first)."""
+    renamed, kept, out = {}, set(), []
+    requests = [json.loads(line) for line in lines]
+    for r in requests:
+        m = r["memory"]
+        renamed[str(memory_id(m["text"], m["kind"], m["scope"], r["repo_id"]))] = str(
+            memory_id(m["text"], m["kind"], m["scope"], ONE_REPO)
+        )
+    for r in requests:
+        m = r["memory"]
+        new = str(memory_id(m["text"], m["kind"], m["scope"], ONE_REPO))
+        if new in kept:
+            continue
+        kept.add(new)
+        r["repo_id"] = ONE_REPO
+        links = m["links"]
+        if "problem_id" in links:
+            links["problem_id"] = renamed[links["problem_id"]]
+        for key in ("related_memory_ids", "change_targets"):
+            if key in links:
+                links[key] = [renamed[i] for i in links[key]]
+        out.append(json.dumps(r))
+    return out
+
+
+def open_store(size: int, keep: Path | None, embedder: MiniLMEmbedder, one_repo: bool = False):
+    name = f"store-{size}-one" if one_repo else f"store-{size}"
+    folder = (keep / name) if keep else Path(tempfile.mkdtemp()) / name
     fresh = not (folder / "events.sqlite").exists()
     strata = build(load_settings(environ={}, data_dir=folder), embedder=embedder)
     if fresh:
         lines = realistic_lines(size)
+        if one_repo:
+            lines = in_one_repo(lines)
         api = CommandAPI(strata.log)
         api.import_lines(lines)
         for update in realistic_updates(lines, size // 20):
@@ -113,10 +151,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder) -> None:
-    strata, setup = open_store(size, keep, embedder)
+def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder, one_repo: bool = False) -> None:
+    strata, setup = open_store(size, keep, embedder, one_repo)
     api = strata.api()
     requests = realistic_queries(n_queries)
+    if one_repo:
+        requests = [{**r, "repo_id": ONE_REPO} for r in requests]
     for request in requests[:20]:  # warm: model, index, caches
         api.read(request)
     engine = strata.recall()
@@ -134,7 +174,7 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     memories = strata.log.position()
     print(
         f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "
-        f"{len(requests)} targeted reads via the command API:"
+        f"{len(requests)} targeted reads via the command API{' (one repo)' if one_repo else ''}:"
     )
     print(
         f"  end to end: p50 {pct(latencies, 0.5) * 1e3:.1f} ms   p95 {pct(latencies, 0.95) * 1e3:.1f} ms   "
@@ -218,12 +258,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--one-repo", action="store_true", help="Every memory and query in one repo.")
     args = parser.parse_args()
     configure_logging("warning")
     model_dir = (args.keep or Path(tempfile.gettempdir())) / "strata-bench-model"
     embedder = MiniLMEmbedder(model_dir=model_dir)
     for size in (int(s) for s in args.sizes.split(",")):
-        bench(size, args.queries, args.keep, embedder)
+        bench(size, args.queries, args.keep, embedder, args.one_repo)
     print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
 
 
