@@ -33,6 +33,8 @@ REDUCED_DIM = 128
 EXACT_BELOW = 2048
 POOL_FACTOR, POOL_MIN = 5, 64
 BLOCK = 1024
+ANSWERS_KEPT = 4096
+"""Searches a partition keeps the answer of, until its vectors change (_Partition.top_many)."""
 """Rows of the first stage multiplied at a time (128 dims: 512 KiB, in a core's cache)."""
 FIT_SAMPLE = 8192
 """Vectors sampled (evenly over the partitions' rows) to fit the projection."""
@@ -77,6 +79,9 @@ class _Partition:
     reduced: np.ndarray | None = None  # rows projected on the basis, when there is one
     kinds: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    answers: dict[tuple[bytes, int], list[tuple[str, float]]] = field(default_factory=dict)
+    """Searches answered since the partition's vectors last changed, by (query vector's bytes, k): see top_many."""
+    answered_with: Basis | None = None
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((16, self.dim), dtype=np.float32)
@@ -97,6 +102,9 @@ class _Partition:
             self.kinds.append(kind)
             self.statuses.append(status)
             self.slot[memory_id] = at
+            self.answers.clear()
+        elif self.answers and not np.array_equal(self.matrix[at], vector):
+            self.answers.clear()
         self.matrix[at] = vector
         if basis is not None and self.reduced is not None:
             self.reduced[at] = basis.rows(vector[None, :])[0]
@@ -105,12 +113,31 @@ class _Partition:
 
     def project(self, basis: Basis | None) -> None:
         self.reduced = None if basis is None else np.ascontiguousarray(basis.rows(self.matrix))
+        self.answers.clear()
 
     def top(self, query: np.ndarray, k: int, basis: Basis | None = None) -> list[tuple[str, float]]:
         return self.top_many(query[None, :], k, basis)[0]
 
     def top_many(self, queries: np.ndarray, k: int, basis: Basis | None = None) -> list[list[tuple[str, float]]]:
-        """The k best for each of several queries, with their exact cosines, best first."""
+        """The k best for each of several queries, with their exact cosines, best first.
+
+        A search is a function of the query vector, k, the basis and the partition's vectors: its answer
+        is kept (up to ANSWERS_KEPT of them) until one of the vectors changes or arrives, or the basis
+        does, and given again for the same vector and k. The semantic hops of reads search from the
+        vectors of the memories a read found best, and reads about one subject find the same ones."""
+        if basis is not self.answered_with:
+            self.answers.clear()
+            self.answered_with = basis
+        keys = [(query.tobytes(), k) for query in queries]
+        missing = [i for i, key in enumerate(keys) if key not in self.answers]
+        if missing:
+            if len(self.answers) + len(missing) > ANSWERS_KEPT:
+                self.answers.clear()
+            for i, found in zip(missing, self._search(queries[missing], k, basis), strict=True):
+                self.answers[keys[i]] = found
+        return [list(self.answers[key]) for key in keys]
+
+    def _search(self, queries: np.ndarray, k: int, basis: Basis | None) -> list[list[tuple[str, float]]]:
         n = len(self.ids)
         if n == 0:
             return [[] for _ in queries]
