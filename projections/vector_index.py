@@ -34,7 +34,9 @@ EXACT_BELOW = 2048
 POOL_FACTOR, POOL_MIN = 5, 64
 BLOCK = 1024
 ANSWERS_KEPT = 4096
-"""Searches a partition keeps the answer of, until its vectors change (_Partition.top_many)."""
+"""Searches a partition keeps the answer of, until its vectors change (_Partition.top_many): those for
+at most KEPT_K memories (a semantic hop's: ~2 KB each with the key), of partitions searched in two stages."""
+KEPT_K = POOL_MIN // POOL_FACTOR
 """Rows of the first stage multiplied at a time (128 dims: 512 KiB, in a core's cache)."""
 FIT_SAMPLE = 8192
 """Vectors sampled (evenly over the partitions' rows) to fit the projection."""
@@ -121,10 +123,13 @@ class _Partition:
     def top_many(self, queries: np.ndarray, k: int, basis: Basis | None = None) -> list[list[tuple[str, float]]]:
         """The k best for each of several queries, with their exact cosines, best first.
 
-        A search is a function of the query vector, k, the basis and the partition's vectors: its answer
-        is kept (up to ANSWERS_KEPT of them) until one of the vectors changes or arrives, or the basis
-        does, and given again for the same vector and k. The semantic hops of reads search from the
-        vectors of the memories a read found best, and reads about one subject find the same ones."""
+        A search is a function of the query vector, k, the basis and the partition's vectors: the answer of
+        a small one (k <= KEPT_K, a semantic hop's) in a large partition is kept (up to ANSWERS_KEPT of
+        them) until one of the vectors changes or arrives, or the basis does, and given again for the
+        same vector and k. The semantic hops of reads search from the vectors of the memories a read
+        found best, and reads about one subject find the same ones."""
+        if k > KEPT_K or len(self.ids) < EXACT_BELOW:
+            return self._search(queries, k, basis)
         if basis is not self.answered_with:
             self.answers.clear()
             self.answered_with = basis

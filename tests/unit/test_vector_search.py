@@ -9,7 +9,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from strata_recall.projections.vector_index import BLOCK, EXACT_BELOW, VectorIndex, _Partition, _products
+from strata_recall.projections.vector_index import (
+    BLOCK,
+    EXACT_BELOW,
+    KEPT_K,
+    VectorIndex,
+    _Partition,
+    _products,
+)
 
 DIM = 384
 
@@ -146,8 +153,11 @@ def test_a_search_answered_before_sees_vectors_that_arrive_or_change_after_it() 
     index = index_of(vectors)
     query = clustered(rng, 1)[0]
     first = index.search(query, "acme", include_global=False, k=6)
+    assert index.partitions["acme"].answers  # kept
     assert index.search(query, "acme", include_global=False, k=6) == first
     assert index.search_many(query[None, :], "acme", include_global=False, k=6) == [first]
+    index.search(query, "acme", include_global=False, k=KEPT_K + 1)
+    assert len(index.partitions["acme"].answers) == 1  # a query's search for more is not kept
     add(index, query[None, :], start=5000)  # a new memory, the query's own vector
     hits = index.search(query, "acme", include_global=False, k=6)
     assert hits[0][0] == "m5000" and [m for m, _ in hits[1:]] == [m for m, _ in first[:5]]
