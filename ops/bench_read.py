@@ -222,8 +222,7 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     print("  per stage (median ms): " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f}" for k, v in stages.items()))
     print(
         f"  CPU per read without the query embedding (best of 3 passes): {min(cpu) * 1e3:.2f} ms (each: "
-        f"{', '.join(f'{c * 1e3:.2f}' for c in cpu)} ms; the later passes repeat the reads, whose semantic "
-        "hops' searches the index answers again from its copy)"
+        f"{', '.join(f'{c * 1e3:.2f}' for c in cpu)} ms)"
     )
     # the same-run floor: what the two prescribed parts cost on their own, the query embedding
     # (all-MiniLM-L6-v2) and the FTS5 keyword search with bm25 over the read's scope

@@ -712,8 +712,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
         f"{p50 / pct(overlapped, 0.5):.2f}x the two overlapped ({pct(overlapped, 0.5) * 1e3:.1f} ms); p95 "
         f"{p95 / floor:.2f}x the floor (goal <= 1.4x); CPU {cpu * 1e3:.1f} ms a read (the process's, the query "
         f"embedding's threads included), {min(passes) * 1e3:.2f} ms without the query embedding (best of 3 passes; each: "
-        f"{', '.join(f'{p * 1e3:.2f}' for p in passes)} ms: a semantic hop's search the vector index answered "
-        "before is answered again from its copy, so the later passes show the reads repeated)",
+        f"{', '.join(f'{p * 1e3:.2f}' for p in passes)} ms)",
         flush=True,
     )
     print(vector_recall(strata, engine, embedder, requests[:50]), flush=True)

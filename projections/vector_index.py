@@ -33,10 +33,6 @@ REDUCED_DIM = 128
 EXACT_BELOW = 2048
 POOL_FACTOR, POOL_MIN = 5, 64
 BLOCK = 1024
-ANSWERS_KEPT = 4096
-"""Searches a partition keeps the answer of, until its vectors change (_Partition.top_many): those for
-at most KEPT_K memories (a semantic hop's: ~2 KB each with the key), of partitions searched in two stages."""
-KEPT_K = POOL_MIN // POOL_FACTOR
 """Rows of the first stage multiplied at a time (128 dims: 512 KiB, in a core's cache)."""
 FIT_SAMPLE = 8192
 """Vectors sampled (evenly over the partitions' rows) to fit the projection."""
@@ -81,9 +77,6 @@ class _Partition:
     reduced: np.ndarray | None = None  # rows projected on the basis, when there is one
     kinds: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
-    answers: dict[tuple[bytes, int], list[tuple[str, float]]] = field(default_factory=dict)
-    """Searches answered since the partition's vectors last changed, by (query vector's bytes, k): see top_many."""
-    answered_with: Basis | None = None
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((16, self.dim), dtype=np.float32)
@@ -104,9 +97,6 @@ class _Partition:
             self.kinds.append(kind)
             self.statuses.append(status)
             self.slot[memory_id] = at
-            self.answers.clear()
-        elif self.answers and not np.array_equal(self.matrix[at], vector):
-            self.answers.clear()
         self.matrix[at] = vector
         if basis is not None and self.reduced is not None:
             self.reduced[at] = basis.rows(vector[None, :])[0]
@@ -115,34 +105,12 @@ class _Partition:
 
     def project(self, basis: Basis | None) -> None:
         self.reduced = None if basis is None else np.ascontiguousarray(basis.rows(self.matrix))
-        self.answers.clear()
 
     def top(self, query: np.ndarray, k: int, basis: Basis | None = None) -> list[tuple[str, float]]:
         return self.top_many(query[None, :], k, basis)[0]
 
     def top_many(self, queries: np.ndarray, k: int, basis: Basis | None = None) -> list[list[tuple[str, float]]]:
-        """The k best for each of several queries, with their exact cosines, best first.
-
-        A search is a function of the query vector, k, the basis and the partition's vectors: the answer of
-        a small one (k <= KEPT_K, a semantic hop's) in a large partition is kept (up to ANSWERS_KEPT of
-        them) until one of the vectors changes or arrives, or the basis does, and given again for the
-        same vector and k. The semantic hops of reads search from the vectors of the memories a read
-        found best, and reads about one subject find the same ones."""
-        if k > KEPT_K or len(self.ids) < EXACT_BELOW:
-            return self._search(queries, k, basis)
-        if basis is not self.answered_with:
-            self.answers.clear()
-            self.answered_with = basis
-        keys = [(query.tobytes(), k) for query in queries]
-        missing = [i for i, key in enumerate(keys) if key not in self.answers]
-        if missing:
-            if len(self.answers) + len(missing) > ANSWERS_KEPT:
-                self.answers.clear()
-            for i, found in zip(missing, self._search(queries[missing], k, basis), strict=True):
-                self.answers[keys[i]] = found
-        return [list(self.answers[key]) for key in keys]
-
-    def _search(self, queries: np.ndarray, k: int, basis: Basis | None) -> list[list[tuple[str, float]]]:
+        """The k best for each of several queries, with their exact cosines, best first."""
         n = len(self.ids)
         if n == 0:
             return [[] for _ in queries]
@@ -174,8 +142,8 @@ def _products(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
     each product is small enough for OpenBLAS to run it on the calling thread, and every query is served
     by one read of the rows. On 55,216 MiniLM vectors of the realistic workload in one partition, under
     this machine's usual load, against main's sgemv over the whole matrix (which OpenBLAS spreads over its
-    threads, and which then wait on the memory and on each other): the query's search 5.3 ms CPU against
-    8.1-9.5, three hop parents 8.3 ms against 23.7-24.2, the same ids and cosines."""
+    threads, and which then wait on the memory and on each other): the query's search 3.7-5.4 ms CPU
+    against 5.8-9.5, a hop's three parents 5.3-8.4 ms against 15.5-24.2, the same ids and cosines."""
     products = np.empty((len(rows), len(queries)), dtype=np.float32)
     columns = np.ascontiguousarray(queries.T, dtype=np.float32)
     for start in range(0, len(rows), BLOCK):

@@ -9,14 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from strata_recall.projections.vector_index import (
-    BLOCK,
-    EXACT_BELOW,
-    KEPT_K,
-    VectorIndex,
-    _Partition,
-    _products,
-)
+from strata_recall.projections.vector_index import BLOCK, EXACT_BELOW, VectorIndex, _Partition, _products
 
 DIM = 384
 
@@ -143,30 +136,3 @@ def test_the_blocked_products_cover_every_row() -> None:
         products = _products(rows, queries)
         assert products.shape == (3, n)
         assert np.allclose(products, queries @ rows.T, atol=1e-4)
-
-
-def test_a_search_answered_before_sees_vectors_that_arrive_or_change_after_it() -> None:
-    """A partition keeps the answers of its searches (semantic hops search again from the same memories)
-    until one of its vectors arrives or changes: an upsert is searchable at once, by the same query."""
-    rng = np.random.default_rng(8)
-    vectors = clustered(rng, 3000)
-    index = index_of(vectors)
-    query = clustered(rng, 1)[0]
-    first = index.search(query, "acme", include_global=False, k=6)
-    assert index.partitions["acme"].answers  # kept
-    assert index.search(query, "acme", include_global=False, k=6) == first
-    assert index.search_many(query[None, :], "acme", include_global=False, k=6) == [first]
-    index.search(query, "acme", include_global=False, k=KEPT_K + 1)
-    assert len(index.partitions["acme"].answers) == 1  # a query's search for more is not kept
-    add(index, query[None, :], start=5000)  # a new memory, the query's own vector
-    hits = index.search(query, "acme", include_global=False, k=6)
-    assert hits[0][0] == "m5000" and [m for m, _ in hits[1:]] == [m for m, _ in first[:5]]
-    moved = clustered(rng, 1)[0]
-    index._load([("m5000", moved.tobytes(), "acme", "repo", "fact", "active")])  # the same memory, a new vector
-    assert index.search(query, "acme", include_global=False, k=6) == first
-    assert index.search(moved, "acme", include_global=False, k=1)[0][0] == "m5000"
-    index._load([("m5000", moved.tobytes(), "acme", "repo", "fact", "superseded")])  # a status change only
-    assert index.search(query, "acme", include_global=False, k=6) == first
-    hits = index.search(query, "acme", include_global=False, k=6)
-    hits.clear()  # a caller's list is its own
-    assert index.search(query, "acme", include_global=False, k=6) == first
