@@ -660,7 +660,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
     """ops/bench_read.py's method on a learned store: end-to-end reads (query embedding included) beside the
     same run's floor, the query embedding alone plus the FTS5 search alone. The queries are the dev tasks'
     first lines (issue titles: short, agent-style questions)."""
-    from bench_read import cpu_per_read, pct
+    from bench_read import cpu_per_read, pct, vector_recall
 
     from strata_recall.projections.recall import keyword_threads
 
@@ -711,9 +711,11 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
         f"{floor * 1e3:.1f} ms: p50 {p50 / floor:.2f}x the floor (goal <= 1.4x; p95 goal <= 25 ms at 100k), "
         f"{p50 / pct(overlapped, 0.5):.2f}x the two overlapped ({pct(overlapped, 0.5) * 1e3:.1f} ms); p95 "
         f"{p95 / floor:.2f}x the floor (goal <= 1.4x); CPU {cpu * 1e3:.1f} ms a read (the process's, the query "
-        f"embedding's threads included), {min(passes) * 1e3:.2f} ms without the query embedding (best of 3 passes)",
+        f"embedding's threads included), {min(passes) * 1e3:.2f} ms without the query embedding (best of 3 passes; each: "
+        f"{', '.join(f'{p * 1e3:.2f}' for p in passes)} ms)",
         flush=True,
     )
+    print(vector_recall(strata, engine, embedder, requests[:50]), flush=True)
     strata.close()
 
 

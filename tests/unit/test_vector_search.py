@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from strata_recall.projections.vector_index import EXACT_BELOW, VectorIndex, _Partition
+from strata_recall.projections.vector_index import BLOCK, EXACT_BELOW, VectorIndex, _Partition, _products
 
 DIM = 384
 
@@ -111,3 +111,28 @@ def test_a_partition_grows_its_projected_rows_with_its_matrix() -> None:
     assert len(partition.reduced) == len(partition.matrix)
     n = len(partition.ids)
     assert np.allclose(partition.reduced[:n], index.basis.rows(partition.matrix[:n]), atol=1e-5)  # type: ignore[union-attr]
+
+
+def test_one_pass_for_several_queries_answers_as_a_search_per_query() -> None:
+    """The semantic hops search for all their parents at once (search_many: one blocked pass over the
+    projected rows); each parent's neighbours, cosines included, are those of its own search."""
+    rng = np.random.default_rng(6)
+    vectors = clustered(rng, 2 * BLOCK + 777)  # staged, and the last block is a partial one
+    index = index_of(vectors)
+    assert index.basis is not None
+    parents = vectors[rng.choice(len(vectors), 5, replace=False)]
+    for k in (6, 100):
+        together = index.search_many(parents, "acme", include_global=True, k=k)
+        assert together == [index.search(p, "acme", include_global=True, k=k) for p in parents]
+        for parent, hits in zip(parents, together, strict=True):
+            assert len({m for m, _ in hits} & set(exact(vectors, parent, k))) / k >= 0.95
+
+
+def test_the_blocked_products_cover_every_row() -> None:
+    rng = np.random.default_rng(7)
+    for n in (1, BLOCK - 1, BLOCK, 3 * BLOCK + 5):
+        rows = rng.normal(size=(n, 128)).astype(np.float32)
+        queries = rng.normal(size=(3, 128)).astype(np.float32)
+        products = _products(rows, queries)
+        assert products.shape == (3, n)
+        assert np.allclose(products, queries @ rows.T, atol=1e-4)
