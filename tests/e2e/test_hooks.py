@@ -727,6 +727,15 @@ def http_hooks(repo: Path, env: dict[str, str], url: str, repo_id: str) -> dict[
     }
 
 
+def served_write(http: httpx.Client, text: str, kind: str, **links: str) -> dict[str, Any]:
+    """A repo memory of team/backend written through a server's /v1/write; its answer."""
+    memory = {"text": text, "kind": kind, "scope": "repo", "confidence": 0.9, **({"links": links} if links else {})}
+    answer = http.post("/v1/write", json={"repo_id": "team/backend", "memory": memory})
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()
+    return result
+
+
 def as_written(command: str, client: dict[str, str], payload: dict[str, Any]) -> str:
     """The context a hook command, exactly as `strata init` wrote it, injects for `payload` ("" for none),
     run in the payload's folder as the client runs it; it must neither fail nor log a failure."""
@@ -896,22 +905,9 @@ def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar
         "The orders service retries a failed payment capture three times before giving up.",
     ]
     with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-
-        def write_memory(text: str, kind: str, **links: str) -> dict[str, Any]:
-            memory = {
-                "text": text,
-                "kind": kind,
-                "scope": "repo",
-                "confidence": 0.9,
-                **({"links": links} if links else {}),
-            }
-            answer = http.post("/v1/write", json={"repo_id": "team/backend", "memory": memory})
-            assert answer.status_code == 200, answer.text
-            return answer.json()
-
-        problem = write_memory(PROBLEM, "problem")
-        solution = write_memory(SOLUTION, "solution", problem_id=problem["memory_id"])
-        last = [write_memory(text, "fact") for text in facts][-1]
+        problem = served_write(http, PROBLEM, "problem")
+        solution = served_write(http, SOLUTION, "solution", problem_id=problem["memory_id"])
+        last = [served_write(http, text, "fact") for text in facts][-1]
         http.post(
             "/v1/memory_index",
             json={"repo_id": "team/backend", "consistency": {"after_position": last["position"], "timeout_ms": 30000}},
@@ -1007,16 +1003,7 @@ def test_a_failure_shows_only_the_memories_that_share_its_evidence(
         written: list[dict[str, Any]] = []
 
         def write_memory(text: str, kind: str, **links: str) -> str:
-            memory = {
-                "text": text,
-                "kind": kind,
-                "scope": "repo",
-                "confidence": 0.9,
-                **({"links": links} if links else {}),
-            }
-            answer = http.post("/v1/write", json={"repo_id": "team/backend", "memory": memory})
-            assert answer.status_code == 200, answer.text
-            written.append(answer.json())
+            written.append(served_write(http, text, kind, **links))
             return str(written[-1]["memory_id"])
 
         problem = write_memory(PROBLEM, "problem")
