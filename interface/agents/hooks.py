@@ -329,23 +329,6 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / 2.5) + 1
 
 
-def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy | None = None) -> bool:
-    """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
-    answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
-    relevant (`barred`), at a failure also sharing the failure's evidence (the policy's
-    `failure_evidence`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
-    file the moment names."""
-    named = any(path in item.anchors or path in item.text for path in moment.paths)
-    if moment.kind == "edit":
-        return named
-    if barred:
-        evidence = (policy or POLICY).failure_evidence if moment.kind == "failure" else None
-        if (item.relevance or 0.0) < RELEVANCE_BAR:
-            return False
-        return evidence is None or named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= evidence
-    return named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= SHARED_TOKENS
-
-
 @dataclass(frozen=True)
 class Lead:
     """When a moment's answer (all the read offered, below the bar too) is shown at all: its best memory at
@@ -371,6 +354,25 @@ class Policy:
 
 
 POLICY = Policy()
+
+
+def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy = POLICY) -> bool:
+    """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
+    answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
+    relevant (`barred`), at a failure also sharing the failure's evidence (the policy's
+    `failure_evidence`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
+    file the moment names."""
+    named = any(path in item.anchors or path in item.text for path in moment.paths)
+
+    def shares(tokens: int | None) -> bool:
+        return tokens is None or named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= tokens
+
+    if moment.kind == "edit":
+        return named
+    if barred:
+        evidence = policy.failure_evidence if moment.kind == "failure" else None
+        return (item.relevance or 0.0) >= RELEVANCE_BAR and shares(evidence)
+    return shares(SHARED_TOKENS)
 
 
 def leads(items: list[Item], rule: Lead) -> bool:
