@@ -80,8 +80,8 @@ if TYPE_CHECKING:
     from strata_recall.interface.app.services import inspection, recall
     from strata_recall.interface.app.services.inspection import Inspector
     from strata_recall.interface.app.services.learning import files as learned_files
-    from strata_recall.interface.app.services.recall import to_read_query as to_read_query
     from strata_recall.projections.near_duplicates import NearDuplicates
+    from strata_recall.projections.recall import ReadQuery
     from strata_recall.workers.as_of import PastModels
 else:
     inspection = lazy.module("strata_recall.interface.app.services.inspection")
@@ -89,11 +89,9 @@ else:
     learned_files = lazy.module("strata_recall.interface.app.services.learning.files")
 
 
-def __getattr__(name: str) -> Any:
-    """`to_read_query`, re-exported from the read path's service, imported when asked for."""
-    if name == "to_read_query":
-        return recall.to_read_query
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def to_read_query(request: ReadRequest, workspaces: Workspaces | None = None) -> ReadQuery:
+    """The read path's query for a read request (services/recall.py's, imported when first called)."""
+    return recall.to_read_query(request, workspaces)
 
 
 log = structlog.get_logger("strata.api")
