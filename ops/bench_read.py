@@ -159,24 +159,31 @@ def vector_recall(strata, engine, embedder: MiniLMEmbedder, requests: list[dict]
     index.refresh()  # as a read would first
     overfetch = engine.config.overfetch  # what a read's query search asks for (its pool is 5 times that)
     agree, read_agree, hop_agree = [], [], []
+    visible: dict[str, tuple[list[str], np.ndarray]] = {}  # per repo: the vectors its reads may see, read once
     for request in requests:
         qv = embedder.embed_query(request["query"])
-        rows = (
-            strata.projection("vectors")
-            .conn.execute(
-                "SELECT memory_id, embedding FROM vec_memories WHERE (repo_id = ? AND scope = 'repo') OR scope = 'global'",
-                (request["repo_id"],),
+        if request["repo_id"] not in visible:
+            rows = (
+                strata.projection("vectors")
+                .conn.execute(
+                    "SELECT memory_id, embedding FROM vec_memories"
+                    " WHERE (repo_id = ? AND scope = 'repo') OR scope = 'global'",
+                    (request["repo_id"],),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
-        ids = [m for m, _ in rows]
-        matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
-        best = {ids[i] for i in np.argsort(-(matrix @ qv))[:50]}
+            visible[request["repo_id"]] = (
+                [m for m, _ in rows],
+                np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows]),
+            )
+        ids, matrix = visible[request["repo_id"]]
+        nearest = np.argsort(-(matrix @ qv))
+        best = {ids[i] for i in nearest[:50]}
         got = [m for m, _ in index.search(qv, request["repo_id"], include_global=True, k=50)]
         agree.append(len(set(got) & best) / min(50, len(ids)))
         got = [m for m, _ in index.search(qv, request["repo_id"], include_global=True, k=overfetch)][:50]
         read_agree.append(len(set(got) & best) / min(50, len(ids)))
-        parents = matrix[list(np.argsort(-(matrix @ qv))[:3])]
+        parents = matrix[nearest[:3]]
         for parent, hits in zip(
             parents, index.search_many(parents, request["repo_id"], include_global=True, k=6), strict=True
         ):
