@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -24,6 +25,16 @@ from strata_recall.projections.embedder import Embedder
 SLOW_PARTS = ("tests/e2e/", "tests/integration/test_postgres.py")
 """Where every test is slow: each starts processes (the installed command, a server, a client, a browser,
 a PostgreSQL cluster). `pytest -m "not slow"` leaves them out (docs/DEVELOPING.md)."""
+
+
+def hook_commands(repo: Path) -> dict[str, str]:
+    """The `strata hook` command of each Claude Code event, exactly as `strata init` wrote it into the repo's
+    .claude/settings.json."""
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    return {
+        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
+        for event, groups in settings["hooks"].items()
+    }
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

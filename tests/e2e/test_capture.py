@@ -22,6 +22,7 @@ import httpx
 from strata_recall.domain.history import commit_memory_id
 from strata_recall.interface.agents.capture import CREDITS_PER_SESSION, project_slug
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
+from tests.conftest import hook_commands as commands_of
 
 REPO = "github.com/acme/api"
 SESSION = "7f3c2a1e-5b4d-4e6f-8a9b-0c1d2e3f4a5b"
@@ -83,11 +84,7 @@ def transcript(root: Path, into: Path, read_id: str = "0" * 32, memory_id: str =
 def hook_commands(env: dict[str, str], root: Path) -> dict[str, str]:
     """The hook commands `strata init claude-code --hooks` writes into .claude/settings.json, by event."""
     ok(run(env, "--json", "init", "claude-code", "--hooks", cwd=root))
-    settings = json.loads((root / ".claude" / "settings.json").read_text())
-    return {
-        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-        for event, groups in settings["hooks"].items()
-    }
+    return commands_of(root)
 
 
 def summaries(data_dir: Path) -> list[dict[str, Any]]:
@@ -329,8 +326,7 @@ def test_the_stop_hook_of_a_client_set_up_for_a_server_sends_what_the_transcript
         env, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp", "--repo-id", repo, cwd=git_repo
     )
     ok(init)
-    settings = json.loads((git_repo / ".claude" / "settings.json").read_text())
-    stop = next(h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"] if " hook " in h["command"])
+    stop = commands_of(git_repo)["Stop"]
     client = {**env, "STRATA_TOKEN": token}
 
     first = after_stop(client, stop, git_repo, path, 1)

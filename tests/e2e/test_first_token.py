@@ -16,19 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import STRATA_COMMAND, Served
-
-
-def hook_commands(repo: Path) -> dict[str, str]:
-    """The command of each Claude Code hook event, exactly as `strata init` wrote it."""
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
-    return {
-        event: entry["command"]
-        for event, groups in settings["hooks"].items()
-        for group in groups
-        for entry in group["hooks"]
-        if "strata" in entry["command"]
-    }
+from tests.conftest import STRATA_COMMAND, Served, hook_commands
 
 
 def run_hook(command: str, env: dict[str, str], repo: Path, event: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, hook_commands
 
 HOOK_MEMORY = 1 << 30
 
@@ -55,12 +55,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
-    commands = {
-        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-        for event, groups in hooks.items()
-    }
-    return Setup(repo, {**env, **HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(home / "data")}, commands)
+    return Setup(repo, {**env, **HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(home / "data")}, hook_commands(repo))
 
 
 def _limited() -> None:

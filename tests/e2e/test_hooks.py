@@ -31,7 +31,7 @@ from strata_recall.interface.agents.hooks import (
     PROMPT_STANDOUT,
     RELEVANCE_BAR,
 )
-from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served, hook_commands
 from tests.e2e import real_clients
 
 REPO = "github.com/acme/api"
@@ -473,13 +473,7 @@ def test_hooks_read_the_server_they_are_set_up_for(
                 },
             },
         ).json()
-        http.post(
-            "/v1/memory_index",
-            json={
-                "repo_id": "team/backend",
-                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
-            },
-        ).raise_for_status()
+        searchable(http, "team/backend", solution["position"])
     client = {**strata_env, "STRATA_DATA_DIR": str(tmp_path / "client-data"), "STRATA_TOKEN": token}
     options = ("--repo-id", "team/backend", "--http", f"{served.url}/mcp")
 
@@ -541,13 +535,7 @@ def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
             ).json()
             for t in texts
         ]
-        http.post(
-            "/v1/memory_index",
-            json={
-                "repo_id": "acme/shop",
-                "consistency": {"after_position": written[-1]["position"], "timeout_ms": 30000},
-            },
-        ).raise_for_status()
+        searchable(http, "acme/shop", written[-1]["position"])
     client = {**strata_env, "STRATA_DATA_DIR": str(tmp_path / "client-data"), "STRATA_TOKEN": token}
     options = ("--repo-id", "acme/shop", "--http", f"{served.url}/mcp")
 
@@ -620,13 +608,7 @@ def test_the_real_claude_code_runs_the_hooks_against_the_server(
                 "memory": {"text": SOLUTION, "kind": "fact", "scope": "repo", "confidence": 0.9},
             },
         ).json()
-        http.post(
-            "/v1/memory_index",
-            json={
-                "repo_id": "team/backend",
-                "consistency": {"after_position": written["position"], "timeout_ms": 30000},
-            },
-        ).raise_for_status()
+        searchable(http, "team/backend", written["position"])
     home = tmp_path / "home"
     home.mkdir()
     path = os.pathsep.join(
@@ -720,11 +702,15 @@ def http_hooks(repo: Path, env: dict[str, str], url: str, repo_id: str) -> dict[
         timeout=120,
     )
     assert init.returncode == 0, init.stdout + init.stderr
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
-    return {
-        event: next(h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"])
-        for event, groups in settings["hooks"].items()
-    }
+    return hook_commands(repo)
+
+
+def searchable(http: httpx.Client, repo_id: str, position: int) -> None:
+    """Wait until a server's projections hold the log up to `position` (the memory index's consistency)."""
+    http.post(
+        "/v1/memory_index",
+        json={"repo_id": repo_id, "consistency": {"after_position": position, "timeout_ms": 30000}},
+    ).raise_for_status()
 
 
 def served_write(http: httpx.Client, text: str, kind: str, **links: str) -> dict[str, Any]:
@@ -803,13 +789,7 @@ def test_the_hooks_init_writes_reach_the_server_and_clear_its_bar(
                 "anchors": [{"path": "src/db/pool.py", "fingerprint": fingerprint("def acquire(timeout=None):")}],
             },
         ).json()
-        http.post(
-            "/v1/memory_index",
-            json={
-                "repo_id": "team/backend",
-                "consistency": {"after_position": solution["position"], "timeout_ms": 30000},
-            },
-        ).raise_for_status()
+        searchable(http, "team/backend", solution["position"])
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env["STRATA_DATA_DIR"] = str(tmp_path / "client-data")  # the client's own: the hooks must not read it
     commands = http_hooks(repo, env, served.url, "team/backend")
@@ -908,10 +888,7 @@ def test_a_prompt_shows_an_answer_only_when_its_best_memory_is_far_above_the_bar
         problem = served_write(http, PROBLEM, "problem")
         solution = served_write(http, SOLUTION, "solution", problem_id=problem["memory_id"])
         last = [served_write(http, text, "fact") for text in facts][-1]
-        http.post(
-            "/v1/memory_index",
-            json={"repo_id": "team/backend", "consistency": {"after_position": last["position"], "timeout_ms": 30000}},
-        ).raise_for_status()
+        searchable(http, "team/backend", last["position"])
 
         def answer_of(prompt: str) -> list[tuple[str, float, str]]:
             """The prompt hook's read (interface/agents/hook_recall.py ServerReader.read), flattened: each
@@ -1015,13 +992,7 @@ def test_a_failure_shows_only_the_memories_that_share_its_evidence(
         for text in FILLER:
             write_memory(text, "fact")
         lookalike = write_memory(LOOKALIKE, "fact")
-        http.post(
-            "/v1/memory_index",
-            json={
-                "repo_id": "team/backend",
-                "consistency": {"after_position": written[-1]["position"], "timeout_ms": 30000},
-            },
-        ).raise_for_status()
+        searchable(http, "team/backend", written[-1]["position"])
         read = http.post(  # the after-command hook's read (interface/agents/hook_recall.py ServerReader.read)
             "/v1/read",
             json={
