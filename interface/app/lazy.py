@@ -14,11 +14,17 @@ every import, TYPE_CHECKING ones included) see the real module:
 The stand-in imports the module as an import statement would (__import__: the import system's lock, so
 two threads asking at once import it once; `python -X importtime` lists it) at its first attribute
 access, then forwards every attribute to it.
-Nothing is put into sys.modules in the module's name until then."""
+Nothing is put into sys.modules in the module's name until then.
+
+`without(names)` is the other half: a library that imports an optional package at its own import when
+it is installed (structlog imports rich, for tracebacks Strata never renders: interface/app/logs.py) is
+imported as if the package were absent."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -49,3 +55,19 @@ def module(name: str) -> ModuleType:
     """The module `name` (dotted, absolute), imported at its first attribute access; the module itself
     when it is imported already."""
     return sys.modules.get(name) or LazyModule(name)
+
+
+@contextmanager
+def without(*names: str) -> Iterator[None]:
+    """Imports in this block see the packages `names` (top-level, not imported yet) as not installed:
+    `import rich` raises ImportError, as `try: import rich / except ImportError` expects of a missing
+    package. Afterwards they import as usual (sys.modules has no entry for them either way)."""
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # the import system's "known to be absent"
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]

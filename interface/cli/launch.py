@@ -10,6 +10,8 @@ import gc
 import sys
 from collections.abc import Callable
 
+from strata_recall.interface.app import lazy
+
 _ROOT_OPTIONS_WITH_VALUE = ("--data-dir", "--config")
 _ROOT_FLAGS = ("--json", "--text")
 
@@ -59,10 +61,17 @@ def main() -> None:
 def _import_cli() -> Callable[[], None]:
     """The CLI's entry, imported with the cyclic garbage collector paused: importing builds some 100,000
     long-lived objects (modules, classes, functions) and the collector would walk them over and over for
-    nothing; they are then frozen out of its generations (gc.freeze), so later collections skip them."""
+    nothing; they are then frozen out of its generations (gc.freeze), so later collections skip them.
+
+    structlog is imported first, with rich hidden (interface/app/lazy.py `without`): when rich is
+    installed, structlog imports it at its own import (~0.1 s) for the console renderer's default
+    tracebacks and the locals' reprs, neither of which Strata's logs use (interface/app/logs.py renders
+    plain tracebacks), so every log line reads as before."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        with lazy.without("rich"):
+            import structlog  # noqa: F401  (imported here first: see the docstring)
         from strata_recall.interface.cli.main import main as cli_main
     finally:
         if was_enabled:

@@ -29,3 +29,19 @@ def test_a_name_the_module_lacks_is_an_attribute_error() -> None:
     stand_in = lazy.module("strata_recall.interface.app.workspace")
     with pytest.raises(AttributeError):
         stand_in.no_such_name  # noqa: B018
+
+
+def test_without_hides_a_package_not_imported_yet_and_only_inside() -> None:
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k == NAME or k.startswith("wsgiref")}
+    try:
+        with lazy.without("wsgiref"), pytest.raises(ImportError):
+            __import__(NAME)  # what a library's `try: import rich / except ImportError` meets
+        assert "wsgiref" not in sys.modules  # no trace left: it imports as usual afterwards
+        assert __import__(NAME) is sys.modules["wsgiref"]
+        with lazy.without("wsgiref"):  # imported already: left as it is
+            assert __import__(NAME) is sys.modules["wsgiref"]
+        assert sys.modules["wsgiref"] is not None
+    finally:
+        for k in [k for k in sys.modules if k.startswith("wsgiref")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
