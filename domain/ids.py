@@ -10,10 +10,25 @@ written later meets it as its near-duplicate."""
 
 from __future__ import annotations
 
-from uuid import UUID, uuid5
+from hashlib import sha1
+from uuid import UUID, SafeUUID
 
 # Fixed forever: changing it would give every existing memory a new identity.
 _NAMESPACE = UUID("5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
+_VERSION_BITS = ~((0xF000 << 64) | (0xC000 << 48))  # the version's nibble and the variant's two bits
+_VERSION_5 = (5 << 76) | (0x8000 << 48)  # version 5, the RFC 4122 variant
+
+
+def _named(name: str) -> UUID:
+    """uuid.uuid5(_NAMESPACE, name): the same value, built without UUID.__init__'s checks (a bulk import
+    computes one per line; about 3x faster; tests/unit/test_ids.py compares the two)."""
+    digest = sha1(_NAMESPACE_BYTES + name.encode(), usedforsecurity=False).digest()
+    value = (int.from_bytes(digest[:16]) & _VERSION_BITS) | _VERSION_5
+    uid = object.__new__(UUID)
+    object.__setattr__(uid, "int", value)  # UUID is immutable through its own __setattr__
+    object.__setattr__(uid, "is_safe", SafeUUID.unknown)  # as uuid.uuid5 leaves it
+    return uid
 
 
 def normalise_text(text: str) -> str:
@@ -24,13 +39,13 @@ def normalise_text(text: str) -> str:
 def memory_id(text: str, kind: str, scope: str, repo_id: str) -> UUID:
     """Global memories are one pool for the whole store, so their identity ignores the writer's repo."""
     owner = repo_id if scope == "repo" else ""
-    return uuid5(_NAMESPACE, "\x1f".join((kind, scope, owner, normalise_text(text))))
+    return _named("\x1f".join((kind, scope, owner, normalise_text(text))))
 
 
 def proposal_id(text: str, kind: str, repo_id: str) -> UUID:
     """The id of a global memory proposed from `repo_id` (see the module docstring). Never the id of
     another memory: a repo memory's names scope `repo`, a shared global memory's no repo."""
-    return uuid5(_NAMESPACE, "\x1f".join((kind, "global", repo_id, normalise_text(text))))
+    return _named("\x1f".join((kind, "global", repo_id, normalise_text(text))))
 
 
 def written_id(text: str, kind: str, scope: str, repo_id: str, *, proposed: bool) -> UUID:

@@ -1,0 +1,57 @@
+"""domain/ids.py: memory ids are permanent. Computed without uuid.uuid5 (for speed), they must be the
+very values uuid.uuid5 gives, for every kind of text, and behave as any UUID does."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+
+import pytest
+
+from strata_recall.domain import ids
+
+NAMESPACE = uuid.UUID("5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10")  # written out: a changed constant must fail here
+
+TEXTS = [
+    "Lint with ruff before every push",
+    "  spaced\tout \n text  ",
+    "",
+    "é, 中文, emoji 🙂, U+0130 İ",
+    "x" * 4000,
+    "a\x1fb",
+]
+
+
+def expected(kind: str, scope: str, owner: str, text: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, "\x1f".join((kind, scope, owner, " ".join(text.split()))))
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_ids_are_uuid5_of_the_namespace(text: str) -> None:
+    assert ids.memory_id(text, "fact", "repo", "acme/api") == expected("fact", "repo", "acme/api", text)
+    assert ids.memory_id(text, "preference", "global", "acme/api") == expected("preference", "global", "", text)
+    assert ids.proposal_id(text, "fact", "acme/api") == expected("fact", "global", "acme/api", text)
+
+
+def test_known_values_never_change() -> None:
+    """Pinned values (main's domain/ids.py printed them): the ids of memories already in users' logs."""
+    assert (
+        str(ids.memory_id("Lint with ruff", "preference", "repo", "acme/api")) == "2167e3a6-ddb8-53e2-8d50-58c3641d502b"
+    )
+    assert (
+        str(ids.memory_id("Lint  with\nruff", "preference", "repo", "acme/api"))
+        == "2167e3a6-ddb8-53e2-8d50-58c3641d502b"
+    )
+
+
+def test_an_id_is_an_ordinary_uuid() -> None:
+    made = ids.memory_id("Run the tests with pytest", "fact", "repo", "acme/api")
+    reference = expected("fact", "repo", "acme/api", "Run the tests with pytest")
+    assert made.version == 5 and made.variant == uuid.RFC_4122
+    assert made.is_safe == reference.is_safe
+    assert hash(made) == hash(reference) and {made: 1}[reference] == 1
+    assert str(made) == str(reference) and made.hex == reference.hex and made.bytes == reference.bytes
+    assert pickle.loads(pickle.dumps(made)) == reference
+    assert uuid.UUID(str(made)) == made
+    with pytest.raises(TypeError):
+        made.int = 0  # type: ignore[misc]
