@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from strata_recall.domain.errors import InvalidInput
-from strata_recall.interface.app.services import hygiene
+from strata_recall.interface.app import lazy
 from strata_recall.interface.cli import anchors as anchoring
 from strata_recall.interface.cli import render
 from strata_recall.interface.cli.common import _emit, _moment, _session, app
+
+if TYPE_CHECKING:
+    from strata_recall.interface.app.services import hygiene
+else:  # consolidation's service and the snapshot it reads: only for these commands (interface/app/lazy.py)
+    hygiene = lazy.module("strata_recall.interface.app.services.hygiene")
 
 
 @app.command()

@@ -27,11 +27,13 @@ NOT_FOR_WRITES = {
     "strata_recall.projections.browse",
     "strata_recall.interface.app.services.recall",
     "strata_recall.interface.app.services.inspection",
+    "strata_recall.interface.app.services.hygiene",
+    "strata_recall.projections.snapshot",
     "strata_recall.workers.as_of",
     "strata_recall.workers.runner",
     "strata_recall.workers.scheduler",
 }
-"""The read path and what only it, the inspector, the serving processes and the scheduler use."""
+"""The read path and what only it, the inspector, consolidation, the serving processes and the scheduler use."""
 
 NOT_AT_START_PREFIXES = ("rich.",)
 """Packages no one-shot command imports: rich (structlog imports it when installed, for tracebacks and
