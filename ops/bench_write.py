@@ -2,6 +2,7 @@
 
 Usage: python ops/bench_write.py [--writes 5000] [--import-lines 100000] [--near-writes 1000] [--near-store 2000]
        python ops/bench_write.py --import-only ROUNDS [--against REF] | --import-split [--import-lines 20000]
+       python ops/bench_write.py --import-split --against REF [--rounds 3] [--import-lines 20000]
        python ops/bench_write.py --start ROUNDS [--against REF]
 
 Every figure is printed beside a baseline measured in the same run on the same machine:
@@ -310,13 +311,62 @@ def import_split(n: int) -> None:
     bare = cpu_seconds() - cpu
     print(f"where `strata import` of {n} lines spends its CPU (the bare eventsourcing batch save: {bare:.2f} s):")
     for label, seconds in (
-        ("the command's start (`strata --json import` of an empty file)", start),
-        ("the import in one process (CommandAPI.import_lines)", whole),
-        ("  its stages, each alone: parsing and validating (pydantic, to_new_memory)", parsed),
-        ("  sanitising the texts and computing the ids (CleanWrite.of)", clean),
-        ("  the unit of work and the append (MemoryLog.write_many)", written),
+        (SPLIT_LABELS[0], start),
+        (SPLIT_LABELS[1], whole),
+        (SPLIT_LABELS[2], parsed),
+        (SPLIT_LABELS[3], clean),
+        (SPLIT_LABELS[4], written),
     ):
         print(f"  {label:<76} {seconds:6.2f} s")
+    print(f"  {SPLIT_LABELS[5]:<76} {(start + whole) / bare:6.2f} x")
+
+
+SPLIT_LABELS = (
+    "the command's start (`strata --json import` of an empty file)",
+    "the import in one process (CommandAPI.import_lines)",
+    "  its stages, each alone: parsing and validating (pydantic, to_new_memory)",
+    "  sanitising the texts and computing the ids (CleanWrite.of)",
+    "  the unit of work and the append (MemoryLog.write_many)",
+    "start + import, in units of the bare save (the goal: at most 1 / 0.6 = 1.67)",
+)
+
+
+def import_split_against(n: int, rounds: int, against: str) -> None:
+    """--import-split of this checkout and of `against` (ops/revision.py: its code first on PYTHONPATH,
+    the same interpreter, packages and this script), each run in a fresh process, alternating round by
+    round; then each figure's median per tree and this checkout's ratio to the other's (CPU seconds)."""
+    import revision
+
+    figures: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        trees = [(against, revision.import_paths(revision.checkout(against, Path(folder)))), ("this checkout", None)]
+        for round_ in range(1, rounds + 1):
+            for label, code in trees:
+                env = dict(os.environ)
+                env.pop("PYTHONPATH", None)
+                if code is not None:
+                    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
+                result = subprocess.run(
+                    [sys.executable, __file__, "--import-split", "--import-lines", str(n)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                print(f"round {round_}, {label}:\n{result.stdout.rstrip()}", flush=True)
+                rows = figures.setdefault(label, {})
+                for line in result.stdout.splitlines():
+                    if "bare eventsourcing batch save:" in line:
+                        rows.setdefault("the bare eventsourcing batch save", []).append(
+                            float(line.split(": ")[-1][:-3])
+                        )
+                    for name in SPLIT_LABELS:
+                        if line.strip().startswith(name.strip()):
+                            rows.setdefault(name, []).append(float(line.split()[-2]))
+    print(f"medians of {rounds} rounds, alternating ({against} | this checkout | this / {against}):")
+    for name in ("the bare eventsourcing batch save", *SPLIT_LABELS):
+        base, ours = statistics.median(figures[against][name]), statistics.median(figures["this checkout"][name])
+        print(f"  {name:<76} {base:6.2f} | {ours:6.2f} | {ours / base:5.2f}x")
 
 
 def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:
@@ -385,8 +435,10 @@ def main() -> None:
         "--against",
         default=None,
         metavar="REF",
-        help="--import-only, --start: each round also runs this git revision's `strata import` (e.g. main), same interpreter",
+        help="--import-only, --start, --import-split: each round also runs this git revision's code (e.g. main), "
+        "same interpreter",
     )
+    parser.add_argument("--rounds", type=int, default=3, help="--import-split --against: rounds (default 3)")
     parser.add_argument(
         "--import-split", action="store_true", help="only where the import's CPU goes, stage by stage (--import-lines)"
     )
@@ -405,7 +457,10 @@ def main() -> None:
         return
 
     if args.import_split:
-        import_split(args.import_lines)
+        if args.against:
+            import_split_against(args.import_lines, args.rounds, args.against)
+        else:
+            import_split(args.import_lines)
         return
     if args.import_only:
         import_rounds(args.import_lines, args.import_only, args.against)
