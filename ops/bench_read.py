@@ -2,7 +2,7 @@
 time spent per stage, the floor set by the query embedding and the FTS5 search measured alone in the
 same run, the archetype classification cost, and the vector search's recall against brute force.
 
-Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR] [--one-repo]
+Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR] [--one-repo] [--answers FILE]
 
 Stores hold realistic memories (ops/workload.py: a large vocabulary, many sentence shapes, problems
 with linked solutions and failed tactics, facts, preferences, change chains, over twenty repos) and
@@ -10,17 +10,23 @@ truth/utility updates; queries are realistic_queries() of the same workload. Emb
 caches) are kept and reused by later runs. With --one-repo every memory and query is in one repo
 (ONE_REPO; the links follow the memories' new ids, a memory written alike in two repos is kept once):
 one large partition of the vector index, as a store `strata learn` wrote is (stores kept as
-store-SIZE-one).
+store-SIZE-one). With --answers FILE the run writes every read's whole answer instead (one JSON line each,
+at a fixed clock, with seeded read ids, not recorded; FILE gets the size as a suffix when several are
+asked), so that two trees' answers on one kept store compare with `cmp`: run another tree's code with
+PYTHONPATH set to ops/revision.py's import_paths of a `git archive` of it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
 import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -196,12 +202,44 @@ def vector_recall(strata, engine, embedder: MiniLMEmbedder, requests: list[dict]
     )
 
 
-def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder, one_repo: bool = False) -> None:
+def write_answers(strata, requests: list[dict], path: Path) -> None:
+    """Every read's whole answer as a JSON line (all but its read id), read at one fixed moment (truth decays
+    with the clock), not recorded, with read ids from a seeded generator (the token budget counts the read
+    id): two trees' answers on one store compare line by line (ids in order, nested ones in their place,
+    relevances, scores, texts, chains, what was held back). As ops/eval_history.py --answers does."""
+    engine = strata.recall()
+    clock, engine.clock = engine.clock, lambda: datetime(2027, 1, 1, tzinfo=UTC)
+    ledger, engine.ledger = engine.ledger, None
+    api = strata.api()
+    seeded = random.Random(31)
+    fresh, uuid.uuid4 = uuid.uuid4, lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            for request in requests:
+                answer = api.read(request).model_dump(mode="json", exclude={"read_id"})
+                out.write(json.dumps({"query": request["query"], **answer}, sort_keys=True) + "\n")
+    finally:
+        engine.clock, engine.ledger, uuid.uuid4 = clock, ledger, fresh
+
+
+def bench(
+    size: int,
+    n_queries: int,
+    keep: Path | None,
+    embedder: MiniLMEmbedder,
+    one_repo: bool = False,
+    answers: Path | None = None,
+) -> None:
     strata, setup = open_store(size, keep, embedder, one_repo)
     api = strata.api()
     requests = realistic_queries(n_queries)
     if one_repo:
         requests = [{**r, "repo_id": ONE_REPO} for r in requests]
+    if answers is not None:
+        write_answers(strata, requests, answers)
+        print(f"{size:,} memories: {len(requests)} answers written to {answers}")
+        strata.close()
+        return
     for request in requests[:20]:  # warm: model, index, caches
         api.read(request)
     engine = strata.recall()
@@ -280,13 +318,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--one-repo", action="store_true", help="Every memory and query in one repo.")
+    parser.add_argument("--answers", type=Path, default=None, help="Write each read's answer as JSON lines instead.")
     args = parser.parse_args()
     configure_logging("warning")
     model_dir = (args.keep or Path(tempfile.gettempdir())) / "strata-bench-model"
     embedder = MiniLMEmbedder(model_dir=model_dir)
-    for size in (int(s) for s in args.sizes.split(",")):
-        bench(size, args.queries, args.keep, embedder, args.one_repo)
-    print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for size in sizes:
+        answers = args.answers
+        if answers is not None and len(sizes) > 1:
+            answers = answers.with_name(f"{answers.name}.{size}")
+        bench(size, args.queries, args.keep, embedder, args.one_repo, answers)
+    if args.answers is None:
+        print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
 
 
 if __name__ == "__main__":
