@@ -1,8 +1,10 @@
 """End-to-end `read` latency in-process (query embedding included) at several store sizes, with the
 time spent per stage, the floor set by the query embedding and the FTS5 search measured alone in the
-same run, the archetype classification cost, and the vector search's recall against brute force.
+same run (and again paired with the reads, query by query), the archetype classification cost, and the
+vector search's recall against brute force.
 
-Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR] [--one-repo]
+Usage: python ops/bench_read.py [--sizes 10000,100000] [--queries 300] [--keep DIR] [--one-repo] [--embed-threads N]
+                              [--answers FILE]
 
 Stores hold realistic memories (ops/workload.py: a large vocabulary, many sentence shapes, problems
 with linked solutions and failed tactics, facts, preferences, change chains, over twenty repos) and
@@ -10,17 +12,23 @@ truth/utility updates; queries are realistic_queries() of the same workload. Emb
 caches) are kept and reused by later runs. With --one-repo every memory and query is in one repo
 (ONE_REPO; the links follow the memories' new ids, a memory written alike in two repos is kept once):
 one large partition of the vector index, as a store `strata learn` wrote is (stores kept as
-store-SIZE-one).
+store-SIZE-one). With --answers FILE the run writes every read's whole answer instead (one JSON line each,
+at a fixed clock, with seeded read ids, not recorded; FILE gets the size as a suffix when several are
+asked), so that two trees' answers on one kept store compare with `cmp`: run another tree's code with
+PYTHONPATH set to ops/revision.py's import_paths of a `git archive` of it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
 import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -55,17 +63,37 @@ class _Precomputed:
 def cpu_per_read(engine, embedder: MiniLMEmbedder, queries: list, passes: int = 3) -> list[float]:
     """CPU seconds per read of `queries` without the query embedding (computed beforehand), one figure per
     pass: on a machine shared with other work the wall clock stretches, CPU time much less."""
-    real_embedder = engine.embedder
+    return [process for process, _, _ in cpu_by_thread(engine, embedder, queries, passes)]
+
+
+def cpu_by_thread(engine, embedder: MiniLMEmbedder, queries: list, passes: int = 3) -> list[tuple[float, float, float]]:
+    """cpu_per_read's passes, each as (the process's, the reader's thread's, the keyword search's thread's)
+    CPU seconds per read: the reader's thread waits for the keyword search, so their sum is what a read
+    costs the machine, and the reader's share is what its own work costs after the query embedding."""
+    real_embedder, real_search = engine.embedder, engine.keyword_search
     engine.embedder = _Precomputed({q.query: embedder.embed_query(q.query) for q in queries})
+    keyword_cpu = [0.0]
+
+    def timed_search(q):
+        started = time.thread_time()
+        try:
+            return real_search(q)
+        finally:
+            keyword_cpu[0] += time.thread_time() - started
+
+    engine.keyword_search = timed_search
     try:
         cpu = []
         for _ in range(passes):
-            started = time.process_time()
+            keyword_cpu[0] = 0.0
+            started, reader = time.process_time(), time.thread_time()
             for query in queries:
                 engine.read(query)
-            cpu.append((time.process_time() - started) / len(queries))
+            n = len(queries)
+            cpu.append(((time.process_time() - started) / n, (time.thread_time() - reader) / n, keyword_cpu[0] / n))
     finally:
         engine.embedder = real_embedder
+        del engine.keyword_search  # the instance attribute: the method shows through again
     return cpu
 
 
@@ -151,6 +179,43 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def paired_floor(api, engine, embedder: MiniLMEmbedder, requests: list[dict], queries: list) -> str:
+    """The reads and their floor measured at the same moments: for each query in turn its read via the
+    command API, its embedding alone and its FTS5 search alone, in an order that rotates from query to
+    query (each comes first, second and third as often: none always finds the caches the others
+    warmed). On a machine shared with other work, the floor measured in a loop of its own after the
+    reads may see another load than they did; paired, a read and its floor see the same."""
+    reads, embed_alone, keyword_alone = [], [], []
+
+    def read(i: int) -> None:
+        started = time.perf_counter()
+        api.read(requests[i])
+        reads.append(time.perf_counter() - started)
+
+    def embed(i: int) -> None:
+        started = time.perf_counter()
+        embedder.embed_query(queries[i].query)
+        embed_alone.append(time.perf_counter() - started)
+
+    def keyword(i: int) -> None:
+        started = time.perf_counter()
+        engine.keyword_search(queries[i])
+        keyword_alone.append(time.perf_counter() - started)
+
+    steps = (read, embed, keyword)
+    for i in range(len(requests)):
+        for step in steps[i % 3 :] + steps[: i % 3]:
+            step(i)
+    floor = pct(embed_alone, 0.5) + pct(keyword_alone, 0.5)
+    own = [r / (e + k) for r, e, k in zip(reads, embed_alone, keyword_alone, strict=True)]
+    return (
+        f"  paired (each query's read, embedding alone and FTS5 search alone in turn): read p50 "
+        f"{pct(reads, 0.5) * 1e3:.1f} ms, p95 {pct(reads, 0.95) * 1e3:.1f} ms; floor {pct(embed_alone, 0.5) * 1e3:.1f}"
+        f" + {pct(keyword_alone, 0.5) * 1e3:.1f} = {floor * 1e3:.1f} ms: p50 {pct(reads, 0.5) / floor:.2f}x that; "
+        f"each read over its own floor, median {pct(own, 0.5):.2f}x"
+    )
+
+
 def vector_recall(strata, engine, embedder: MiniLMEmbedder, requests: list[dict]) -> str:
     """Large partitions are searched in two stages (projected pass, exact re-rank of a pool): the query
     search's 50 best (asked for alone, and as the first 50 of the read's search) and the semantic hops' neighbours (k=6, from the query's 3 nearest, as hop parents
@@ -196,12 +261,44 @@ def vector_recall(strata, engine, embedder: MiniLMEmbedder, requests: list[dict]
     )
 
 
-def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder, one_repo: bool = False) -> None:
+def write_answers(strata, requests: list[dict], path: Path) -> None:
+    """Every read's whole answer as a JSON line (all but its read id), read at one fixed moment (truth decays
+    with the clock), not recorded, with read ids from a seeded generator (the token budget counts the read
+    id): two trees' answers on one store compare line by line (ids in order, nested ones in their place,
+    relevances, scores, texts, chains, what was held back). As ops/eval_history.py --answers does."""
+    engine = strata.recall()
+    clock, engine.clock = engine.clock, lambda: datetime(2027, 1, 1, tzinfo=UTC)
+    ledger, engine.ledger = engine.ledger, None
+    api = strata.api()
+    seeded = random.Random(31)
+    fresh, uuid.uuid4 = uuid.uuid4, lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            for request in requests:
+                answer = api.read(request).model_dump(mode="json", exclude={"read_id"})
+                out.write(json.dumps({"query": request["query"], **answer}, sort_keys=True) + "\n")
+    finally:
+        engine.clock, engine.ledger, uuid.uuid4 = clock, ledger, fresh
+
+
+def bench(
+    size: int,
+    n_queries: int,
+    keep: Path | None,
+    embedder: MiniLMEmbedder,
+    one_repo: bool = False,
+    answers: Path | None = None,
+) -> None:
     strata, setup = open_store(size, keep, embedder, one_repo)
     api = strata.api()
     requests = realistic_queries(n_queries)
     if one_repo:
         requests = [{**r, "repo_id": ONE_REPO} for r in requests]
+    if answers is not None:
+        write_answers(strata, requests, answers)
+        print(f"{size:,} memories: {len(requests)} answers written to {answers}")
+        strata.close()
+        return
     for request in requests[:20]:  # warm: model, index, caches
         api.read(request)
     engine = strata.recall()
@@ -215,7 +312,7 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
         for stage, seconds in recall.timings.items():
             stages.setdefault(stage, []).append(seconds)
     queries = [to_read_query(parse(ReadRequest, q)) for q in requests]
-    cpu = cpu_per_read(engine, embedder, queries)
+    cpu = cpu_by_thread(engine, embedder, queries)
     memories = strata.log.position()
     print(
         f"\n{size:,} memories ({memories:,} events; catch-up/embedding before the run: {setup:.0f} s), "
@@ -227,9 +324,11 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
     )
     print(disk_breakdown(strata.settings.data_dir, size))
     print("  per stage (median ms): " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f}" for k, v in stages.items()))
+    best = min(cpu)
     print(
-        f"  CPU per read without the query embedding (best of 3 passes): {min(cpu) * 1e3:.2f} ms (each: "
-        f"{', '.join(f'{c * 1e3:.2f}' for c in cpu)} ms)"
+        f"  CPU per read without the query embedding (best of 3 passes): {best[0] * 1e3:.2f} ms (each: "
+        f"{', '.join(f'{c[0] * 1e3:.2f}' for c in cpu)} ms); of the best pass, the reader's thread "
+        f"{best[1] * 1e3:.2f} ms, the keyword search's thread {best[2] * 1e3:.2f} ms"
     )
     # the same-run floor: what the two prescribed parts cost on their own, the query embedding
     # (all-MiniLM-L6-v2) and the FTS5 keyword search with bm25 over the read's scope
@@ -258,6 +357,7 @@ def bench(size: int, n_queries: int, keep: Path | None, embedder: MiniLMEmbedder
         f"  the two overlapped, as a read runs them: p50 {pct(overlapped, 0.5) * 1e3:.1f} ms; end to end p50 is "
         f"{pct(latencies, 0.5) / pct(overlapped, 0.5):.2f}x that"
     )
+    print(paired_floor(api, engine, embedder, requests, queries))
 
     print(vector_recall(strata, engine, embedder, requests[:50]))
 
@@ -280,13 +380,25 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--one-repo", action="store_true", help="Every memory and query in one repo.")
+    parser.add_argument(
+        "--embed-threads",
+        type=int,
+        default=None,
+        help="The embedder's threads (STRATA_EMBED_THREADS; default: all cores).",
+    )
+    parser.add_argument("--answers", type=Path, default=None, help="Write each read's answer as JSON lines instead.")
     args = parser.parse_args()
     configure_logging("warning")
     model_dir = (args.keep or Path(tempfile.gettempdir())) / "strata-bench-model"
-    embedder = MiniLMEmbedder(model_dir=model_dir)
-    for size in (int(s) for s in args.sizes.split(",")):
-        bench(size, args.queries, args.keep, embedder, args.one_repo)
-    print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
+    embedder = MiniLMEmbedder(model_dir=model_dir, threads=args.embed_threads)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for size in sizes:
+        answers = args.answers
+        if answers is not None and len(sizes) > 1:
+            answers = answers.with_name(f"{answers.name}.{size}")
+        bench(size, args.queries, args.keep, embedder, args.one_repo, answers)
+    if args.answers is None:
+        print("\nFor scale (from the issue): mem0 OSS on this machine, search p50: 199 ms at 10,000, 2.2 s at 100,000.")
 
 
 if __name__ == "__main__":
