@@ -311,6 +311,17 @@ def _key_word(low: str, m: re.Match[str]) -> KeyWord | None:
     return None
 
 
+_NAME_BEFORE = re.compile(r"[A-Za-z0-9_]{0,64}\Z")
+
+
+def _environment_name(text: str, end: int) -> bool:
+    """Whether the key ending at `end` is an environment variable's name (`DB_PASSWORD`, `PGPASSWORD`: capitals,
+    digits, underscores, not an attribute): in `NAME=value` a shell reads the value as a literal."""
+    name = _NAME_BEFORE.search(text, max(0, end - 64), end)
+    start = name.start() if name else end
+    return name is not None and name[0].isupper() and (start == 0 or text[start - 1] not in ".$")
+
+
 def _assignment_spans(text: str, low: str) -> Spans:
     spans = []
     for m in _ASSIGN.finditer(low):
@@ -329,6 +340,7 @@ def _assignment_spans(text: str, low: str) -> Spans:
             quoted=group != "uq",
             loose=loose,
             compared="==" in separator,
+            literal=group == "uq" and separator == "=" and _environment_name(text, m.end("key")),
             after=text[end : end + 40],
         ):
             spans.append((start, end, word.kind))
@@ -390,7 +402,8 @@ def _flag_spans(text: str, low: str) -> Spans:
         if text.startswith("-", start):
             continue  # the next flag
         tier = "password" if m["w"].startswith("pass") else "strong"
-        if values.secret(text[start:end], tier, quoted=group != "uq", loose=group == "uq", after=text[end : end + 40]):
+        uq = group == "uq"  # a command line's bare argument is a literal
+        if values.secret(text[start:end], tier, quoted=not uq, loose=uq, literal=uq, after=text[end : end + 40]):
             spans.append((start, end, "password" if tier == "password" else "token"))
     return spans
 

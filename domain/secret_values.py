@@ -94,10 +94,12 @@ def placeholder(value: str, after: str = "") -> bool:
     return len(pieces) > 1 and natural(value) and any(p in _SENSITIVE_PART for p in pieces)
 
 
-def code(value: str, after: str) -> bool:
+def code(value: str, after: str, *, literal: bool = False) -> bool:
     """An unquoted value that is code: an expression, a call, an index, an attribute, an argument, a
     variable (`token=new_token`, `= request_id`), a keyword argument, or a type annotation (`password: str`,
-    `token: AccessToken = ...`)."""
+    `token: AccessToken = ...`). `literal`: the value sits where a shell reads a literal (`DB_PASSWORD=...`,
+    `--password ...`), so a bare name is the password itself, unless it is a metavariable in capitals
+    (`--password PASSWORD`); a shell's references are templates (`$DB_PASS`), which placeholder() keeps."""
     if value[0] in "([{":
         return True
     kwarg = _KWARG.match(value)
@@ -109,6 +111,8 @@ def code(value: str, after: str) -> bool:
         return True
     if _ATTRIBUTE.fullmatch(head) and natural(head):
         return True
+    if literal and head == value:
+        return value.isupper() and natural(value)
     if _IDENT_FULL.fullmatch(head) and (
         _REFERENCE_WORD.search(head)
         or head in _KEYWORDS
@@ -143,17 +147,24 @@ def token_like(value: str) -> bool:
 
 
 def secret(
-    value: str, tier: str, *, quoted: bool, loose: bool = False, compared: bool = False, after: str = ""
+    value: str,
+    tier: str,
+    *,
+    quoted: bool,
+    loose: bool = False,
+    compared: bool = False,
+    literal: bool = False,
+    after: str = "",
 ) -> bool:
     """Whether `value`, found after a key of `tier` (see secret_formats.KeyWord), is a secret. `loose` means
     `key: value` without quotes, where prose and type annotations live; `compared` means `key == value`;
-    `after` is the text that follows the value."""
+    `literal` means a shell's literal (see code()); `after` is the text that follows the value."""
     value = value.strip()
     if (tier == "weak" and len(value) < 16) or not any(c.isalnum() for c in value) or "[REDACTED:" in value:
         return False  # cheap checks first: this runs on every key match
     if placeholder(value, after):
         return False
-    if not quoted and code(value, after):
+    if not quoted and code(value, after, literal=literal):
         return False
     if _PATH.fullmatch(value) and all(natural(p) for p in _PATH_PIECE.findall(value)):
         return False

@@ -117,3 +117,35 @@ def test_no_secret_in_any_field_reaches_a_file(serve: Callable[..., Served], str
     assert b"-u root -p'[REDACTED:password]' shop" in stored
     assert b"Twilio auth token is [REDACTED:token]" in stored
     assert b"[REDACTED:github_token]" in stored and b"-u root -p[REDACTED:password] denied" in stored
+
+
+def test_a_word_like_password_in_a_shell_line_never_reaches_a_file(
+    serve: Callable[..., Served], strata_env: dict[str, str]
+) -> None:
+    """A shell's `NAME=value` and a command's `--password value` are literals: the value is the password
+    even when it reads like a variable's name (a word and a digit), which in code (`password=new_password`)
+    would be a reference and is kept."""
+    rng = random.Random(41)
+    words = ["tulip", "orchard", "copper", "lantern", "meadow", "harbor"]
+    rng.shuffle(words)
+    secrets = {  # word-like passwords: a word, a digit, a word (assembled at run time)
+        "export": f"{words[0]}{rng.randint(2, 9)}{words[1]}",
+        "env prefix": f"{words[2]}{rng.randint(2, 9)}x",
+        "flag": f"{words[3]}{rng.randint(2, 9)}{words[4]}",
+    }
+    text = (
+        f"The migration needs the database: export DB_PASSWORD={secrets['export']} before running it, or "
+        f"PGPASSWORD={secrets['env prefix']} psql -h db.internal -U app; the admin tool takes "
+        f"--password {secrets['flag']} on its command line"
+    )
+    served = serve()
+    response = httpx.post(f"{served.url}/v1/write", json=write_request(REPO, text), timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["redactions"] == 3
+    assert served.stop() == 0
+
+    stored = _data_bytes(Path(strata_env["STRATA_DATA_DIR"]))
+    leaked = sorted(name for name, secret in secrets.items() if secret.encode() in stored)
+    assert not leaked, f"reached a file: {leaked}"
+    assert b"export DB_PASSWORD=[REDACTED:password] before" in stored
+    assert b"--password [REDACTED:password] on its" in stored

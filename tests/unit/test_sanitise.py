@@ -153,6 +153,11 @@ def test_public_key_and_certificate_blocks_are_kept() -> None:
         ('SECRET_KEY = "django-insecure-x"', 'SECRET_KEY = "[REDACTED:secret]"'),
         ('settings["db_password"] = "hunter2"', 'settings["db_password"] = "[REDACTED:password]"'),
         ("passphrase: Correct-Horse-9", "passphrase: [REDACTED:password]"),
+        # a shell reads `NAME=value` and a flag's bare argument as literals: a word-like value is the password
+        ("export DB_PASSWORD=tulip4orchard", "export DB_PASSWORD=[REDACTED:password]"),
+        ("PGPASSWORD=copper3x psql -h db", "PGPASSWORD=[REDACTED:password] psql -h db"),
+        ("REDIS_PASSWORD=mysecretpass", "REDIS_PASSWORD=[REDACTED:password]"),
+        ("admin-tool --password lantern5meadow", "admin-tool --password [REDACTED:password]"),
     ],
 )
 def test_assignments_keep_the_key_and_redact_the_value(text: str, expected: str) -> None:
