@@ -265,7 +265,7 @@ def write_answers(strata, requests: list[dict], path: Path) -> None:
     """Every read's whole answer as a JSON line (all but its read id), read at one fixed moment (truth decays
     with the clock), not recorded, with read ids from a seeded generator (the token budget counts the read
     id): two trees' answers on one store compare line by line (ids in order, nested ones in their place,
-    relevances, scores, texts, chains, what was held back). As ops/eval_history.py --answers does."""
+    relevances, scores, texts, chains, what was held back); ops/eval_history.py --answers uses it too."""
     engine = strata.recall()
     clock, engine.clock = engine.clock, lambda: datetime(2027, 1, 1, tzinfo=UTC)
     ledger, engine.ledger = engine.ledger, None

@@ -57,14 +57,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -685,7 +683,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
     """ops/bench_read.py's method on a learned store: end-to-end reads (query embedding included) beside the
     same run's floor, the query embedding alone plus the FTS5 search alone. The queries are the dev tasks'
     first lines (issue titles: short, agent-style questions)."""
-    from bench_read import cpu_per_read, pct, vector_recall
+    from bench_read import cpu_per_read, pct, vector_recall, write_answers
 
     from strata_recall.projections.recall import keyword_threads
 
@@ -742,27 +740,6 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
     )
     print(vector_recall(strata, engine, embedder, requests[:50]), flush=True)
     strata.close()
-
-
-def write_answers(strata: Strata, requests: list[dict], path: Path) -> None:
-    """Every read's whole answer as a JSON line (all but its read id), read at one fixed moment (truth
-    decays with the clock), not recorded, with read ids drawn from a seeded generator (the token budget counts the read
-    id, and some hex ids take a token more than others), so that two trees' answers on one store compare
-    line by line: the ids shown in order, nested ones in their place, their relevances, scores, texts,
-    chains and what was held back."""
-    engine = strata.recall()
-    clock, engine.clock = engine.clock, lambda: datetime(2027, 1, 1, tzinfo=UTC)
-    ledger, engine.ledger = engine.ledger, None  # not recorded: the same read ids come back run after run
-    api = strata.api()
-    seeded = random.Random(31)
-    fresh, uuid.uuid4 = uuid.uuid4, lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
-    try:
-        with open(path, "w", encoding="utf-8") as out:
-            for request in requests:
-                answer = api.read(request).model_dump(mode="json", exclude={"read_id"})
-                out.write(json.dumps({"query": request["query"], **answer}, sort_keys=True) + "\n")
-    finally:
-        engine.clock, engine.ledger, uuid.uuid4 = clock, ledger, fresh
 
 
 def main() -> None:
