@@ -130,6 +130,25 @@ def bench_bare_eventsourcing(n: int, batch: int) -> float:
     return elapsed / n
 
 
+def _trees(against: str | None, folder: Path) -> list[tuple[str, list[Path] | None]]:
+    """The code a comparison runs: `against`'s (a git revision unpacked into `folder`, its import paths:
+    ops/revision.py) first when given, then this checkout's (None: the installed package)."""
+    trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
+    if against is not None:
+        import revision
+
+        trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
+    return trees
+
+
+def _env(code: list[Path] | None, **extra: str) -> dict[str, str]:
+    """A child process's environment that imports the code on the paths `code` (None: this checkout's)."""
+    env = {**os.environ, **extra}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
+    return env
+
+
 def bench_import(n: int, code: list[Path] | None = None) -> dict[str, float]:
     """`strata import` of n realistic lines in a fresh process (this checkout's code, or the code on the
     import paths `code`: another revision's, ops/revision.py), then the in-process import."""
@@ -139,9 +158,7 @@ def bench_import(n: int, code: list[Path] | None = None) -> dict[str, float]:
         path.write_text("\n".join(lines) + "\n")
         data = Path(tmp) / "cli"
         strata_bin = Path(sys.executable).parent / "strata"
-        env = {**os.environ, "STRATA_DATA_DIR": str(data)}
-        if code is not None:
-            env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
+        env = _env(code, STRATA_DATA_DIR=str(data))
         start, children = time.perf_counter(), os.times()
         result = subprocess.run(
             [str(strata_bin), "--json", "import", str(path)], env=env, capture_output=True, text=True
@@ -184,11 +201,7 @@ def import_rounds(n: int, rounds: int, against: str | None = None) -> None:
     on PYTHONPATH, the same interpreter and packages: ops/revision.py) before this checkout's."""
     print(f"import of {n} write requests, {rounds} rounds alternating with the bare eventsourcing batch save:")
     with tempfile.TemporaryDirectory() as folder:
-        trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
-        if against is not None:
-            import revision
-
-            trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
+        trees = _trees(against, Path(folder))
         for round_ in range(1, rounds + 1):
             imports = {label: bench_import(n, code) for label, code in trees}
             cpu = cpu_seconds()
@@ -216,11 +229,7 @@ def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> No
     same load. The read's model folder: --model-dir (default: a temporary one, downloaded once)."""
     strata_bin = str(Path(sys.executable).parent / "strata")
     with tempfile.TemporaryDirectory() as folder:
-        trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
-        if against is not None:
-            import revision
-
-            trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
+        trees = _trees(against, Path(folder))
         empty = Path(folder) / "empty.jsonl"
         empty.write_text("")
         models = model_dir or Path(folder) / "model"
@@ -234,9 +243,7 @@ def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> No
             for name, args in commands.items():
                 for label, code in trees:
                     data = Path(folder) / f"data-{trees.index((label, code))}"
-                    env = {**os.environ, "STRATA_DATA_DIR": str(data), "STRATA_MODEL_DIR": str(models)}
-                    if code is not None:
-                        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
+                    env = _env(code, STRATA_DATA_DIR=str(data), STRATA_MODEL_DIR=str(models))
                     before, start = os.times(), time.perf_counter()
                     result = subprocess.run([strata_bin, "--json", *args], env=env, capture_output=True, text=True)
                     wall = time.perf_counter() - start
@@ -310,13 +317,7 @@ def import_split(n: int) -> None:
     bench_bare_eventsourcing(n, batch=1000)
     bare = cpu_seconds() - cpu
     print(f"where `strata import` of {n} lines spends its CPU (the bare eventsourcing batch save: {bare:.2f} s):")
-    for label, seconds in (
-        (SPLIT_LABELS[0], start),
-        (SPLIT_LABELS[1], whole),
-        (SPLIT_LABELS[2], parsed),
-        (SPLIT_LABELS[3], clean),
-        (SPLIT_LABELS[4], written),
-    ):
+    for label, seconds in zip(SPLIT_LABELS[:5], (start, whole, parsed, clean, written), strict=True):
         print(f"  {label:<76} {seconds:6.2f} s")
     print(f"  {SPLIT_LABELS[5]:<76} {(start + whole) / bare:6.2f} x")
 
@@ -335,20 +336,14 @@ def import_split_against(n: int, rounds: int, against: str) -> None:
     """--import-split of this checkout and of `against` (ops/revision.py: its code first on PYTHONPATH,
     the same interpreter, packages and this script), each run in a fresh process, alternating round by
     round; then each figure's median per tree and this checkout's ratio to the other's (CPU seconds)."""
-    import revision
-
     figures: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        trees = [(against, revision.import_paths(revision.checkout(against, Path(folder)))), ("this checkout", None)]
+        trees = _trees(against, Path(folder))
         for round_ in range(1, rounds + 1):
             for label, code in trees:
-                env = dict(os.environ)
-                env.pop("PYTHONPATH", None)
-                if code is not None:
-                    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in code)
                 result = subprocess.run(
                     [sys.executable, __file__, "--import-split", "--import-lines", str(n)],
-                    env=env,
+                    env=_env(code),
                     capture_output=True,
                     text=True,
                     check=True,
