@@ -44,7 +44,7 @@ from strata_recall.interface.app import access
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import FOLLOWERS, Strata
 from strata_recall.interface.app.operations import Operation
-from strata_recall.interface.app.services.context import PastNeed
+from strata_recall.interface.app.services.recall import PastNeed  # loads the read path as a server starts
 from strata_recall.interface.runtime.consistency import PositionWaiters, ReadYourWrites, Session, TrackedPositions
 from strata_recall.interface.runtime.stalls import StallWatch
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse

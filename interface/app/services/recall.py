@@ -9,7 +9,8 @@ from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict
 from strata_recall.domain.persistence import link_of
 from strata_recall.interface.app import anchors as anchoring
-from strata_recall.interface.app.services.context import Reader
+from strata_recall.interface.app.services.context import PastNeed as PastNeed
+from strata_recall.interface.app.services.context import Reader as Reader
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.projections.recall import TEXT_CHARS, ReadQuery
 from strata_recall.schemas.index import IndexRequest, IndexResponse

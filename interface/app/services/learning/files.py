@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from strata_recall.domain.history import FileStats, is_code, rank_files
-from strata_recall.interface.app.services.context import Reader
+from strata_recall.interface.app.services.recall import Reader
 from strata_recall.projections.recall import NESTED, ReadQuery
 from strata_recall.schemas.files import FilesRequest, FilesResponse, RankedFile
 
