@@ -319,7 +319,12 @@ def import_split(n: int) -> None:
     print(f"where `strata import` of {n} lines spends its CPU (the bare eventsourcing batch save: {bare:.2f} s):")
     for label, seconds in zip(SPLIT_LABELS[:5], (start, whole, parsed, clean, written), strict=True):
         print(f"  {label:<76} {seconds:6.2f} s")
-    print(f"  {SPLIT_LABELS[5]:<76} {(start + whole) / bare:6.2f} x")
+    print(f"  {SPLIT_LABELS[5]:<76} {_times(start + whole, bare)}")
+
+
+def _times(part: float, whole: float) -> str:
+    """part / whole as "1.23x", or a dash where the whole is below the CPU clock's resolution (a tiny run)."""
+    return f"{part / whole:6.2f} x" if whole else "     — x"
 
 
 SPLIT_LABELS = (
@@ -357,11 +362,12 @@ def import_split_against(n: int, rounds: int, against: str) -> None:
                         )
                     for name in SPLIT_LABELS:
                         if line.strip().startswith(name.strip()):
-                            rows.setdefault(name, []).append(float(line.split()[-2]))
+                            figure = line.split()[-2]
+                            rows.setdefault(name, []).append(0.0 if figure == "—" else float(figure))
     print(f"medians of {rounds} rounds, alternating ({against} | this checkout | this / {against}):")
     for name in ("the bare eventsourcing batch save", *SPLIT_LABELS):
         base, ours = statistics.median(figures[against][name]), statistics.median(figures["this checkout"][name])
-        print(f"  {name:<76} {base:6.2f} | {ours:6.2f} | {ours / base:5.2f}x")
+        print(f"  {name:<76} {base:6.2f} | {ours:6.2f} | {_times(ours, base)}")
 
 
 def bench_near_duplicate_check(writes: int, store: int, model_dir: Path | None) -> dict[str, float]:

@@ -681,9 +681,10 @@ def scale_part(
 
 def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answers: Path | None = None) -> None:
     """ops/bench_read.py's method on a learned store: end-to-end reads (query embedding included) beside the
-    same run's floor, the query embedding alone plus the FTS5 search alone. The queries are the dev tasks'
-    first lines (issue titles: short, agent-style questions)."""
-    from bench_read import cpu_per_read, pct, vector_recall, write_answers
+    same run's floor, the query embedding alone plus the FTS5 search alone, measured after the reads and
+    paired with them (bench_read.paired_floor: on a loaded machine the two can differ). The queries are the
+    dev tasks' first lines (issue titles: short, agent-style questions)."""
+    from bench_read import cpu_per_read, paired_floor, pct, vector_recall, write_answers
 
     from strata_recall.projections.recall import keyword_threads
 
@@ -738,6 +739,7 @@ def read_latency(embedder: MiniLMEmbedder, data: Path, repo: str, n: int, answer
         f"{', '.join(f'{p * 1e3:.2f}' for p in passes)} ms)",
         flush=True,
     )
+    print(paired_floor(api, engine, embedder, requests, queries), flush=True)
     print(vector_recall(strata, engine, embedder, requests[:50]), flush=True)
     strata.close()
 
