@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 TOKEN_ENV = "STRATA_TOKEN"
 """The environment variable a hook takes the server's bearer token from (the clients' MCP entries name
@@ -146,42 +145,144 @@ class HttpReader(ServerReader):
         self.token = (os.environ.get(token_env) or "").strip()
 
     def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        import http.client  # here: a hook on a local store never needs it
-
         if timeout <= 0.05:
             raise HookReadError("no time left to ask the server")
-        connection_type = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(self.parts.hostname or "", self.parts.port, timeout=timeout)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(body), headers=headers)
-            response = connection.getresponse()
-            data = response.read(MAX_ANSWER_BYTES + 1)
-        except (OSError, http.client.HTTPException) as exc:
+            status, data = post(self.parts, f"{self.parts.path}/v1/{op}", json.dumps(body).encode(), headers, timeout)
+        except TooLarge:
+            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB") from None
+        except (OSError, ValueError) as exc:
             raise HookReadError(f"{self.base} did not answer: {exc}") from None
-        finally:
-            connection.close()
-        if len(data) > MAX_ANSWER_BYTES:
-            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB")
         try:
             answer = json.loads(data)
         except ValueError:
-            raise HookReadError(f"{self.base}/v1/{op} answered {response.status} without JSON") from None
-        if response.status != 200 or not isinstance(answer, dict):
+            raise HookReadError(f"{self.base}/v1/{op} answered {status} without JSON") from None
+        if status != 200 or not isinstance(answer, dict):
             error = answer.get("error", {}) if isinstance(answer, dict) else {}
-            if response.status in (401, 403):
+            if status in (401, 403):
                 held = f"the token in {self.token_env}" if self.token else f"no token ({self.token_env} is not set)"
                 raise HookRefused(
-                    f"Strata's server {self.base} refused this hook ({response.status} {error.get('code')}) with "
+                    f"Strata's server {self.base} refused this hook ({status} {error.get('code')}) with "
                     f"{held}: its memory is not shown in this session. Set {self.token_env} where the agent runs to "
                     "a token that may read this repo (`strata token create NAME --repos REPO --ops read,write`)"
                 )
-            raise HookReadError(
-                f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: {error.get('message')}"
-            )
+            raise HookReadError(f"{self.base}/v1/{op} answered {status}: {error.get('code')}: {error.get('message')}")
         return answer
+
+
+def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.1 POST to the server `parts` names, over a socket of its own that closes
+    after the answer, all of it within `timeout` seconds; an answer over MAX_ANSWER_BYTES, or one that is
+    not HTTP, is a ValueError (TooLarge: too long), and the socket's errors (refused, timed out, TLS) are OSErrors.
+
+    Not http.client: importing it (its email parser for the headers, ssl) took 16-23 ms of CPU in every
+    hook process that asked a server, about what the rest of the hook's own imports take; a hook's one
+    request and its answer (Content-Length or chunked, as uvicorn sends it) need only this. ssl is imported
+    for an https server alone."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    named = f"[{host}]" if ":" in host else host  # an IPv6 address in the Host header
+    default = port == (443 if parts.scheme == "https" else 80)
+    lines = [f"POST {path} HTTP/1.1", f"Host: {named}" + ("" if default else f":{port}")]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+    connection = socket.create_connection((host, port), timeout=timeout)
+    try:
+        if parts.scheme == "https":
+            import ssl
+
+            connection = ssl.create_default_context().wrap_socket(connection, server_hostname=host)
+        connection.settimeout(max(0.01, deadline - time.monotonic()))
+        connection.sendall("\r\n".join(lines).encode("latin-1") + body)
+        received = bytearray()
+        while True:  # the server closes the connection after its answer (Connection: close)
+            connection.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = connection.recv(1 << 16)
+            if not chunk:
+                break
+            received += chunk
+            if len(received) > MAX_ANSWER_BYTES + HEAD_BYTES:
+                raise TooLarge
+            if _complete(received):
+                break
+    finally:
+        connection.close()
+    status, data = _response(bytes(received))
+    if len(data) > MAX_ANSWER_BYTES:
+        raise TooLarge
+    return status, data
+
+
+class TooLarge(ValueError):
+    """An answer over MAX_ANSWER_BYTES (not read further)."""
+
+
+HEAD_BYTES = 64 << 10
+"""The most an answer's status line and headers may take (uvicorn's are a few hundred bytes)."""
+
+
+def _split(received: bytes | bytearray) -> tuple[int, dict[str, str], bytes | bytearray]:
+    """(status, headers by lower-case name, what follows them) of an answer's start; ValueError if it is
+    not HTTP or its head is not whole yet."""
+    head, found, rest = received.partition(b"\r\n\r\n")
+    if not found:
+        raise ValueError("an answer without its whole head")
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    version, _, code = status_line.partition(" ")
+    if not version.startswith("HTTP/") or not code[:3].isdigit():
+        raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+    headers = {}
+    for line in fields:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(code[:3]), headers, rest
+
+
+def _complete(received: bytes | bytearray) -> bool:
+    """Whether `received` holds a whole answer: its head and the body its Content-Length says (a chunked
+    body, or one without a length, ends when the server closes the connection)."""
+    try:
+        _, headers, rest = _split(received)
+    except ValueError:
+        return len(received) > HEAD_BYTES
+    length = headers.get("content-length")
+    return "transfer-encoding" not in headers and length is not None and length.isdigit() and len(rest) >= int(length)
+
+
+def _response(received: bytes) -> tuple[int, bytes]:
+    status, headers, rest = _split(received)
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        return status, _unchunked(bytes(rest))
+    length = headers.get("content-length")
+    if length is not None:
+        if not length.isdigit() or len(rest) < int(length):
+            raise ValueError("an answer cut short")
+        return status, bytes(rest[: int(length)])
+    return status, bytes(rest)
+
+
+def _unchunked(data: bytes) -> bytes:
+    """A chunked body's bytes (RFC 9112 7.1); ValueError if it is malformed or cut short."""
+    out, at = bytearray(), 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            raise ValueError("a chunked answer cut short")
+        size = int(data[at:end].split(b";", 1)[0].strip() or b"x", 16)
+        if size == 0:
+            return bytes(out)
+        start = end + 2
+        if len(data) < start + size + 2:
+            raise ValueError("a chunked answer cut short")
+        out += data[start : start + size]
+        at = start + size + 2
 
 
 class LocalReader:
@@ -198,6 +299,8 @@ class LocalReader:
         """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
         if not self._ready():
             return Answer(None)
+        import uuid  # here, as the projections' modules: a hook on a server never needs them
+
         from strata_recall.projections.fts import FTSProjection
 
         fts = FTSProjection(self.folder / "fts.sqlite")

@@ -55,7 +55,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import sys
 import threading
 import time
@@ -80,7 +79,6 @@ from strata_recall.interface.agents.hook_recall import (
 )
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
-from strata_recall.interface.app.hook_door import doors
 from strata_recall.schemas.defaults import DEFAULT_BAR
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
@@ -215,6 +213,8 @@ class Hook:
         """The server given; on a local store the process holding its model (a door), else its projections."""
         if self.http:
             return HttpReader(self.http, self.token_env)
+        from strata_recall.interface.app.hook_door import doors  # here: a hook on a server never looks for one
+
         local = LocalReader(self.data_dir)
         found = doors(self.data_dir)
         return DoorReader(found, local) if found else local
@@ -483,7 +483,7 @@ FRAME_TOKENS = 26
 
 def delimiters() -> tuple[str, str]:
     """The block's opening and closing tags, with a nonce no memory written before it can know."""
-    nonce = secrets.token_hex(3)
+    nonce = os.urandom(3).hex()  # secrets.token_hex(3), without importing secrets (random, hmac, base64)
     return f"<{BLOCK} nonce={nonce}>", f"</{BLOCK} nonce={nonce}>"
 
 
