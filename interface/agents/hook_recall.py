@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import SplitResult, urlsplit
 
 TOKEN_ENV = "STRATA_TOKEN"
@@ -44,10 +43,9 @@ class HookRefused(HookReadError):
     reply: dict[str, Any] | None = None
 
 
-@dataclass
-class Item:
+class Item(NamedTuple):
     """A memory a read offered, flattened out of its case (a problem's solutions and failed tactics
-    follow it with `problem_id` set)."""
+    follow it with `problem_id` set). NamedTuples, as the hooks' other records (hook_cues.py Moment)."""
 
     memory_id: str
     kind: str
@@ -59,10 +57,9 @@ class Item:
     """`global`: written from any repo, not only the one read."""
 
 
-@dataclass
-class Answer:
+class Answer(NamedTuple):
     read_id: str | None
-    items: list[Item] = field(default_factory=list)
+    items: list[Item]
     position: int = 0
     """The log position the answer reflects."""
     barred: bool = False
@@ -298,7 +295,7 @@ class LocalReader:
     def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
         """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
         if not self._ready():
-            return Answer(None)
+            return Answer(None, [])
         import uuid  # here, as the projections' modules: a hook on a server never needs them
 
         from strata_recall.projections.fts import FTSProjection

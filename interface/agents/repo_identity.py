@@ -30,9 +30,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from strata_recall.interface.agents.safe_reads import read_text
@@ -48,8 +47,7 @@ MAX_ID_CHARS = 200
 HASH_CHARS = 10
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):  # not a dataclass: a hook imports this (hook_cues.py Moment says why)
     repo_id: str
     source: str
     """Where it came from: "origin remote", "local remote" or "folder"."""

@@ -558,10 +558,21 @@ def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
     assert edit("src/billing/refund.py", "sess-2") == ""  # no memory names that file
 
 
-LOCAL_ONLY_MODULES = ("http.client", "email", "ssl", "uuid", "secrets", "tempfile", "configparser")
+UNNEEDED_MODULES = (
+    "http.client",
+    "email",
+    "ssl",
+    "dataclasses",
+    "inspect",
+    "uuid",
+    "secrets",
+    "tempfile",
+    "configparser",
+)
 """What a hook reading a server does not import: http.client (with its email parser and ssl: 16-23 ms of
-CPU in every such hook; hook_recall.py `post` speaks HTTP over a socket), and what only a local store's
-hook or a derived repo id needs (the door's folder, the keyword search's read id, a git config)."""
+CPU in every such hook; hook_recall.py `post` speaks HTTP over a socket), dataclasses (with inspect: ~16
+ms with the classes it made; hook_cues.py Moment), and what only a local store's hook or a derived repo
+id needs (the door's folder, the keyword search's read id, a git config)."""
 
 
 def test_a_hook_reading_a_server_imports_only_what_it_uses_and_injects_the_same(
@@ -601,7 +612,7 @@ def test_a_hook_reading_a_server_imports_only_what_it_uses_and_injects_the_same(
     for result in (answered, start, refused):
         modules = imported(result)
         assert "strata_recall.interface.agents.hooks" in modules and "socket" in modules
-        unneeded = {m for m in modules if m.split(".")[0] in LOCAL_ONLY_MODULES or m in LOCAL_ONLY_MODULES}
+        unneeded = {m for m in modules if m.split(".")[0] in UNNEEDED_MODULES or m in UNNEEDED_MODULES}
         assert not unneeded, unneeded
         assert not {m for m in modules if m.startswith(("strata_recall.projections", "strata_recall.interface.app"))}
 
