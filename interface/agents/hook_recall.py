@@ -3,8 +3,8 @@ JSON endpoint, or the local store's projections when the client is set up withou
 
 - Over HTTP the server does the read (`POST /v1/read`: the full engine, the embedding model already
   loaded, its absolute relevance and bar, `min_relevance`) and records it in its read ledger, so the
-  `read_id` can be cited by `feedback`; the hook only sends the request (standard library
-  `http.client`, the token from an environment variable) and gives up at its deadline.
+  `read_id` can be cited by `feedback`; the hook only sends the request (over a socket: `post`, the
+  token from an environment variable) and gives up at its deadline.
 - Locally no model is loaded (that alone takes longer than a hook may): the keyword search of the FTS
   projection finds the candidates (projections/fts.py, the same search a read's keyword half runs) and
   the snapshot gives their texts, anchors and links; the injection is recorded in the node's read ledger
