@@ -171,26 +171,30 @@ class HttpReader(ServerReader):
 
 
 def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
-    """(status, body) of one HTTP/1.1 POST to the server `parts` names, over a socket of its own that closes
-    after the answer, all of it within `timeout` seconds; an answer over MAX_ANSWER_BYTES, or one that is
-    not HTTP, is a ValueError (TooLarge: too long), and the socket's errors (refused, timed out, TLS) are OSErrors.
+    """(status, body) of one HTTP/1.1 POST to the server `parts` names, over a socket of its own that
+    closes after the answer, all of it within `timeout` seconds. An answer over MAX_ANSWER_BYTES is
+    TooLarge, one that is not HTTP or is cut short a ValueError; the socket's errors (refused, timed out,
+    TLS) are OSErrors.
 
     Not http.client: importing it (its email parser for the headers, ssl) took 16-23 ms of CPU in every
     hook process that asked a server, about what the rest of the hook's own imports take; a hook's one
-    request and its answer (Content-Length or chunked, as uvicorn sends it) need only this. ssl is imported
-    for an https server alone."""
+    request and its answer (Content-Length or chunked, as uvicorn sends it) need only this. ssl is
+    imported for an https server alone."""
     import socket
     import time
 
     deadline = time.monotonic() + timeout
     host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    default = 443 if parts.scheme == "https" else 80
+    port = parts.port or default
     named = f"[{host}]" if ":" in host else host  # an IPv6 address in the Host header
-    default = port == (443 if parts.scheme == "https" else 80)
-    lines = [f"POST {path} HTTP/1.1", f"Host: {named}" + ("" if default else f":{port}")]
+    lines = [f"POST {path} HTTP/1.1", f"Host: {named}" + ("" if port == default else f":{port}")]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
     connection = socket.create_connection((host, port), timeout=timeout)
+    received = bytearray()
+    head: tuple[int, dict[str, str]] | None = None
+    body_at = 0
     try:
         if parts.scheme == "https":
             import ssl
@@ -198,8 +202,7 @@ def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], ti
             connection = ssl.create_default_context().wrap_socket(connection, server_hostname=host)
         connection.settimeout(max(0.01, deadline - time.monotonic()))
         connection.sendall("\r\n".join(lines).encode("latin-1") + body)
-        received = bytearray()
-        while True:  # the server closes the connection after its answer (Connection: close)
+        while True:  # until the body its head announces is in, or the server closes the connection
             connection.settimeout(max(0.01, deadline - time.monotonic()))
             chunk = connection.recv(1 << 16)
             if not chunk:
@@ -207,11 +210,30 @@ def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], ti
             received += chunk
             if len(received) > MAX_ANSWER_BYTES + HEAD_BYTES:
                 raise TooLarge
-            if _complete(received):
+            if head is None:
+                end = received.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(received) > HEAD_BYTES:
+                        raise ValueError("an answer whose head does not end")
+                    continue
+                head, body_at = _head(bytes(received[:end])), end + 4
+            length = head[1].get("content-length")
+            chunked = "transfer-encoding" in head[1]
+            if not chunked and length is not None and length.isdigit() and len(received) - body_at >= int(length):
                 break
     finally:
         connection.close()
-    status, data = _response(bytes(received))
+    if head is None:
+        raise ValueError("no answer" if not received else "an answer cut short in its head")
+    status, fields = head
+    data = bytes(received[body_at:])
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        data = _unchunked(data)
+    elif "content-length" in fields:
+        length = fields["content-length"]
+        if not length.isdigit() or len(data) < int(length):
+            raise ValueError("an answer cut short")
+        data = data[: int(length)]
     if len(data) > MAX_ANSWER_BYTES:
         raise TooLarge
     return status, data
@@ -225,12 +247,8 @@ HEAD_BYTES = 64 << 10
 """The most an answer's status line and headers may take (uvicorn's are a few hundred bytes)."""
 
 
-def _split(received: bytes | bytearray) -> tuple[int, dict[str, str], bytes | bytearray]:
-    """(status, headers by lower-case name, what follows them) of an answer's start; ValueError if it is
-    not HTTP or its head is not whole yet."""
-    head, found, rest = received.partition(b"\r\n\r\n")
-    if not found:
-        raise ValueError("an answer without its whole head")
+def _head(head: bytes) -> tuple[int, dict[str, str]]:
+    """(status, headers by lower-case name) of an answer's head; ValueError if it is not HTTP."""
     status_line, *fields = head.decode("latin-1").split("\r\n")
     version, _, code = status_line.partition(" ")
     if not version.startswith("HTTP/") or not code[:3].isdigit():
@@ -239,30 +257,7 @@ def _split(received: bytes | bytearray) -> tuple[int, dict[str, str], bytes | by
     for line in fields:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
-    return int(code[:3]), headers, rest
-
-
-def _complete(received: bytes | bytearray) -> bool:
-    """Whether `received` holds a whole answer: its head and the body its Content-Length says (a chunked
-    body, or one without a length, ends when the server closes the connection)."""
-    try:
-        _, headers, rest = _split(received)
-    except ValueError:
-        return len(received) > HEAD_BYTES
-    length = headers.get("content-length")
-    return "transfer-encoding" not in headers and length is not None and length.isdigit() and len(rest) >= int(length)
-
-
-def _response(received: bytes) -> tuple[int, bytes]:
-    status, headers, rest = _split(received)
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        return status, _unchunked(bytes(rest))
-    length = headers.get("content-length")
-    if length is not None:
-        if not length.isdigit() or len(rest) < int(length):
-            raise ValueError("an answer cut short")
-        return status, bytes(rest[: int(length)])
-    return status, bytes(rest)
+    return int(code[:3]), headers
 
 
 def _unchunked(data: bytes) -> bytes:
@@ -273,6 +268,8 @@ def _unchunked(data: bytes) -> bytes:
         if end < 0:
             raise ValueError("a chunked answer cut short")
         size = int(data[at:end].split(b";", 1)[0].strip() or b"x", 16)
+        if size < 0:
+            raise ValueError("a chunk of a negative size")
         if size == 0:
             return bytes(out)
         start = end + 2

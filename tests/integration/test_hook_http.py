@@ -121,6 +121,7 @@ def test_an_error_answer_says_the_servers_code(listener: Listener) -> None:
         ([answer("200 OK", b'{"read_id"', "Content-Length: 200")], "did not answer: an answer cut short"),
         ([answer("200 OK", b"5\r\n{}", "Transfer-Encoding: chunked")], "did not answer: a chunked answer cut short"),
         ([answer("200 OK", b"<html>", "Content-Length: 6")], "answered 200 without JSON"),
+        ([answer("200 OK", b"-6\r\nabc\r\n0\r\n\r\n", "Transfer-Encoding: chunked")], "a chunk of a negative size"),
     ],
 )
 def test_what_is_not_a_whole_answer_is_a_read_error(listener: Listener, pieces: list[bytes], said: str) -> None:
