@@ -3,7 +3,7 @@ commands (one process per event, as a client runs them) against a store of a rep
 work, on the local store and against a running `strata serve`.
 
 Usage: python ops/eval_session.py [--data FILE] [--mode local,local-mcp,server] [--repos sympy/sympy,...]
-                                  [--max-tasks N] [--json FILE] [--deadline SECONDS]
+                                  [--max-tasks N] [--json FILE] [--deadline SECONDS] [--same-as FILE]
 
 The store (../shared/data/coding-dev, README there): per repository, tasks in instance order; the
 session of task i runs against a store holding the tasks before it, each written as ops/eval_coding.py
@@ -27,7 +27,10 @@ the task's gold patch edits; it was injected when a memory of it (its problem or
 Printed: the share of sessions with a relevant earlier task that got one injected, by the event it
 first came at; tokens injected per session (median, p90; counted with the embedding model's tokenizer,
 with and without the session-start index); the share of foreign-session recall events that injected
-nothing; hook latency p50/p95 per event kind (wall time of the process, spawn to exit), per mode.
+nothing; hook latency p50/p95 per event kind (wall time of the process, spawn to exit) and its CPU time
+(user + system), per mode. The
+--json file also holds what each recall event injected (`injections`, memories named by their task), and
+--same-as FILE counts the events that injected otherwise than that run (another tree's, the same sessions).
 
 Modes: `local`, the local store with nothing running on it (the hooks read its keywords); `local-mcp`, the
 same with the client's `strata mcp` running on it, its door open to the hooks (interface/app/hook_door.py:
@@ -40,6 +43,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -113,6 +117,8 @@ class Store:
         self.mode, self.folder, self.env = mode, folder, env
         self.data_dir = folder / "data"
         self.task_of: dict[str, Task] = {}
+        self.label_of: dict[str, str] = {}
+        """A memory's id -> `<instance id>:problem|solution`, the same in every run (ids are not)."""
         self.url: str | None = None
         self.position = 0
         self.door: DoorReader | None = None
@@ -209,6 +215,7 @@ class Store:
                 {"repo_id": repo, "consistency": {"after_position": answer["position"], "timeout_ms": 30000}},
             )
         self.task_of[pid] = self.task_of[sid] = task
+        self.label_of[pid], self.label_of[sid] = f"{task.instance_id}:problem", f"{task.instance_id}:solution"
 
     def hook_args(self) -> list[str]:
         return ["--http", str(self.url)] if self.mode == "server" else []
@@ -234,6 +241,8 @@ class Event:
     seconds: float
     context: str
     injected: list[str]
+    cpu: float = float("nan")
+    """CPU seconds of the hook process (user + system)."""
 
 
 @dataclass
@@ -245,6 +254,7 @@ class Session:
 
 def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, payload: dict) -> Event:
     env = {**store.env, "STRATA_DATA_DIR": str(store.data_dir if store.mode != "server" else state)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [STRATA, "hook", kind, "--repo-id", repo, *store.hook_args()],
@@ -256,6 +266,8 @@ def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, pa
         timeout=60,
     )
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0 or "Traceback" in done.stderr:
         raise SystemExit(f"hook {kind} failed: {done.stderr[-2000:]}")
     if "hook_failed" in done.stderr:
@@ -263,7 +275,7 @@ def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, pa
     reply = json.loads(done.stdout) if done.stdout.strip() else {}
     context = (reply.get("hookSpecificOutput") or {}).get("additionalContext") or reply.get("reason") or ""
     injected = _ID.findall(context) if kind not in ("session-start", "stop") else []
-    return Event(kind, seconds, context, injected)
+    return Event(kind, seconds, context, injected, cpu)
 
 
 def replay(store: Store, repo: str, checkout: Path, state: Path, s: Scripted, foreign: bool, number: int) -> Session:
@@ -365,6 +377,8 @@ def evaluate_repo(
                     sessions.append(own)
                     foreign = others[zlib.crc32(s.task.instance_id.encode()) % len(others)]
                     sessions.append(replay(store, repo, checkout, state, foreign, True, i))
+                    for session in sessions[-2:]:
+                        session.label_of = dict(store.label_of)  # type: ignore[attr-defined]
                 store.write(repo, s)
         finally:
             store.close()
@@ -428,6 +442,7 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
     ]
     foreign_events = [e for s in sessions if s.foreign for e in s.events]
     latency = {kind: [e.seconds for s in sessions for e in s.events if e.kind == kind] for kind in EVENT_KINDS}
+    cpu = {kind: [e.cpu for s in sessions for e in s.events if e.kind == kind] for kind in EVENT_KINDS}
     n = len(with_relevant)
     return {
         "mode": mode,
@@ -455,12 +470,46 @@ def summarise(mode: str, sessions: list[Session], counter: TokenCounter) -> dict
             )
             for k in ("prompt", "after-command", "edit")
         },
+        "injections": injections(sessions),
         "latency_ms": {
             k: {"n": len(v), "p50": 1000 * percentile(v, 0.5), "p95": 1000 * percentile(v, 0.95)}
             for k, v in latency.items()
             if v
         },
+        "cpu_ms": {
+            k: {"n": len(v), "p50": 1000 * percentile(v, 0.5), "p95": 1000 * percentile(v, 0.95)}
+            for k, v in cpu.items()
+            if v
+        },
     }
+
+
+def injections(sessions: list[Session]) -> list[dict]:
+    """What each recall event of each session injected, as labels the same in every run
+    (`<instance id>:problem|solution`), so two runs (two trees) compare event by event (--same-as)."""
+    return [
+        {
+            "session": f"{s.task.instance_id}{' (foreign)' if s.foreign else ''}",
+            "events": [
+                [e.kind, [s.label_of.get(m, m) for m in e.injected]]  # type: ignore[attr-defined]
+                for e in s.events
+                if e.kind not in ("session-start", "stop")
+            ],
+        }
+        for s in sessions
+    ]
+
+
+def differences(figures: dict, other: dict) -> tuple[int, int]:
+    """(recall events whose injections differ, recall events) between two runs' figures of one mode."""
+    theirs = other.get("injections", [])
+    differ = total = 0
+    for i, s in enumerate(figures["injections"]):  # the same sessions in the same order in every run
+        there = theirs[i]["events"] if i < len(theirs) and theirs[i]["session"] == s["session"] else []
+        for n, event in enumerate(s["events"]):
+            total += 1
+            differ += n >= len(there) or there[n] != event
+    return differ, total
 
 
 def print_summary(s: dict) -> None:
@@ -483,6 +532,10 @@ def print_summary(s: dict) -> None:
         "hook latency (ms), p50 / p95: "
         + "; ".join(f"{k} {v['p50']:.0f} / {v['p95']:.0f} (n={v['n']})" for k, v in s["latency_ms"].items())
     )
+    print(
+        "hook CPU (ms, user + system of the process), p50 / p95: "
+        + "; ".join(f"{k} {v['p50']:.0f} / {v['p95']:.0f}" for k, v in s["cpu_ms"].items())
+    )
     floor = s.get("floor_ms")
     if floor:
         print(
@@ -498,6 +551,13 @@ def main() -> None:
     parser.add_argument("--repos", default="", help="comma-separated repositories (default: all with 2+ tasks)")
     parser.add_argument("--max-tasks", type=int, default=None, help="at most this many tasks per repository")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--same-as",
+        type=Path,
+        default=None,
+        help="another run's --json (e.g. another tree's): say, per mode, how many recall events injected "
+        "other memories than there",
+    )
     parser.add_argument(
         "--deadline",
         type=float,
@@ -533,6 +593,10 @@ def main() -> None:
             summary["load"] = (load_before, os.getloadavg()[0])
             figures.append(summary)
             print_summary(summary)
+            if args.same_as:
+                other = next((f for f in json.loads(args.same_as.read_text()) if f["mode"] == mode), {})
+                differ, total = differences(summary, other)
+                print(f"  injections: {differ} of {total} recall events differ from {args.same_as}")
             if args.json:  # after each mode: a long run's finished modes are kept whatever happens next
                 args.json.write_text(json.dumps(figures, indent=2))
     finally:

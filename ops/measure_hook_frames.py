@@ -51,10 +51,9 @@ def main() -> None:
             ("problem", task.problem, problem),
             ("solution", task.solution, str(uuid.uuid5(uuid.NAMESPACE_URL, f"solution-{n}"))),
         ):
-            item = Item(memory_id, kind, text, problem_id=problem if kind == "solution" else None)
             shared = len(items) % args.global_every == args.global_every - 1
-            item.scope = "global" if shared else "repo"  # type: ignore[misc]
-            items.append(item)
+            problem_id = problem if kind == "solution" else None
+            items.append(Item(memory_id, kind, text, problem_id=problem_id, scope="global" if shared else "repo"))
     counter = TokenCounter()
     print(f"{hooks.__file__}: {len(items)} memories, {len(items) // 5} injections per moment")
     for kind, budget in MOMENTS:

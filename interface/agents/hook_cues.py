@@ -14,9 +14,8 @@ Standard library only: a hook starts a fresh process for every event and must be
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 QUERY_CHARS = 2000
 """A prompt is read by its first 2,000 characters (as ops/eval_coding.py reads task statements)."""
@@ -40,16 +39,17 @@ EXIT_CODE = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|returncode
 TOOLS_THAT_EDIT = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
 
 
-@dataclass(frozen=True)
-class Moment:
-    """What one event is about: the read's query, and what a memory shown at it must share with it."""
+class Moment(NamedTuple):
+    """What one event is about: the read's query, and what a memory shown at it must share with it.
+    (Like the hooks' other records a NamedTuple, not a dataclass: importing dataclasses (inspect, ast, dis)
+    and making the hooks' eight classes took ~16 ms of CPU in every hook process.)"""
 
     kind: str  # prompt | edit | failure
     query: str
     paths: tuple[str, ...] = ()
     """Files of the repository the moment names (relative to its root): the file about to be edited,
     the deepest project frame of a failure, paths written in a prompt."""
-    tokens: frozenset[str] = field(default_factory=frozenset)
+    tokens: frozenset[str] = frozenset()
     """The moment's distinctive code tokens (lower-cased), for the relevance bar."""
 
 

@@ -3,8 +3,8 @@ JSON endpoint, or the local store's projections when the client is set up withou
 
 - Over HTTP the server does the read (`POST /v1/read`: the full engine, the embedding model already
   loaded, its absolute relevance and bar, `min_relevance`) and records it in its read ledger, so the
-  `read_id` can be cited by `feedback`; the hook only sends the request (standard library
-  `http.client`, the token from an environment variable) and gives up at its deadline.
+  `read_id` can be cited by `feedback`; the hook only sends the request (over a socket: `post`, the
+  token from an environment variable) and gives up at its deadline.
 - Locally no model is loaded (that alone takes longer than a hook may): the keyword search of the FTS
   projection finds the candidates (projections/fts.py, the same search a read's keyword half runs) and
   the snapshot gives their texts, anchors and links; the injection is recorded in the node's read ledger
@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, NamedTuple
+from urllib.parse import SplitResult, urlsplit
 
 TOKEN_ENV = "STRATA_TOKEN"
 """The environment variable a hook takes the server's bearer token from (the clients' MCP entries name
@@ -45,10 +43,9 @@ class HookRefused(HookReadError):
     reply: dict[str, Any] | None = None
 
 
-@dataclass
-class Item:
+class Item(NamedTuple):
     """A memory a read offered, flattened out of its case (a problem's solutions and failed tactics
-    follow it with `problem_id` set)."""
+    follow it with `problem_id` set). NamedTuples, as the hooks' other records (hook_cues.py Moment)."""
 
     memory_id: str
     kind: str
@@ -60,10 +57,9 @@ class Item:
     """`global`: written from any repo, not only the one read."""
 
 
-@dataclass
-class Answer:
+class Answer(NamedTuple):
     read_id: str | None
-    items: list[Item] = field(default_factory=list)
+    items: list[Item]
     position: int = 0
     """The log position the answer reflects."""
     barred: bool = False
@@ -146,42 +142,141 @@ class HttpReader(ServerReader):
         self.token = (os.environ.get(token_env) or "").strip()
 
     def call(self, op: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        import http.client  # here: a hook on a local store never needs it
-
         if timeout <= 0.05:
             raise HookReadError("no time left to ask the server")
-        connection_type = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(self.parts.hostname or "", self.parts.port, timeout=timeout)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            connection.request("POST", f"{self.parts.path}/v1/{op}", body=json.dumps(body), headers=headers)
-            response = connection.getresponse()
-            data = response.read(MAX_ANSWER_BYTES + 1)
-        except (OSError, http.client.HTTPException) as exc:
+            status, data = post(self.parts, f"{self.parts.path}/v1/{op}", json.dumps(body).encode(), headers, timeout)
+        except TooLarge:
+            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB") from None
+        except (OSError, ValueError) as exc:
             raise HookReadError(f"{self.base} did not answer: {exc}") from None
-        finally:
-            connection.close()
-        if len(data) > MAX_ANSWER_BYTES:
-            raise HookReadError(f"{self.base}/v1/{op} answered more than {MAX_ANSWER_BYTES >> 20} MB")
         try:
             answer = json.loads(data)
         except ValueError:
-            raise HookReadError(f"{self.base}/v1/{op} answered {response.status} without JSON") from None
-        if response.status != 200 or not isinstance(answer, dict):
+            raise HookReadError(f"{self.base}/v1/{op} answered {status} without JSON") from None
+        if status != 200 or not isinstance(answer, dict):
             error = answer.get("error", {}) if isinstance(answer, dict) else {}
-            if response.status in (401, 403):
+            if status in (401, 403):
                 held = f"the token in {self.token_env}" if self.token else f"no token ({self.token_env} is not set)"
                 raise HookRefused(
-                    f"Strata's server {self.base} refused this hook ({response.status} {error.get('code')}) with "
+                    f"Strata's server {self.base} refused this hook ({status} {error.get('code')}) with "
                     f"{held}: its memory is not shown in this session. Set {self.token_env} where the agent runs to "
                     "a token that may read this repo (`strata token create NAME --repos REPO --ops read,write`)"
                 )
-            raise HookReadError(
-                f"{self.base}/v1/{op} answered {response.status}: {error.get('code')}: {error.get('message')}"
-            )
+            raise HookReadError(f"{self.base}/v1/{op} answered {status}: {error.get('code')}: {error.get('message')}")
         return answer
+
+
+def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.1 POST to the server `parts` names, over a socket of its own that
+    closes after the answer, all of it within `timeout` seconds. An answer over MAX_ANSWER_BYTES is
+    TooLarge, one that is not HTTP or is cut short a ValueError; the socket's errors (refused, timed out,
+    TLS) are OSErrors.
+
+    Not http.client: importing it (its email parser for the headers, ssl) took 16-23 ms of CPU in every
+    hook process that asked a server, about what the rest of the hook's own imports take; a hook's one
+    request and its answer (Content-Length or chunked, as uvicorn sends it) need only this. ssl is
+    imported for an https server alone."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    host = parts.hostname or ""
+    default = 443 if parts.scheme == "https" else 80
+    port = parts.port or default
+    named = f"[{host}]" if ":" in host else host  # an IPv6 address in the Host header
+    lines = [f"POST {path} HTTP/1.1", f"Host: {named}" + ("" if port == default else f":{port}")]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+    connection = socket.create_connection((host, port), timeout=timeout)
+    received = bytearray()
+    head: tuple[int, dict[str, str]] | None = None
+    body_at = 0
+    try:
+        if parts.scheme == "https":
+            import ssl
+
+            connection = ssl.create_default_context().wrap_socket(connection, server_hostname=host)
+        connection.settimeout(max(0.01, deadline - time.monotonic()))
+        connection.sendall("\r\n".join(lines).encode("latin-1") + body)
+        while True:  # until the body its head announces is in, or the server closes the connection
+            connection.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = connection.recv(1 << 16)
+            if not chunk:
+                break
+            received += chunk
+            if len(received) > MAX_ANSWER_BYTES + HEAD_BYTES:
+                raise TooLarge
+            if head is None:
+                end = received.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(received) > HEAD_BYTES:
+                        raise ValueError("an answer whose head does not end")
+                    continue
+                head, body_at = _head(bytes(received[:end])), end + 4
+            length = head[1].get("content-length")
+            chunked = "transfer-encoding" in head[1]
+            if not chunked and length is not None and length.isdigit() and len(received) - body_at >= int(length):
+                break
+    finally:
+        connection.close()
+    if head is None:
+        raise ValueError("no answer" if not received else "an answer cut short in its head")
+    status, fields = head
+    data = bytes(received[body_at:])
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        data = _unchunked(data)
+    elif "content-length" in fields:
+        length = fields["content-length"]
+        if not length.isdigit() or len(data) < int(length):
+            raise ValueError("an answer cut short")
+        data = data[: int(length)]
+    if len(data) > MAX_ANSWER_BYTES:
+        raise TooLarge
+    return status, data
+
+
+class TooLarge(ValueError):
+    """An answer over MAX_ANSWER_BYTES (not read further)."""
+
+
+HEAD_BYTES = 64 << 10
+"""The most an answer's status line and headers may take (uvicorn's are a few hundred bytes)."""
+
+
+def _head(head: bytes) -> tuple[int, dict[str, str]]:
+    """(status, headers by lower-case name) of an answer's head; ValueError if it is not HTTP."""
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    version, _, code = status_line.partition(" ")
+    if not version.startswith("HTTP/") or not code[:3].isdigit():
+        raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+    headers = {}
+    for line in fields:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(code[:3]), headers
+
+
+def _unchunked(data: bytes) -> bytes:
+    """A chunked body's bytes (RFC 9112 7.1); ValueError if it is malformed or cut short."""
+    out, at = bytearray(), 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            raise ValueError("a chunked answer cut short")
+        size = int(data[at:end].split(b";", 1)[0].strip() or b"x", 16)
+        if size < 0:
+            raise ValueError("a chunk of a negative size")
+        if size == 0:
+            return bytes(out)
+        start = end + 2
+        if len(data) < start + size + 2:
+            raise ValueError("a chunked answer cut short")
+        out += data[start : start + size]
+        at = start + size + 2
 
 
 class LocalReader:
@@ -197,7 +292,9 @@ class LocalReader:
     def read(self, repo_id: str, query: str, limit: int, timeout: float, min_relevance: float | None = None) -> Answer:
         """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
         if not self._ready():
-            return Answer(None)
+            return Answer(None, [])
+        import uuid  # here, as the projections' modules: a hook on a server never needs them
+
         from strata_recall.projections.fts import FTSProjection
 
         fts = FTSProjection(self.folder / "fts.sqlite")

@@ -55,16 +55,14 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import sys
 import threading
 import time
 import unicodedata
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from strata_recall.interface.agents import hook_cues
 from strata_recall.interface.agents.hook_cues import Moment
@@ -80,7 +78,6 @@ from strata_recall.interface.agents.hook_recall import (
 )
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
-from strata_recall.interface.app.hook_door import doors
 from strata_recall.schemas.defaults import DEFAULT_BAR
 
 if TYPE_CHECKING:  # imported when used: a hook on a server never loads the projections
@@ -168,36 +165,69 @@ session's state and lock files): owner-only whatever the umask, like everything 
 (projections/store.py PRIVATE_DIR, PRIVATE_FILE): a session's state names the memories it was shown."""
 
 
-@dataclass
 class Session:
-    repo_id: str
-    started_at: float
-    reminded: bool = False
-    """The stop reminder was given (once per session)."""
-    compacted_reads: list[str] = field(default_factory=list)
-    """Unrated reads noted before a compaction, handed back after it."""
-    shown: list[str] = field(default_factory=list)
-    """Memories injected in this session (never shown twice)."""
-    tokens: int = 0
-    """Tokens the session's injections took."""
-    injections: list[str] = field(default_factory=list)
-    """The read ids of the session's injections."""
+    """A session's state, as its file holds it (`as_dict`). Plain classes and NamedTuples here, not
+    dataclasses: a hook process imports this module (hook_cues.py Moment says why)."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        started_at: float,
+        reminded: bool = False,
+        compacted_reads: list[str] | None = None,
+        shown: list[str] | None = None,
+        tokens: int = 0,
+        injections: list[str] | None = None,
+    ) -> None:
+        self.repo_id = repo_id
+        self.started_at = started_at
+        self.reminded = reminded
+        """The stop reminder was given (once per session)."""
+        self.compacted_reads = compacted_reads if compacted_reads is not None else []
+        """Unrated reads noted before a compaction, handed back after it."""
+        self.shown = shown if shown is not None else []
+        """Memories injected in this session (never shown twice)."""
+        self.tokens = tokens
+        """Tokens the session's injections took."""
+        self.injections = injections if injections is not None else []
+        """The read ids of the session's injections."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Session) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Session({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
-@dataclass
 class Hook:
-    event: str
-    payload: dict[str, Any]
-    data_dir: Path
-    repo_id: str
-    root: Path
-    http: str | None = None
-    token_env: str = TOKEN_ENV
-    deadline: float = field(default_factory=lambda: time.monotonic() + RECALL_DEADLINE_S)
-    identity: Identity | None = None
-    """Where the repo id came from when the hook derived it (no --repo-id)."""
-    config: Path | None = None
-    """The config file the hook was given (`--config`), handed on to what it starts (`learn_in_background`)."""
+    def __init__(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        data_dir: Path,
+        repo_id: str,
+        root: Path,
+        http: str | None = None,
+        token_env: str = TOKEN_ENV,
+        deadline: float | None = None,
+        identity: Identity | None = None,
+        config: Path | None = None,
+    ) -> None:
+        self.event = event
+        self.payload = payload
+        self.data_dir = data_dir
+        self.repo_id = repo_id
+        self.root = root
+        self.http = http
+        self.token_env = token_env
+        self.deadline = deadline if deadline is not None else time.monotonic() + RECALL_DEADLINE_S
+        self.identity = identity
+        """Where the repo id came from when the hook derived it (no --repo-id)."""
+        self.config = config
+        """The config file the hook was given (`--config`), handed on to what it starts (`learn_in_background`)."""
 
     @property
     def cursor(self) -> bool:
@@ -215,6 +245,8 @@ class Hook:
         """The server given; on a local store the process holding its model (a door), else its projections."""
         if self.http:
             return HttpReader(self.http, self.token_env)
+        from strata_recall.interface.app.hook_door import doors  # here: a hook on a server never looks for one
+
         local = LocalReader(self.data_dir)
         found = doors(self.data_dir)
         return DoorReader(found, local) if found else local
@@ -232,7 +264,7 @@ class Hook:
             partial.unlink()  # left by a process of the same id that died writing: made anew, owner-only
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
         with open(fd, "w", encoding="utf-8") as out:
-            out.write(json.dumps(asdict(session)))
+            out.write(json.dumps(session.as_dict()))
         partial.replace(self.state_path)
 
     def session(self) -> Session:
@@ -329,8 +361,7 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / 2.5) + 1
 
 
-@dataclass(frozen=True)
-class Lead:
+class Lead(NamedTuple):
     """When a moment's answer (all the read offered, below the bar too) is shown at all: its best memory at
     least `lead` x RELEVANCE_BAR likely to be relevant, or at least RELEVANCE_BAR and `standout` times as
     likely as the best memory of any other case (a problem with its failed tactics and solutions is one
@@ -340,8 +371,7 @@ class Lead:
     standout: float = float("inf")
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """What the recall moments show from a read with the read path's relevance (a server, a local store's
     door): the hooks use POLICY; ops/eval_prompt_bar.py passes others to choose it (nothing here is
     mutated to try a rule)."""
@@ -483,7 +513,7 @@ FRAME_TOKENS = 26
 
 def delimiters() -> tuple[str, str]:
     """The block's opening and closing tags, with a nonce no memory written before it can know."""
-    nonce = secrets.token_hex(3)
+    nonce = os.urandom(3).hex()  # secrets.token_hex(3), without importing secrets (random, hmac, base64)
     return f"<{BLOCK} nonce={nonce}>", f"</{BLOCK} nonce={nonce}>"
 
 

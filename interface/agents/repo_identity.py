@@ -27,16 +27,18 @@ bounded and only from regular files (interface/agents/safe_reads.py).
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from strata_recall.interface.agents.safe_reads import read_text
 from strata_recall.schemas import repo_ids
+
+if TYPE_CHECKING:
+    import configparser
 
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.*)$")
 """scp-like syntax `[user@]host:path` (git treats it so when no slash precedes the first colon)."""
@@ -45,8 +47,7 @@ MAX_ID_CHARS = 200
 HASH_CHARS = 10
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):  # not a dataclass: a hook imports this (hook_cues.py Moment says why)
     repo_id: str
     source: str
     """Where it came from: "origin remote", "local remote" or "folder"."""
@@ -141,6 +142,8 @@ def _config(path: Path) -> configparser.ConfigParser | None:
     text = read_text(path, CONFIG_BYTES)
     if text is None:
         return None
+    import configparser  # here: a hook given its repo id (--repo-id) never reads a git config
+
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         parser.read_string(text, source=str(path))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 PREFIX, SUFFIX = "door-", ".sock"
@@ -46,6 +45,8 @@ def door_folder(data_dir: Path) -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         return Path(runtime) / f"strata-doors-{digest}"
+    import tempfile  # here: only a data directory too deep for a socket's path needs it
+
     return Path(tempfile.gettempdir()) / f"strata-doors-{os.getuid()}-{digest}"
 
 

@@ -10,8 +10,6 @@ import gc
 import sys
 from collections.abc import Callable
 
-from strata_recall.interface.app import lazy
-
 _ROOT_OPTIONS_WITH_VALUE = ("--data-dir", "--config")
 _ROOT_FLAGS = ("--json", "--text")
 
@@ -67,6 +65,8 @@ def _import_cli() -> Callable[[], None]:
     installed, structlog imports it at its own import (~0.1 s) for the console renderer's default
     tracebacks and the locals' reprs, neither of which Strata's logs use (interface/app/logs.py renders
     plain tracebacks), so every log line reads as before."""
+    from strata_recall.interface.app import lazy  # here: `strata hook` never needs it
+
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -558,6 +558,65 @@ def test_an_edit_asks_the_server_the_bar_of_a_short_code_query(
     assert edit("src/billing/refund.py", "sess-2") == ""  # no memory names that file
 
 
+UNNEEDED_MODULES = (
+    "http.client",
+    "email",
+    "ssl",
+    "dataclasses",
+    "inspect",
+    "uuid",
+    "secrets",
+    "tempfile",
+    "configparser",
+)
+"""What a hook reading a server does not import: http.client (with its email parser and ssl: 16-23 ms of
+CPU in every such hook; hook_recall.py `post` speaks HTTP over a socket), dataclasses (with inspect: ~16
+ms with the classes it made; hook_cues.py Moment), and what only a local store's hook or a derived repo
+id needs (the door's folder, the keyword search's read id, a git config)."""
+
+
+def test_a_hook_reading_a_server_imports_only_what_it_uses_and_injects_the_same(
+    serve: Callable[..., Served], strata_env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """The hooks of a client set up for a server start a process at every moment, so what they import is
+    their latency: against a server they import neither http.client nor the local store's modules, and
+    still inject what the server's read offers (with its read id), give the index at session start, and
+    say when the server refuses their token."""
+    token = "lean-hook-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        problem = served_write(http, PROBLEM, "problem")
+        solution = served_write(http, SOLUTION, "solution", problem_id=problem["memory_id"])
+        searchable(http, "team/backend", solution["position"])
+    client = {
+        **strata_env,
+        "STRATA_DATA_DIR": str(tmp_path / "client-data"),
+        "STRATA_TOKEN": token,
+        "PYTHONPROFILEIMPORTTIME": "1",  # each module the hook imports, on its stderr
+    }
+    options = ("--repo-id", "team/backend", "--http", f"{served.url}/mcp")
+
+    def imported(result: subprocess.CompletedProcess[str]) -> set[str]:
+        return {
+            line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+        }
+
+    prompt = claude("UserPromptSubmit", repo, prompt="tests/test_orders.py hangs in db_pool.acquire again")
+    answered = hook_with(client, "prompt", prompt, *options)
+    context = context_of(answered)
+    assert solution["memory_id"] in context and re.search(r"read_id [0-9a-f]{32}", context)
+    start = hook_with(client, "session-start", claude("SessionStart", repo, source="startup"), *options)
+    assert "Memory of team/backend: 2 memories" in context_of(start)
+    refused = hook_with({**client, "STRATA_TOKEN": "not-the-token"}, "prompt", prompt, *options)
+    assert "401" in json.loads(refused.stdout)["systemMessage"]
+    for result in (answered, start, refused):
+        modules = imported(result)
+        assert "strata_recall.interface.agents.hooks" in modules and "socket" in modules
+        unneeded = {m for m in modules if m.split(".")[0] in UNNEEDED_MODULES or m in UNNEEDED_MODULES}
+        assert not unneeded, unneeded
+        assert not {m for m in modules if m.startswith(("strata_recall.projections", "strata_recall.interface.app"))}
+
+
 def hook_with(env: dict[str, str], event: str, payload: Any, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [STRATA_COMMAND, "hook", event, *options],
