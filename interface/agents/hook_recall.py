@@ -203,7 +203,10 @@ def post(parts: SplitResult, path: str, body: bytes, headers: dict[str, str], ti
         connection.settimeout(max(0.01, deadline - time.monotonic()))
         connection.sendall("\r\n".join(lines).encode("latin-1") + body)
         while True:  # until the body its head announces is in, or the server closes the connection
-            connection.settimeout(max(0.01, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            if left <= 0:  # the deadline is the whole answer's: a server may trickle it a byte at a time
+                raise TimeoutError("timed out")
+            connection.settimeout(left)
             chunk = connection.recv(1 << 16)
             if not chunk:
                 break

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,8 @@ class Listener:
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.port = self.socket.getsockname()[1]
         self.answer: list[bytes] = []
+        self.pause = 0.0
+        """Seconds between the answer's pieces (a server that trickles its answer)."""
         self.requests: list[bytes] = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
@@ -50,7 +53,11 @@ class Listener:
                     body += connection.recv(1 << 16)
                 self.requests.append(head + b"\r\n\r\n" + body)
                 for piece in self.answer:
-                    connection.sendall(piece)
+                    time.sleep(self.pause)
+                    try:
+                        connection.sendall(piece)
+                    except OSError:  # the hook gave up and closed
+                        break
 
     def close(self) -> None:
         self.socket.close()
@@ -149,3 +156,16 @@ def test_a_server_that_is_not_there_is_a_read_error() -> None:
     free.close()
     with pytest.raises(HookReadError, match="did not answer"):
         HttpReader(f"http://127.0.0.1:{port}").call("read", {}, 2)
+
+
+def test_a_server_that_trickles_its_answer_is_given_up_at_the_deadline(listener: Listener) -> None:
+    """Each byte arrives well within a socket timeout, the whole answer takes seconds: the hook's
+    deadline is for the whole answer, not for each byte."""
+    body = json.dumps({**READ, "note": "x" * 1500}).encode()
+    whole = answer("200 OK", body, f"Content-Length: {len(body)}")
+    listener.answer = [whole[i : i + 1] for i in range(len(whole))]
+    listener.pause = 0.002  # ~1,600 bytes take over 3 s; the hook has 0.3 s
+    started = time.monotonic()
+    with pytest.raises(HookReadError, match="did not answer"):
+        HttpReader(f"http://127.0.0.1:{listener.port}").call("read", {}, 0.3)
+    assert time.monotonic() - started < 0.3 + 0.25
