@@ -3,7 +3,7 @@ warm-cache replay, write-to-visible latency under load, and the worker's residen
 
 Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
        [--load-seconds 20] [--rate 200] [--seed-cache FILE] [--parts replay,split,vectors,load]
-       [--backend sqlite|postgres]
+       [--backend sqlite|postgres] [--store DIR]
 
 --backend postgres puts the log on a throwaway PostgreSQL server (ops/pg.py, fsync on, loopback); the
 projections stay local SQLite files, as on a read node.
@@ -93,6 +93,31 @@ def build_store(data: Path, memories: int, updates: int) -> tuple[int, list[str]
     head = strata.log.position()
     strata.close()
     return head, lines
+
+
+def kept_store(folder: Path | None, tmp: Path, memories: int, updates: int) -> tuple[Path, int]:
+    """The store's data folder and head: built in `tmp`, or in `folder` and kept there (used as it is
+    when it was built there before for the same numbers, on the same backend)."""
+    if folder is None or LOG:
+        data = tmp / "data"
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        data = folder / "data"
+        made = folder / "store.json"
+        if made.exists():
+            kept = json.loads(made.read_text())
+            if (kept["memories"], kept["updates"]) != (memories, updates):
+                raise SystemExit(f"{folder} holds a store of {kept['memories']} memories + {kept['updates']} updates")
+            print(f"store: {memories} memories + {updates} updates = {kept['head']} events (kept in {folder})")
+            return data, kept["head"]
+    started = time.perf_counter()
+    head, _ = build_store(data, memories, updates)
+    print(
+        f"store: {memories} memories + {updates} updates = {head} events (built in {time.perf_counter() - started:.0f} s)"
+    )
+    if folder is not None and not LOG:
+        (folder / "store.json").write_text(json.dumps({"memories": memories, "updates": updates, "head": head}))
+    return data, head
 
 
 def cpu_seconds() -> float:
@@ -330,6 +355,13 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=20)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seed-cache", type=Path, default=None)
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="keep the store in this folder and use it again on later runs with the same --memories and --updates "
+        "(the log is never changed by a replay; building 100,000 memories takes minutes)",
+    )
     parser.add_argument("--only-load", action="store_true", help="skip the replay and vector figures")
     parser.add_argument(
         "--parts",
@@ -353,13 +385,7 @@ def main() -> None:
             LOG.update(server.settings())
             LOG_ENV.update(server.env())
             print(f"log: PostgreSQL {server.bin_dir.parent.name} on 127.0.0.1:{server.port} (fsync on)")
-        data = Path(tmp) / "data"
-        started = time.perf_counter()
-        head, _ = build_store(data, args.memories, args.updates)
-        print(
-            f"store: {args.memories} memories + {args.updates} updates = {head} events "
-            f"(built in {time.perf_counter() - started:.0f} s)"
-        )
+        data, head = kept_store(args.store, Path(tmp), args.memories, args.updates)
 
         if args.only_load:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
@@ -479,11 +505,15 @@ def replay_split(data: Path) -> tuple[float, dict[str, float]]:
     strata.close()
     patched = [
         timed(base.LogReader, "read", "decode"),
+        *((timed(base.LogReader, "records", "decode"),) if hasattr(base.LogReader, "records") else ()),
         timed(base.Projection, "build_indexes", "indexes"),
         timed(fts, "indexed_text", "fts code words"),
-        timed(snapshot, "fold_states", "snapshot fold"),
+        timed(snapshot, "fold_records" if hasattr(snapshot, "fold_records") else "fold_states", "snapshot fold"),
         timed(snapshot.MemoryState, "record", "snapshot rows"),
-        *(timed(cls, "apply", f"{name} apply") for name, cls in classes.items()),
+        *(
+            timed(cls, "apply_records" if "apply_records" in vars(cls) else "apply", f"{name} apply")
+            for name, cls in classes.items()
+        ),
     ]
     opened = []
 
