@@ -39,7 +39,8 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ from strata_recall.interface.app.settings import Settings, load_settings
 from strata_recall.projections import store
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
-from strata_recall.workers.runner import Runner
+from strata_recall.workers.runner import Runner, share_out
 
 try:
     from strata_recall.workers.runner import replay
@@ -159,14 +160,43 @@ def timed_parallel_replay(data: Path, names: list[str], processes: int) -> tuple
         opened.append(s)
         return s.log, s.projections(group)
 
-    global LAST_CPU
+    global LAST_CPU, GROUP_CPU
     start, cpu = time.perf_counter(), cpu_seconds()
-    groups = replay(opener, names, processes=processes)
+    with tempfile.TemporaryDirectory() as folder, _group_cpu(Path(folder)):
+        groups = replay(opener, names, processes=processes)
+        GROUP_CPU = {f.name: float(f.read_text()) for f in Path(folder).iterdir()}
     seconds = time.perf_counter() - start
     LAST_CPU = cpu_seconds() - cpu
     for s in opened:
         s.close()
     return seconds, groups
+
+
+GROUP_CPU: dict[str, float] = {}
+"""The CPU seconds of each group of projections in the last timed_parallel_replay, in the process that
+replayed it (what a quiet machine's wall clock would be for that process)."""
+
+
+@contextmanager
+def _group_cpu(folder: Path) -> Iterator[None]:
+    """Each group's replay (workers.runner._replay_group, in whichever process runs it) writes its own
+    CPU seconds into `folder`, in a file named after the group."""
+    from strata_recall.workers import runner
+
+    original = runner._replay_group
+
+    def timed(opener, group, *args, **kwargs):
+        started = time.process_time()
+        try:
+            return original(opener, group, *args, **kwargs)
+        finally:
+            (folder / "+".join(group)).write_text(str(time.process_time() - started))
+
+    runner._replay_group = timed
+    try:
+        yield
+    finally:
+        runner._replay_group = original
 
 
 def decode_floor(data: Path) -> float:
@@ -441,6 +471,23 @@ def replay_figures(data: Path, head: int) -> None:
             f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
             f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.2f} s; {worker_path / seconds:.2f}x the worker's path; "
             f"{head / seconds / REPLAY_GOAL:.0%} of the goal, {REPLAY_GOAL:,} events/s)"
+        )
+        slowest = max(GROUP_CPU.values())
+        print(
+            "  cpu by process: "
+            + ", ".join(f"{g} {t:.2f} s" for g, t in sorted(GROUP_CPU.items()))
+            + f"; the baseline's cpu / the slowest process's: {floor_cpu / slowest:.2f}x (a quiet machine's ratio)"
+        )
+    if replay:
+        # two processes slow each other down on a shared machine (caches, memory): each share alone
+        alone = {}
+        for group in share_out(three, 2):
+            timed_parallel_replay(data, group, 1)
+            alone["+".join(group)] = LAST_CPU
+        print(
+            "  each process's share of two alone, one after the other in one process: cpu "
+            + ", ".join(f"{g} {t:.2f} s" for g, t in sorted(alone.items()))
+            + f"; the baseline's cpu / the slowest share's: {floor_cpu / max(alone.values()):.2f}x"
         )
     for processes in (1, 2) if replay else ():
         report = cli_replay(data, three, processes)
