@@ -28,7 +28,6 @@ from strata_recall.projections.base import (
     Record,
     RecordProjection,
     event_of,
-    iso_time,
     kept_to_exit,
     records_of,
 )
@@ -162,9 +161,6 @@ def fold(memories: dict[str, Memory], events: Iterable[Any]) -> dict[str, Memory
 # tests/integration/test_fold_equivalence.py checks, over histories with every event type, that
 # both folds give byte-identical states and rows; an event type without a handler here is folded
 # through the aggregate (and that test fails until a handler is added).
-
-
-_iso = iso_time
 
 
 class MemoryState:
@@ -335,9 +331,9 @@ class SnapshotProjection(SnapshotQueries, RecordProjection):
         if states:
             kept_to_exit(states)
 
-    def _handle(self, batch: Sequence[Any], through: int | None, records: bool) -> int:
+    def _handle(self, batch: Sequence[Any], through: int | None, as_records: bool) -> int:
         try:
-            return super()._handle(batch, through, records)
+            return super()._handle(batch, through, as_records)
         except BaseException:
             if self._states is not None:  # folded past what the table holds now: forget them
                 self._states.clear()
