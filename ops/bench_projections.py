@@ -3,7 +3,7 @@ warm-cache replay, write-to-visible latency under load, and the worker's residen
 
 Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
        [--load-seconds 20] [--rate 200] [--seed-cache FILE] [--parts replay,split,vectors,load]
-       [--backend sqlite|postgres]
+       [--backend sqlite|postgres] [--store DIR]
 
 --backend postgres puts the log on a throwaway PostgreSQL server (ops/pg.py, fsync on, loopback); the
 projections stay local SQLite files, as on a read node.
@@ -39,7 +39,8 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ from strata_recall.interface.app.settings import Settings, load_settings
 from strata_recall.projections import store
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.vectors import EmbeddingCache, VectorProjection
-from strata_recall.workers.runner import Runner
+from strata_recall.workers.runner import Runner, share_out
 
 try:
     from strata_recall.workers.runner import replay
@@ -95,6 +96,31 @@ def build_store(data: Path, memories: int, updates: int) -> tuple[int, list[str]
     return head, lines
 
 
+def kept_store(folder: Path | None, tmp: Path, memories: int, updates: int) -> tuple[Path, int]:
+    """The store's data folder and head: built in `tmp`, or in `folder` and kept there (used as it is
+    when it was built there before for the same numbers, on the same backend)."""
+    if folder is None or LOG:
+        data = tmp / "data"
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        data = folder / "data"
+        made = folder / "store.json"
+        if made.exists():
+            kept = json.loads(made.read_text())
+            if (kept["memories"], kept["updates"]) != (memories, updates):
+                raise SystemExit(f"{folder} holds a store of {kept['memories']} memories + {kept['updates']} updates")
+            print(f"store: {memories} memories + {updates} updates = {kept['head']} events (kept in {folder})")
+            return data, kept["head"]
+    started = time.perf_counter()
+    head, _ = build_store(data, memories, updates)
+    print(
+        f"store: {memories} memories + {updates} updates = {head} events (built in {time.perf_counter() - started:.0f} s)"
+    )
+    if folder is not None and not LOG:
+        (folder / "store.json").write_text(json.dumps({"memories": memories, "updates": updates, "head": head}))
+    return data, head
+
+
 def cpu_seconds() -> float:
     """CPU time of this process and its finished children: on a shared machine a steadier figure
     than the wall clock, which other people's work stretches."""
@@ -134,14 +160,43 @@ def timed_parallel_replay(data: Path, names: list[str], processes: int) -> tuple
         opened.append(s)
         return s.log, s.projections(group)
 
-    global LAST_CPU
+    global LAST_CPU, GROUP_CPU
     start, cpu = time.perf_counter(), cpu_seconds()
-    groups = replay(opener, names, processes=processes)
+    with tempfile.TemporaryDirectory() as folder, _group_cpu(Path(folder)):
+        groups = replay(opener, names, processes=processes)
+        GROUP_CPU = {f.name: float(f.read_text()) for f in Path(folder).iterdir()}
     seconds = time.perf_counter() - start
     LAST_CPU = cpu_seconds() - cpu
     for s in opened:
         s.close()
     return seconds, groups
+
+
+GROUP_CPU: dict[str, float] = {}
+"""The CPU seconds of each group of projections in the last timed_parallel_replay, in the process that
+replayed it (what a quiet machine's wall clock would be for that process)."""
+
+
+@contextmanager
+def _group_cpu(folder: Path) -> Iterator[None]:
+    """Each group's replay (workers.runner._replay_group, in whichever process runs it) writes its own
+    CPU seconds into `folder`, in a file named after the group."""
+    from strata_recall.workers import runner
+
+    original = runner._replay_group
+
+    def timed(opener, group, *args, **kwargs):
+        started = time.process_time()
+        try:
+            return original(opener, group, *args, **kwargs)
+        finally:
+            (folder / "+".join(group)).write_text(str(time.process_time() - started))
+
+    runner._replay_group = timed
+    try:
+        yield
+    finally:
+        runner._replay_group = original
 
 
 def decode_floor(data: Path) -> float:
@@ -330,6 +385,13 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=20)
     parser.add_argument("--rate", type=float, default=200)
     parser.add_argument("--seed-cache", type=Path, default=None)
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="keep the store in this folder and use it again on later runs with the same --memories and --updates "
+        "(the log is never changed by a replay; building 100,000 memories takes minutes)",
+    )
     parser.add_argument("--only-load", action="store_true", help="skip the replay and vector figures")
     parser.add_argument(
         "--parts",
@@ -353,13 +415,7 @@ def main() -> None:
             LOG.update(server.settings())
             LOG_ENV.update(server.env())
             print(f"log: PostgreSQL {server.bin_dir.parent.name} on 127.0.0.1:{server.port} (fsync on)")
-        data = Path(tmp) / "data"
-        started = time.perf_counter()
-        head, _ = build_store(data, args.memories, args.updates)
-        print(
-            f"store: {args.memories} memories + {args.updates} updates = {head} events "
-            f"(built in {time.perf_counter() - started:.0f} s)"
-        )
+        data, head = kept_store(args.store, Path(tmp), args.memories, args.updates)
 
         if args.only_load:
             report_load(visibility_under_load(data, args.load_seconds, args.rate), args)
@@ -415,6 +471,23 @@ def replay_figures(data: Path, head: int) -> None:
             f"replay fts+links+snapshot with workers.runner.replay, {how}: {head / seconds:,.0f} events/s "
             f"({seconds:.1f} s; {shares}; cpu {LAST_CPU:.2f} s; {worker_path / seconds:.2f}x the worker's path; "
             f"{head / seconds / REPLAY_GOAL:.0%} of the goal, {REPLAY_GOAL:,} events/s)"
+        )
+        slowest = max(GROUP_CPU.values())
+        print(
+            "  cpu by process: "
+            + ", ".join(f"{g} {t:.2f} s" for g, t in sorted(GROUP_CPU.items()))
+            + f"; the baseline's cpu / the slowest process's: {floor_cpu / slowest:.2f}x (a quiet machine's ratio)"
+        )
+    if replay:
+        # two processes slow each other down on a shared machine (caches, memory): each share alone
+        alone = {}
+        for group in share_out(three, 2):
+            timed_parallel_replay(data, group, 1)
+            alone["+".join(group)] = LAST_CPU
+        print(
+            "  each process's share of two alone, one after the other in one process: cpu "
+            + ", ".join(f"{g} {t:.2f} s" for g, t in sorted(alone.items()))
+            + f"; the baseline's cpu / the slowest share's: {floor_cpu / max(alone.values()):.2f}x"
         )
     for processes in (1, 2) if replay else ():
         report = cli_replay(data, three, processes)
@@ -479,11 +552,15 @@ def replay_split(data: Path) -> tuple[float, dict[str, float]]:
     strata.close()
     patched = [
         timed(base.LogReader, "read", "decode"),
+        *((timed(base.LogReader, "records", "decode"),) if hasattr(base.LogReader, "records") else ()),
         timed(base.Projection, "build_indexes", "indexes"),
         timed(fts, "indexed_text", "fts code words"),
-        timed(snapshot, "fold_states", "snapshot fold"),
+        timed(snapshot, "fold_records" if hasattr(snapshot, "fold_records") else "fold_states", "snapshot fold"),
         timed(snapshot.MemoryState, "record", "snapshot rows"),
-        *(timed(cls, "apply", f"{name} apply") for name, cls in classes.items()),
+        *(
+            timed(cls, "apply_records" if "apply_records" in vars(cls) else "apply", f"{name} apply")
+            for name, cls in classes.items()
+        ),
     ]
     opened = []
 

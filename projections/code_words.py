@@ -13,7 +13,6 @@ the two always agree; FTS5 then stems and counts them like any word.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 _CHUNK = re.compile(r"[\w][\w.\-/:]*[\w]|\w")
 """A run of word characters and identifier punctuation (`a.b`, `a/b`, `a-b`, `a::b`)."""
@@ -34,19 +33,35 @@ def code_terms(text: str) -> list[str]:
     """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance.
     Plain words are skipped by the regular expression (_CODE_RUN), not one by one: most of a memory's
     words are plain, and looking each up cost half of indexing a memory for the keyword search."""
+    return list(_terms(text))
+
+
+_RUN_TERMS: dict[str, tuple[str, ...]] = {}
+"""Each run's words, as _chunk_terms gave them for its chunk (a replay of 100,000 memories meets
+~300,000 runs, ~50,000 of them distinct)."""
+RUNS_KEPT = 131_072
+"""Past this many runs _RUN_TERMS starts again (~20 MB)."""
+
+
+def _terms(text: str) -> dict[str, None]:
+    """code_terms() as the keys of a dict."""
     out: dict[str, None] = {}
+    known = _RUN_TERMS
     for run in _CODE_RUN.findall(text):
-        chunk = run.strip(".-/:")  # the run's chunk: from its first word character to its last
-        if chunk:
-            for term in _chunk_terms(chunk):
-                out[term] = None
-    return list(out)
+        terms = known.get(run)
+        if terms is None:
+            if len(known) >= RUNS_KEPT:
+                known.clear()
+            chunk = run.strip(".-/:")  # the run's chunk: from its first word character to its last
+            terms = known[run] = _chunk_terms(chunk) if chunk else ()
+        for term in terms:
+            out[term] = None
+    return out
 
 
 _SEPARATOR = re.compile(r"[._\-:/\\]")
 
 
-@lru_cache(maxsize=65536)
 def _chunk_terms(chunk: str) -> tuple[str, ...]:
     if chunk.isalpha() and (chunk.islower() or chunk.isupper() or chunk[1:].islower()):
         return ()  # a plain word: FTS5 indexes it as it is
@@ -86,5 +101,5 @@ def _chunk_terms(chunk: str) -> tuple[str, ...]:
 
 def indexed_text(text: str) -> str:
     """A memory's text as the keyword search indexes it: the text, then its code words."""
-    terms = code_terms(text)
+    terms = _terms(text)
     return f"{text}\n{' '.join(terms)}" if terms else text

@@ -25,10 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from strata_recall.domain.memory import Memory, status_after
+from strata_recall.domain.memory import Memory
+from strata_recall.domain.transitions import status_after
 from strata_recall.domain.visibility import PROPOSED, can_see
 from strata_recall.projections import store
-from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.base import Record, RecordProjection
 from strata_recall.projections.code_words import code_terms, indexed_text
 from strata_recall.projections.store import Connection
 
@@ -222,7 +223,7 @@ def _distinct_words(text: str) -> list[str]:
     return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
 
 
-class FTSProjection(Projection):
+class FTSProjection(RecordProjection):
     name = "fts"
     migrations = (m001_create_tables, m002_scope_column, m003_code_words, m004_scope_parts)
     tables = ("fts_text", "fts_memories", "fts_docs", "fts_parts")
@@ -249,7 +250,7 @@ class FTSProjection(Projection):
 
     # --- applying the log ---------------------------------------------------------------------
 
-    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
+    def apply_records(self, conn: Connection, batch: Sequence[Record]) -> None:
         """The batch's rows in a few statements: the memories written (each once in the log, and past
         the position, so without a row yet) with the rowids the table would give them one by one,
         each in its part, the statuses of older memories (moving each to the part of its new
@@ -261,29 +262,26 @@ class FTSProjection(Projection):
         statuses: dict[str, list[str]] = {}  # memories written before this batch: the statuses they take
         passed: set[tuple[str, str, str]] = set()  # (scope, repo, status) a memory of the batch left
         reworded: dict[str, str] = {}  # memories written before this batch: their last edited text
-        for _, event in batch:
-            kind = type(event)
+        for _, kind, key, _, _, e in batch:
             if kind is edited:
-                row = rows.get(str(event.originator_id))
+                row = rows.get(key)
                 if row is not None:
-                    row[5] = event.text
+                    row[5] = e["text"]
                 else:
-                    reworded[str(event.originator_id)] = event.text
+                    reworded[key] = e["text"]
             elif kind is written:
-                key = str(event.originator_id)
                 if key in rows or key in statuses:
                     return self._apply_each(conn, batch)
-                rows[key] = [key, event.repo_id, event.scope, event.kind, event.status, event.text]
+                rows[key] = [key, e["repo_id"], e["scope"], e["kind"], e["status"], e["text"]]
             elif kind in moves:
-                key = str(event.originator_id)
-                status = str(status_after(event))
+                status = str(status_after(kind.__name__, e))
                 row = rows.get(key)
                 if row is not None:
                     passed.add((row[2], row[1], row[4]))
                     row[4] = status
                 else:
                     statuses.setdefault(key, []).append(status)
-            elif isinstance(event, self.reads):  # a subclass: the general path
+            elif issubclass(kind, self.reads):  # a subclass: the general path
                 return self._apply_each(conn, batch)
         conn.execute("SAVEPOINT fts_batch")
         try:
@@ -385,21 +383,21 @@ class FTSProjection(Projection):
             "UPDATE fts_parts SET documents = documents + ? WHERE name = ?", [(len(d), p) for p, d in into.items()]
         )
 
-    def _apply_each(self, conn: Connection, batch: Sequence[Positioned]) -> None:
-        for _, event in batch:
-            if isinstance(event, Memory.MemoryWritten):
+    def _apply_each(self, conn: Connection, batch: Sequence[Record]) -> None:
+        for _, kind, key, _, _, e in batch:
+            if issubclass(kind, Memory.MemoryWritten):
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO fts_memories (memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?)",
-                    (str(event.originator_id), event.repo_id, event.scope, event.kind, event.status),
+                    (key, e["repo_id"], e["scope"], e["kind"], e["status"]),
                 )
                 if cursor.rowcount:
-                    text = indexed_text(event.text)
+                    text = indexed_text(e["text"])
                     conn.execute("INSERT INTO fts_docs (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
-                    self._add(conn, {part_of(event.scope, event.repo_id, event.status): [(cursor.lastrowid, text)]})
-            elif isinstance(event, Memory.TextEdited):
-                self._reword(conn, str(event.originator_id), event.text)
-            elif isinstance(event, self.reads):
-                self._move(conn, {str(event.originator_id): str(status_after(event))})
+                    self._add(conn, {part_of(e["scope"], e["repo_id"], e["status"]): [(cursor.lastrowid, text)]})
+            elif issubclass(kind, Memory.TextEdited):
+                self._reword(conn, key, e["text"])
+            elif issubclass(kind, self.reads):
+                self._move(conn, {key: str(status_after(kind.__name__, e))})
 
     def _reword(self, conn: Connection, memory_id: str, text: str) -> None:
         """A memory's text edited (Memory.TextEdited): its document replaced in its part."""

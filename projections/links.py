@@ -8,7 +8,7 @@ from typing import Any
 
 from strata_recall.domain.memory import Memory
 from strata_recall.projections import store
-from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.base import Record, RecordProjection
 from strata_recall.projections.store import Connection
 
 PROBLEM_EDGE = {"solution": "solves", "failed_tactic": "failed_on"}
@@ -39,7 +39,7 @@ def edges_of(
         yield src, "changes", target
 
 
-class LinksProjection(Projection):
+class LinksProjection(RecordProjection):
     name = "links"
     migrations = (m001_create_tables,)
     tables = ("links", "link_kinds")
@@ -49,30 +49,28 @@ class LinksProjection(Projection):
     reads = (Memory.MemoryWritten, Memory.LinksAdded)
     deferred_indexes = INDEXES
 
-    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
+    def apply_records(self, conn: Connection, batch: Sequence[Record]) -> None:
         edges: list[tuple[str, str, str]] = []
         kinds: dict[str, str] = {}  # memories written in this batch (INSERT OR IGNORE: the first wins)
-        added: list[tuple[str, Any]] = []  # LinksAdded, typed once the kinds are known
+        added: list[tuple[str, Any]] = []  # LinksAdded's fields, typed once the kinds are known
         written, links_added = Memory.MemoryWritten, Memory.LinksAdded
-        for _, event in batch:
-            kind = type(event)
+        for _, kind, src, _, _, e in batch:
             if kind is written:
-                src = str(event.originator_id)
-                kinds.setdefault(src, event.kind)
-                problems = (event.problem_id,) if event.problem_id else ()
-                edges += edges_of(event.kind, src, problems, event.related_ids, event.change_targets)
+                kinds.setdefault(src, e["kind"])
+                problems = (e["problem_id"],) if e["problem_id"] else ()
+                edges += edges_of(e["kind"], src, problems, e["related_ids"], e["change_targets"])
             elif kind is links_added:
-                added.append((str(event.originator_id), event))
+                added.append((src, e))
         if added:
             # a kind is fixed by the memory's first write, which precedes its LinksAdded in the log
             known = self._kinds(conn, {src for src, _ in added if src not in kinds})
-            for src, event in added:
+            for src, e in added:
                 edges += edges_of(
                     kinds.get(src) or known.get(src, ""),
                     src,
-                    event.problem_ids,
-                    event.related_ids,
-                    event.change_targets,
+                    e["problem_ids"],
+                    e["related_ids"],
+                    e["change_targets"],
                 )
         conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items()))
         conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges))

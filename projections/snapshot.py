@@ -23,7 +23,14 @@ from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from strata_recall.domain.transitions import ATTRIBUTES, CREATED, MODIFIED, Transition
 from strata_recall.domain.transitions import written as new_memory
 from strata_recall.projections import store
-from strata_recall.projections.base import Positioned, Projection
+from strata_recall.projections.base import (
+    Positioned,
+    Record,
+    RecordProjection,
+    event_of,
+    kept_to_exit,
+    records_of,
+)
 from strata_recall.projections.snapshot_queries import COLUMNS, SnapshotQueries
 from strata_recall.projections.store import Connection
 
@@ -156,11 +163,6 @@ def fold(memories: dict[str, Memory], events: Iterable[Any]) -> dict[str, Memory
 # through the aggregate (and that test fails until a handler is added).
 
 
-def _iso(moment: datetime) -> str:
-    """moment.isoformat(), as orjson writes it (the same text, four times faster)."""
-    return orjson.dumps(moment).decode()[1:-1]
-
-
 class MemoryState:
     """One memory during a fold: its id, version and attribute dict — vars(memory) without the
     eventsourcing keys, its datetimes kept as the ISO text the frozen state holds (parsing and
@@ -254,12 +256,12 @@ HANDLERS: dict[type, Transition] = {
 """Every event of MEMORY_EVENTS but MemoryWritten (which creates the state), with its transition."""
 
 
-def _via_aggregate(current: MemoryState | None, event: Any) -> MemoryState:
+def _via_aggregate(current: MemoryState | None, record: Record) -> MemoryState:
     """An event without a handler: folded by the aggregate itself (correct, only slower)."""
     memory = None
     if current is not None:
         memory = thaw_state(current.memory_id, current.version, current.state)
-    memory = event.mutate(memory)
+    memory = event_of(record).mutate(memory)
     return MemoryState(memory.memory_id, memory.version, orjson.loads(freeze(memory)))
 
 
@@ -268,40 +270,42 @@ def thaw_state(memory_id: str, version: int, state: dict[str, Any]) -> Memory:
     return Memory.from_state(memory_id, version, state)
 
 
-def fold_states(
-    states: dict[str, MemoryState], events: Sequence[Any], keys: Sequence[str] | None = None
-) -> dict[str, MemoryState]:
-    """fold() on MemoryState: the same result, without building aggregates. `keys` are the events'
-    memory ids as strings, when the caller has them already."""
+def fold_states(states: dict[str, MemoryState], events: Sequence[Any]) -> dict[str, MemoryState]:
+    """fold() on MemoryState: the same result, without building aggregates."""
+    return fold_records(states, records_of([(0, event) for event in events]))
+
+
+def fold_records(states: dict[str, MemoryState], records: Sequence[Record]) -> dict[str, MemoryState]:
+    """fold_states() of the events' records (base.Record); returns the touched states."""
     touched: dict[str, MemoryState] = {}
     written = Memory.MemoryWritten
-    if keys is None:
-        keys = [str(e.originator_id) for e in events]
-    for key, event in zip(keys, events, strict=True):
+    handlers = HANDLERS
+    for record in records:
+        _, kind, key, version, stamp, fields = record
         current = states.get(key)
-        version = event.originator_version
         if current is not None and version <= current.version:
             continue  # already folded: re-delivery is harmless
-        kind = type(event)
         if kind is written and current is None and version == 1:
-            ts = _iso(event.timestamp)
-            state = {CREATED: ts, MODIFIED: ts}
-            state.update(new_memory(state, vars(event)))
+            state = {CREATED: stamp, MODIFIED: stamp}
+            state.update(new_memory(state, fields))
             current = MemoryState(key, 1, state)
         else:
-            handler = HANDLERS.get(kind)
+            handler = handlers.get(kind)
             if handler is None or current is None or version != current.version + 1:
-                current = _via_aggregate(current, event)  # (and its errors: a gap, a missing memory)
+                current = _via_aggregate(current, record)  # (and its errors: a gap, a missing memory)
             else:
                 state = current.state
-                state.update(handler(state, vars(event)))
+                state.update(handler(state, fields))
                 current.version = version
-                state[MODIFIED] = _iso(event.timestamp)
+                state[MODIFIED] = stamp
         states[key] = touched[key] = current
     return touched
 
 
-class SnapshotProjection(SnapshotQueries, Projection):
+_MEMORY_KINDS = frozenset(MEMORY_EVENTS)
+
+
+class SnapshotProjection(SnapshotQueries, RecordProjection):
     name = "snapshot"
     migrations = (m001_create_tables, m002_browse_index, m003_anchors_column)
     tables = ("snapshot",)
@@ -323,43 +327,45 @@ class SnapshotProjection(SnapshotQueries, Projection):
         self._states, self._seen = {}, None
 
     def bulk_ended(self) -> None:
-        self._states, self._seen = None, None
+        states, self._states, self._seen = self._states, None, None
+        if states:
+            kept_to_exit(states)
 
-    def handle(self, batch: Sequence[Positioned], through: int | None = None) -> int:
+    def _handle(self, batch: Sequence[Any], through: int | None, as_records: bool) -> int:
         try:
-            return super().handle(batch, through)
+            return super()._handle(batch, through, as_records)
         except BaseException:
             if self._states is not None:  # folded past what the table holds now: forget them
                 self._states.clear()
                 self._seen = None
             raise
 
-    def apply(self, conn: Connection, batch: Sequence[Positioned], prepared: Any) -> None:
-        events = [event for _, event in batch if isinstance(event, MEMORY_EVENTS)]
-        keys = [str(e.originator_id) for e in events]
+    def apply_records(self, conn: Connection, batch: Sequence[Record]) -> None:
+        kinds = _MEMORY_KINDS
+        records = [r for r in batch if r[1] in kinds or issubclass(r[1], MEMORY_EVENTS)]
         # The table holds exactly the events up to this projection's position, and every event here
         # is past it: a memory created in this batch has no row yet, so only the others are loaded.
         # During a replay the states of earlier batches are still in memory (self._states), as long
         # as no other connection wrote to this file since (data_version moves with their commits).
         written = Memory.MemoryWritten
-        created = {k for k, e in zip(keys, events, strict=True) if type(e) is written and e.originator_version == 1}
+        created = {r[2] for r in records if r[1] is written and r[3] == 1}
         cached = self._states
         if cached is not None:
             seen = conn.execute("PRAGMA data_version").fetchone()[0]
             if seen != self._seen:
                 cached.clear()
                 self._seen = seen
-        wanted = set(keys) - created
+        wanted = {r[2] for r in records} - created
         if cached:
             states = {k: cached[k] for k in wanted if k in cached}
             states.update(self.load_states(wanted - states.keys(), conn))
         else:
             states = self.load_states(wanted, conn)
-        touched = fold_states(states, events, keys)
+        touched = fold_records(states, records)
         placeholders = ", ".join("?" * (len(COLUMNS) + 1))
         conn.executemany(
             f"INSERT OR REPLACE INTO snapshot ({', '.join(COLUMNS)}, state) VALUES ({placeholders})",
-            [m.record() for _, m in sorted(touched.items())],
+            [touched[key].record() for key in sorted(touched)],
         )
         if cached is not None:
             cached.update(touched)

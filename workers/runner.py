@@ -20,7 +20,15 @@ import structlog
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.projections.base import LogReader, Positioned, Projection
+from strata_recall.projections.base import (
+    LogReader,
+    Positioned,
+    Projection,
+    Record,
+    RecordProjection,
+    exit_after_replay,
+    records_of,
+)
 from strata_recall.projections.top_of_block import RecentEvents
 
 log = structlog.get_logger("strata.worker")
@@ -286,6 +294,7 @@ def _replay_child(opener: Opener, group: list[str], batch_size: int, results: An
     name = "+".join(group)
     started = time.perf_counter()
     error = None
+    exit_after_replay()  # this process ends with its replay: what it lets go of, the exit frees
     try:
         _replay_group(
             opener, group, batch_size, lambda reached, head: results.put(("progress", name, (reached, head), None))
@@ -376,27 +385,36 @@ def _decode(
 ) -> int:
     """Read the log from the projections' lowest position to `head` in batches of the topics they read,
     hand each batch to the threaded projections' `queues` and apply it to the `inline` ones; the
-    events decoded."""
+    events decoded. When every projection takes records (RecordProjection), the batches are read as
+    records, and no event is built; else as events, turned into records once for those that take them."""
     from contextlib import ExitStack
 
     start = min(p.position for p in projections) + 1
     reader = LogReader(memory_log)
     wanted = [p.topics() for p in projections]
     topics = [] if any(t is None for t in wanted) else sorted({t for ts in wanted for t in ts or ()})
+    only_records = not queues and all(g.records for g in inline)
+    read = reader.records if only_records else reader.read
     events = 0
     with paused_gc(), ExitStack() as stack:
         for gathering in inline:
             stack.enter_context(gathering.projection.bulk())
         while start <= head and not stop.is_set():
-            batch = reader.read(start, batch_size, topics)
+            batch: list[Any] = read(start, batch_size, topics)
             batch = [item for item in batch if item[0] <= head]
             # a filtered read that came back short has seen everything up to the head
             through = batch[-1][0] if len(batch) == batch_size else head
             events += len(batch)
             for inbox in queues:
                 inbox.put((batch, through))
+            records: list[Any] | None = batch if only_records else None
             for gathering in inline:
-                gathering.add(batch, through, failed, stop)
+                if not gathering.records:
+                    gathering.add(batch, through, failed, stop)
+                    continue
+                if records is None:
+                    records = records_of(batch)
+                gathering.add(records, through, failed, stop)
             start = through + 1
             if progress:
                 progress(min([g.reached for g in inline] or [start - 1]), head)
@@ -433,17 +451,19 @@ def _follow(
 
 
 class _Window:
-    """Batches gathered for one projection until they make a window, then applied in one handle()."""
+    """Batches gathered for one projection until they make a window, then applied in one handle()
+    (handle_records(), for a projection that takes records: it is handed records)."""
 
     def __init__(self, projection: Projection, size: int) -> None:
         self.projection, self.size = projection, size
-        self.parts: list[tuple[list[Positioned], int]] = []
+        self.records = isinstance(projection, RecordProjection)  # handed records rather than events
+        self.parts: list[tuple[list[Any], int]] = []
         self.gathered = 0
         self.reached = projection.position
 
     def add(
         self,
-        batch: list[Positioned],
+        batch: list[Positioned] | list[Record],
         through: int,
         failed: list[tuple[Projection, BaseException]] | None = None,
         stop: threading.Event | None = None,
@@ -460,14 +480,16 @@ class _Window:
         parts, self.parts, self.gathered = self.parts, [], 0
         if not parts:
             return
+        projection = self.projection
+        handle = projection.handle_records if isinstance(projection, RecordProjection) else projection.handle
         try:
             try:
-                self.projection.handle([item for batch, _ in parts for item in batch], parts[-1][1])
+                handle([item for batch, _ in parts for item in batch], parts[-1][1])
             except Exception:
                 if len(parts) == 1:
                     raise
                 for batch, through in parts:  # again batch by batch: keep those before the failing one
-                    self.projection.handle(batch, through)
+                    handle(batch, through)
         except BaseException as exc:
             if failed is None or stop is None:
                 raise

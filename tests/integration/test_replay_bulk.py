@@ -18,6 +18,7 @@ from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.projections.base import records_of
 from strata_recall.projections.embedder import HashEmbedder
 from strata_recall.projections.fts import FTSProjection
 from strata_recall.projections.links import LinksProjection
@@ -158,10 +159,10 @@ def test_a_failing_window_keeps_the_batches_before_the_failing_one(hashed: Strat
     every_event(hashed)
 
     class Broken(LinksProjection):
-        def apply(self, conn, batch, prepared):  # type: ignore[no-untyped-def]
+        def apply_records(self, conn, batch):  # type: ignore[no-untyped-def]
             if batch[-1][0] > 100:
                 raise RuntimeError("disk full")
-            super().apply(conn, batch, prepared)
+            super().apply_records(conn, batch)
 
     broken = Broken(tmp_path / "links.sqlite")
     with pytest.raises(ProjectionFailed, match="disk full"):
@@ -195,7 +196,7 @@ def test_fts_applies_an_unusual_batch_event_by_event(hashed: Strata, tmp_path: P
             if apply == fast.apply:
                 apply(p.conn, batch, None)
             else:
-                apply(p.conn, batch)
+                apply(p.conn, records_of(batch))
             p.conn.execute("COMMIT")
         assert fast.digest() == slow.digest(), i
         indexed = "SELECT (SELECT count(*) FROM fts_docs), (SELECT coalesce(sum(documents), 0) FROM fts_parts)"

@@ -55,10 +55,10 @@ def test_share_out_balances_and_keeps_every_projection() -> None:
 
 
 class Broken(FTSProjection):
-    def apply(self, conn, batch, prepared):  # type: ignore[no-untyped-def]
+    def apply_records(self, conn, batch):  # type: ignore[no-untyped-def]
         if batch[-1][0] > 40:
             raise RuntimeError("disk full")
-        super().apply(conn, batch, prepared)
+        super().apply_records(conn, batch)
 
 
 def test_a_failure_in_a_pipelined_replay_is_raised_and_recorded(hashed: Strata, tmp_path: Path) -> None:
