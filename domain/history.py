@@ -578,7 +578,7 @@ COCHANGE_WEIGHT = 1.0
 """How much the files that changed together with the voted files add, against the votes themselves
 (each side scaled to its best file first): FileStats.cochange."""
 NAMED_WEIGHT = 2.0
-"""What a file of code the problem names (`named_files`: its path or its dotted module) adds to its score,
+"""What a file of code the problem names by its path (`named_files`) adds to its score,
 against the votes and the co-changed files (each scaled to its best file first): more than either, so a
 named file the recalled memories vote for at all comes first, and one they do not still joins them."""
 CODE_SUFFIXES = frozenset(
@@ -593,19 +593,12 @@ NOT_CODE_FOLDERS = frozenset(
 
 
 def named_files(text: str, paths: Iterable[str]) -> list[str]:
-    """The files of code (`is_code`) among `paths` that a text names, in the order of `paths`: by the path,
-    one folder at least, where a path may start (`requests/sessions.py`; also the end of a traceback's
-    `.../site-packages/requests/sessions.py` or a link's `.../blob/<sha>/pylint/lint/run.py#L34`), or by
-    the dotted module (`requests.sessions`, `xarray.core.computation`; `src.`, `lib.` and `.__init__` left
-    out, a package and a name at least). A bare file name (`sessions.py`, `core.py`) is not enough: other
-    repositories' problems name such files too (docs/LEARNING.md "Files from a read")."""
-    out = []
-    for path in paths:
-        if "/" not in path or not is_code(path):
-            continue
-        if _names_path(text, path) or _names_module(text, path):
-            out.append(path)
-    return out
+    """The files of code (`is_code`) among `paths` that a text names by their path, one folder at least, where
+    a path may start (`requests/sessions.py`; also the end of a traceback's `.../site-packages/requests/
+    sessions.py` or a link's `.../blob/<sha>/pylint/lint/run.py#L34`), in the order of `paths`. A bare file
+    name (`sessions.py`, `core.py`) is not enough: other repositories' problems name such files too; a dotted
+    module (`requests.sessions`) was measured and gained nothing (docs/LEARNING.md "Files from a read")."""
+    return [path for path in paths if "/" in path and is_code(path) and _names_path(text, path)]
 
 
 def _names_path(text: str, path: str) -> bool:
@@ -618,18 +611,6 @@ def _names_path(text: str, path: str) -> bool:
             return True
         at = text.find(path, at + 1)
     return False
-
-
-def _names_module(text: str, path: str) -> bool:
-    stem, _, suffix = path.rpartition(".")
-    if suffix != "py":
-        return False
-    module = stem.replace("/", ".").removesuffix(".__init__")
-    for prefix in ("src.", "lib."):
-        module = module.removeprefix(prefix)
-    if "." not in module or module not in text:
-        return False
-    return re.search(rf"(?<![\w.]){re.escape(module)}(?!\w)", text) is not None
 
 
 def is_code(path: str) -> bool:
