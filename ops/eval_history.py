@@ -25,16 +25,20 @@ files — for each dev task whose base commit is in a history, the store holds e
               so far (rank_files' `changes`: log(1 + commits / commits that changed it)), for Strata and
               for BM25 alike;
     ..., files  the product's ranking (interface/app/services/learning/files.py ranked_with: rank_files
-              with the store's statistics of the repository's files, projections/anchors.py file_stats):
-              the votes weighted by file rarity, the files that changed with the voted ones joining them,
-              code first; of the read at its default bar and with the bar off;
+              with the store's statistics of the repository's files, projections/anchors.py file_stats,
+              and the files of code the statement names by path): the votes weighted by file rarity, the
+              files that changed with the voted ones joining them, the named ones added, code first; of
+              the `files` operation's read (files.CANDIDATES memories) at its default bar and with the bar off;
     recency   files by the time they were last changed, latest first;
     co-change files changed together with the files the statement names (a path, a file's name, a dotted
               module), by how often, the named ones first; no file named: the most changed files.
   Also: the share of sessions where the edit of a gold file shows a change of that file (the edit hook's
   read: the file's path and the names its hunks touch, bar 0.05, 20 candidates, the first 5 memories
   anchored to or naming the file, failed tactics and changes first), and foreign reads' empty share
-  (each task's store read with another repository's task statement at the default bar).
+  (each task's store read with another repository's task statement at the default bar), with the share of
+  `files` answers to that statement with no file. --dump FILE appends each task's reads (at 20 and 50
+  candidates, bars 0.2/0.1/0.05, and bar off), the store's anchored paths and the foreign read, so that
+  rankings can be chosen offline, leaving one repository out.
 decisions — the labelled set tests/data/decisions.jsonl: a documented decision, then a misleading later
   change that rewrites its file, then a bug report, injected into a dev history (requests) at spread-out
   points; the decision must be among the first 3 results for the bug report and show the change in its
