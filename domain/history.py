@@ -574,9 +574,13 @@ def counts(steps: Iterable[Step]) -> dict[str, int]:
 
 # --- ranking files from what a read recalled -------------------------------------------------------
 
-COCHANGE_WEIGHT = 0.5
+COCHANGE_WEIGHT = 1.0
 """How much the files that changed together with the voted files add, against the votes themselves
 (each side scaled to its best file first): FileStats.cochange."""
+NAMED_WEIGHT = 2.0
+"""What a file of code the problem names by its path (`named_files`) adds to its score,
+against the votes and the co-changed files (each scaled to its best file first): more than either, so a
+named file the recalled memories vote for at all comes first, and one they do not still joins them."""
 CODE_SUFFIXES = frozenset(
     {".py", ".pyx", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".go", ".rs",
      ".java", ".kt", ".scala", ".rb", ".php", ".cs", ".swift", ".m", ".sh", ".lua", ".ex", ".exs", ".erl", ".hs",
@@ -586,6 +590,27 @@ NOT_CODE_FOLDERS = frozenset(
     {"test", "tests", "testing", "spec", "specs", "__tests__", "doc", "docs", "example", "examples", "benchmarks",
      "bench", "asv_bench"}
 )  # fmt: skip
+
+
+def named_files(text: str, paths: Iterable[str]) -> list[str]:
+    """The files of code (`is_code`) among `paths` that a text names by their path, one folder at least, where
+    a path may start (`requests/sessions.py`; also the end of a traceback's `.../site-packages/requests/
+    sessions.py` or a link's `.../blob/<sha>/pylint/lint/run.py#L34`), in the order of `paths`. A bare file
+    name (`sessions.py`, `core.py`) is not enough: other repositories' problems name such files too; a dotted
+    module (`requests.sessions`) was measured and gained nothing (docs/LEARNING.md "Files from a read")."""
+    return [path for path in paths if "/" in path and is_code(path) and _names_path(text, path)]
+
+
+def _names_path(text: str, path: str) -> bool:
+    at = text.find(path)
+    while at >= 0:
+        end = at + len(path)
+        before = text[at - 1] if at else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_-.") and not (after.isalnum() or after == "_"):
+            return True
+        at = text.find(path, at + 1)
+    return False
 
 
 def is_code(path: str) -> bool:
@@ -672,6 +697,7 @@ def rank_files(
     changes: Callable[[str], int] | None = None,
     total: int = 0,
     stats: FileStats | None = None,
+    named: Iterable[str] = (),
 ) -> list[str]:
     """Files ranked from a read's answer: each memory, in the answer's order, is a vote for the files
     it is anchored to, worth 1 / its rank, split over its files as 1 / sqrt(their number) each (a
@@ -688,7 +714,10 @@ def rank_files(
     co-changed side weighing COCHANGE_WEIGHT), so a file no recalled memory names can still come first
     when the recalled ones keep changing with it; and code comes first (`is_code`), then the tests,
     documents and notes, each part by its score: the change an agent looks for is in the code, and its
-    tests and notes follow it."""
+    tests and notes follow it.
+
+    `named` (the files the problem names, `named_files`) each add NAMED_WEIGHT to their score, with `stats`
+    and only when the read recalled something: a problem that recalls nothing relevant still gets no files."""
     votes: dict[str, float] = {}
     for rank, paths in enumerate(results, start=1):
         unique = list(dict.fromkeys(paths))
@@ -709,6 +738,9 @@ def rank_files(
         scores = _scaled(votes)
         for path, score in _scaled(stats.cochange(votes)).items():
             scores[path] = scores.get(path, 0.0) + COCHANGE_WEIGHT * score
+        if votes:
+            for path in named:
+                scores[path] = scores.get(path, 0.0) + NAMED_WEIGHT
     if exists is not None:
         scores = {path: score for path, score in scores.items() if exists(path)}
     order = {path: i for i, path in enumerate(scores)}

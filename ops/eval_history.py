@@ -25,16 +25,20 @@ files — for each dev task whose base commit is in a history, the store holds e
               so far (rank_files' `changes`: log(1 + commits / commits that changed it)), for Strata and
               for BM25 alike;
     ..., files  the product's ranking (interface/app/services/learning/files.py ranked_with: rank_files
-              with the store's statistics of the repository's files, projections/anchors.py file_stats):
-              the votes weighted by file rarity, the files that changed with the voted ones joining them,
-              code first; of the read at its default bar and with the bar off;
+              with the store's statistics of the repository's files, projections/anchors.py file_stats,
+              and the files of code the statement names by path): the votes weighted by file rarity, the
+              files that changed with the voted ones joining them, the named ones added, code first; of
+              the `files` operation's read (files.CANDIDATES memories) at its default bar and with the bar off;
     recency   files by the time they were last changed, latest first;
     co-change files changed together with the files the statement names (a path, a file's name, a dotted
               module), by how often, the named ones first; no file named: the most changed files.
   Also: the share of sessions where the edit of a gold file shows a change of that file (the edit hook's
   read: the file's path and the names its hunks touch, bar 0.05, 20 candidates, the first 5 memories
   anchored to or naming the file, failed tactics and changes first), and foreign reads' empty share
-  (each task's store read with another repository's task statement at the default bar).
+  (each task's store read with another repository's task statement at the default bar), with the share of
+  `files` answers to that statement with no file. --dump FILE appends each task's reads (at 20 and 50
+  candidates, bars 0.2/0.1/0.05, and bar off), the store's anchored paths and the foreign read, so that
+  rankings can be chosen offline, leaving one repository out.
 decisions — the labelled set tests/data/decisions.jsonl: a documented decision, then a misleading later
   change that rewrites its file, then a bug report, injected into a dev history (requests) at spread-out
   points; the decision must be among the first 3 results for the bug report and show the change in its
@@ -68,6 +72,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = os.environ.get("STRATA_EVAL_CODE", str(ROOT)).split(os.pathsep)
@@ -80,7 +85,7 @@ from strata_recall.interface.app.api import parse, to_read_query
 from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.services.learning.core import learn_commits, make_searchable
-from strata_recall.interface.app.services.learning.files import ranked_with, repository_files
+from strata_recall.interface.app.services.learning.files import CANDIDATES, ranked_with, repository_files
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.projections.embedder import MiniLMEmbedder
 from strata_recall.projections.recall import RecallEngine
@@ -183,6 +188,21 @@ def read(engine: RecallEngine, repo: str, query: str, limit: int = LIMIT, bar: f
     if bar is not None:
         request["min_relevance"] = bar
     return flat(engine.read(to_read_query(parse(ReadRequest, request))).results)
+
+
+def answer(engine: RecallEngine, repo: str, query: str, limit: int = 50) -> Any:
+    """A read's whole answer with the bar off (its `relevance`: what the bar is held against)."""
+    request = {"repo_id": repo, "query": query, "mode": "targeted", "include_global": False, "limit": limit}
+    return engine.read(to_read_query(parse(ReadRequest, request | {"min_relevance": 0.0})))
+
+
+def files_ranking(results: list[dict], stats: Any, query: str) -> list[str]:
+    """The product's ranking of a `files` read (ranked_with), the problem's text given where the tree's
+    ranking takes it (STRATA_EVAL_CODE: an older tree's does not)."""
+    try:
+        return ranked_with(results, stats, query)
+    except TypeError:
+        return ranked_with(results, stats)
 
 
 def paths_of(result: dict) -> list[str]:
@@ -340,6 +360,8 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
         learned: set[str] = set()
         baselines = Baselines()
         stats_cpu: list[float] = []
+        ranking_cpu: list[float] = []
+        foreign_files_empty = 0
         started = time.perf_counter()
         for i, task in enumerate(tasks):
             wanted = ancestors(by_sha, task.base)
@@ -359,9 +381,15 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             stats_started = time.process_time()
             stats = repository_files(strata, repo)
             stats_cpu.append(time.process_time() - stats_started)
+            files_read = read(engine, repo, task.query, limit=CANDIDATES)  # the `files` operation's read
+            ranking_started = time.process_time()
+            files_ranked = files_ranking(files_read, stats, task.query)
+            ranking_cpu.append(time.process_time() - ranking_started)
             ranked = {
-                "strata, files": ranked_with(barred, stats),
-                "strata, files, bar off": ranked_with(unbarred, stats),
+                "strata, files": files_ranked,
+                "strata, files, bar off": files_ranking(
+                    read(engine, repo, task.query, CANDIDATES, 0.0), stats, task.query
+                ),
                 "strata": rank_files(paths_of(r) for r in barred),
                 "strata, bar off": rank_files(paths_of(r) for r in unbarred),
                 "strata, file rarity": rank_files((paths_of(r) for r in barred), **baselines.rarity()),
@@ -370,7 +398,9 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
                 "recency": baselines.rank_recency(),
                 "co-change": baselines.rank_cochange(task.statement),
             }
+            other = others[(i * 7 + len(name)) % len(others)]
             if dump is not None:
+                own, alien = answer(engine, repo, task.query), answer(engine, repo, other.query)
                 dump.write(
                     json.dumps(
                         {
@@ -381,9 +411,24 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
                             "results": [
                                 {k: r[k] for k in ("kind", "score", "relevance", "truth", "memory_id")}
                                 | {"paths": paths_of(r), "text": r["text"][:120]}
-                                for r in read(engine, repo, task.query, limit=50, bar=0.0)
+                                for r in flat(own.results)
                             ],
                             "barred": [r["memory_id"] for r in barred],
+                            "shown": {
+                                f"{limit}@{bar}": [paths_of(r) for r in read(engine, repo, task.query, limit, bar)]
+                                for limit in (20, 50)
+                                for bar in (0.2, 0.1, 0.05)
+                            },
+                            "relevance": own.relevance,
+                            "foreign": {
+                                "task": other.instance_id,
+                                "relevance": alien.relevance,
+                                "results": [
+                                    {k: r[k] for k in ("kind", "relevance", "memory_id")} | {"paths": paths_of(r)}
+                                    for r in flat(alien.results)
+                                ],
+                            },
+                            "stats": stats.memories,
                             "baselines": {k: v[:20] for k, v in ranked.items() if not k.startswith("strata")},
                         }
                     )
@@ -398,9 +443,11 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             edits[1] += len(shown)
             sessions[0] += all(shown)
             sessions[1] += 1
-            other = others[(i * 7 + len(name)) % len(others)]
             foreign += 1
             foreign_empty += not read(engine, repo, other.query)
+            foreign_files_empty += not files_ranking(
+                read(engine, repo, other.query, limit=CANDIDATES), stats, other.query
+            )
             print(
                 f"  {name} {task.instance_id}: {len(new):,} commits learned ({report.learned}, skipped "
                 f"{sum(report.skipped.values()):,}); gold {task.gold}; strata top 5 {ranked['strata'][:5]}",
@@ -416,7 +463,9 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             f"({sessions[0] / max(sessions[1], 1):.3f})"
         )
         print(
-            f"  foreign reads answered with nothing: {foreign_empty}/{foreign} ({foreign_empty / max(foreign, 1):.3f})"
+            f"  foreign reads answered with nothing: {foreign_empty}/{foreign} ({foreign_empty / max(foreign, 1):.3f}); "
+            f"foreign `files` answered with no file: {foreign_files_empty}/{foreign} "
+            f"({foreign_files_empty / max(foreign, 1):.3f})"
         )
         best = max(scores.acc(s) for s in BASELINES)
 
@@ -430,7 +479,7 @@ def files_part(args: argparse.Namespace, embedder: MiniLMEmbedder, keep: Path) -
             f"{best:.3f} -> {ratio('strata')}, with file rarity {ratio('strata, file rarity')}, files "
             f"{ratio('strata, files')}, files bar off {ratio('strata, files, bar off')} (goal >= 1.5x; the store's "
             f"file statistics {1e3 * sorted(stats_cpu)[len(stats_cpu) // 2] if stats_cpu else 0:.0f} ms CPU a read, "
-            f"median; {time.perf_counter() - started:.0f} s)\n",
+            f"the ranking {1e3 * sorted(ranking_cpu)[len(ranking_cpu) // 2] if ranking_cpu else 0:.1f} ms, median; {time.perf_counter() - started:.0f} s)\n",
             flush=True,
         )
     if dump is not None:

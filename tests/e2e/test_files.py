@@ -53,6 +53,11 @@ def test_files_for_a_problem_through_the_cli_and_over_http(
     assert "src/billing.py" not in paths and answer["read_id"] and answer["memories"] >= 1
     text = run(strata_env, "--text", "files", PROBLEM, "--repo", REPO, "--limit", "1")
     assert text.returncode == 0 and text.stdout.startswith(" 1. src/upload.py"), text.stdout + text.stderr
+    # a problem that names a file of code by its path (here a traceback's) puts it first
+    named = ok(
+        run(strata_env, "--json", "files", f'{PROBLEM}\n  File "/srv/api/src/storage.py", line 3', "--repo", REPO)
+    )
+    assert [f["path"] for f in named["files"]][:2] == ["src/storage.py", "src/upload.py"], named
     # nothing relevant recalled: no files, not the most changed ones
     quiet = ok(run(strata_env, "--json", "files", "what is the capital of Mongolia", "--repo", REPO))
     assert quiet["files"] == [] and quiet["memories"] == 0

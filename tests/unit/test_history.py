@@ -26,6 +26,7 @@ from strata_recall.domain.history import (
     current_paths,
     explains_why,
     is_code,
+    named_files,
     parse_log,
     rank_files,
     reverted_sha,
@@ -322,6 +323,51 @@ def test_code_comes_before_its_tests_and_notes_with_the_store_s_statistics() -> 
     answer = [["docs/pool.md"], ["tests/test_pool.py"], ["src/pool.py"]]
     assert rank_files(answer)[0] == "docs/pool.md"  # without statistics: the votes alone, in the answer's order
     assert rank_files(answer, stats=stats) == ["src/pool.py", "docs/pool.md", "tests/test_pool.py"]
+
+
+def test_the_files_of_code_a_problem_names_by_path() -> None:
+    paths = [
+        "requests/sessions.py",
+        "requests/models.py",
+        "requests/adapters.py",
+        "requests/__init__.py",
+        "src/_pytest/python.py",
+        "xarray/core/computation.py",
+        "requests/core.py",
+        "docs/conf.py",
+        "tests/test_requests.py",
+        "setup.py",
+    ]
+    problem = (
+        'File "/usr/lib/python3/site-packages/requests/sessions.py", line 335, in request\n'
+        "see https://github.com/psf/requests/blob/ca6f9af/requests/models.py#L401; `_pytest.python` and "
+        "xarray.core.computation.where too; core.py, setup.py, docs/conf.py and tests/test_requests.py as well; "
+        "notrequests/adapters.py is another project's"
+    )
+    assert named_files(problem, paths) == [
+        "requests/sessions.py",  # the end of a traceback's path
+        "requests/models.py",  # in a link, before its line anchor
+    ]  # a module, a bare name (core.py), a top-level file (setup.py), docs and tests, a longer path's tail: not
+    assert named_files("Pool connections leak under load", paths) == []
+
+
+def test_a_file_the_problem_names_comes_first_among_the_code_the_read_points_at() -> None:
+    """The read recalled commits of models.py and of utils.py; the problem's traceback names sessions.py,
+    which one of them also changed: it comes first. A named file no memory names still joins the files,
+    but only when the read recalled something: a problem nothing relevant is recalled for gets no files."""
+    stats = history_of(
+        *[["requests/models.py"]] * 4,
+        *[["requests/utils.py"]] * 4,
+        ["requests/models.py", "requests/sessions.py"],
+        ["requests/auth.py"],
+    )
+    answer = [["requests/models.py"], ["requests/utils.py"], ["requests/models.py", "requests/sessions.py"]]
+    assert rank_files(answer, stats=stats)[0] == "requests/models.py"
+    named = rank_files(answer, stats=stats, named=["requests/sessions.py", "requests/auth.py"])
+    assert named[0] == "requests/sessions.py"
+    assert set(named) == {"requests/sessions.py", "requests/auth.py", "requests/models.py", "requests/utils.py"}
+    assert rank_files([], stats=stats, named=["requests/sessions.py"]) == []
+    assert rank_files([[]], stats=stats, named=["requests/sessions.py"]) == []
 
 
 def test_what_is_code() -> None:

@@ -9,15 +9,16 @@ from typing import Any
 
 import structlog
 
-from strata_recall.domain.history import FileStats, is_code, rank_files
+from strata_recall.domain.history import FileStats, is_code, named_files, rank_files
 from strata_recall.interface.app.services.recall import Reader
 from strata_recall.projections.recall import NESTED, ReadQuery
 from strata_recall.schemas.files import FilesRequest, FilesResponse, RankedFile
 
 log = structlog.get_logger("strata.files")
 
-CANDIDATES = 20
-"""Memories the read behind `files` recalls (ops/eval_history.py measured the ranking on 20)."""
+CANDIDATES = 50
+"""Memories the read behind `files` recalls (ops/eval_history.py: 50 chosen over 20, leaving one repository
+out; docs/LEARNING.md "Files from a read")."""
 MEMORIES_PER_FILE = 3
 
 
@@ -31,7 +32,7 @@ def files(reader: Reader, request: FilesRequest) -> FilesResponse:
     )
     recall = reader.engine().read(query)
     shown = list(_flat(recall.results))
-    ranked = ranked_with(shown, reader.files(request.repo_id))[: request.limit]
+    ranked = ranked_with(shown, reader.files(request.repo_id), request.query)[: request.limit]
     log.info("files", repo_id=request.repo_id, memories=len(shown), files=len(ranked), read_id=recall.read_id)
     return FilesResponse(
         repo_id=request.repo_id,
@@ -42,10 +43,11 @@ def files(reader: Reader, request: FilesRequest) -> FilesResponse:
     )
 
 
-def ranked_with(results: Iterable[Mapping[str, Any]], stats: FileStats) -> list[str]:
+def ranked_with(results: Iterable[Mapping[str, Any]], stats: FileStats, query: str = "") -> list[str]:
     """The files a read's results (its memories, in order, each with its `anchors`) point at, ranked with
-    the store's statistics of the repository's files."""
-    return rank_files(([a["path"] for a in r.get("anchors") or ()] for r in results), stats=stats)
+    the store's statistics of the repository's files and the files of code the problem (`query`) names."""
+    paths = ([a["path"] for a in r.get("anchors") or ()] for r in results)
+    return rank_files(paths, stats=stats, named=named_files(query, stats.postings) if query else ())
 
 
 def repository_files(strata: Any, repo_id: str) -> FileStats:
