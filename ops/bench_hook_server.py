@@ -87,6 +87,12 @@ def payloads(s: Scripted, checkout: Path, session: str) -> list[tuple[str, dict[
     return out
 
 
+def hook_command(event: str, repo: str, url: str) -> list[str]:
+    """The hook process for `event` as a client starts it against the server at `url` (strata's launcher,
+    run by this interpreter: each tree's code comes from its PYTHONPATH)."""
+    return [sys.executable, "-P", "-c", LAUNCH, "hook", event, "--repo-id", repo, "--http", url]
+
+
 def timed(command: list[str], env: dict[str, str], data: str | None = None) -> tuple[float, float, str]:
     """(wall s, CPU s of the child, its stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -151,18 +157,7 @@ def main() -> None:
             for arm, env in envs.items():  # each tree's bytecode written (cached) before anything is timed
                 for event, payload in session:
                     timed(
-                        [
-                            sys.executable,
-                            "-P",
-                            "-c",
-                            LAUNCH,
-                            "hook",
-                            event,
-                            "--repo-id",
-                            args.repo,
-                            "--http",
-                            str(store.url),
-                        ],
+                        hook_command(event, args.repo, str(store.url)),
                         env,
                         json.dumps({**payload, "session_id": f"warm-{arm}"}),
                     )
@@ -175,18 +170,7 @@ def main() -> None:
                 for arm, env in envs.items():
                     for i, (event, payload) in enumerate(payloads(scripts[task], checkout, f"{arm}-{n}")):
                         wall, cpu, out = timed(
-                            [
-                                sys.executable,
-                                "-P",
-                                "-c",
-                                LAUNCH,
-                                "hook",
-                                event,
-                                "--repo-id",
-                                args.repo,
-                                "--http",
-                                str(store.url),
-                            ],
+                            hook_command(event, args.repo, str(store.url)),
                             env,
                             json.dumps(payload),
                         )

@@ -119,13 +119,7 @@ class LogReader:
         topics = list(topics)
         if not self.fast:
             return list(self.log.read_log(start, limit, topics))
-        if self.sqlite:
-            rows = self._sqlite_rows(start, limit, topics)
-        else:
-            rows = [
-                (n.id, n.originator_id, n.originator_version, n.topic, n.state)
-                for n in self.log.recorder.select_notifications(start, limit, topics=topics)
-            ]
+        rows = self._rows(start, limit, topics)
         out: list[Positioned] = []
         append = out.append
         loads, timestamp, classes = orjson.loads, self._timestamp, self._classes
@@ -164,13 +158,7 @@ class LogReader:
         topics = list(topics)
         if not self.fast:
             return records_of(self.read(start, limit, topics))
-        if self.sqlite:
-            rows = self._sqlite_rows(start, limit, topics)
-        else:
-            rows = [
-                (n.id, n.originator_id, n.originator_version, n.topic, n.state)
-                for n in self.log.recorder.select_notifications(start, limit, topics=topics)
-            ]
+        rows = self._rows(start, limit, topics)
         out: list[Record] = []
         append = out.append
         loads, classes = orjson.loads, self._classes
@@ -205,6 +193,15 @@ class LogReader:
                 _upcast_from(cls, stored, class_version, values)
             append((position, cls, key, version, text, values))
         return out
+
+    def _rows(self, start: int, limit: int, topics: list[str]) -> list[tuple[Any, ...]]:
+        """(position, originator id, version, topic, state) of the log's rows from `start`."""
+        if self.sqlite:
+            return self._sqlite_rows(start, limit, topics)
+        return [
+            (n.id, n.originator_id, n.originator_version, n.topic, n.state)
+            for n in self.log.recorder.select_notifications(start, limit, topics=topics)
+        ]
 
     def _sqlite_rows(self, start: int, limit: int, topics: list[str]) -> list[tuple[Any, ...]]:
         recorder = self.log.recorder
