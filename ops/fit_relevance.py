@@ -580,11 +580,16 @@ def main() -> None:
     parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
     parser.add_argument("--memory-signals", action="store_true", help="compare memory features (MEMORY_SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
-    parser.add_argument("--history-repos", default=",".join(eval_commits.REPOS))
+    parser.add_argument(
+        "--history-repos", default=",".join(eval_commits.REPOS), help="full names, comma-separated (psf/requests,...)"
+    )
     parser.add_argument("--store", type=int, default=eval_commits.STORE)
     parser.add_argument("--per-repo", type=int, default=eval_commits.PER_REPO)
     parser.add_argument("--merge", type=Path, nargs="*", default=(), help="other caches whose corpora to add")
     args = parser.parse_args()
+    unknown = sorted(set(args.history_repos.split(",")) - set(eval_commits.REPOS))
+    if unknown:  # a short name (pylint) would read no history at all, and the fit fail later on empty arrays
+        parser.error(f"--history-repos: unknown {', '.join(unknown)}; one or more of {', '.join(eval_commits.REPOS)}")
     configure_logging("warning")
     reads = json.loads(args.cache.read_text()) if args.cache.exists() and not args.refresh else {}
     if reads.get("version") != CACHE_VERSION:  # absent, asked to refresh, or of an older script
