@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "ops")]
 
 import revision
 from eval_coding import DEFAULT_DATA, by_repo
-from eval_session import Scripted, Store, checkout_of, scripted
+from eval_session import Scripted, Store, checkout_of, percentile, scripted
 
 LAUNCH = "import sys; sys.argv[0] = 'strata'; from strata_recall.interface.cli.launch import main; main()"
 MOMENTS = ("session-start", "prompt", "after-command", "edit", "stop")
@@ -103,11 +103,6 @@ def timed(command: list[str], env: dict[str, str], data: str | None = None) -> t
     if done.returncode != 0 or "Traceback" in done.stderr or "hook_failed" in done.stderr:
         raise SystemExit(f"{command[-4:]} failed: {done.stderr[-2000:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -92,11 +92,6 @@ from strata_recall.projections.recall import RecallEngine
 from strata_recall.projections.vectors import EmbeddingCache
 from strata_recall.schemas.read import ReadRequest
 
-try:  # a tree from before the rule (STRATA_EVAL_CODE) embeds whole texts
-    from strata_recall.domain.history import embedding_text
-except ImportError:  # pragma: no cover - another revision's code
-    embedding_text = None  # type: ignore[assignment]
-
 DATA = ROOT.parent / "shared" / "data"
 HISTORIES = DATA / "history-dev"
 TASKS = DATA / "coding-dev" / "swebench_verified_dev.json"
@@ -619,17 +614,13 @@ def throughput_part(embedder: MiniLMEmbedder, keep: Path, name: str = "pytest") 
 
 
 def word_pieces(embedder: MiniLMEmbedder, texts: Sequence[str]) -> str:
-    """The word pieces the model reads for these memory texts on average (at most its 256 each): as it
-    embeds them (embedding_text, where the tree has it) and whole."""
+    """The word pieces the model reads for these memory texts on average (a memory's whole text is
+    embedded, at most its 256 word pieces)."""
     if not texts:
         return "no texts"
     _, tokenizer = embedder._get_model()
-
-    def mean(some: Sequence[str]) -> float:
-        return sum(len(e.ids) for e in tokenizer.encode_batch(list(some))) / len(some)
-
-    embedded = [embedding_text(t) for t in texts] if embedding_text is not None else texts
-    return f"{mean(embedded):.1f} word pieces a text embedded ({mean(texts):.1f} in a whole text)"
+    pieces = sum(len(e.ids) for e in tokenizer.encode_batch(list(texts))) / len(texts)
+    return f"{pieces:.1f} word pieces a text embedded"
 
 
 def synthetic_history(n: int) -> list[Commit]:

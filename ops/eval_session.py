@@ -250,6 +250,8 @@ class Session:
     task: Task
     foreign: bool
     events: list[Event] = field(default_factory=list)
+    label_of: dict[str, str] = field(default_factory=dict)
+    """The store's memory ids -> labels the same in every run (Store.label_of), for `injections`."""
 
 
 def run_hook(store: Store, repo: str, checkout: Path, state: Path, kind: str, payload: dict) -> Event:
@@ -378,7 +380,7 @@ def evaluate_repo(
                     foreign = others[zlib.crc32(s.task.instance_id.encode()) % len(others)]
                     sessions.append(replay(store, repo, checkout, state, foreign, True, i))
                     for session in sessions[-2:]:
-                        session.label_of = dict(store.label_of)  # type: ignore[attr-defined]
+                        session.label_of = store.label_of  # one dict per store: labels are only added
                 store.write(repo, s)
         finally:
             store.close()
@@ -491,7 +493,7 @@ def injections(sessions: list[Session]) -> list[dict]:
         {
             "session": f"{s.task.instance_id}{' (foreign)' if s.foreign else ''}",
             "events": [
-                [e.kind, [s.label_of.get(m, m) for m in e.injected]]  # type: ignore[attr-defined]
+                [e.kind, [s.label_of.get(m, m) for m in e.injected]]
                 for e in s.events
                 if e.kind not in ("session-start", "stop")
             ],
