@@ -31,28 +31,38 @@ has no code words (_chunk_terms)."""
 
 def code_terms(text: str) -> list[str]:
     """The distinct extra words for the identifiers in `text`, lower-cased, in order of appearance.
-    Plain words are skipped by the regular expression (_CODE_RUN), not one by one: most of a memory's
-    words are plain, and looking each up cost half of indexing a memory for the keyword search."""
+    Each run's words are computed once and kept (_RUN_TERMS); see _terms for how a text is cut."""
     return list(_terms(text))
 
 
-_RUN_TERMS: dict[str, tuple[str, ...]] = {}
+_RUN_TERMS: dict[str | bytes, tuple[str, ...]] = {}
 """Each run's words, as _chunk_terms gave them for its chunk (a replay of 100,000 memories meets
-~300,000 runs, ~50,000 of them distinct)."""
+~300,000 runs, ~50,000 of them distinct), the runs of ASCII texts by their bytes, with their plain
+words (no words)."""
 RUNS_KEPT = 131_072
 """Past this many runs _RUN_TERMS starts again (~20 MB)."""
 
 
+_ASCII_RUNS = bytes(c if chr(c).isascii() and re.fullmatch(r"[\w.\-/:]", chr(c)) else 32 for c in range(256))
+"""bytes.translate's table that blanks every ASCII character but those of a run (_CODE_RUN's class)."""
+
+
 def _terms(text: str) -> dict[str, None]:
-    """code_terms() as the keys of a dict."""
+    """code_terms() as the keys of a dict. An ASCII text (most) is cut into its runs by bytes.translate
+    and split, plain words included, in C: the expression tried every position of the text, and cost
+    more than looking each plain word up (a plain word's chunk has no terms: _chunk_terms gives none,
+    so the words are the same). Its runs are kept by their bytes, the others' by their text."""
     out: dict[str, None] = {}
-    known = _RUN_TERMS
-    for run in _CODE_RUN.findall(text):
+    known: dict[str | bytes, tuple[str, ...]] = _RUN_TERMS
+    runs: list[str] | list[bytes]
+    runs = text.encode().translate(_ASCII_RUNS).split() if text.isascii() else _CODE_RUN.findall(text)
+    for run in runs:
         terms = known.get(run)
         if terms is None:
             if len(known) >= RUNS_KEPT:
                 known.clear()
-            chunk = run.strip(".-/:")  # the run's chunk: from its first word character to its last
+            # the run's chunk: from its first word character to its last
+            chunk = (run.decode() if isinstance(run, bytes) else run).strip(".-/:")
             terms = known[run] = _chunk_terms(chunk) if chunk else ()
         for term in terms:
             out[term] = None

@@ -243,6 +243,22 @@ def assert_same(aggregates: dict[str, Memory], states: dict[str, MemoryState]) -
         assert state.row() == row_of(memory) == original_row_of(memory), key
 
 
+def test_a_memory_only_written_gives_the_row_of_its_whole_state(hashed: Strata) -> None:
+    """The fold keeps a memory it has only seen written as its MemoryWritten's fields (no state dict):
+    its row and stored state, made from those, are byte for byte those of the whole state."""
+    events = [e for _, e in every_event(hashed, seed=7) if isinstance(e, Memory.MemoryWritten)]
+    states = fold_states({}, events)
+    kinds = {(e.actor is None, bool(e.problem_id), bool(e.related_ids), bool(e.evidence_refs)) for e in events}
+    assert {True, False} == {k[0] for k in kinds} == {k[1] for k in kinds} == {k[2] for k in kinds}
+    for key, state in states.items():
+        assert state.version == 1
+        row, values = state.record(), state.values()
+        whole = MemoryState(key, 1, state.state)  # the same memory from its state dict
+        assert row == whole.record(), key
+        assert values == whole.values() == row[:-1], key
+        assert bytes(row[-1]) == whole.stored(), key
+
+
 def test_every_memory_event_type_has_a_replay_handler() -> None:
     """A new event type must get a handler in projections/snapshot.py (and a place in this test's
     history); until then it is folded through the aggregate, slowly, and this test fails."""

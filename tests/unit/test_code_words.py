@@ -1,6 +1,6 @@
-"""code_terms skips plain words without looking at them one by one, and gives a chunk without
-separators its CamelCase parts directly: the same words, in the same order, as the chunk-by-chunk
-rule it replaced (here as the reference)."""
+"""code_terms cuts a text into runs (by an expression that skips plain words, or, for an ASCII text,
+by bytes.translate and split), and gives a chunk without separators its CamelCase parts directly: the
+same words, in the same order, as the chunk-by-chunk rule it replaced (here as the reference)."""
 
 from __future__ import annotations
 
@@ -68,4 +68,12 @@ def test_code_terms_on_code_shaped_text_match_the_chunk_by_chunk_rule() -> None:
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet="aZBc_.-/:\\ \n,é漢1ǅ()²١x", max_size=24))
 def test_code_terms_match_the_chunk_by_chunk_rule(text: str) -> None:
+    assert code_terms(text) == reference(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_code_terms_of_any_ascii_text_match_the_chunk_by_chunk_rule(text: str) -> None:
+    """An ASCII text is cut into runs by bytes.translate rather than the expression: every ASCII
+    character, punctuation and control characters included, gives the same words."""
     assert code_terms(text) == reference(text)
