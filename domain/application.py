@@ -14,8 +14,16 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, PersistenceError, StoredEvent
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    Mapper,
+    OperationalError,
+    PersistenceError,
+    StoredEvent,
+)
 from eventsourcing.sqlite import SQLiteAggregateRecorder
+from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, idempotency
 from strata_recall.domain.archetype import Archetype, archetype_id
@@ -39,7 +47,7 @@ from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
 from strata_recall.domain.learning import HistoryCommands
-from strata_recall.domain.memory import Memory
+from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
@@ -69,6 +77,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         transcoder = OrjsonTranscoder()
         self.register_transcodings(transcoder)
         return transcoder
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=WrittenMapper)
 
     # --- reading the write side (by id only: queries belong to the projections) -----------------
 
@@ -500,8 +511,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     ) -> WriteOutcome:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
         evidence, redactions = clean.evidence, clean.redactions
-        written = Memory.written(
-            id=mid,
+        written = Memory.written_record(
+            mid,
             text=clean.text.strip(),
             kind=cmd.kind,
             scope=cmd.scope,
@@ -935,6 +946,24 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             raise
         self.write_failure = None
         return recordings[-1].notification.id if recordings else None
+
+
+class WrittenMapper(Mapper[UUID]):
+    """eventsourcing's mapper, which also stores a Written (domain/memory.py: a MemoryWritten kept as
+    its fields) as the very bytes its MemoryWritten would be stored as, without building the event."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        if type(domain_event) is not Written:
+            return super().to_stored_event(domain_event)
+        state = self.transcoder.encode(domain_event.stored_state())
+        if self.compressor:
+            state = self.compressor.compress(state)
+        if self.cipher:
+            state = self.cipher.encrypt(state)
+        return StoredEvent(domain_event.originator_id, domain_event.originator_version, _WRITTEN_TOPIC, state)
+
+
+_WRITTEN_TOPIC = get_topic(Memory.MemoryWritten)
 
 
 def _on_postgres(recorder: Any) -> bool:

@@ -13,7 +13,7 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.commands import NewMemory
 from strata_recall.domain.errors import Conflict, NotFound
 from strata_recall.domain.ids import memory_id, parse_memory_id
-from strata_recall.domain.memory import Memory
+from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
 T = TypeVar("T")
@@ -34,14 +34,14 @@ class Memories(Protocol):
 class Session:
     """The memories one command touches: looked up once, changed in memory, saved together.
 
-    New memories stay bare MemoryWritten events until something needs them as aggregates, which in
-    a bulk import is rare."""
+    New memories stay bare MemoryWritten events (or their fields alone: domain/memory.py Written) until
+    something needs them as aggregates, which in a bulk import is rare."""
 
     def __init__(self, app: Memories) -> None:
         self._app = app
         self.touched: dict[UUID, Memory | None] = {}
-        self.fresh: dict[UUID, Memory.MemoryWritten] = {}
-        self.dirty: dict[UUID, Memory | Memory.MemoryWritten] = {}
+        self.fresh: dict[UUID, Memory.MemoryWritten | Written] = {}
+        self.dirty: dict[UUID, Memory | Memory.MemoryWritten | Written] = {}
 
     def prefetch(self, mids: Iterable[UUID]) -> None:
         """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
@@ -61,7 +61,7 @@ class Session:
             self.touched[mid] = self._app.find(mid)
         return self.touched[mid]
 
-    def add(self, written: Memory.MemoryWritten) -> None:
+    def add(self, written: Memory.MemoryWritten | Written) -> None:
         self.fresh[written.originator_id] = written
         self.dirty[written.originator_id] = written
 
