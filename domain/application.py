@@ -533,10 +533,11 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             memory = session.find(mid)
             assert memory is not None
             memory.record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
+        memory_id = str(mid)
         self._record_change_on(
-            session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
+            session, memory_id, written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
         )
-        return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
+        return WriteOutcome(memory_id, "created", cmd.kind, cmd.scope, status, redactions)
 
     def _merge_target(
         self,
@@ -939,13 +940,16 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     def _append(self, events: Sequence[Any]) -> int | None:
         if not events:
             return None
+        # The event store's put, without the Recording it makes of every event (only the last position
+        # is wanted): the same stored events, inserted by the same recorder in one transaction.
+        stored = list(map(self.mapper.to_stored_event, events))
         try:
-            recordings = self.events.put(events)
+            positions = self.recorder.insert_events(stored)
         except (OperationalError, InterfaceError) as exc:
             self.write_failure = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise
         self.write_failure = None
-        return recordings[-1].notification.id if recordings else None
+        return positions[-1] if positions else None
 
 
 class WrittenMapper(Mapper[UUID]):
