@@ -53,6 +53,9 @@ from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
+Link = Memory | Written
+"""A memory a write links to (its problem, its related memories): read, never changed."""
+M = TypeVar("M", Memory, Link)
 P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, EditOutcome, CommandOutcome)
 
 CONFLICT_RETRIES = 20
@@ -505,8 +508,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         clean: CleanWrite,
         mid: UUID,
         status: str,
-        problem: Memory | None,
-        related: list[Memory],
+        problem: Link | None,
+        related: list[Link],
         targets: list[Memory],
     ) -> WriteOutcome:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
@@ -545,7 +548,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         cmd: NewMemory,
         clean: CleanWrite,
         near: NearDuplicate,
-        problem: Memory | None,
+        problem: Link | None,
         written: UUID,
     ) -> Memory | None:
         """The memory a write reinforces as its near-duplicate, when the rules allow it (else None:
@@ -575,8 +578,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         existing: Memory,
         cmd: NewMemory,
         evidence: list[str],
-        problem: Memory | None,
-        related: list[Memory],
+        problem: Link | None,
+        related: list[Link],
         targets: list[Memory],
         clean: CleanWrite | None = None,
     ) -> None:
@@ -632,7 +635,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             )
             session.changed(target)
 
-    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Memory | None, list[Memory], list[Memory]]:
+    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Link | None, list[Link], list[Memory]]:
+        """The write's links, checked: its problem and related memories (read only: Session.linked) and
+        the memories it changes."""
         base = "memory.links"
         if cmd.kind in ("solution", "failed_tactic") and not cmd.problem_id:
             raise InvalidInput(
@@ -653,16 +658,15 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 f"{base}.change_targets",
                 f"only a change may have change_targets; this memory is a {cmd.kind}",
             )
-        problem = None
+        problem: Link | None = None
         if cmd.problem_id:
-            problem = session.visible(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
+            problem = session.linked(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
             if problem.kind != "problem":
                 raise InvalidInput(
                     "not_a_problem", f"{base}.problem_id", f"memory {cmd.problem_id} is a {problem.kind}, not a problem"
                 )
         related = [
-            session.visible(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]")
-            for i, raw in enumerate(cmd.related_ids)
+            session.linked(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]") for i, raw in enumerate(cmd.related_ids)
         ]
         targets = [
             session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
@@ -982,8 +986,8 @@ def _note(tiny: bool, commit: bool) -> str:
     return "recorded" if commit else "dry run: would be recorded"
 
 
-def _unique(memories: list[Memory]) -> list[Memory]:
-    seen: dict[UUID, Memory] = {}
+def _unique(memories: list[M]) -> list[M]:
+    seen: dict[UUID, M] = {}
     for m in memories:
         seen.setdefault(m.id, m)
     return list(seen.values())

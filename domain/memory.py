@@ -735,10 +735,39 @@ class Written:
             "class_version": Memory.MemoryWritten.class_version,
         }
 
+    # What a link check reads of a memory (domain/application.py _check_links), as the aggregate the
+    # event makes would answer: a memory written earlier in the same batch is linked to without it.
+
+    @property
+    def id(self) -> UUID:
+        return self.originator_id
+
+    @property
+    def memory_id(self) -> str:
+        return str(self.originator_id)
+
     @property
     def text(self) -> str:
         text: str = self.fields["text"]
         return text
+
+    @property
+    def kind(self) -> str:
+        kind: str = self.fields["kind"]
+        return kind
+
+    @property
+    def scope(self) -> str:
+        scope: str = self.fields["scope"]
+        return scope
+
+    @property
+    def status(self) -> str:
+        status: str = self.fields["status"]
+        return status
+
+    def visible_to(self, repo_id: str) -> bool:
+        return visibility.can_see(repo_id, self.scope, self.fields["repo_id"], status=self.status)
 
 
 MEMORY_EVENTS = (

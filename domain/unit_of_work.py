@@ -81,11 +81,27 @@ class Session:
         """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
         mid = parse_memory_id(raw_id)
         memory = self.find(mid) if mid else None
-        if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
-            raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
-        if memory.status == "forgotten":
-            raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
+        _check_visible(memory, raw_id, repo_id, path)
+        assert memory is not None
         return memory
+
+    def linked(self, raw_id: str, repo_id: str, path: str) -> Memory | Written:
+        """The memory `raw_id` as `visible` finds it, to be read only (a write's link): a memory written
+        earlier in this batch that nothing needed as an aggregate yet stays its Written, which answers
+        what a link check reads (its id, kind, scope, status and visibility) as the aggregate would."""
+        mid = parse_memory_id(raw_id)
+        written = self.fresh.get(mid) if mid else None
+        if not isinstance(written, Written):
+            return self.visible(raw_id, repo_id, path)
+        _check_visible(written, raw_id, repo_id, path)
+        return written
+
+
+def _check_visible(memory: Memory | Written | None, raw_id: str, repo_id: str, path: str) -> None:
+    if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
+        raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
+    if memory.status == "forgotten":
+        raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
 
 
 def chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
