@@ -535,3 +535,45 @@ def test_links_to_memories_written_earlier_in_the_same_import_are_checked_as_sto
     assert (result.created, result.reinforced) == (4, 0)
     solution = strata.log.memory(str(memory_id("Pin it", "solution", "repo", "r")), "r")
     assert (solution.problem_ids, solution.related_ids) == ([problem], [fact])
+
+
+def test_an_append_larger_than_one_batch_is_still_all_or_nothing(strata: Strata) -> None:
+    """A big append is encoded and inserted batch by batch (MemoryLog._insert, on SQLite) in one
+    transaction: a refusal by the log in a later batch leaves nothing of the earlier ones."""
+    from uuid import uuid4
+
+    from eventsourcing.persistence import IntegrityError
+
+    from strata_recall.domain.application import APPEND_BATCH
+    from strata_recall.domain.memory import Memory
+
+    def written(i: int, mid: Any = None) -> Any:
+        return Memory.written_record(
+            mid or uuid4(),
+            text=f"memory number {i}",
+            kind="fact",
+            scope="repo",
+            repo_id="acme/api",
+            confidence=0.8,
+            rationale="",
+            problem_id=None,
+            related_ids=[],
+            change_targets=[],
+            evidence_refs=[],
+            author=None,
+            status="active",
+            redactions=0,
+        )
+
+    taken = written(0)
+    strata.log._append([taken])
+    before = strata.log.position()
+    events = [written(i) for i in range(1, 2 * APPEND_BATCH + 10)] + [written(0, taken.originator_id)]
+    with pytest.raises(IntegrityError):
+        strata.log._append(events)
+    assert strata.log.position() == before
+    assert strata.log.find(events[0].originator_id) is None
+    assert not strata.log.existing_ids([e.originator_id for e in events[:-1]])
+    strata.log._append(events[:-1])  # the same events without the clash: all recorded
+    assert strata.log.existing_ids([e.originator_id for e in events]) == {e.originator_id for e in events}
+    assert strata.log.memory(str(events[-2].originator_id)).text == f"memory number {2 * APPEND_BATCH + 9}"
