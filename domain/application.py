@@ -14,8 +14,16 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, PersistenceError, StoredEvent
-from eventsourcing.sqlite import SQLiteAggregateRecorder
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    Mapper,
+    OperationalError,
+    PersistenceError,
+    StoredEvent,
+)
+from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
+from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, idempotency
 from strata_recall.domain.archetype import Archetype, archetype_id
@@ -39,12 +47,15 @@ from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
 from strata_recall.domain.learning import HistoryCommands
-from strata_recall.domain.memory import Memory
+from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
 T = TypeVar("T")
+Link = Memory | Written
+"""A memory a write links to (its problem, its related memories): read, never changed."""
+M = TypeVar("M", Memory, Link)
 P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, EditOutcome, CommandOutcome)
 
 CONFLICT_RETRIES = 20
@@ -53,6 +64,9 @@ of a race has one winner, so with many writers on one memory a loser may need se
 CONFLICT_BACKOFF_S = 0.005
 """Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
 
+
+APPEND_BATCH = 500
+"""Events encoded and inserted at a time by a big append on SQLite (MemoryLog._insert)."""
 
 SETTLE_TIMEOUT_S = 5
 """After an append whose answer was lost, how long the lookup that decides whether it was recorded waits
@@ -69,6 +83,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         transcoder = OrjsonTranscoder()
         self.register_transcodings(transcoder)
         return transcoder
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=WrittenMapper)
 
     # --- reading the write side (by id only: queries belong to the projections) -----------------
 
@@ -494,14 +511,14 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         clean: CleanWrite,
         mid: UUID,
         status: str,
-        problem: Memory | None,
-        related: list[Memory],
+        problem: Link | None,
+        related: list[Link],
         targets: list[Memory],
     ) -> WriteOutcome:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
         evidence, redactions = clean.evidence, clean.redactions
-        written = Memory.written(
-            id=mid,
+        written = Memory.written_record(
+            mid,
             text=clean.text.strip(),
             kind=cmd.kind,
             scope=cmd.scope,
@@ -522,10 +539,11 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             memory = session.find(mid)
             assert memory is not None
             memory.record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
+        memory_id = str(mid)
         self._record_change_on(
-            session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
+            session, memory_id, written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
         )
-        return WriteOutcome(str(mid), "created", cmd.kind, cmd.scope, status, redactions)
+        return WriteOutcome(memory_id, "created", cmd.kind, cmd.scope, status, redactions)
 
     def _merge_target(
         self,
@@ -533,7 +551,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         cmd: NewMemory,
         clean: CleanWrite,
         near: NearDuplicate,
-        problem: Memory | None,
+        problem: Link | None,
         written: UUID,
     ) -> Memory | None:
         """The memory a write reinforces as its near-duplicate, when the rules allow it (else None:
@@ -563,8 +581,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         existing: Memory,
         cmd: NewMemory,
         evidence: list[str],
-        problem: Memory | None,
-        related: list[Memory],
+        problem: Link | None,
+        related: list[Link],
         targets: list[Memory],
         clean: CleanWrite | None = None,
     ) -> None:
@@ -620,7 +638,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             )
             session.changed(target)
 
-    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Memory | None, list[Memory], list[Memory]]:
+    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Link | None, list[Link], list[Memory]]:
+        """The write's links, checked: its problem and related memories (read only: Session.linked) and
+        the memories it changes."""
         base = "memory.links"
         if cmd.kind in ("solution", "failed_tactic") and not cmd.problem_id:
             raise InvalidInput(
@@ -641,16 +661,15 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 f"{base}.change_targets",
                 f"only a change may have change_targets; this memory is a {cmd.kind}",
             )
-        problem = None
+        problem: Link | None = None
         if cmd.problem_id:
-            problem = session.visible(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
+            problem = session.linked(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
             if problem.kind != "problem":
                 raise InvalidInput(
                     "not_a_problem", f"{base}.problem_id", f"memory {cmd.problem_id} is a {problem.kind}, not a problem"
                 )
         related = [
-            session.visible(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]")
-            for i, raw in enumerate(cmd.related_ids)
+            session.linked(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]") for i, raw in enumerate(cmd.related_ids)
         ]
         targets = [
             session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
@@ -929,12 +948,51 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         if not events:
             return None
         try:
-            recordings = self.events.put(events)
+            position = self._insert(events)
         except (OperationalError, InterfaceError) as exc:
             self.write_failure = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise
         self.write_failure = None
-        return recordings[-1].notification.id if recordings else None
+        return position
+
+    def _insert(self, events: Sequence[Any]) -> int | None:
+        """The event store's put, without the Recording it makes of every event (only the last position
+        is wanted): the same stored events, inserted by the same recorder in one transaction.
+
+        On SQLite a big append is encoded and inserted APPEND_BATCH events at a time, in that one
+        transaction: each event's state is a fresh orjson buffer of a few KB, shrunk to its length
+        and leaving the rest of the buffer as a hole the next one does not fit, so encoding a whole
+        import's events before inserting them would grow the process by ~7 KB an event (~160 MB at
+        20,000 memories, every page faulted in); encoded batch by batch, the holes are reused."""
+        recorder, to_stored = self.recorder, self.mapper.to_stored_event
+        if not (
+            isinstance(recorder, SQLiteApplicationRecorder)
+            and type(recorder).insert_events is SQLiteAggregateRecorder.insert_events
+        ):
+            positions = recorder.insert_events(list(map(to_stored, events)))
+            return positions[-1] if positions else None
+        with recorder.datastore.transaction(commit=True) as cursor:
+            for start in range(0, len(events), APPEND_BATCH):
+                positions = recorder._insert_events(cursor, list(map(to_stored, events[start : start + APPEND_BATCH])))
+        return positions[-1] if positions else None
+
+
+class WrittenMapper(Mapper[UUID]):
+    """eventsourcing's mapper, which also stores a Written (domain/memory.py: a MemoryWritten kept as
+    its fields) as the very bytes its MemoryWritten would be stored as, without building the event."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        if type(domain_event) is not Written:
+            return super().to_stored_event(domain_event)
+        state = self.transcoder.encode(domain_event.stored_state())
+        if self.compressor:
+            state = self.compressor.compress(state)
+        if self.cipher:
+            state = self.cipher.encrypt(state)
+        return StoredEvent(domain_event.originator_id, domain_event.originator_version, _WRITTEN_TOPIC, state)
+
+
+_WRITTEN_TOPIC = get_topic(Memory.MemoryWritten)
 
 
 def _on_postgres(recorder: Any) -> bool:
@@ -949,8 +1007,8 @@ def _note(tiny: bool, commit: bool) -> str:
     return "recorded" if commit else "dry run: would be recorded"
 
 
-def _unique(memories: list[Memory]) -> list[Memory]:
-    seen: dict[UUID, Memory] = {}
+def _unique(memories: list[M]) -> list[M]:
+    seen: dict[UUID, M] = {}
     for m in memories:
         seen.setdefault(m.id, m)
     return list(seen.values())

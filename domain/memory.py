@@ -326,11 +326,55 @@ class Memory(Aggregate):
         )
 
     @classmethod
-    def from_written(cls, event: Memory.MemoryWritten) -> Memory:
+    def written_record(
+        cls,
+        id: UUID,
+        *,
+        text: str,
+        kind: str,
+        scope: str,
+        repo_id: str,
+        confidence: float,
+        rationale: str,
+        problem_id: str | None,
+        related_ids: list[str],
+        change_targets: list[str],
+        evidence_refs: list[str],
+        author: str | None,
+        status: str,
+        redactions: int,
+        actor: str | None = None,
+    ) -> Written:
+        """The MemoryWritten of `written`, kept as its fields until something needs the event object
+        (Written): a bulk import stores most of its memories' events without ever building one."""
+        return Written(
+            id,
+            cls.MemoryWritten.create_timestamp(),
+            {  # MemoryWritten's fields in its order: the stored state's keys come in this order
+                "text": text,
+                "kind": kind,
+                "scope": scope,
+                "repo_id": repo_id,
+                "confidence": confidence,
+                "rationale": rationale,
+                "problem_id": problem_id,
+                "related_ids": related_ids,
+                "change_targets": change_targets,
+                "evidence_refs": evidence_refs,
+                "author": author,
+                "status": status,
+                "redactions": redactions,
+                "actor": actor,
+            },
+        )
+
+    @classmethod
+    def from_written(cls, event: Memory.MemoryWritten | Written) -> Memory:
         """The new aggregate, with its MemoryWritten event still pending (not yet saved)."""
-        memory = event.mutate(None)
+        written = event.event() if isinstance(event, Written) else event
+        memory = written.mutate(None)
         assert isinstance(memory, Memory)  # a MemoryWritten creates its aggregate
-        memory.pending_events.append(event)
+        memory.pending_events.append(written)
         return memory
 
     # --- the commands: each checks what the memory itself allows, then records its event ---------
@@ -656,6 +700,74 @@ def status_after(event: Any) -> str | None:
 @cache
 def _topic() -> str:
     return get_topic(Memory)
+
+
+class Written:
+    """A MemoryWritten by its fields, not yet an event object (Memory.written_record): what the log
+    stores of it is made from the fields directly (`stored_state`, the bytes the event would give:
+    domain/application.py's mapper), and the event is built only when the batch needs the memory as an
+    aggregate (`event`; domain/unit_of_work.py Session.find). Building tens of thousands of frozen
+    event objects, and taking each apart again to store it, is most of what a bulk import's unit of
+    work would otherwise cost."""
+
+    __slots__ = ("fields", "originator_id", "timestamp")
+    originator_version = 1  # Aggregate.INITIAL_VERSION: a MemoryWritten is a memory's first event
+
+    def __init__(self, originator_id: UUID, timestamp: datetime, fields: dict[str, Any]) -> None:
+        self.originator_id, self.timestamp, self.fields = originator_id, timestamp, fields
+
+    def event(self) -> Memory.MemoryWritten:
+        return Memory.MemoryWritten(
+            originator_topic=_topic(),
+            originator_id=self.originator_id,
+            originator_version=self.originator_version,
+            timestamp=self.timestamp,
+            **self.fields,
+        )
+
+    def stored_state(self) -> dict[str, Any]:
+        """The event's state as the mapper stores it: its attributes but the originator's id and
+        version, in their order, then its class_version."""
+        return {
+            "timestamp": self.timestamp,
+            "originator_topic": _topic(),
+            **self.fields,
+            "class_version": Memory.MemoryWritten.class_version,
+        }
+
+    # What a link check reads of a memory (domain/application.py _check_links), as the aggregate the
+    # event makes would answer: a memory written earlier in the same batch is linked to without it.
+
+    @property
+    def id(self) -> UUID:
+        return self.originator_id
+
+    @property
+    def memory_id(self) -> str:
+        return str(self.originator_id)
+
+    @property
+    def text(self) -> str:
+        text: str = self.fields["text"]
+        return text
+
+    @property
+    def kind(self) -> str:
+        kind: str = self.fields["kind"]
+        return kind
+
+    @property
+    def scope(self) -> str:
+        scope: str = self.fields["scope"]
+        return scope
+
+    @property
+    def status(self) -> str:
+        status: str = self.fields["status"]
+        return status
+
+    def visible_to(self, repo_id: str) -> bool:
+        return visibility.can_see(repo_id, self.scope, self.fields["repo_id"], status=self.status)
 
 
 MEMORY_EVENTS = (

@@ -13,7 +13,7 @@ from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.commands import NewMemory
 from strata_recall.domain.errors import Conflict, NotFound
 from strata_recall.domain.ids import memory_id, parse_memory_id
-from strata_recall.domain.memory import Memory
+from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
 T = TypeVar("T")
@@ -34,14 +34,14 @@ class Memories(Protocol):
 class Session:
     """The memories one command touches: looked up once, changed in memory, saved together.
 
-    New memories stay bare MemoryWritten events until something needs them as aggregates, which in
-    a bulk import is rare."""
+    New memories stay bare MemoryWritten events (or their fields alone: domain/memory.py Written) until
+    something needs them as aggregates, which in a bulk import is rare."""
 
     def __init__(self, app: Memories) -> None:
         self._app = app
         self.touched: dict[UUID, Memory | None] = {}
-        self.fresh: dict[UUID, Memory.MemoryWritten] = {}
-        self.dirty: dict[UUID, Memory | Memory.MemoryWritten] = {}
+        self.fresh: dict[UUID, Memory.MemoryWritten | Written] = {}
+        self.dirty: dict[UUID, Memory | Memory.MemoryWritten | Written] = {}
 
     def prefetch(self, mids: Iterable[UUID]) -> None:
         """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
@@ -61,7 +61,7 @@ class Session:
             self.touched[mid] = self._app.find(mid)
         return self.touched[mid]
 
-    def add(self, written: Memory.MemoryWritten) -> None:
+    def add(self, written: Memory.MemoryWritten | Written) -> None:
         self.fresh[written.originator_id] = written
         self.dirty[written.originator_id] = written
 
@@ -81,11 +81,27 @@ class Session:
         """The memory `raw_id` as seen from `repo_id`; another repo's memory is simply not found."""
         mid = parse_memory_id(raw_id)
         memory = self.find(mid) if mid else None
-        if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
-            raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
-        if memory.status == "forgotten":
-            raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
+        _check_visible(memory, raw_id, repo_id, path)
+        assert memory is not None
         return memory
+
+    def linked(self, raw_id: str, repo_id: str, path: str) -> Memory | Written:
+        """The memory `raw_id` as `visible` finds it, to be read only (a write's link): a memory written
+        earlier in this batch that nothing needed as an aggregate yet stays its Written, which answers
+        what a link check reads (its id, kind, scope, status and visibility) as the aggregate would."""
+        mid = parse_memory_id(raw_id)
+        written = self.fresh.get(mid) if mid else None
+        if not isinstance(written, Written):
+            return self.visible(raw_id, repo_id, path)
+        _check_visible(written, raw_id, repo_id, path)
+        return written
+
+
+def _check_visible(memory: Memory | Written | None, raw_id: str, repo_id: str, path: str) -> None:
+    if memory is None or not memory.visible_to(repo_id) or memory.status == "rejected":
+        raise NotFound("not_found", path, f"no memory {raw_id!r} is visible in repo {repo_id!r}")
+    if memory.status == "forgotten":
+        raise Conflict("memory_forgotten", path, f"memory {raw_id} was forgotten and cannot be used or updated")
 
 
 def chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:

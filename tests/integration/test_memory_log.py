@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -500,3 +501,79 @@ def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path)
     finally:
         for app in apps:
             app.close()
+
+
+def test_links_to_memories_written_earlier_in_the_same_import_are_checked_as_stored_ones(
+    api: CommandAPI, strata: Strata
+) -> None:
+    """A line's links to memories written by earlier lines of the same import (read without building
+    their aggregates: Session.linked) are refused and accepted exactly as links to stored memories."""
+    from strata_recall.domain.ids import memory_id
+
+    def line(repo: str, text: str, kind: str, scope: str = "repo", **links: object) -> str:
+        memory = {"text": text, "kind": kind, "scope": scope, "confidence": 0.7, "links": links}
+        return json.dumps({"repo_id": repo, "memory": memory})
+
+    fact = str(memory_id("Port 8000", "fact", "repo", "r"))
+    other = str(memory_id("Their fact", "fact", "repo", "other"))
+    problem = str(memory_id("Build breaks", "problem", "repo", "r"))
+    first = [line("r", "Port 8000", "fact"), line("other", "Their fact", "fact"), line("r", "Build breaks", "problem")]
+    refusals = {
+        "not_a_problem": ("4:memory.links.problem_id", line("r", "Pin it", "solution", problem_id=fact)),
+        "not_found": ("4:memory.links.related_memory_ids[0]", line("r", "Ours", "fact", related_memory_ids=[other])),
+        "global_links_repo_memory": (
+            "4:memory.links.related_memory_ids[0]",
+            line("r", "Everywhere", "fact", "global", related_memory_ids=[fact]),
+        ),
+    }
+    for code, (path, bad) in refusals.items():
+        with pytest.raises(StrataError) as caught:
+            api.import_lines([*first, bad])
+        assert (caught.value.code, caught.value.path) == (code, path)
+        assert strata.log.position() == 0
+    result = api.import_lines([*first, line("r", "Pin it", "solution", problem_id=problem, related_memory_ids=[fact])])
+    assert (result.created, result.reinforced) == (4, 0)
+    solution = strata.log.memory(str(memory_id("Pin it", "solution", "repo", "r")), "r")
+    assert (solution.problem_ids, solution.related_ids) == ([problem], [fact])
+
+
+def test_an_append_larger_than_one_batch_is_still_all_or_nothing(strata: Strata) -> None:
+    """A big append is encoded and inserted batch by batch (MemoryLog._insert, on SQLite) in one
+    transaction: a refusal by the log in a later batch leaves nothing of the earlier ones."""
+    from uuid import uuid4
+
+    from eventsourcing.persistence import IntegrityError
+
+    from strata_recall.domain.application import APPEND_BATCH
+    from strata_recall.domain.memory import Memory
+
+    def written(i: int, mid: Any = None) -> Any:
+        return Memory.written_record(
+            mid or uuid4(),
+            text=f"memory number {i}",
+            kind="fact",
+            scope="repo",
+            repo_id="acme/api",
+            confidence=0.8,
+            rationale="",
+            problem_id=None,
+            related_ids=[],
+            change_targets=[],
+            evidence_refs=[],
+            author=None,
+            status="active",
+            redactions=0,
+        )
+
+    taken = written(0)
+    strata.log._append([taken])
+    before = strata.log.position()
+    events = [written(i) for i in range(1, 2 * APPEND_BATCH + 10)] + [written(0, taken.originator_id)]
+    with pytest.raises(IntegrityError):
+        strata.log._append(events)
+    assert strata.log.position() == before
+    assert strata.log.find(events[0].originator_id) is None
+    assert not strata.log.existing_ids([e.originator_id for e in events[:-1]])
+    strata.log._append(events[:-1])  # the same events without the clash: all recorded
+    assert strata.log.existing_ids([e.originator_id for e in events]) == {e.originator_id for e in events}
+    assert strata.log.memory(str(events[-2].originator_id)).text == f"memory number {2 * APPEND_BATCH + 9}"
