@@ -52,11 +52,32 @@ from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 
+FILES_ONLY = 1 << 30
+"""Evidence no memory has in shared code tokens: only a file the moment names clears it (`files`)."""
+
 
 def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     """`rule` at `moment` (prompt, failure, edit) as (the hooks' policy, each memory's bar beyond the hook's
-    own, at most this many shown): the moment's Lead; at a failure the evidence asked of each memory
-    (`tokens:N`; any other rule: the bar alone, as before FAILURE_EVIDENCE)."""
+    own, at most this many shown): the moment's Lead; at a failure or a prompt the evidence asked of each
+    memory (`tokens:N`, `files`; any other rule: the bar alone, as before FAILURE_EVIDENCE); at a prompt
+    also a lead with the evidence, `LEAD&EVIDENCE` (an answer that leads shows its memories with the
+    evidence) or `LEAD|EVIDENCE` (an answer that leads shows each memory above the bar, any other its
+    memories with the evidence); `hook`: the hooks' own POLICY."""
+    if rule == "hook":
+        return hooks.POLICY, 0.0, None
+    if moment == "prompt" and ("&" in rule or "|" in rule):
+        either = "|" in rule
+        first, _, second = rule.partition("|" if either else "&")
+        led, _, most = policy_of(first, moment)
+        evidenced = policy_of(second, moment)[0]
+        return evidenced._replace(prompt=led.prompt, prompt_either=either), 0.0, most
+    if moment == "prompt" and (rule.partition("@")[0] in ("files", "case") or "@" in rule):
+        rule, _, at = rule.partition("@")
+        policy, bar, most = policy_of(f"tokens:{FILES_ONLY}" if rule in ("files", "case") else rule, moment)
+        policy = policy._replace(prompt_case=rule == "case")
+        return policy._replace(prompt_evidence_bar=float(at)) if at else policy, bar, most
+    if rule == "files":
+        rule = f"tokens:{FILES_ONLY}"
     kind, _, value = rule.partition(":")
     if not value:
         kind, value = "", kind
@@ -66,7 +87,7 @@ def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     if kind == "lead":  # inf standout: never (inf x 0 is nan)
         lead = hooks.Lead(float(value), float(standout) if standout else float("inf"))
     if moment == "prompt":
-        policy = hooks.Policy(prompt=lead)
+        policy = hooks.Policy(prompt=lead, prompt_evidence=int(value) if kind == "tokens" else None)
     elif moment == "failure":
         policy = hooks.Policy(failure=lead, failure_evidence=int(value) if kind == "tokens" else None)
     else:
@@ -89,13 +110,17 @@ def injected(
     as likely as the most likely), `lead:2.25` (interface/agents/hooks.py Lead: nothing unless the answer's
     best memory is at least 2.25 x RELEVANCE_BAR likely, then each memory above the bar), `lead:2.25+8`
     (also an answer whose best memory clears the bar and is 8 times as likely as any other case's: the
-    prompt's PROMPT_LEAD and PROMPT_STANDOUT), `lead:2.25/1` (at most one memory), `tokens:2` (at a failure: each
-    memory above the bar that shares at least 2 code tokens with the failure or names a file it names:
-    hooks.Policy.failure_evidence), `none`.
+    prompt's PROMPT_LEAD and PROMPT_STANDOUT), `lead:2.25/1` (at most one memory), `tokens:2` (at a failure or
+    a prompt: each memory above the bar that shares at least 2 code tokens with the moment or names a file
+    it names: hooks.Policy.failure_evidence, prompt_evidence), `files` (only a file it names), at a prompt
+    `case` (a file any memory of its case names: prompt_case), `tokens:2@0.1` (the evidence's memories at
+    least 0.1 likely, not the bar: prompt_evidence_bar), `lead:2.25+8&tokens:2` (the lead's answers, their
+    memories with the evidence) and `lead:2.25+8|tokens:2` (the lead's answers whole, any answer's memories
+    with the evidence: hooks.Policy.prompt_either), `hook` (hooks.POLICY), `none`.
     The rule is handed to the hook's own `chosen` as a policy (hooks.Policy): nothing is mutated."""
     policy, bar, most = policy_of(rule, moment.kind)
     results = answer.get("results") or []
-    kind = rule.partition(":")[0]
+    kind = rule.partition(":")[0] if "&" not in rule and "|" not in rule else ""
     cleared = bar if moment.kind != "edit" else 0.0  # an edit shows the memories of its file
     items = [item for item in _items(results[:1] if kind == "best" else results) if (item.relevance or 0.0) >= cleared]
     if kind == "half" and items:
@@ -125,11 +150,28 @@ FAILURE_RULES = "0.2,0.3,0.4,0.5,half:0.2,tokens:1,tokens:2,tokens:3,none," + ",
     for standout in ("", "+3", "+8")
     for most in ("", "/1")
 )
-PROMPT_RULES = "0.2,0.3,0.4,0.5,best:0.2,half:0.2," + ",".join(
-    f"lead:{lead}{standout}{most}"
-    for lead in (1.5, 1.75, 2, 2.25, 2.5)
-    for standout in ("", "+3", "+5", "+8")
-    for most in ("", "/1", "/2")
+BELOW = ("", "@0.1", "@0")
+"""The evidence's own bar at a prompt: the read path's (the memory at least RELEVANCE_BAR likely), 0.1, none
+(any memory of an answer that cleared the bar)."""
+PROMPT_RULES = (
+    "0.2,0.3,0.4,0.5,best:0.2,half:0.2,"
+    + ",".join(
+        f"lead:{lead}{standout}{most}"
+        for lead in (1.5, 1.75, 2, 2.25, 2.5)
+        for standout in ("", "+3", "+5", "+8")
+        for most in ("", "/1", "/2")
+    )
+    + ","
+    + ",".join(f"{evidence}{at}" for evidence in ("tokens:1", "tokens:2", "tokens:3", "files", "case") for at in BELOW)
+    + ","
+    + ",".join(
+        f"lead:{lead}{standout}{join}{evidence}{at}"
+        for lead in (1.75, 2, 2.25, 2.5)
+        for standout in ("", "+8")
+        for join in ("&", "|")
+        for evidence in ("tokens:1", "tokens:2", "tokens:3", "files", "case")
+        for at in BELOW
+    )
 )
 
 
@@ -281,13 +323,17 @@ def moment_reads(app, repo: str, s: Scripted, checkout: Path, moment: str) -> tu
     never shown a memory twice, and its injections share one budget)."""
     if moment == "edit":
         return edits(app, repo, s, checkout), [], 0
-    prompt = (read(app, repo, s), hook_cues.Moment("prompt", s.statement))
+    # as the hook sees it: the statement's code tokens and the repository's files it names (in the checkout)
+    prompt = (
+        read(app, repo, s),
+        hook_cues.prompt_moment({"prompt": s.statement}, checkout) or hook_cues.Moment("prompt", s.statement),
+    )
     if moment == "prompt":
         return [prompt], [], 0
     failed = hook_cues.failure_moment({"error": f"Exit code 1\n{s.failure}"}, checkout) if s.failure else None
     if failed is None:
         return [], [], 0
-    before, spent = injected(*prompt, f"lead:{hooks.POLICY.prompt.lead}+{hooks.POLICY.prompt.standout}")
+    before, spent = injected(*prompt, "hook")
     return [(read(app, repo, s, failed.query, "after-command"), failed)], before, spent
 
 

@@ -381,18 +381,39 @@ class Policy(NamedTuple):
     failure_evidence: int | None = FAILURE_EVIDENCE
     """At a failure, a memory above the bar is shown only when it shares at least this many distinctive
     code tokens with the failure's lines or names a file they name (None: the bar alone)."""
+    prompt_evidence: int | None = None
+    """At a prompt, the same evidence asked of each memory shown (None: the bar alone)."""
+    prompt_either: bool = False
+    """At a prompt, the lead or the evidence: an answer that leads (`prompt`) shows each memory above the
+    bar and those with the evidence, one that does not shows those with `prompt_evidence` (False: an
+    answer that does not lead shows nothing, and one that does shows the memories with the evidence)."""
+    prompt_evidence_bar: float = RELEVANCE_BAR
+    """At a prompt, how likely to be relevant a memory with the evidence must be (the answer as a whole
+    cleared RELEVANCE_BAR: the read asked for it)."""
+    prompt_case: bool = False
+    """At a prompt, a file the prompt names is evidence for every memory of a case (a problem with its
+    solutions and failed tactics) one of whose memories is anchored to it or names it."""
 
 
 POLICY = Policy()
 
 
-def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy = POLICY) -> bool:
+def names(item: Item, moment: Moment) -> bool:
+    """The memory is anchored to a file of the repository the moment names, or names one."""
+    return any(path in item.anchors or path in item.text for path in moment.paths)
+
+
+def clears_bar(
+    item: Item, moment: Moment, barred: bool = False, policy: Policy = POLICY, named: bool | None = None
+) -> bool:
     """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
     answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
     relevant (`barred`), at a failure also sharing the failure's evidence (the policy's
-    `failure_evidence`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
-    file the moment names."""
-    named = any(path in item.anchors or path in item.text for path in moment.paths)
+    `failure_evidence`; at a prompt `prompt_evidence`, with its own `prompt_evidence_bar`), or, without
+    the read path's relevance, one that clears SHARED_TOKENS or names a file the moment names (`named`:
+    given by the caller, else `names`)."""
+    if named is None:
+        named = names(item, moment)
 
     def shares(tokens: int | None) -> bool:
         return tokens is None or named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= tokens
@@ -400,6 +421,8 @@ def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy 
     if moment.kind == "edit":
         return named
     if barred:
+        if moment.kind == "prompt" and policy.prompt_evidence is not None:
+            return (item.relevance or 0.0) >= policy.prompt_evidence_bar and shares(policy.prompt_evidence)
         evidence = policy.failure_evidence if moment.kind == "failure" else None
         return (item.relevance or 0.0) >= RELEVANCE_BAR and shares(evidence)
     return shares(SHARED_TOKENS)
@@ -424,9 +447,21 @@ def chosen(
     first; at a prompt or a failure with the read path's relevance, none unless the answer `leads` under
     the policy's rule for that moment."""
     rule = {"prompt": policy.prompt, "failure": policy.failure}.get(moment.kind)
-    if rule is not None and barred and not leads(items, rule):
+    led = rule is None or not barred or leads(items, rule)
+    evidenced = moment.kind == "prompt" and barred and policy.prompt_evidence is not None
+    if not led and not (evidenced and policy.prompt_either):
         return []
-    keep = [item for item in items if clears_bar(item, moment, barred, policy)]
+    named: dict[str, bool] = {}
+    if evidenced and policy.prompt_case:  # a case is named when one of its memories is
+        for item in items:
+            case = item.problem_id or item.memory_id
+            named[case] = named.get(case, False) or names(item, moment)
+    keep = [
+        item
+        for item in items
+        if clears_bar(item, moment, barred, policy, named.get(item.problem_id or item.memory_id))
+        or (evidenced and led and policy.prompt_either and (item.relevance or 0.0) >= RELEVANCE_BAR)
+    ]
     if moment.kind == "edit":
         keep.sort(key=lambda item: FIRST.get(item.kind, 2))  # stable: the read's order within a kind
     out, seen = [], set(shown)
