@@ -4,12 +4,15 @@ on the same answers, so every rule is judged on the same reads.
 
 Usage: python ops/eval_prompt_bar.py [--data FILE] [--repos sympy/sympy,...] [--max-tasks N]
                                      [--moment prompt|failure|edit]
-                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1,tokens:2]
+                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1,tokens:2,
+                                              files,case@0,lead:2.25+8&tokens:2,lead:2.25+8|case@0]
 
 Per repository, tasks in instance order: before task i is written, its statement (what the prompt hook
 sends, the first 2,000 characters) is read as the prompt hook reads a server (`/v1/read`'s request:
 targeted, limit CANDIDATES["prompt"], the read path's bar RELEVANCE_BAR, no semantic hops), and so is a
-foreign task's statement (another repository's, as eval_session picks it). With `--moment failure`, a
+foreign task's statement (another repository's, as eval_session picks it); its moment is the hook's
+(hook_cues.prompt_moment: its code tokens and the checkout's files it names, the evidence a rule may
+ask). With `--moment failure`, a
 session whose statement carries a traceback or an error (eval_session's failed test run) is read as the
 after-command hook reads it (hook_cues.failure_moment's lines, limit CANDIDATES["after-command"]), after
 its prompt as the hook shows it (hooks.POLICY): what the prompt showed is not shown again, and the
