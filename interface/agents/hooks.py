@@ -445,7 +445,8 @@ def chosen(
     """The candidates to show, in the read's order (a problem, then the failed tactics and solutions nested
     in it): those that clear the bar and were not shown before; at an edit, failed tactics and decisions
     first; at a prompt or a failure with the read path's relevance, none unless the answer `leads` under
-    the policy's rule for that moment."""
+    the policy's rule for that moment (at a prompt whose policy asks evidence with `prompt_either`, an
+    answer that does not lead still shows its memories with the evidence)."""
     rule = {"prompt": policy.prompt, "failure": policy.failure}.get(moment.kind)
     led = rule is None or not barred or leads(items, rule)
     evidenced = moment.kind == "prompt" and barred and policy.prompt_evidence is not None
