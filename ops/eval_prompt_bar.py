@@ -55,32 +55,43 @@ from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 
-FILES_ONLY = 1 << 30
-"""Evidence no memory has in shared code tokens: only a file the moment names clears it (`files`)."""
+EVIDENCE = ("tokens", "files", "case")
+"""A prompt's evidence rules (hooks.Evidence): `tokens:N`, `files`, `case`, each with an optional `@B`."""
+
+
+def evidence_of(rule: str) -> hooks.Evidence:
+    """A prompt's evidence rule as the hooks' Evidence: `tokens:N` (at least N distinctive code tokens shared
+    with the prompt, or a file it names), `files` (a file the prompt names, named by the memory), `case` (by
+    any memory of its case); `@B` the memory at least B likely to be relevant (else the read path's bar)."""
+    what, _, at = rule.partition("@")
+    kind, _, tokens = what.partition(":")
+    return hooks.Evidence(
+        case=kind == "case",
+        tokens=int(tokens) if kind == "tokens" else None,
+        bar=float(at) if at else hooks.RELEVANCE_BAR,
+    )
 
 
 def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     """`rule` at `moment` (prompt, failure, edit) as (the hooks' policy, each memory's bar beyond the hook's
-    own, at most this many shown): the moment's Lead; at a failure or a prompt the evidence asked of each
-    memory (`tokens:N`, `files`; any other rule: the bar alone, as before FAILURE_EVIDENCE); at a prompt
-    also a lead with the evidence, `LEAD&EVIDENCE` (an answer that leads shows its memories with the
-    evidence) or `LEAD|EVIDENCE` (an answer that leads shows each memory above the bar, any other its
-    memories with the evidence); `hook`: the hooks' own POLICY."""
+    own, at most this many shown): the moment's Lead; at a failure the evidence asked of each memory
+    (`tokens:N`; any other rule: the bar alone, as before FAILURE_EVIDENCE); at a prompt the evidence
+    alone (`evidence_of`: each memory shown has it) or with a lead, `LEAD&EVIDENCE` (an answer that leads
+    shows its memories with the evidence: Evidence.within_lead) or `LEAD|EVIDENCE` (an answer that leads
+    shows each memory above the bar, any answer its memories with the evidence), and any other rule asks
+    none; `hook`: the hooks' own POLICY."""
     if rule == "hook":
         return hooks.POLICY, 0.0, None
-    if moment == "prompt" and ("&" in rule or "|" in rule):
-        either = "|" in rule
-        first, _, second = rule.partition("|" if either else "&")
-        led, _, most = policy_of(first, moment)
-        evidenced = policy_of(second, moment)[0]
-        return evidenced._replace(prompt=led.prompt, prompt_either=either), 0.0, most
-    if moment == "prompt" and (rule.partition("@")[0] in ("files", "case") or "@" in rule):
-        rule, _, at = rule.partition("@")
-        policy, bar, most = policy_of(f"tokens:{FILES_ONLY}" if rule in ("files", "case") else rule, moment)
-        policy = policy._replace(prompt_case=rule == "case")
-        return policy._replace(prompt_evidence_bar=float(at)) if at else policy, bar, most
-    if rule == "files":
-        rule = f"tokens:{FILES_ONLY}"
+    if moment == "prompt":
+        for join in "|&":
+            if join in rule:
+                first, _, second = rule.partition(join)
+                led, _, most = policy_of(first, moment)
+                evidence = evidence_of(second)._replace(within_lead=join == "&")
+                return led._replace(prompt_evidence=evidence), 0.0, most
+        if rule.partition("@")[0].partition(":")[0] in EVIDENCE:
+            evidence = evidence_of(rule)._replace(within_lead=True)  # every answer leads under Lead()
+            return hooks.Policy(prompt=hooks.Lead(), prompt_evidence=evidence), 0.0, None
     kind, _, value = rule.partition(":")
     if not value:
         kind, value = "", kind
@@ -90,7 +101,7 @@ def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     if kind == "lead":  # inf standout: never (inf x 0 is nan)
         lead = hooks.Lead(float(value), float(standout) if standout else float("inf"))
     if moment == "prompt":
-        policy = hooks.Policy(prompt=lead, prompt_evidence=int(value) if kind == "tokens" else None)
+        policy = hooks.Policy(prompt=lead, prompt_evidence=None)
     elif moment == "failure":
         policy = hooks.Policy(failure=lead, failure_evidence=int(value) if kind == "tokens" else None)
     else:
@@ -115,11 +126,11 @@ def injected(
     (also an answer whose best memory clears the bar and is 8 times as likely as any other case's: the
     prompt's PROMPT_LEAD and PROMPT_STANDOUT), `lead:2.25/1` (at most one memory), `tokens:2` (at a failure or
     a prompt: each memory above the bar that shares at least 2 code tokens with the moment or names a file
-    it names: hooks.Policy.failure_evidence, prompt_evidence), `files` (only a file it names), at a prompt
-    `case` (a file any memory of its case names: prompt_case), `tokens:2@0.1` (the evidence's memories at
-    least 0.1 likely, not the bar: prompt_evidence_bar), `lead:2.25+8&tokens:2` (the lead's answers, their
-    memories with the evidence) and `lead:2.25+8|tokens:2` (the lead's answers whole, any answer's memories
-    with the evidence: hooks.Policy.prompt_either), `hook` (hooks.POLICY), `none`.
+    it names: hooks.Policy.failure_evidence, prompt_evidence), at a prompt `files` (only a file it names)
+    and `case` (a file any memory of its case names: hooks.Evidence.case), `tokens:2@0.1` (the evidence's
+    memories at least 0.1 likely, not the bar: Evidence.bar), `lead:2.25+8&tokens:2` (the lead's answers,
+    their memories with the evidence: Evidence.within_lead) and `lead:2.25+8|case@0` (the lead's answers
+    whole, any answer's memories with the evidence: the hooks' own), `hook` (hooks.POLICY), `none`.
     The rule is handed to the hook's own `chosen` as a policy (hooks.Policy): nothing is mutated."""
     policy, bar, most = policy_of(rule, moment.kind)
     results = answer.get("results") or []
