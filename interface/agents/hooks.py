@@ -393,8 +393,8 @@ PROMPT_EVIDENCE = Evidence()
 """At a prompt, beside the lead's answers (PROMPT_LEAD, PROMPT_STANDOUT), any memory whose case names a
 file the prompt names, at any relevance: of a case anchored to that file or naming it, the problem and
 its solutions and failed tactics. Only 26 of 90 prompts with a relevant earlier task name a file of the
-repository, but a case naming it is of a relevant task about half the time, where the lead's answers are
-a third of the time: ops/eval_prompt_bar.py on eval_session's stores, each repository left out in turn,
+repository, but a case naming it is of a relevant task about half the time (0.49), the lead's answers
+less than a third (0.29): ops/eval_prompt_bar.py on eval_session's stores, each repository left out in turn,
 0.333 -> 0.444 of the sessions with a relevant earlier task get one at the prompt, 0.279 -> 0.319 of what a
 prompt shows is of one, foreign prompts as quiet (1.000); shared code tokens are as common in
 look-alikes (docs/CLIENTS.md). Only a path check per memory: no memory's text is tokenized."""
