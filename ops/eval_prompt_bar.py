@@ -4,12 +4,15 @@ on the same answers, so every rule is judged on the same reads.
 
 Usage: python ops/eval_prompt_bar.py [--data FILE] [--repos sympy/sympy,...] [--max-tasks N]
                                      [--moment prompt|failure|edit]
-                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1,tokens:2]
+                                     [--rules 0.2,0.3,best:0.2,half:0.2,lead:2.25+8,lead:2/1,tokens:2,
+                                              files,case@0,lead:2.25+8&tokens:2,lead:2.25+8|case@0]
 
 Per repository, tasks in instance order: before task i is written, its statement (what the prompt hook
 sends, the first 2,000 characters) is read as the prompt hook reads a server (`/v1/read`'s request:
 targeted, limit CANDIDATES["prompt"], the read path's bar RELEVANCE_BAR, no semantic hops), and so is a
-foreign task's statement (another repository's, as eval_session picks it). With `--moment failure`, a
+foreign task's statement (another repository's, as eval_session picks it); its moment is the hook's
+(hook_cues.prompt_moment: its code tokens and the checkout's files it names, the evidence a rule may
+ask). With `--moment failure`, a
 session whose statement carries a traceback or an error (eval_session's failed test run) is read as the
 after-command hook reads it (hook_cues.failure_moment's lines, limit CANDIDATES["after-command"]), after
 its prompt as the hook shows it (hooks.POLICY): what the prompt showed is not shown again, and the
@@ -52,11 +55,43 @@ from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.settings import load_settings
 
+EVIDENCE = ("tokens", "files", "case")
+"""A prompt's evidence rules (hooks.Evidence): `tokens:N`, `files`, `case`, each with an optional `@B`."""
+
+
+def evidence_of(rule: str) -> hooks.Evidence:
+    """A prompt's evidence rule as the hooks' Evidence: `tokens:N` (at least N distinctive code tokens shared
+    with the prompt, or a file it names), `files` (a file the prompt names, named by the memory), `case` (by
+    any memory of its case); `@B` the memory at least B likely to be relevant (else the read path's bar)."""
+    what, _, at = rule.partition("@")
+    kind, _, tokens = what.partition(":")
+    return hooks.Evidence(
+        case=kind == "case",
+        tokens=int(tokens) if kind == "tokens" else None,
+        bar=float(at) if at else hooks.RELEVANCE_BAR,
+    )
+
 
 def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     """`rule` at `moment` (prompt, failure, edit) as (the hooks' policy, each memory's bar beyond the hook's
     own, at most this many shown): the moment's Lead; at a failure the evidence asked of each memory
-    (`tokens:N`; any other rule: the bar alone, as before FAILURE_EVIDENCE)."""
+    (`tokens:N`; any other rule: the bar alone, as before FAILURE_EVIDENCE); at a prompt the evidence
+    alone (`evidence_of`: each memory shown has it) or with a lead, `LEAD&EVIDENCE` (an answer that leads
+    shows its memories with the evidence: Evidence.within_lead) or `LEAD|EVIDENCE` (an answer that leads
+    shows each memory above the bar, any answer its memories with the evidence), and any other rule asks
+    none; `hook`: the hooks' own POLICY."""
+    if rule == "hook":
+        return hooks.POLICY, 0.0, None
+    if moment == "prompt":
+        for join in "|&":
+            if join in rule:
+                first, _, second = rule.partition(join)
+                led, _, most = policy_of(first, moment)
+                evidence = evidence_of(second)._replace(within_lead=join == "&")
+                return led._replace(prompt_evidence=evidence), 0.0, most
+        if rule.partition("@")[0].partition(":")[0] in EVIDENCE:
+            evidence = evidence_of(rule)._replace(within_lead=True)  # every answer leads under Lead()
+            return hooks.Policy(prompt=hooks.Lead(), prompt_evidence=evidence), 0.0, None
     kind, _, value = rule.partition(":")
     if not value:
         kind, value = "", kind
@@ -66,7 +101,7 @@ def policy_of(rule: str, moment: str) -> tuple[hooks.Policy, float, int | None]:
     if kind == "lead":  # inf standout: never (inf x 0 is nan)
         lead = hooks.Lead(float(value), float(standout) if standout else float("inf"))
     if moment == "prompt":
-        policy = hooks.Policy(prompt=lead)
+        policy = hooks.Policy(prompt=lead, prompt_evidence=None)
     elif moment == "failure":
         policy = hooks.Policy(failure=lead, failure_evidence=int(value) if kind == "tokens" else None)
     else:
@@ -89,13 +124,17 @@ def injected(
     as likely as the most likely), `lead:2.25` (interface/agents/hooks.py Lead: nothing unless the answer's
     best memory is at least 2.25 x RELEVANCE_BAR likely, then each memory above the bar), `lead:2.25+8`
     (also an answer whose best memory clears the bar and is 8 times as likely as any other case's: the
-    prompt's PROMPT_LEAD and PROMPT_STANDOUT), `lead:2.25/1` (at most one memory), `tokens:2` (at a failure: each
-    memory above the bar that shares at least 2 code tokens with the failure or names a file it names:
-    hooks.Policy.failure_evidence), `none`.
+    prompt's PROMPT_LEAD and PROMPT_STANDOUT), `lead:2.25/1` (at most one memory), `tokens:2` (at a failure or
+    a prompt: each memory above the bar that shares at least 2 code tokens with the moment or names a file
+    it names: hooks.Policy.failure_evidence, prompt_evidence), at a prompt `files` (only a file it names)
+    and `case` (a file any memory of its case names: hooks.Evidence.case), `tokens:2@0.1` (the evidence's
+    memories at least 0.1 likely, not the bar: Evidence.bar), `lead:2.25+8&tokens:2` (the lead's answers,
+    their memories with the evidence: Evidence.within_lead) and `lead:2.25+8|case@0` (the lead's answers
+    whole, any answer's memories with the evidence: the hooks' own), `hook` (hooks.POLICY), `none`.
     The rule is handed to the hook's own `chosen` as a policy (hooks.Policy): nothing is mutated."""
     policy, bar, most = policy_of(rule, moment.kind)
     results = answer.get("results") or []
-    kind = rule.partition(":")[0]
+    kind = rule.partition(":")[0] if "&" not in rule and "|" not in rule else ""
     cleared = bar if moment.kind != "edit" else 0.0  # an edit shows the memories of its file
     items = [item for item in _items(results[:1] if kind == "best" else results) if (item.relevance or 0.0) >= cleared]
     if kind == "half" and items:
@@ -125,11 +164,28 @@ FAILURE_RULES = "0.2,0.3,0.4,0.5,half:0.2,tokens:1,tokens:2,tokens:3,none," + ",
     for standout in ("", "+3", "+8")
     for most in ("", "/1")
 )
-PROMPT_RULES = "0.2,0.3,0.4,0.5,best:0.2,half:0.2," + ",".join(
-    f"lead:{lead}{standout}{most}"
-    for lead in (1.5, 1.75, 2, 2.25, 2.5)
-    for standout in ("", "+3", "+5", "+8")
-    for most in ("", "/1", "/2")
+BELOW = ("", "@0.1", "@0")
+"""The evidence's own bar at a prompt: the read path's (the memory at least RELEVANCE_BAR likely), 0.1, none
+(any memory of an answer that cleared the bar)."""
+PROMPT_RULES = (
+    "0.2,0.3,0.4,0.5,best:0.2,half:0.2,"
+    + ",".join(
+        f"lead:{lead}{standout}{most}"
+        for lead in (1.5, 1.75, 2, 2.25, 2.5)
+        for standout in ("", "+3", "+5", "+8")
+        for most in ("", "/1", "/2")
+    )
+    + ","
+    + ",".join(f"{evidence}{at}" for evidence in ("tokens:1", "tokens:2", "tokens:3", "files", "case") for at in BELOW)
+    + ","
+    + ",".join(
+        f"lead:{lead}{standout}{join}{evidence}{at}"
+        for lead in (1.75, 2, 2.25, 2.5)
+        for standout in ("", "+8")
+        for join in ("&", "|")
+        for evidence in ("tokens:1", "tokens:2", "tokens:3", "files", "case")
+        for at in BELOW
+    )
 )
 
 
@@ -281,13 +337,17 @@ def moment_reads(app, repo: str, s: Scripted, checkout: Path, moment: str) -> tu
     never shown a memory twice, and its injections share one budget)."""
     if moment == "edit":
         return edits(app, repo, s, checkout), [], 0
-    prompt = (read(app, repo, s), hook_cues.Moment("prompt", s.statement))
+    # as the hook sees it: the statement's code tokens and the repository's files it names (in the checkout)
+    prompt = (
+        read(app, repo, s),
+        hook_cues.prompt_moment({"prompt": s.statement}, checkout) or hook_cues.Moment("prompt", s.statement),
+    )
     if moment == "prompt":
         return [prompt], [], 0
     failed = hook_cues.failure_moment({"error": f"Exit code 1\n{s.failure}"}, checkout) if s.failure else None
     if failed is None:
         return [], [], 0
-    before, spent = injected(*prompt, f"lead:{hooks.POLICY.prompt.lead}+{hooks.POLICY.prompt.standout}")
+    before, spent = injected(*prompt, "hook")
     return [(read(app, repo, s, failed.query, "after-command"), failed)], before, spent
 
 

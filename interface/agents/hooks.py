@@ -9,7 +9,8 @@ loaded, recalled and rated without the agent having to remember.
   command, by its distinctive lines (interface/agents/hook_cues.py says what each moment is about). Nothing is injected
   unless it clears the relevance bar (the read path's own on a server: RELEVANCE_BAR, EDIT_BAR at an
   edit; SHARED_TOKENS on a local store), a prompt's answer only when its best memory is far above it
-  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), at a failure only what also shares its evidence
+  or stands out (PROMPT_LEAD, PROMPT_STANDOUT), or else only the memories whose case names a file the
+  prompt names (PROMPT_EVIDENCE), at a failure only what also shares its evidence
   (FAILURE_EVIDENCE; these rules are a `Policy`), and every injection fits a per-event and a
   per-session token budget and never repeats a memory the session was already shown.
 - stop: once per session, if the session made reads it has not rated (its own reads and the
@@ -103,14 +104,15 @@ which every injection from a server clears: the read asks for it, so an answer l
 to hold a relevant memory is empty; and at a prompt or a failure each memory shown is itself at least
 that likely to be relevant (`relevance`, a probability), so a likely answer's long tail stays out."""
 PROMPT_LEAD = 2.25
-"""A prompt's answer is shown only when its best memory is at least PROMPT_LEAD x RELEVANCE_BAR (0.45)
-likely to be relevant, or stands out (PROMPT_STANDOUT); then each memory that clears RELEVANCE_BAR is
-shown as before. A prompt is often a task's whole statement, and an answer whose best memory barely
-clears the bar mostly holds memories of other tasks (ops/eval_prompt_bar.py on eval_session's stores: 0.18
-of what a prompt showed was of a relevant earlier task, 0.29 with the lead; chosen leaving one repository
-out in turn: docs/CLIENTS.md). The edit moment, whose memories are those of the file about to be edited,
-finds what the prompt leaves out. Only where the read path's relevance is known (a server, a local
-store's door): a local store's keyword candidates have none, and keep their own bar."""
+"""A prompt's answer is shown whole only when its best memory is at least PROMPT_LEAD x RELEVANCE_BAR
+(0.45) likely to be relevant, or stands out (PROMPT_STANDOUT): then each memory that clears RELEVANCE_BAR
+is shown as before; of any other answer only the memories with PROMPT_EVIDENCE. A prompt is often a
+task's whole statement, and an answer whose best memory barely clears the bar mostly holds memories of
+other tasks (ops/eval_prompt_bar.py on eval_session's stores: 0.18 of what a prompt showed was of a
+relevant earlier task, 0.29 with the lead; chosen leaving one repository out in turn: docs/CLIENTS.md).
+The edit moment, whose memories are those of the file about to be edited, finds what the prompt leaves
+out. Only where the read path's relevance is known (a server, a local store's door): a local store's
+keyword candidates have none, and keep their own bar."""
 PROMPT_STANDOUT = 8.0
 """An answer whose best memory clears the bar but not the lead is shown when no other case in the answer
 is within 1/PROMPT_STANDOUT of it (nothing else came back, or only its tail): one memory a plainly
@@ -371,12 +373,41 @@ class Lead(NamedTuple):
     standout: float = float("inf")
 
 
+class Evidence(NamedTuple):
+    """At a prompt, what shows a memory beside the lead's answers: a file of the repository the prompt
+    names, which the memory is anchored to or names (with `case`, which any memory of its case does: a
+    problem with its solutions and failed tactics), or, when `tokens` is set, at least that many distinctive
+    code tokens it shares with the prompt (hook_cues.code_tokens); and the memory at least `bar` likely to
+    be relevant (the answer as a whole cleared RELEVANCE_BAR: the read asked for it). Beside the lead: an
+    answer that leads shows each memory above the bar, any answer its memories with the evidence (the lead
+    OR the evidence); with `within_lead`, only an answer that leads, and of it only the memories with the
+    evidence (the lead AND the evidence). `Evidence()` is the hooks' own (PROMPT_EVIDENCE)."""
+
+    case: bool = True
+    tokens: int | None = None
+    bar: float = 0.0
+    within_lead: bool = False
+
+
+PROMPT_EVIDENCE = Evidence()
+"""At a prompt, beside the lead's answers (PROMPT_LEAD, PROMPT_STANDOUT), any memory whose case names a
+file the prompt names, at any relevance: of a case anchored to that file or naming it, the problem and
+its solutions and failed tactics. Only 26 of 90 prompts with a relevant earlier task name a file of the
+repository, but a case naming it is of a relevant task about half the time (0.49), the lead's answers
+less than a third (0.29): ops/eval_prompt_bar.py on eval_session's stores, each repository left out in turn,
+0.333 -> 0.444 of the sessions with a relevant earlier task get one at the prompt, 0.279 -> 0.319 of what a
+prompt shows is of one, foreign prompts as quiet (1.000); shared code tokens are as common in
+look-alikes (docs/CLIENTS.md). Only a path check per memory: no memory's text is tokenized."""
+
+
 class Policy(NamedTuple):
     """What the recall moments show from a read with the read path's relevance (a server, a local store's
     door): the hooks use POLICY; ops/eval_prompt_bar.py passes others to choose it (nothing here is
     mutated to try a rule)."""
 
     prompt: Lead = Lead(PROMPT_LEAD, PROMPT_STANDOUT)
+    prompt_evidence: Evidence | None = PROMPT_EVIDENCE
+    """What also shows a memory at a prompt (None: the lead's answers alone)."""
     failure: Lead = Lead()
     failure_evidence: int | None = FAILURE_EVIDENCE
     """At a failure, a memory above the bar is shown only when it shares at least this many distinctive
@@ -386,23 +417,46 @@ class Policy(NamedTuple):
 POLICY = Policy()
 
 
+def names(item: Item, moment: Moment) -> bool:
+    """The memory is anchored to a file of the repository the moment names, or names one."""
+    return any(path in item.anchors or path in item.text for path in moment.paths)
+
+
+def shares(item: Item, moment: Moment, tokens: int) -> bool:
+    """The memory shares at least `tokens` distinctive code tokens with the moment."""
+    return len(moment.tokens & hook_cues.code_tokens(item.text)) >= tokens
+
+
 def clears_bar(item: Item, moment: Moment, barred: bool = False, policy: Policy = POLICY) -> bool:
     """Whether a memory the read offered may be injected: at an edit, a memory of the edited file (from an
     answer that cleared EDIT_BAR, when `barred`); else one at least RELEVANCE_BAR likely to be
     relevant (`barred`), at a failure also sharing the failure's evidence (the policy's
     `failure_evidence`), or, without the read path's relevance, one that clears SHARED_TOKENS or names a
     file the moment names."""
-    named = any(path in item.anchors or path in item.text for path in moment.paths)
-
-    def shares(tokens: int | None) -> bool:
-        return tokens is None or named or len(moment.tokens & hook_cues.code_tokens(item.text)) >= tokens
-
     if moment.kind == "edit":
-        return named
-    if barred:
+        return names(item, moment)
+    if not barred:
+        evidence: int | None = SHARED_TOKENS
+    elif (item.relevance or 0.0) < RELEVANCE_BAR:
+        return False
+    else:
         evidence = policy.failure_evidence if moment.kind == "failure" else None
-        return (item.relevance or 0.0) >= RELEVANCE_BAR and shares(evidence)
-    return shares(SHARED_TOKENS)
+    return evidence is None or names(item, moment) or shares(item, moment, evidence)
+
+
+def evidenced(items: list[Item], moment: Moment, evidence: Evidence) -> list[bool]:
+    """Which of an answer's memories have the prompt's `evidence` (`Evidence`): a file the prompt names,
+    named by the memory or (`case`) by its case; or its shared code tokens (`tokens`), computed only
+    where no file is named."""
+    named = [names(item, moment) for item in items]
+    if evidence.case:  # a case is named when one of its memories is
+        cases = {item.problem_id or item.memory_id for item, name in zip(items, named, strict=True) if name}
+        named = [(item.problem_id or item.memory_id) in cases for item in items]
+    return [
+        (item.relevance or 0.0) >= evidence.bar
+        and (name or (evidence.tokens is not None and shares(item, moment, evidence.tokens)))
+        for item, name in zip(items, named, strict=True)
+    ]
 
 
 def leads(items: list[Item], rule: Lead) -> bool:
@@ -422,11 +476,22 @@ def chosen(
     """The candidates to show, in the read's order (a problem, then the failed tactics and solutions nested
     in it): those that clear the bar and were not shown before; at an edit, failed tactics and decisions
     first; at a prompt or a failure with the read path's relevance, none unless the answer `leads` under
-    the policy's rule for that moment."""
+    the policy's rule for that moment, and at a prompt also the memories with the policy's
+    `prompt_evidence` (`Evidence`: beside the lead, or within it)."""
     rule = {"prompt": policy.prompt, "failure": policy.failure}.get(moment.kind)
-    if rule is not None and barred and not leads(items, rule):
+    led = rule is None or not barred or leads(items, rule)
+    evidence = policy.prompt_evidence if moment.kind == "prompt" and barred else None
+    if not led and (evidence is None or evidence.within_lead):
         return []
-    keep = [item for item in items if clears_bar(item, moment, barred, policy)]
+    if evidence is None:
+        keep = [item for item in items if clears_bar(item, moment, barred, policy)]
+    else:
+        has = evidenced(items, moment, evidence)
+        keep = [
+            item
+            for item, shows in zip(items, has, strict=True)
+            if shows or (led and not evidence.within_lead and clears_bar(item, moment, barred, policy))
+        ]
     if moment.kind == "edit":
         keep.sort(key=lambda item: FIRST.get(item.kind, 2))  # stable: the read's order within a kind
     out, seen = [], set(shown)

@@ -193,6 +193,56 @@ def test_a_failure_shows_from_a_server_only_the_memories_that_share_its_evidence
     assert hooks.Policy() == hooks.POLICY  # nothing above changed the hooks' own
 
 
+def test_a_prompt_shows_beside_the_lead_the_memories_whose_case_names_a_file_it_names() -> None:
+    """At a prompt with the read path's relevance, an answer that does not lead still shows the memories of
+    a case that names a file the prompt names (anchored to it or naming it), at any relevance: the problem,
+    its solutions and failed tactics (hooks.PROMPT_EVIDENCE). A look-alike above the bar without it is not
+    shown, nor one sharing the prompt's code tokens; an answer that leads shows each memory above the bar as
+    before, and the named case's memories below it; a prompt naming no file, or a local store's keyword
+    candidates, are shown what they were before. Other evidence (hooks.Evidence) is the policy's argument."""
+    prompt = hook_cues.Moment(
+        "prompt",
+        "test_checkout hangs in db_pool.acquire (src/db/pool.py)",
+        ("src/db/pool.py",),
+        frozenset({"test_checkout", "db_pool.acquire", "db_pool", "src/db/pool.py", "src/db/pool"}),
+    )
+    unnamed = prompt._replace(paths=())  # the same prompt naming no file of the repository
+    bar, lead = hooks.RELEVANCE_BAR, hooks.PROMPT_LEAD * hooks.RELEVANCE_BAR
+    weak = [  # its best is below the lead and does not stand out
+        Item("y1", "fact", "Checkout pages hang when the payment provider is slow", relevance=lead - 0.01),
+        Item("p1", "problem", "test_checkout times out waiting on db_pool", relevance=lead - 0.02),
+        Item("s1", "solution", "Give acquire a timeout", ("src/db/pool.py",), problem_id="p1", relevance=bar),
+        Item("t1", "failed_tactic", "Raising the timeout did not help", problem_id="p1", relevance=0.05),
+        Item("p2", "problem", "test_checkout waits on db_pool.acquire", relevance=bar + 0.01),  # shares 3 tokens
+    ]
+    assert hooks.POLICY.prompt_evidence == hooks.PROMPT_EVIDENCE == hooks.Evidence()
+    # the lead does not fire: the case that names the file, whole and below the bar; no look-alike
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=True)] == ["p1", "s1", "t1"]
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, {"p1"}, barred=True)] == ["s1", "t1"]  # never twice
+    assert hooks.chosen(weak, unnamed, set(), barred=True) == []
+    # the lead fires: each memory above the bar as before, and the named case's below it
+    strong = [weak[0]._replace(relevance=lead), *weak[1:]]
+    assert [i.memory_id for i in hooks.chosen(strong, unnamed, set(), barred=True)] == ["y1", "p1", "s1", "p2"]
+    assert [i.memory_id for i in hooks.chosen(strong, prompt, set(), barred=True)] == ["y1", "p1", "s1", "t1", "p2"]
+    # a local store's keyword candidates (no relevance) keep their own bar
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=False)] == ["p1", "s1", "p2"]
+    # other evidence, as ops/eval_prompt_bar.py asks it: the memory's own file, its own bar, shared tokens,
+    # only within the lead's answers
+    own = hooks.POLICY._replace(prompt_evidence=hooks.Evidence(case=False))
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=True, policy=own)] == ["s1"]
+    above = hooks.POLICY._replace(prompt_evidence=hooks.Evidence(bar=bar))
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=True, policy=above)] == ["p1", "s1"]
+    tokens = hooks.POLICY._replace(prompt_evidence=hooks.Evidence(case=False, tokens=3, bar=bar))
+    assert [i.memory_id for i in hooks.chosen(weak, prompt, set(), barred=True, policy=tokens)] == ["s1", "p2"]
+    within = hooks.POLICY._replace(prompt_evidence=hooks.Evidence(within_lead=True))
+    assert hooks.chosen(weak, prompt, set(), barred=True, policy=within) == []
+    assert [i.memory_id for i in hooks.chosen(strong, prompt, set(), barred=True, policy=within)] == ["p1", "s1", "t1"]
+    alone = hooks.Policy(prompt_evidence=None)  # the lead alone
+    assert hooks.chosen(weak, prompt, set(), barred=True, policy=alone) == []
+    shown = hooks.chosen(strong, prompt, set(), barred=True, policy=alone)
+    assert [i.memory_id for i in shown] == ["y1", "p1", "s1", "p2"]
+
+
 def test_the_hooks_bar_is_the_read_paths_default() -> None:
     from strata_recall.schemas.read import DEFAULT_BAR
 
