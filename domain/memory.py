@@ -316,14 +316,7 @@ class Memory(Aggregate):
         """The MemoryWritten event that creates a memory, built directly: the same event
         ``Memory(...)`` records, without the metaclass's per-call argument inspection (a bulk import
         builds tens of thousands per second, and most are never needed as aggregates)."""
-        return cls.MemoryWritten(  # type: ignore[call-arg]
-            originator_topic=_topic(),
-            originator_id=id,
-            originator_version=cls.INITIAL_VERSION,
-            timestamp=cls.MemoryWritten.create_timestamp(),
-            actor=actor,
-            **fields,
-        )
+        return cls.written_record(id, actor=actor, **fields).event()  # type: ignore[arg-type]
 
     @classmethod
     def written_record(
