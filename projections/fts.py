@@ -44,9 +44,12 @@ def m001_create_tables(conn: Connection) -> None:
 
 
 INDEXES = {
-    "fts_memories_scope": "CREATE INDEX IF NOT EXISTS fts_memories_scope ON fts_memories (repo_id, scope, status)"
+    "fts_memories_id": "CREATE UNIQUE INDEX IF NOT EXISTS fts_memories_id ON fts_memories (memory_id)",
+    "fts_memories_scope": "CREATE INDEX IF NOT EXISTS fts_memories_scope ON fts_memories (repo_id, scope, status)",
 }
-"""Built once at the end of a replay into an empty projection (Projection.deferred_indexes)."""
+"""Built once at the end of a replay into an empty projection (Projection.deferred_indexes): the memory
+ids are UUIDs, so their unique index took a b-tree insert at a random place per row; one sort at the end
+is cheaper. Meanwhile the replay finds a memory's row by its id in memory (FTSProjection._ids)."""
 
 
 def m002_scope_column(conn: Connection) -> None:
@@ -77,6 +80,22 @@ def m004_scope_parts(conn: Connection) -> None:
     conn.execute("CREATE TABLE fts_docs (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)")
     conn.execute("CREATE TABLE fts_parts (name TEXT PRIMARY KEY, documents INTEGER NOT NULL) WITHOUT ROWID")
     conn.execute("UPDATE tracking SET position = 0 WHERE projection = 'fts'")
+
+
+def m005_memory_id_index(conn: Connection) -> None:
+    """A memory id's uniqueness becomes a named index (INDEXES["fts_memories_id"]) instead of the
+    column's UNIQUE, so a replay can build it once at its end. The table is copied with its rowids and
+    rows: nothing is rebuilt, and code of before (INSERT OR IGNORE, its IntegrityError) works the same
+    on it."""
+    conn.execute(
+        "CREATE TABLE fts_memories_new (rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,"
+        " repo_id TEXT NOT NULL, scope TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL)"
+    )
+    conn.execute("INSERT INTO fts_memories_new SELECT rowid, memory_id, repo_id, scope, kind, status FROM fts_memories")
+    conn.execute("DROP TABLE fts_memories")
+    conn.execute("ALTER TABLE fts_memories_new RENAME TO fts_memories")
+    for index in INDEXES.values():
+        conn.execute(index)
 
 
 def scope_key(scope: str, repo_id: str) -> str:
@@ -225,7 +244,7 @@ def _distinct_words(text: str) -> list[str]:
 
 class FTSProjection(RecordProjection):
     name = "fts"
-    migrations = (m001_create_tables, m002_scope_column, m003_code_words, m004_scope_parts)
+    migrations = (m001_create_tables, m002_scope_column, m003_code_words, m004_scope_parts, m005_memory_id_index)
     tables = ("fts_text", "fts_memories", "fts_docs", "fts_parts")
     digest_queries = (
         "SELECT memory_id, rowid, repo_id, scope, kind, status FROM fts_memories ORDER BY memory_id",
@@ -247,6 +266,25 @@ class FTSProjection(RecordProjection):
     """Events that only move a memory's status (domain.memory.status_after says to what)."""
     _vocabulary: Connection | None = None  # the scratch table of _terms(), opened on first use
     _counted: set[str] | None = None  # parts whose word counts this connection can read (temp fts5vocab tables)
+    _ids: dict[str, int] | None = None
+    """During a replay into an empty projection, until fts_memories_id is built: each memory's rowid by
+    its id (the rows' lookups by memory id go through it, and it tells a second write of a memory)."""
+
+    def bulk_started(self) -> None:
+        if "fts_memories_id" in self._missing_indexes():
+            if self.conn.execute("SELECT 1 FROM fts_memories LIMIT 1").fetchone() is None:
+                self._ids = {}
+            else:  # rows this process has not seen (a replay killed earlier): look them up by the index
+                self.build_indexes()
+
+    def bulk_ended(self) -> None:
+        self._ids = None
+
+    def _index_ids(self, conn: Connection) -> None:
+        """Build fts_memories_id now (a batch that needs the table's own uniqueness check)."""
+        if self._ids is not None:
+            conn.execute(INDEXES["fts_memories_id"])
+            self._ids = None
 
     # --- applying the log ---------------------------------------------------------------------
 
@@ -270,7 +308,7 @@ class FTSProjection(RecordProjection):
                 else:
                     reworded[key] = e["text"]
             elif kind is written:
-                if key in rows or key in statuses:
+                if key in rows or key in statuses or (self._ids is not None and key in self._ids):
                     return self._apply_each(conn, batch)
                 rows[key] = [key, e["repo_id"], e["scope"], e["kind"], e["status"], e["text"]]
             elif kind in moves:
@@ -308,6 +346,8 @@ class FTSProjection(RecordProjection):
             "INSERT INTO fts_memories (rowid, memory_id, repo_id, scope, kind, status) VALUES (?,?,?,?,?,?)",
             [(rowid, *row[:5]) for rowid, row in enumerate(rows, start)],
         )
+        if self._ids is not None:
+            self._ids.update(zip([row[0] for row in rows], range(start, start + len(rows)), strict=True))
         parts: dict[tuple[str, str, str], str] = {}
         texts: list[tuple[int, str]] = []
         into: dict[str, list[tuple[int, str]]] = {}
@@ -325,13 +365,19 @@ class FTSProjection(RecordProjection):
     def _move(self, conn: Connection, statuses: dict[str, str], taken: dict[str, list[str]] | None = None) -> None:
         """Older memories to their new statuses, each into the part of its new status. `taken`: every
         status each took in the batch, the last one `statuses` has (the parts of the others are made)."""
-        found = list(
-            store.select_in(
-                conn,
-                "SELECT rowid, memory_id, repo_id, scope, status FROM fts_memories WHERE memory_id IN ({marks})",
-                list(statuses),
+        keys = list(statuses)
+        if self._ids is None:
+            sql = "SELECT rowid, memory_id, repo_id, scope, status FROM fts_memories WHERE memory_id IN ({marks})"
+            found = list(store.select_in(conn, sql, keys, chunk=500))
+        else:  # the same rows in the same order: by memory id within each chunk, as the index gives them
+            ids, sql = (
+                self._ids,
+                "SELECT rowid, memory_id, repo_id, scope, status FROM fts_memories WHERE rowid IN ({marks})",
             )
-        )
+            found = []
+            for i in range(0, len(keys), 500):
+                chunk = [ids[key] for key in keys[i : i + 500] if key in ids]
+                found += sorted(store.select_in(conn, sql, chunk, chunk=500), key=lambda row: row[1])
         moving: dict[int, tuple[str, str]] = {}  # rowid -> (from part, to part)
         passed: set[str] = set()
         for rowid, memory_id, repo_id, scope, status in found:
@@ -384,6 +430,7 @@ class FTSProjection(RecordProjection):
         )
 
     def _apply_each(self, conn: Connection, batch: Sequence[Record]) -> None:
+        self._index_ids(conn)  # INSERT OR IGNORE relies on it
         for _, kind, key, _, _, e in batch:
             if issubclass(kind, Memory.MemoryWritten):
                 cursor = conn.execute(
@@ -401,11 +448,13 @@ class FTSProjection(RecordProjection):
 
     def _reword(self, conn: Connection, memory_id: str, text: str) -> None:
         """A memory's text edited (Memory.TextEdited): its document replaced in its part."""
-        found = conn.execute(
-            "SELECT m.rowid, m.repo_id, m.scope, m.status, d.text FROM fts_memories m"
-            " JOIN fts_docs d ON d.rowid = m.rowid WHERE m.memory_id = ?",
-            (memory_id,),
-        ).fetchone()
+        select = "SELECT m.rowid, m.repo_id, m.scope, m.status, d.text FROM fts_memories m JOIN fts_docs d ON d.rowid = m.rowid"
+        if self._ids is None:
+            found = conn.execute(f"{select} WHERE m.memory_id = ?", (memory_id,)).fetchone()
+        elif memory_id in self._ids:
+            found = conn.execute(f"{select} WHERE m.rowid = ?", (self._ids[memory_id],)).fetchone()
+        else:
+            found = None
         if found is None:
             return
         rowid, repo_id, scope, status, old = found

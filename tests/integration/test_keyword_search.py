@@ -128,6 +128,40 @@ def test_a_store_indexed_in_one_table_rebuilds_from_the_log(
     reopened.close()
 
 
+def test_a_store_whose_memory_ids_were_unique_by_column_keeps_its_rows(
+    store: tuple[Strata, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store indexed when fts_memories' memory id was UNIQUE by its column (m001 to m004) is not
+    rebuilt: migration m005 copies the table with its rowids under a named unique index, the position
+    stays, searches answer the same, and a memory id is still unique."""
+    app, ids = store
+    path = tmp_path / "fts.sqlite"
+    with monkeypatch.context() as old_code:
+        old_code.setattr(FTSProjection, "migrations", FTSProjection.migrations[:4])
+        old_code.setattr(
+            FTSProjection, "deferred_indexes", {"fts_memories_scope": fts_module.INDEXES["fts_memories_scope"]}
+        )
+        old = FTSProjection(path)
+        Runner(app.log, [old]).catch_up()
+        assert old.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_autoindex_fts_memories_1'").fetchone()
+        rows = old.conn.execute("SELECT rowid, * FROM fts_memories ORDER BY rowid").fetchall()
+        old.close()
+
+    reopened = FTSProjection(path)
+    assert reopened.position == app.log.position()
+    assert reopened.conn.execute("SELECT rowid, * FROM fts_memories ORDER BY rowid").fetchall() == rows
+    on_table = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'fts_memories'"
+    indexes = {row[0] for row in reopened.conn.execute(on_table)}
+    assert indexes == {"fts_memories_id", "fts_memories_scope"}
+    assert [m for m, _ in reopened.search("readcsv", "acme")] == [ids["csv"]]
+    assert reopened.digest() == app.projection("fts").digest()
+    with pytest.raises(projection_store.IntegrityError):
+        reopened.conn.execute(
+            "INSERT INTO fts_memories VALUES (?, ?, 'acme', 'repo', 'fact', 'active')", (len(rows) + 1, ids["csv"])
+        )
+    reopened.close()
+
+
 def test_a_search_reads_one_committed_state(
     store: tuple[Strata, dict[str, str]],
     monkeypatch: pytest.MonkeyPatch,
