@@ -3,7 +3,7 @@ warm-cache replay, write-to-visible latency under load, and the worker's residen
 
 Usage: python ops/bench_projections.py [--memories 100000] [--updates 20000] [--vector-sample 4000]
        [--load-seconds 20] [--rate 200] [--seed-cache FILE] [--parts replay,split,vectors,load]
-       [--backend sqlite|postgres] [--store DIR]
+       [--backend sqlite|postgres] [--store DIR] [--rounds 5]
 
 --backend postgres puts the log on a throwaway PostgreSQL server (ops/pg.py, fsync on, loopback); the
 projections stay local SQLite files, as on a read node.
@@ -18,6 +18,12 @@ projection decoding only the events it reads), in one process and in two; `strat
 and, for comparison in the same run, the worker's path (a Runner in batches of 5,000) and the
 issue's goal (50,000 events/s). Timed from after the reset to the last projection done; cpu is
 the CPU time of the process and its children, steadier than the wall clock on a shared machine.
+
+Paired rounds (--parts rounds, --rounds N): the goal's figure, the decode-only CPU over the slower
+process's CPU of `--processes 2`, measured N times, each round in a fresh process that measures its own
+floor and then the two-process replay (in one run of --parts replay the two-process replay forks from a
+parent that has already replayed, and the floor alone moves by a third between runs on a quiet machine):
+each round's figures, then the medians.
 
 Where the replay's CPU goes (--parts split): one more one-process replay of fts + links + snapshot,
 its CPU shared out between decoding the log, each projection's apply (and within it the SQL the
@@ -34,6 +40,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -396,8 +403,11 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="replay,vectors,load",
-        help="which figures: replay (fts, links, snapshot), split (where the replay's CPU goes), vectors (warm, cold, replay RSS), load",
+        help="which figures: replay (fts, links, snapshot), rounds (the two-process replay against its floor, paired "
+        "rounds in fresh processes), split (where the replay's CPU goes), vectors (warm, cold, replay RSS), load",
     )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --parts rounds")
+    parser.add_argument("--one-round", type=Path, default=None, help=argparse.SUPPRESS)  # a round's child
     parser.add_argument(
         "--backend",
         choices=("sqlite", "postgres"),
@@ -406,6 +416,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     configure_logging("warning")
+    if args.one_round is not None:  # a round of --parts rounds, in a fresh process: the figures as JSON
+        floor = decode_floor(args.one_round)
+        floor_cpu = LAST_CPU
+        timed_parallel_replay(args.one_round, ["fts", "links", "snapshot"], 2)
+        print(json.dumps({"floor_s": floor, "floor_cpu": floor_cpu, "processes": GROUP_CPU}))
+        return
 
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         if args.backend == "postgres":
@@ -423,6 +439,8 @@ def main() -> None:
         parts = set(args.parts.split(","))
         if "replay" in parts:
             replay_figures(data, head)
+        if "rounds" in parts:
+            paired_rounds(data, args.rounds)
         if "split" in parts:
             split_figures(data)
         if "vectors" in parts:
@@ -497,6 +515,34 @@ def replay_figures(data: Path, head: int) -> None:
             f"{floor / report['seconds']:.2f}x the decode-only baseline's speed; cpu {report['cpu']:.2f} s for the "
             f"whole command, its start and the reset included, against the baseline's {floor_cpu:.2f} s)"
         )
+
+
+def paired_rounds(data: Path, rounds: int) -> None:
+    """The goal's figure N times (--parts rounds): each round a fresh process measures its own decode-only
+    floor, then the two-process replay; the baseline's CPU over the slower process's, and the medians."""
+    ratios, slowest, floors = [], [], []
+    print(f"`--processes 2` against its floor, {rounds} rounds, each in a fresh process (CPU seconds):")
+    for round_ in range(1, rounds + 1):
+        load = os.getloadavg()[0]
+        env = {**os.environ, **LOG_ENV}
+        done = subprocess.run(
+            [sys.executable, __file__, "--one-round", str(data)], env=env, capture_output=True, text=True, check=True
+        )
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        cpu = figures["processes"]
+        slow = max(cpu.values())
+        ratios.append(figures["floor_cpu"] / slow)
+        slowest.append(slow)
+        floors.append(figures["floor_cpu"])
+        print(
+            f"  round {round_}: floor {figures['floor_cpu']:.2f}; "
+            + ", ".join(f"{g} {t:.2f}" for g, t in sorted(cpu.items()))
+            + f"; {ratios[-1]:.2f}x (load {load:.1f})"
+        )
+    print(
+        f"  medians: floor {statistics.median(floors):.2f} s, the slower process {statistics.median(slowest):.2f} s, "
+        f"{statistics.median(ratios):.3f}x (goal 0.75x)"
+    )
 
 
 class _TimedConnection:
