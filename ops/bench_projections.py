@@ -415,6 +415,8 @@ def main() -> None:
         help="the log: the SQLite default, or a throwaway PostgreSQL server (ops/pg.py, fsync on) on loopback",
     )
     args = parser.parse_args()
+    if "rounds" in args.parts.split(",") and args.backend != "sqlite":
+        parser.error("--parts rounds measures the SQLite log (each round's process opens the store's own files)")
     configure_logging("warning")
     if args.one_round is not None:  # a round of --parts rounds, in a fresh process: the figures as JSON
         floor = decode_floor(args.one_round)
