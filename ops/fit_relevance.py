@@ -268,11 +268,19 @@ def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], le
     return np.vstack(xs), np.concatenate(ys), weights / weights.mean()
 
 
-def fit(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    return (
-        fit_logistic(*_blocks(reads_by_corpus, corpora, "answer")),
-        fit_logistic(*_blocks(reads_by_corpus, corpora, "memory")),
-    )
+def fit(
+    reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], standardized: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The answer model and the memory model; `standardized`, the answer model fitted over its features
+    scaled to unit spread (the penalty the same on each), its coefficients mapped back to raw features."""
+    x, y, w = _blocks(reads_by_corpus, corpora, "answer")
+    if standardized:
+        mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
+        beta = fit_logistic((x - mean) / spread, y, w)
+        answer = np.r_[beta[0] - np.sum(beta[1:] * mean / spread), beta[1:] / spread]
+    else:
+        answer = fit_logistic(x, y, w)
+    return answer, fit_logistic(*_blocks(reads_by_corpus, corpora, "memory"))
 
 
 def _probability(beta: np.ndarray, features) -> float:
@@ -307,33 +315,113 @@ def at_the_bar(title: str, reads: list[dict], answer: np.ndarray, bar: float) ->
     )
 
 
-def background(cos: list[float], first: int = 10) -> float:
-    """The store's own similarity for a query: the mean cosine of its nearest memories from the
-    (first + 1)-th on (of the BACKGROUND recorded); in a store of no more than first + 1 memories, of
-    those after the best (a small store and a large one: the memories the best hit stands among)."""
-    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
-    return float(np.mean(rest)) if rest else 0.0
+def _rest(values: list[float], first: int = 10, last: int = BACKGROUND) -> list[float]:
+    """The store's background for a query: its nearest from the (first + 1)-th to the last-th (of the
+    BACKGROUND recorded); in a store of no more than first + 1 memories, those after the best (a small
+    store and a large one: the memories the best hit stands among)."""
+    return values[first:last] if len(values) > first + 1 else values[1:]
+
+
+def background(cos: list[float], first: int = 10, last: int = BACKGROUND, statistic=np.mean) -> float:
+    """The store's own similarity for a query: `statistic` (the mean) of its background cosines (_rest)."""
+    rest = _rest(cos, first, last)
+    return float(statistic(rest)) if rest else 0.0
 
 
 def keyword_background(kw: list[float], first: int = 10) -> float:
-    rest = kw[first:] if len(kw) > first + 1 else kw[1:]
-    return float(np.mean(rest)) if rest else 0.0
+    return background(kw, first)
+
+
+def _trimmed(values, share: float = 0.25) -> float:
+    """The mean of the middle of `values`, `share` of them cut at each end."""
+    ordered = np.sort(values)
+    cut = int(len(ordered) * share)
+    return float(np.mean(ordered[cut : len(ordered) - cut] if len(ordered) > 2 * cut else ordered))
+
+
+def _spread(cos: list[float], first: int = 10) -> tuple[float, float]:
+    """The mean and spread of the store's background cosines for a query (background())."""
+    rest = _rest(cos, first)
+    return (float(np.mean(rest)), float(np.std(rest))) if len(rest) > 1 else (background(cos, first), 0.0)
+
+
+def _over(read: dict, **how) -> float:
+    """The best cosine over the store's background for the query (background(), with `how`)."""
+    return read["answer"][0] - background(read["cos"], **how)
+
+
+def _chance_best(read: dict) -> float:
+    """The best cosine over what the most similar of the store's memories would reach by chance: the
+    background's mean plus its spread times sqrt(2 ln n), the expected maximum of n normal draws, n the
+    memories the reader's part holds (the store's size, only through its background's scale)."""
+    mean, spread = _spread(read["cos"])
+    return read["answer"][0] - (mean + spread * float(np.sqrt(2 * np.log(max(2, read["size"])))))
+
+
+def _lower_half(read: dict) -> float:
+    """The best over its background, in a store of no more than 11 the lower half of its nearest."""
+    cos = read["cos"]
+    rest = cos[10:] if len(cos) > 11 else cos[len(cos) // 2 :] if len(cos) > 2 else cos[1:]
+    return read["answer"][0] - (float(np.mean(rest)) if rest else 0.0)
 
 
 SIGNALS = {
     "today's features": lambda r: r["answer"],
-    "+ best cosine over the store's background": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"])],
-    "best cosine over background, for the best": lambda r: [r["answer"][0] - background(r["cos"]), *r["answer"][1:]],
+    "+ best cosine over the store's background": lambda r: [*r["answer"], _over(r)],
+    "best cosine over background, for the best": lambda r: [_over(r), *r["answer"][1:]],
     "+ background itself": lambda r: [*r["answer"], background(r["cos"])],
     "+ cosine and keyword over background": lambda r: [
         *r["answer"],
-        r["answer"][0] - background(r["cos"]),
+        _over(r),
         r["answer"][1] - keyword_background(r["kw"]),
     ],
     "+ over the 2nd-20th (background from 1)": lambda r: [*r["answer"], r["answer"][0] - background(r["cos"][:20], 1)],
+    "+ over the background's median": lambda r: [*r["answer"], _over(r, statistic=np.median)],
+    "+ over its trimmed mean (a quarter cut each end)": lambda r: [*r["answer"], _over(r, statistic=_trimmed)],
+    "+ over the 11th-50th": lambda r: [*r["answer"], _over(r, last=50)],
+    "+ over the 2nd-100th": lambda r: [*r["answer"], _over(r, first=1)],
+    "+ over the 5th alone": lambda r: [*r["answer"], r["answer"][0] - r["cos"][min(4, len(r["cos"]) - 1)]],
+    "+ over the background, small: lower half": lambda r: [*r["answer"], _lower_half(r)],
+    "+ as a z-score of the background": lambda r: [
+        *r["answer"],
+        (r["answer"][0] - _spread(r["cos"])[0]) / max(0.02, _spread(r["cos"])[1]),
+    ],
+    "+ over background beyond 0.25 (a hinge)": lambda r: [*r["answer"], max(0.0, _over(r) - 0.25)],
+    "+ log of best over background": lambda r: [*r["answer"], float(np.log(max(0.01, _over(r))))],
+    "+ log of best / background (>= 0.05)": lambda r: [
+        *r["answer"],
+        float(np.log(max(0.01, r["answer"][0]) / max(0.05, background(r["cos"])))),
+    ],
+    "+ share of the headroom: over / (1 - background)": lambda r: [
+        *r["answer"],
+        _over(r) / (1 - background(r["cos"])),
+    ],
+    "+ over what chance reaches in the store's size": lambda r: [*r["answer"], _chance_best(r)],
+    "+ over background where the words are unknown": lambda r: [*r["answer"], (1 - r["answer"][2]) * _over(r)],
+    "today's, standardized fit": lambda r: r["answer"],
+    "+ best over background, standardized fit": lambda r: [*r["answer"], _over(r)],
 }
 """Answer-level feature sets measured against today's by --signals: a store-relative signal is the
-best hit's evidence against the store's own background for the query."""
+best hit's evidence against the store's own background for the query (its mean cosine, from the 11th
+nearest on, unless the name says otherwise: another statistic, another range, a transform, a pairing).
+Clipping it at 0 is the plain row (the best is never below its background)."""
+STANDARDIZED = {"today's, standardized fit", "+ best over background, standardized fit"}
+"""Signals fitted with every answer feature scaled to unit spread over the fit's rows (the penalty the
+same on each; the fitted coefficients are mapped back to raw features): a form of the model, not a feature."""
+GRID = {
+    f"+ over the {name} of {first + 1}-{last}{form}": (
+        lambda r, first=first, last=last, statistic=statistic, headroom=headroom: [
+            *r["answer"],
+            _over(r, first=first, last=last, statistic=statistic)
+            / ((1 - background(r["cos"], first, last, statistic)) if headroom else 1.0),
+        ]
+    )
+    for name, statistic in (("mean", np.mean), ("median", np.median), ("trimmed", _trimmed))
+    for first, last in ((10, BACKGROUND), (5, BACKGROUND), (1, BACKGROUND), (10, 50), (15, BACKGROUND))
+    for form, headroom in (("", False), (", headroom share", True))
+}
+"""--signals-grid: each background statistic over each range, as a difference and as a share of the
+headroom (over / (1 - background)), with today's first: what --signals' single rows were picked from."""
 ENGINE_SIGNAL = "today's features"
 """The answer features projections/relevance.py computes (what the plain fit fits)."""
 
@@ -354,26 +442,85 @@ def _bar_figures(reads: list[dict], answer: np.ndarray, bar: float, first: int =
     return 1 - float(np.mean(foreign)) if foreign else float("nan"), float(np.mean(found)) if found else float("nan")
 
 
-def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...], bar: float) -> None:
+def _held_out(rows: dict, fitted: tuple[str, ...], bar: float, standardized: bool) -> dict[str, tuple[float, ...]]:
+    """Each fitted corpus left out in turn: (worst gap in bins of >= 30, foreign emptied, kept)."""
+    figures = {}
+    for held in fitted:
+        answer, memory = fit(rows, tuple(c for c in fitted if c != held), standardized)
+        table = calibration(predicted(rows[held], answer, memory))
+        gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
+        figures[held] = (gap, *_bar_figures(rows[held], answer, bar))
+    return figures
+
+
+SEPARATING = {
+    "the best": lambda r: r["answer"][0],
+    "over background": _over,
+    "headroom share": lambda r: _over(r) / (1 - background(r["cos"])),
+}
+"""The best cosine and two store-relative forms of it, by how well each alone separates in-corpus reads
+from foreign ones (separation())."""
+
+
+def _auc(positive: list[float], negative: list[float]) -> float:
+    """P(a positive scores above a negative), ties half."""
+    pos, neg = np.array(positive)[:, None], np.array(negative)[None, :]
+    return float((pos > neg).mean() + 0.5 * (pos == neg).mean())
+
+
+def separation(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...]) -> None:
+    """How well each of SEPARATING alone tells an in-corpus read with a relevant memory in its first 5
+    from a foreign read (AUC), in each corpus and over the corpora pooled: what ranks reads within a
+    corpus, and what transfers across them."""
+    print("separation of in-corpus reads (a relevant memory in the first 5) from foreign reads, AUC:")
+    groups = {corpus: (corpus,) for corpus in (*fitted, *checked)}
+    groups |= {"the fitted, pooled": fitted, "all, pooled": (*fitted, *checked)}
+    for label, corpora in groups.items():
+        rows = [r for c in corpora for r in reads[c]]
+        found = [r for r in rows if not r["foreign"] and any(x for _, x in r["memories"][:5])]
+        foreign = [r for r in rows if r["foreign"]]
+        cells = [f"{name} {_auc([f(r) for r in found], [f(r) for r in foreign]):.3f}" for name, f in SEPARATING.items()]
+        print(f"  {label:<20} ({len(found)} / {len(foreign)}): " + "   ".join(cells))
+
+
+RULE = "    the rule, against today's, left out"
+
+
+def verdict(figures: dict[str, tuple[float, ...]], today: dict[str, tuple[float, ...]]) -> str:
+    """The rule a model is adopted by: no worse than today's on any held-out corpus (worst gap, foreign
+    emptied, kept; compared as printed, to three places) and better on one."""
+    worse, better = [], []
+    for corpus, (gap, empty, kept) in figures.items():
+        was = [round(v, 3) for v in today[corpus]]
+        now = [round(gap, 3), round(empty, 3), round(kept, 3)]
+        for label, before, after, higher in zip(("gap", "emptied", "kept"), was, now, (False, True, True), strict=True):
+            if after != before:
+                (better if (after > before) == higher else worse).append(f"{corpus} {label}")
+    if worse:
+        return "worse: " + ", ".join(worse)
+    return "passes" if better else "the same"
+
+
+def compare_signals(
+    reads: dict, fitted: tuple[str, ...], checked: tuple[str, ...], bar: float, signals: dict | None = None
+) -> None:
     """Each signal left out of each fitted corpus in turn (worst calibration gap in bins of >= 30, foreign
     reads emptied at the bar, in-corpus reads with a relevant memory in their first 5 kept), then fitted
-    on all and checked on the corpora never fitted."""
+    on all and checked on the corpora never fitted, and the rule's verdict against today's features."""
+    signals = SIGNALS if signals is None else {ENGINE_SIGNAL: SIGNALS[ENGINE_SIGNAL], **signals}
     print(f"signals, leave one corpus out at the bar {bar} (gap: worst |observed - predicted|, bins >= 30):")
     print(f"  {'':<44}" + "".join(f"{c + ' gap/empty/kept':>28}" for c in (*fitted, *checked)))
-    for name, signal in SIGNALS.items():
+    today = _held_out(_with(reads, SIGNALS[ENGINE_SIGNAL]), fitted, bar, False)
+    for name, signal in signals.items():
         rows = _with(reads, signal)
-        cells = []
-        for held in fitted:
-            answer, memory = fit(rows, tuple(c for c in fitted if c != held))
-            table = calibration(predicted(rows[held], answer, memory))
-            gap = max((abs(p - y) for _, n, p, y in table["bins"] if n >= 30), default=0.0)
-            empty, kept = _bar_figures(rows[held], answer, bar)
-            cells.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
-        answer, memory = fit(rows, fitted)
+        standardized = name in STANDARDIZED
+        figures = _held_out(rows, fitted, bar, standardized)
+        cells = [f"{g:.3f}/{e:.3f}/{k:.3f}" for g, e, k in figures.values()]
+        answer, memory = fit(rows, fitted, standardized)
         for corpus in checked:
             empty, kept = _bar_figures(rows[corpus], answer, bar)
             cells.append(f"-/{empty:.3f}/{kept:.3f}")
-        print(f"  {name:<44}" + "".join(f"{c:>28}" for c in cells))
+        print(f"  {name[:44]:<44}" + "".join(f"{c:>28}" for c in cells))
         inside = []
         for corpus in fitted:  # the fit on every corpus, on each of them: what would ship
             table = calibration(predicted(rows[corpus], answer, memory))
@@ -381,12 +528,8 @@ def compare_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[str, ..
             empty, kept = _bar_figures(rows[corpus], answer, bar)
             inside.append(f"{gap:.3f}/{empty:.3f}/{kept:.3f}")
         print(f"  {'    fitted on all of them':<44}" + "".join(f"{c:>28}" for c in inside))
-
-
-def _spread(cos: list[float], first: int = 10) -> tuple[float, float]:
-    """The mean and spread of the store's background cosines for a query (background())."""
-    rest = cos[first:] if len(cos) > first + 1 else cos[1:]
-    return (float(np.mean(rest)), float(np.std(rest))) if len(rest) > 1 else (background(cos, first), 0.0)
+        if name != ENGINE_SIGNAL:
+            print(f"  {RULE:<44}  {verdict(figures, today)}")
 
 
 MEMORY_SIGNALS: dict[str, Callable[[dict, list[float]], list[float]]] = {
@@ -577,6 +720,7 @@ def main() -> None:
         help="fill the cache (with these corpora only, if named) and stop: two processes may fill two caches",
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
+    parser.add_argument("--signals-grid", action="store_true", help="compare the background variants (GRID)")
     parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
     parser.add_argument("--memory-signals", action="store_true", help="compare memory features (MEMORY_SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
@@ -611,8 +755,10 @@ def main() -> None:
             args.cache.write_text(json.dumps(reads))
     if args.collect_only is not None:
         return
-    if args.signals:
-        compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR)
+    if args.signals or args.signals_grid:
+        grid = GRID if args.signals_grid else None
+        separation(reads, FITTED, tuple(c for c in CHECKED if c in reads))
+        compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR, grid)
         return
     if args.floors:
         compare_floors(reads, DEFAULT_BAR)

@@ -1,0 +1,60 @@
+"""ops/fit_relevance.py's comparison of answer features: the rule a candidate is adopted by, the store's
+background for a query, and the standardized fit (docs/READING.md, "A third corpus"). No model, no store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ops import fit_relevance
+
+TODAY = {"coding": (0.105, 0.522, 1.0), "locomo": (0.732, 0.511, 0.997), "history": (0.117, 0.770, 0.780)}
+
+
+def test_the_rule_rejects_a_candidate_worse_on_any_held_out_corpus_however_better_elsewhere() -> None:
+    candidate = {"coding": (0.098, 0.567, 1.0), "locomo": (0.732, 0.540, 0.998), "history": (0.100, 0.754, 0.805)}
+    assert fit_relevance.verdict(candidate, TODAY) == "worse: history emptied"
+    closer = {**TODAY, "locomo": (0.737, 0.528, 0.997)}  # better emptied, a worse gap
+    assert fit_relevance.verdict(closer, TODAY) == "worse: locomo gap"
+
+
+def test_the_rule_adopts_one_no_worse_anywhere_and_better_somewhere_as_printed() -> None:
+    assert fit_relevance.verdict({**TODAY, "history": (0.084, 0.770, 0.780)}, TODAY) == "passes"
+    assert fit_relevance.verdict(dict(TODAY), TODAY) == "the same"
+    below_print = {**TODAY, "coding": (0.1051, 0.5219, 1.0)}  # equal to three places: no better, no worse
+    assert fit_relevance.verdict(below_print, TODAY) == "the same"
+
+
+def test_the_background_is_the_11th_nearest_on_and_in_a_small_store_those_after_the_best() -> None:
+    large = [1.0 - i / 100 for i in range(100)]
+    assert fit_relevance.background(large) == pytest.approx(np.mean(large[10:]))
+    assert fit_relevance.background(large, last=50) == pytest.approx(np.mean(large[10:50]))
+    assert fit_relevance.background(large, statistic=np.median) == pytest.approx(np.median(large[10:]))
+    small = [0.6, 0.3, 0.1, -0.1]
+    assert fit_relevance.background(small) == pytest.approx(0.1)
+    read = {"answer": [0.6, 0.0, 0.0, 0.0, 1.0], "cos": small, "kw": [], "size": 4}
+    assert fit_relevance.SIGNALS["+ best cosine over the store's background"](read)[-1] == pytest.approx(0.5)
+    headroom = fit_relevance.SIGNALS["+ share of the headroom: over / (1 - background)"](read)[-1]
+    assert headroom == pytest.approx(0.5 / 0.9)
+
+
+def _reads(scale: float, seed: int) -> dict[str, list[dict]]:
+    """A corpus whose answers' relevance follows their two features, the second in `scale`'s units."""
+    rng = np.random.default_rng(seed)
+    reads = []
+    for _ in range(400):
+        a, b = rng.normal(), rng.normal()
+        relevant = rng.random() < 1 / (1 + np.exp(-(2 * a + b)))
+        memories = [([rng.normal()], bool(relevant)), ([rng.normal()], False)]
+        reads.append({"answer": [a, b * scale], "memories": memories, "foreign": not relevant})
+    return {"one": reads}
+
+
+def test_the_standardized_fit_does_not_depend_on_a_features_units_and_the_plain_fit_does() -> None:
+    rows = {"one": [0.5, 0.25]}
+    for standardized, same in ((True, True), (False, False)):
+        plain, _ = fit_relevance.fit(_reads(1.0, 7), ("one",), standardized)
+        scaled, _ = fit_relevance.fit(_reads(0.001, 7), ("one",), standardized)
+        p = fit_relevance._probability(plain, rows["one"])
+        q = fit_relevance._probability(scaled, [rows["one"][0], rows["one"][1] * 0.001])
+        assert (abs(p - q) < 1e-6) is same
