@@ -422,6 +422,50 @@ GRID = {
 }
 """--signals-grid: each background statistic over each range, as a difference and as a share of the
 headroom (over / (1 - background)), with today's first: what --signals' single rows were picked from."""
+
+
+def _z(read: dict, floor: float = 0.02) -> float:
+    mean, spread = _spread(read["cos"])
+    return (read["answer"][0] - mean) / max(floor, spread)
+
+
+def _headroom(read: dict) -> float:
+    return _over(read) / (1 - background(read["cos"]))
+
+
+def _chance(read: dict, k: float = 2.0, n: int | None = None) -> float:
+    mean, spread = _spread(read["cos"])
+    return read["answer"][0] - (mean + spread * float(np.sqrt(k * np.log(max(2, n or read["size"])))))
+
+
+MORE = {
+    **{
+        f"+ {scale} x over background (its penalty)": (lambda r, s=scale: [*r["answer"], s * _over(r)])
+        for scale in (0.3, 0.5, 2, 4, 8)
+    },
+    **{f"+ over background beyond {k}": (lambda r, k=k: [*r["answer"], max(0.0, _over(r) - k)]) for k in (0.2, 0.3)},
+    "+ over background, none in a store of <= 11": lambda r: [*r["answer"], _over(r) if len(r["cos"]) > 11 else 0.0],
+    "+ over the min(11th, a quarter)-100th": lambda r: [
+        *r["answer"],
+        r["answer"][0] - float(np.mean(r["cos"][min(10, max(1, len(r["cos"]) // 4)) :])),
+    ],
+    "+ over chance, sqrt(ln n)": lambda r: [*r["answer"], _chance(r, 1.0)],
+    "+ over chance, n the nearest recorded": lambda r: [*r["answer"], _chance(r, n=len(r["cos"]))],
+    "+ over background and over chance": lambda r: [*r["answer"], _over(r), _chance(r)],
+    "+ headroom share and over chance": lambda r: [*r["answer"], _headroom(r), _chance(r)],
+    "+ the background's spread": lambda r: [*r["answer"], _spread(r["cos"])[1]],
+    "+ over background and its spread": lambda r: [*r["answer"], _over(r), _spread(r["cos"])[1]],
+    "+ over the 2nd": lambda r: [*r["answer"], r["answer"][0] - (r["cos"][1] if len(r["cos"]) > 1 else 0.0)],
+    "+ best x over background": lambda r: [*r["answer"], r["answer"][0] * _over(r)],
+    "+ over, and over where the words are unknown": lambda r: [*r["answer"], _over(r), (1 - r["answer"][2]) * _over(r)],
+    "+ over where the keyword evidence is low": lambda r: [*r["answer"], (1 - min(r["answer"][1], 1.0)) * _over(r)],
+    "+ z-score and headroom share": lambda r: [*r["answer"], _z(r), _headroom(r)],
+    "+ z-score and over background": lambda r: [*r["answer"], _z(r), _over(r)],
+    "+ z-score of the headroom share": lambda r: [*r["answer"], _z(r) / (1 - background(r["cos"]))],
+    **{f"+ z-score, its spread at least {f}": (lambda r, f=f: [*r["answer"], _z(r, f)]) for f in (0.01, 0.03, 0.05)},
+}
+"""--signals-grid, after GRID: the scale of the signal (how much the fit's penalty holds it back), hinges, a
+store of <= 11, the chance maximum's other forms, the spread, pairs and interactions, the z-score's forms."""
 ENGINE_SIGNAL = "today's features"
 """The answer features projections/relevance.py computes (what the plain fit fits)."""
 
@@ -756,7 +800,7 @@ def main() -> None:
     if args.collect_only is not None:
         return
     if args.signals or args.signals_grid:
-        grid = GRID if args.signals_grid else None
+        grid = {**GRID, **MORE} if args.signals_grid else None
         separation(reads, FITTED, tuple(c for c in CHECKED if c in reads))
         compare_signals(reads, FITTED, tuple(c for c in CHECKED if c in reads), DEFAULT_BAR, grid)
         return
