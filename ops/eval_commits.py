@@ -197,10 +197,13 @@ def walk(
     per_repo: int = PER_REPO,
     store: int = STORE,
     repos: tuple[str, ...] = tuple(REPOS),
+    window: Callable[[int], int] | None = None,
 ) -> Iterator[str]:
     """Builds each repository's store commit by commit and calls visit(strata, repo, read, relevant) at
     every read's moment, `relevant(memory_id)` saying whether a memory is relevant to it; foreign queries
-    are set on each read before (another repository's task, or another history's commit, chosen apart)."""
+    are set on each read before (another repository's task, or another history's commit, chosen apart).
+    `window`: each read is made against a store of its own instead, the last window(n) commits written
+    before it (n counts the reads of the run): the same reads, in small stores (_small_walk)."""
     data = json.loads(eval_coding.DEFAULT_DATA.read_text())
     base_of = {t["instance_id"]: t["base_commit"] for t in data}
     tasks_of = eval_coding.by_repo(data)
@@ -233,6 +236,9 @@ def walk(
         yield repo
         history = histories[repo]
         common = _notes(history)
+        if window is not None:
+            _small_walk(embedder, visit, repo, history, reads, common, window)
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
             api = CommandAPI(strata.log)
@@ -253,6 +259,35 @@ def walk(
 
                 if labelled and any(f & labelled for f in files_of.values()):
                     visit(strata, repo, read, relevant)
+            strata.close()
+
+
+def _small_walk(
+    embedder: MiniLMEmbedder,
+    visit: Callable[[object, str, Read, Callable[[str], bool]], None],
+    repo: str,
+    history: list[Commit | None],
+    reads: list[Read],
+    common: frozenset[str],
+    window: Callable[[int], int],
+) -> None:
+    """walk()'s reads of one repository, each against a fresh store of the last window(n) commits written
+    before it (n: the read's place in the repository's walk), visited when that store holds a relevant one."""
+    for n, read in enumerate(reads):
+        batch = [c for c in history[: read.at] if c is not None][-window(n) :]
+        labelled = read.files - common
+        files_of = {str(memory_id(text(c), "fact", "repo", repo)): frozenset(c.files) - common for c in batch}
+        if not labelled or not any(f & labelled for f in files_of.values()):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=embedder)
+            CommandAPI(strata.log).import_lines([_written(c, repo) for c in batch])
+            strata.catch_up()
+
+            def relevant(m: str, labelled: frozenset[str] = labelled, files_of: dict = files_of) -> bool:
+                return bool(files_of.get(m, frozenset()) & labelled)
+
+            visit(strata, repo, read, relevant)
             strata.close()
 
 

@@ -181,12 +181,12 @@ def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
     return reads
 
 
-HISTORY = {"repos": tuple(eval_commits.REPOS), "store": eval_commits.STORE, "per_repo": eval_commits.PER_REPO}
+HISTORY: dict = {"repos": tuple(eval_commits.REPOS), "store": eval_commits.STORE, "per_repo": eval_commits.PER_REPO}
 """What collect_history reads (--history-repos, --store, --per-repo: a cache per repository can be filled
 by a process each and merged, --merge)."""
 
 
-def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+def collect_history(embedder: MiniLMEmbedder, window=None) -> dict[str, list[dict]]:
     """Commit histories (ops/eval_commits.py): the long reads (a task's statement, a commit's body) as
     "history", the short ones (a task's title, a commit's subject) as "history-short", each beside its
     foreign read; every read records its kind."""
@@ -201,7 +201,7 @@ def collect_history(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
                 got = _read(engine, eval_commits.request(repo, asked), judged, foreign)
                 reads[corpus].append({"group": repo, "kind": kind, **got})
 
-    for _ in eval_commits.walk(embedder, visit, **HISTORY):
+    for _ in eval_commits.walk(embedder, visit, **HISTORY, window=window):
         pass
     return reads
 
@@ -214,6 +214,148 @@ def collect_paraphrase(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
         return {"group": query.repo_id, **_read(engine, query, lambda m: m == asked, asked is None)}
 
     return {"paraphrase": list(eval_paraphrase.cases(embedder, RecallConfig(bar=0.0), visit))}
+
+
+SMALL_SIZES = (8, 16, 24, 40)
+"""The small stores' sizes, in memories, taken in turn read by read (the paraphrase set's are 6-40): a
+history read against the last 8, 16, 24 or 40 commits before it, a coding read against the last 4, 8, 12
+or 20 tasks (a problem and a solution each)."""
+SMALL = {"history": "history-small", "history-short": "history-short-small", "coding": "coding-small"}
+SMALL |= {"titles": "titles-small", "locomo": "locomo-small"}
+"""Each corpus and its reads in small stores: a small-store read belongs to its corpus (fitted, and held
+out, with it; the short reads' checked, never fitted)."""
+LOCOMO_SMALL = 30
+"""In-corpus questions per LoCoMo conversation read against one session (those whose evidence turns are
+all in one session, spread over the conversation), each beside a foreign question."""
+
+
+class _Remembering(MiniLMEmbedder):
+    """The embedder, each text embedded once per run: the small stores are built afresh read by read,
+    of texts the last one held."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts):
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, super().embed(missing), strict=True))
+        if not texts:
+            return super().embed(texts)
+        return np.stack([self._vectors[t] for t in texts])
+
+
+def collect_history_small(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """collect_history()'s reads (the same plan: --store and --per-repo say where the reads are), each
+    against a store of its own, the last SMALL_SIZES commits before it in turn."""
+    small = _Remembering(model_dir=embedder.model_dir)
+    reads = collect_history(small, window=lambda n: SMALL_SIZES[n % len(SMALL_SIZES)])
+    return {SMALL[corpus]: rows for corpus, rows in reads.items()}
+
+
+def collect_coding_small(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """collect_coding()'s reads, each against a store of its own: the repository's last 4, 8, 12 or 20
+    tasks before it in turn (SMALL_SIZES halved), made when that store holds a task touching its files."""
+    small = _Remembering(model_dir=embedder.model_dir)
+    data = json.loads(eval_coding.DEFAULT_DATA.read_text())
+    repos = eval_coding.by_repo(data)
+    everything = sorted((t for ts in repos.values() for t in ts), key=lambda t: t.instance_id)
+    reads: dict[str, list[dict]] = {"coding-small": [], "titles-small": []}
+    n = 0
+    for repo, tasks in repos.items():
+        for i, task in enumerate(tasks):
+            earlier = tasks[max(0, i - SMALL_SIZES[n % len(SMALL_SIZES)] // 2) : i]
+            if not any(t.files & task.files for t in earlier):
+                continue
+            foreign = [eval_coding.foreign_task(everything, repo, FOREIGN_OFFSET + 2 * n + j) for j in (0, 1)]
+            n += 1
+            with tempfile.TemporaryDirectory() as tmp:
+                strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=small)
+                api, task_of = CommandAPI(strata.log), {}
+                for past in earlier:
+                    problem = api.write(
+                        {
+                            "repo_id": repo,
+                            "memory": {"text": past.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
+                        }
+                    ).memory_id
+                    solution = api.write(
+                        {
+                            "repo_id": repo,
+                            "memory": {
+                                "text": past.solution,
+                                "kind": "solution",
+                                "scope": "repo",
+                                "confidence": 0.8,
+                                "links": {"problem_id": problem},
+                            },
+                        }
+                    ).memory_id
+                    for written in (problem, solution):
+                        task_of.setdefault(written, past)
+                strata.catch_up()
+                engine = strata.recall(RecallConfig(bar=0.0))
+                for corpus, asked in (("coding-small", QUERIES["statements"]), ("titles-small", QUERIES["titles"])):
+                    judge = lambda m, task_of=task_of, task=task: m in task_of and task_of[m].files & task.files  # noqa: E731
+                    own = _read(engine, eval_coding._request(repo, asked(task)), judge, False)
+                    reads[corpus].append({"group": repo, **own})
+                    for other in foreign:
+                        got = _read(engine, eval_coding._request(repo, asked(other)), lambda m: False, True)
+                        reads[corpus].append({"group": repo, **got})
+                strata.close()
+    return reads
+
+
+def _session(dia_id: str) -> int:
+    return int(dia_id[1:].split(":")[0])
+
+
+def collect_locomo_small(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
+    """LoCoMo's questions against one session of their conversation (10-30 turns): up to LOCOMO_SMALL
+    questions a conversation whose evidence turns are all in one session, each read against that session
+    alone, beside a question of the conversation after next against the same store."""
+    small = _Remembering(model_dir=embedder.model_dir)
+    data = json.loads(eval_locomo.DEFAULT_DATA.read_text())
+    reads: list[dict] = []
+    for index, sample in enumerate(data):
+        other = data[(index + 2) % len(data)]["qa"]
+        asked = []
+        for qa in sample["qa"]:
+            evidence = set(eval_locomo.EVIDENCE.findall(" ".join(qa.get("evidence", []))))
+            if evidence and len({_session(e) for e in evidence}) == 1:
+                asked.append((qa, evidence))
+        step = max(1, len(asked) // LOCOMO_SMALL)
+        by_session: dict[int, list] = {}
+        for k, (qa, evidence) in enumerate(asked[::step][:LOCOMO_SMALL]):
+            by_session.setdefault(_session(next(iter(evidence))), []).append(
+                (qa, evidence, other[(7 * k) % len(other)])
+            )
+        conversation = sample["conversation"]
+        for session, questions in sorted(by_session.items()):
+            kept = {f"session_{session}", f"session_{session}_date_time"}
+            one = {key: v for key, v in conversation.items() if not key.startswith("session_") or key in kept}
+            with tempfile.TemporaryDirectory() as tmp:
+                strata, repo, dia_of, _ = eval_locomo.load_store(
+                    {**sample, "conversation": one}, Path(tmp), small, linked=False
+                )
+                engine = strata.recall(RecallConfig(bar=0.0))
+                for qa, evidence, foreign in questions:
+                    judge = lambda m, evidence=evidence, dia_of=dia_of: set(dia_of.get(m, ())) & evidence  # noqa: E731
+                    own = _read(engine, eval_locomo._question(repo, qa["question"]), judge, False)
+                    reads.append({"group": sample["sample_id"], "session": session, **own})
+                    got = _read(engine, eval_locomo._question(repo, foreign["question"]), lambda m: False, True)
+                    reads.append({"group": sample["sample_id"], "session": session, **got})
+                strata.close()
+    return {"locomo-small": reads}
+
+
+SMALL_COLLECTORS = (
+    (("history-small", "history-short-small"), collect_history_small),
+    (("coding-small", "titles-small"), collect_coding_small),
+    (("locomo-small",), collect_locomo_small),
+)
+"""The small-store reads: collected only when --collect-only names them, into a cache of their own."""
 
 
 COLLECTORS = (
@@ -242,10 +384,10 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 
     return beta
 
 
-def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], level: str):
-    """The fit's rows, each corpus weighing the same; at the answer level a corpus' in-corpus and
-    foreign reads weigh half each (the answer's relevance assumes even odds that a read is foreign,
-    whatever number of foreign reads a corpus has)."""
+def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], level: str, weights: dict | None = None):
+    """The fit's rows, each corpus weighing the same (or weights[corpus] of it); at the answer level a
+    corpus' in-corpus and foreign reads weigh half each (the answer's relevance assumes even odds that a
+    read is foreign, whatever number of foreign reads a corpus has)."""
     xs, ys, ws = [], [], []
     for corpus in corpora:
         x, y, w = [], [], []
@@ -263,24 +405,28 @@ def _blocks(reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], le
                 w += [1.0] * len(read["memories"])
         xs.append(np.array(x, dtype=float))
         ys.append(np.array(y, dtype=float))
-        ws.append(np.array(w) / max(1e-12, sum(w)))
+        ws.append(np.array(w) / max(1e-12, sum(w)) * (weights or {}).get(corpus, 1.0))
     weights = np.concatenate(ws)
     return np.vstack(xs), np.concatenate(ys), weights / weights.mean()
 
 
 def fit(
-    reads_by_corpus: dict[str, list[dict]], corpora: tuple[str, ...], standardized: bool = False
+    reads_by_corpus: dict[str, list[dict]],
+    corpora: tuple[str, ...],
+    standardized: bool = False,
+    weights: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The answer model and the memory model; `standardized`, the answer model fitted over its features
-    scaled to unit spread (the penalty the same on each), its coefficients mapped back to raw features."""
-    x, y, w = _blocks(reads_by_corpus, corpora, "answer")
+    scaled to unit spread (the penalty the same on each), its coefficients mapped back to raw features;
+    `weights`, a corpus' weight where it is not 1."""
+    x, y, w = _blocks(reads_by_corpus, corpora, "answer", weights)
     if standardized:
         mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
         beta = fit_logistic((x - mean) / spread, y, w)
         answer = np.r_[beta[0] - np.sum(beta[1:] * mean / spread), beta[1:] / spread]
     else:
         answer = fit_logistic(x, y, w)
-    return answer, fit_logistic(*_blocks(reads_by_corpus, corpora, "memory"))
+    return answer, fit_logistic(*_blocks(reads_by_corpus, corpora, "memory", weights))
 
 
 def _probability(beta: np.ndarray, features) -> float:
@@ -684,6 +830,109 @@ def compare_memory_signals(reads: dict, fitted: tuple[str, ...], checked: tuple[
         print(f"  {'    with the shipped answer: gap, shown, prec.':<44} " + "  ".join(cells))
 
 
+SMALL_SIGNALS = {
+    name: {**SIGNALS, **MORE}[name]
+    for name in (
+        "today's features",
+        "+ best cosine over the store's background",
+        "best cosine over background, for the best",
+        "+ share of the headroom: over / (1 - background)",
+        "+ 8 x over background (its penalty)",
+        "+ as a z-score of the background",
+        "+ over what chance reaches in the store's size",
+        "+ background itself",
+    )
+} | {"+ log of the store's size": lambda r: [*r["answer"], float(np.log(max(1, r["size"])))]}
+"""--small: today's features and the store-relative candidates nearest to passing (READING.md), and the
+store's size (rejected when only one corpus had small stores: it learned which corpus a read is in)."""
+
+
+def _log_size(read: dict, most: int = 1 << 30) -> float:
+    return float(np.log(min(most, max(1, read["size"]))))
+
+
+SMALL_GRID = {
+    **{
+        f"+ log of the store's size, at most {most}": (lambda r, m=most: [*r["answer"], _log_size(r, m)])
+        for most in (50, 100, 400)
+    },
+    "+ a store of <= 50 memories": lambda r: [*r["answer"], float(r["size"] <= 50)],
+    "+ sqrt(2 ln size), size at most 400": lambda r: [*r["answer"], float(np.sqrt(2 * _log_size(r, 400)))],
+    "+ log size (at most 400) and over background": lambda r: [*r["answer"], _log_size(r, 400), _over(r)],
+    "+ log size (at most 400) and headroom share": lambda r: [*r["answer"], _log_size(r, 400), _headroom(r)],
+    "+ best x log size (at most 400)": lambda r: [*r["answer"], r["answer"][0] * _log_size(r, 400)],
+    "+ log size (at most 400) and best x it": lambda r: [
+        *r["answer"],
+        _log_size(r, 400),
+        r["answer"][0] * _log_size(r, 400),
+    ],
+}
+"""--small --signals-grid, after SMALL_SIGNALS: the store's size where the fitted corpora's small and large
+stores both are (clipped, so a store larger than the fit saw reads as the largest it saw), a small store's
+flag, the chance maximum's scale alone, and the size beside a store-relative signal or times the best."""
+SMALL_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+"""How much a corpus' small-store reads weigh in the fit against the corpus' own (0: today's fit)."""
+
+
+def _fit_small(rows: dict, corpora: tuple[str, ...], weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """The fit on these corpora and, at `weight` each, their small-store reads."""
+    small = tuple(SMALL[c] for c in corpora if weight and SMALL.get(c) in rows)
+    return fit(rows, (*corpora, *small), weights=dict.fromkeys(small, weight))
+
+
+def _figures(reads: list[dict], answer: np.ndarray, memory: np.ndarray, bar: float) -> tuple[float, float, float]:
+    """(worst gap in bins of >= 30, foreign emptied, kept) of a fit on reads it never saw."""
+    return (_worst(predicted(reads, answer, memory)), *_bar_figures(reads, answer, bar))
+
+
+def compare_small(reads: dict, bar: float, signals: dict | None = None) -> None:
+    """Each of SMALL_SIGNALS fitted without and with the fitted corpora's small-store reads (SMALL_WEIGHTS),
+    left out of each fitted corpus in turn with its small-store reads: (worst gap, foreign emptied, kept) on
+    the corpus' usual held-out reads, and beside them on its small-store reads; then fitted on all and
+    checked (foreign emptied / kept or found) on the corpora never fitted and the short reads in small
+    stores; the rule's verdict against today's fit on the usual held-out reads, and on the small ones."""
+    checked = [c for c in (*CHECKED, "titles-small", "history-short-small") if c in reads]
+    separation(
+        reads, tuple(SMALL[c] for c in FITTED if SMALL[c] in reads), tuple(c for c in checked if c in SMALL.values())
+    )
+    print(f"small stores in the fit, leave one corpus out at the bar {bar} (gap/emptied/kept):")
+    print(
+        f"  {'':<52}"
+        + "".join(f"{c:>20}" for c in FITTED)
+        + "".join(f"{SMALL[c]:>20}" for c in FITTED)
+        + "".join(f"{c:>22}" for c in checked)
+    )
+    today: dict[str, tuple[float, ...]] = {}
+    today_small: dict[str, tuple[float, ...]] = {}
+    for name, signal in (signals or SMALL_SIGNALS).items():
+        rows = _with(reads, signal)
+        for weight in SMALL_WEIGHTS:
+            figures, small = {}, {}
+            for held in FITTED:
+                answer, memory = _fit_small(rows, tuple(c for c in FITTED if c != held), weight)
+                figures[held] = _figures(rows[held], answer, memory, bar)
+                if SMALL[held] in rows:
+                    small[held] = _figures(rows[SMALL[held]], answer, memory, bar)
+            answer, memory = _fit_small(rows, FITTED, weight)
+            cells = [f"{g:.3f}/{e:.3f}/{k:.3f}" for g, e, k in figures.values()]
+            cells += [
+                f"{g:.3f}/{e:.3f}/{k:.3f}" if c in small else "-"
+                for c in FITTED
+                for g, e, k in [small.get(c, (0, 0, 0))]
+            ]
+            checks = [f"{e:.3f}/{k:.3f}" for c in checked for e, k in [_bar_figures(rows[c], answer, bar)]]
+            print(
+                f"  {(name[:42] + f' @{weight:g}'):<52}"
+                + "".join(f"{c:>20}" for c in cells)
+                + "".join(f"{c:>22}" for c in checks)
+            )
+            if not today:
+                today, today_small = figures, small
+            else:
+                usual, on_small = verdict(figures, today), verdict(small, today_small) if small else "-"
+                print(f"  {'    the rule, left out: usual reads / small stores':<52}  {usual} / {on_small}")
+
+
 def _floor(of_bar: float, of_top: float) -> Callable[[float, float], bool]:
     """A memory of relevance p is shown when it reaches projections/relevance.py Floor(of_bar, of_top) at the
     default bar, for an answer whose most relevant memory is rated top."""
@@ -765,6 +1014,7 @@ def main() -> None:
     )
     parser.add_argument("--signals", action="store_true", help="compare candidate answer features (SIGNALS)")
     parser.add_argument("--signals-grid", action="store_true", help="compare the background variants (GRID)")
+    parser.add_argument("--small", action="store_true", help="fit with the small-store reads (SMALL_SIGNALS)")
     parser.add_argument("--floors", action="store_true", help="compare floors of an answer that passes (FLOORS)")
     parser.add_argument("--memory-signals", action="store_true", help="compare memory features (MEMORY_SIGNALS)")
     parser.add_argument("--signal", choices=sorted(SIGNALS), default=ENGINE_SIGNAL, help="the answer's features fitted")
@@ -797,7 +1047,16 @@ def main() -> None:
             embedder = embedder or MiniLMEmbedder(model_dir=args.model_dir)
             reads.update(collect(embedder))
             args.cache.write_text(json.dumps(reads))
+    for corpora, collect in SMALL_COLLECTORS:  # never into a cache that did not ask for them
+        if args.collect_only and set(args.collect_only) & set(corpora) and not all(c in reads for c in corpora):
+            embedder = embedder or MiniLMEmbedder(model_dir=args.model_dir)
+            reads.update(collect(embedder))
+            args.cache.write_text(json.dumps(reads))
     if args.collect_only is not None:
+        return
+    if args.small:
+        grid = {ENGINE_SIGNAL: SIGNALS[ENGINE_SIGNAL], **SMALL_GRID} if args.signals_grid else None
+        compare_small(reads, DEFAULT_BAR, grid)
         return
     if args.signals or args.signals_grid:
         grid = {**GRID, **MORE} if args.signals_grid else None

@@ -118,3 +118,37 @@ def test_the_floors_compared_are_the_earlier_rule_and_the_engines() -> None:
         assert candidates["new"](DEFAULT_BAR, top) == MODEL.floor(DEFAULT_BAR, top)
     engines = eval_floor.configs(candidates)
     assert engines["full-off"].bar == 0.0 and engines["default@new"].model.floor == MODEL.floor
+
+
+def test_a_small_walk_reads_each_moment_against_only_the_last_commits_before_it() -> None:
+    """ops/fit_relevance.py's small-store reads of the histories (eval_commits.walk(window=...)): each read
+    is made against a fresh store of the last window(n) commits written before it, relevant by those
+    commits alone, and skipped when none of them touches the read's files."""
+    from strata_recall.domain.ids import memory_id
+    from strata_recall.projections.embedder import HashEmbedder
+    from strata_recall.projections.recall import RecallConfig
+
+    history: list[eval_commits.Commit | None] = [
+        None if i == 5 else eval_commits.Commit(f"{i:040x}", i, f"change {i}", "", ("a.py",) if i < 3 else ("b.py",))
+        for i in range(12)
+    ]
+    reads = [
+        eval_commits.Read(12, {"body": "q"}, frozenset({"a.py"}), "late"),  # a.py's commits are not in its last 4
+        eval_commits.Read(4, {"body": "q"}, frozenset({"a.py"}), "early"),
+        eval_commits.Read(12, {"body": "q"}, frozenset({"b.py"}), "late b"),
+    ]
+    embedder = HashEmbedder(dim=32)
+    subject = {str(memory_id(eval_commits.text(c), "fact", "repo", "o/r")): c.subject for c in history if c}
+    seen: dict[str, tuple[int, list[str]]] = {}
+
+    def visit(strata, repo, read, relevant) -> None:
+        engine = strata.recall(RecallConfig(bar=0.0))
+        engine.read(eval_commits.request(repo, "q"))  # an engine's index loads its partitions on its first read
+        index = engine.index
+        ids = [m for m, _ in index.search(embedder.embed_query("q"), repo, include_global=False, k=100)]
+        seen[read.source] = (len(ids), sorted(subject[m] for m in ids if relevant(m)))
+
+    eval_commits._small_walk(embedder, visit, "o/r", history, reads, frozenset(), lambda n: 4 if n else 2)
+    assert "late" not in seen
+    assert seen["early"] == (4, ["change 0", "change 1", "change 2"])  # the 4 before it: commits 0-3
+    assert seen["late b"] == (4, ["change 10", "change 11", "change 8", "change 9"])  # 5 is not written

@@ -58,3 +58,48 @@ def test_the_standardized_fit_does_not_depend_on_a_features_units_and_the_plain_
         p = fit_relevance._probability(plain, rows["one"])
         q = fit_relevance._probability(scaled, [rows["one"][0], rows["one"][1] * 0.001])
         assert (abs(p - q) < 1e-6) is same
+
+
+def _corpus(shift: float, seed: int, n: int = 200) -> list[dict]:
+    """Reads whose answer is likely relevant when their one feature is above `shift`, beside foreign reads."""
+    rng = np.random.default_rng(seed)
+    reads = []
+    for _ in range(n):
+        a = rng.normal()
+        relevant = bool(rng.random() < 1 / (1 + np.exp(-3 * (a - shift))))
+        memories = [([a], relevant), ([rng.normal()], False)]
+        reads.append({"answer": [a], "memories": memories, "foreign": not relevant, "size": 10})
+    return reads
+
+
+def test_a_corpus_weight_scales_its_share_of_the_fit() -> None:
+    rows = {"one": _corpus(0.0, 1, 100), "two": _corpus(0.0, 2, 300)}
+    _, _, even = fit_relevance._blocks(rows, ("one", "two"), "answer")
+    _, _, halved = fit_relevance._blocks(rows, ("one", "two"), "answer", {"two": 0.5})
+    assert even[:100].sum() == pytest.approx(even[100:].sum())  # each corpus weighs the same, whatever its size
+    assert halved[100:].sum() == pytest.approx(0.5 * halved[:100].sum())
+
+
+def test_small_store_reads_are_fitted_with_their_corpus_and_held_out_with_it() -> None:
+    rows = {"coding": _corpus(0.0, 1), "coding-small": _corpus(-1.0, 2), "locomo-small": _corpus(1.5, 3)}
+    plain = fit_relevance.fit(rows, ("coding",))
+    assert all(
+        np.array_equal(a, b) for a, b in zip(fit_relevance._fit_small(rows, ("coding",), 0.0), plain, strict=True)
+    )
+    with_small = fit_relevance._fit_small(rows, ("coding",), 1.0)
+    both = fit_relevance.fit(rows, ("coding", "coding-small"))
+    assert all(
+        np.allclose(a, b) for a, b in zip(with_small, both, strict=True)
+    )  # LoCoMo's small stores are not coding's
+    assert fit_relevance._probability(with_small[0], [-0.5]) > fit_relevance._probability(plain[0], [-0.5])
+    half = fit_relevance._fit_small(rows, ("coding",), 0.5)[0]
+    assert fit_relevance._probability(plain[0], [-0.5]) < fit_relevance._probability(half, [-0.5])
+    assert fit_relevance._probability(half, [-0.5]) < fit_relevance._probability(with_small[0], [-0.5])
+
+
+def test_the_store_size_seen_by_the_fit_is_clipped_where_the_fitted_stores_end() -> None:
+    read = {"answer": [0.4, 0.0, 0.0, 0.0, 1.0], "cos": [0.4, 0.1], "kw": [], "size": 5000}
+    clipped = fit_relevance.SMALL_GRID["+ log of the store's size, at most 400"](read)
+    assert clipped[-1] == pytest.approx(np.log(400))
+    assert fit_relevance.SMALL_SIGNALS["+ log of the store's size"](read)[-1] == pytest.approx(np.log(5000))
+    assert fit_relevance.SMALL_GRID["+ a store of <= 50 memories"]({**read, "size": 40})[-1] == 1.0
