@@ -885,6 +885,28 @@ def _figures(reads: list[dict], answer: np.ndarray, memory: np.ndarray, bar: flo
     return (_worst(predicted(reads, answer, memory)), *_bar_figures(reads, answer, bar))
 
 
+def cosine_bound(reads: dict, found: float = 0.9, small: int = 50) -> None:
+    """The most a bar on the best cosine alone can do: the highest level of the best cosine that finds
+    `found` of the paraphrases, and the share of each corpus' foreign reads it empties, in stores of at most
+    `small` memories and in larger ones (the answer model's other evidence, keyword and known words, is
+    against a paraphrase: it shares no word with its memory)."""
+    asked = sorted(r["answer"][0] for r in reads["paraphrase"] if not r["foreign"])
+    level = asked[int(np.floor((1 - found) * len(asked)))]
+    print(f"a bar on the best cosine at {level:.3f} finds {found} of the paraphrases; it empties, of foreign reads:")
+    cells = []
+    for corpus in (*FITTED, *CHECKED, *(c for c in SMALL.values() if c in reads)):
+        for label, keep in ((f"<= {small}", lambda n: n <= small), (f"> {small}", lambda n: n > small)):
+            best = [r["answer"][0] for r in reads[corpus] if r["foreign"] and keep(r["size"])]
+            if best:
+                cells.append(f"{corpus} {label} {np.mean([b < level for b in best]):.3f} ({len(best)})")
+    print("  " + "   ".join(cells))
+    medians = []
+    for corpus in ("paraphrase", *(c for c in SMALL.values() if c in reads)):
+        best = [r["answer"][0] for r in reads[corpus] if not r["foreign"] and any(x for _, x in r["memories"][:5])]
+        medians.append(f"{corpus} {np.median(best):.3f}")
+    print("  the median best cosine of in-corpus reads with a relevant memory in their first 5: " + "   ".join(medians))
+
+
 def compare_small(reads: dict, bar: float, signals: dict | None = None) -> None:
     """Each of SMALL_SIGNALS fitted without and with the fitted corpora's small-store reads (SMALL_WEIGHTS),
     left out of each fitted corpus in turn with its small-store reads: (worst gap, foreign emptied, kept) on
@@ -895,6 +917,7 @@ def compare_small(reads: dict, bar: float, signals: dict | None = None) -> None:
     separation(
         reads, tuple(SMALL[c] for c in FITTED if SMALL[c] in reads), tuple(c for c in checked if c in SMALL.values())
     )
+    cosine_bound(reads)
     print(f"small stores in the fit, leave one corpus out at the bar {bar} (gap/emptied/kept):")
     print(
         f"  {'':<52}"
