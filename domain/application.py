@@ -6,15 +6,18 @@ and only then acknowledges, with the log position. A rejected command records no
 
 from __future__ import annotations
 
+import functools
 import random
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
+    DatetimeAsISO,
     IntegrityError,
     InterfaceError,
     Mapper,
@@ -107,6 +110,11 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         recorder = self.recorder
         if isinstance(recorder, SQLiteAggregateRecorder):
             found: set[UUID] = set()
+            if mids:  # an empty log (a new store's first import) has none: one probe instead of a query per 500
+                with recorder.datastore.transaction(commit=False) as cursor:
+                    cursor.execute(f"SELECT 1 FROM {recorder.events_table_name} LIMIT 1")  # a fixed table name
+                    if cursor.fetchone() is None:
+                        return found
             for i in range(0, len(mids), 500):
                 chunk = [m.hex for m in mids[i : i + 500]]
                 sql = (
@@ -971,10 +979,26 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         ):
             positions = recorder.insert_events(list(map(to_stored, events)))
             return positions[-1] if positions else None
+        # The recorder's own insert (SQLiteApplicationRecorder._insert_events), its statement and values,
+        # on the sqlite3 cursor itself: without a wrapper's call, a type check and a list of positions per
+        # event. Errors still surface through the transaction's exit, as the recorder's exceptions.
+        statement = recorder.insert_events_statement
         with recorder.datastore.transaction(commit=True) as cursor:
+            execute = cursor.sqlite_cursor.execute
             for start in range(0, len(events), APPEND_BATCH):
-                positions = recorder._insert_events(cursor, list(map(to_stored, events[start : start + APPEND_BATCH])))
-        return positions[-1] if positions else None
+                for stored in map(to_stored, events[start : start + APPEND_BATCH]):
+                    originator_id = stored.originator_id
+                    execute(
+                        statement,
+                        (
+                            originator_id.hex if isinstance(originator_id, UUID) else originator_id,
+                            stored.originator_version,
+                            stored.topic,
+                            stored.state,
+                        ),
+                    )
+            position: int | None = cursor.sqlite_cursor.lastrowid
+        return position
 
 
 class WrittenMapper(Mapper[UUID]):
@@ -984,12 +1008,20 @@ class WrittenMapper(Mapper[UUID]):
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         if type(domain_event) is not Written:
             return super().to_stored_event(domain_event)
-        state = self.transcoder.encode(domain_event.stored_state())
+        fields = domain_event.stored_state()
+        if self._iso_timestamps:  # the timestamp as the transcoder would write it, without its callback
+            fields["timestamp"] = {"_type_": DatetimeAsISO.name, "_data_": fields["timestamp"].isoformat()}
+        state = self.transcoder.encode(fields)
         if self.compressor:
             state = self.compressor.compress(state)
         if self.cipher:
             state = self.cipher.encrypt(state)
         return StoredEvent(domain_event.originator_id, domain_event.originator_version, _WRITTEN_TOPIC, state)
+
+    @functools.cached_property
+    def _iso_timestamps(self) -> bool:
+        """Whether the transcoder writes a datetime as eventsourcing's DatetimeAsISO does (it does)."""
+        return type(getattr(self.transcoder, "types", {}).get(datetime)) is DatetimeAsISO
 
 
 _WRITTEN_TOPIC = get_topic(Memory.MemoryWritten)

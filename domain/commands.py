@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.bulk import stored_init
 
 
+@stored_init
 @dataclass(frozen=True)
 class NewMemory:
     repo_id: str

@@ -18,6 +18,7 @@ _NAMESPACE = UUID("5b7c3f5e-2f0a-4a8e-9d7e-8f1d3a2c6b10")
 _NAMESPACE_BYTES = _NAMESPACE.bytes
 _VERSION_BITS = ~((0xF000 << 64) | (0xC000 << 48))  # the version's nibble and the variant's two bits
 _VERSION_5 = (5 << 76) | (0x8000 << 48)  # version 5, the RFC 4122 variant
+_UNKNOWN = SafeUUID.unknown  # an enum member read from its class runs Python code (enum.property) each time
 
 
 def _named(name: str) -> UUID:
@@ -27,12 +28,20 @@ def _named(name: str) -> UUID:
     value = (int.from_bytes(digest[:16]) & _VERSION_BITS) | _VERSION_5
     uid = object.__new__(UUID)
     object.__setattr__(uid, "int", value)  # UUID is immutable through its own __setattr__
-    object.__setattr__(uid, "is_safe", SafeUUID.unknown)  # as uuid.uuid5 leaves it
+    object.__setattr__(uid, "is_safe", _UNKNOWN)  # as uuid.uuid5 leaves it
     return uid
 
 
 def normalise_text(text: str) -> str:
-    """Whitespace differences do not make a different memory."""
+    """Whitespace differences do not make a different memory.
+
+    A text already normal is given back without splitting it: every character `str.split` splits at
+    but the space is one `str.isprintable` refuses (control characters and the separators other than
+    the space), so a printable text without two spaces in a row and without a space at either end is
+    its own `" ".join(text.split())` (most texts: the check is a few C-level scans, the split a list of
+    words)."""
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     return " ".join(text.split())
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from strata_recall.domain import secret_values as values
+from strata_recall.domain.bulk import stored_init
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
     AUTH_SCHEMES,
@@ -43,6 +44,7 @@ from strata_recall.domain.secret_formats import (
 )
 
 
+@stored_init
 @dataclass(frozen=True)
 class Sanitised:
     text: str

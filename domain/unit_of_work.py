@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from strata_recall.domain.anchors import Anchor
+from strata_recall.domain.bulk import stored_init
 from strata_recall.domain.commands import NewMemory
 from strata_recall.domain.errors import Conflict, NotFound
 from strata_recall.domain.ids import memory_id, parse_memory_id
@@ -115,6 +116,7 @@ def chunks(items: Iterator[T], size: int) -> Iterator[tuple[int, list[T]]]:
         yield start, chunk
 
 
+@stored_init
 @dataclass(frozen=True)
 class CleanWrite:
     """A write's strings after secret redaction (every free-text field that reaches the log: text,

@@ -133,10 +133,11 @@ def bench_bare_eventsourcing(n: int, batch: int) -> float:
 def _trees(against: str | None, folder: Path) -> list[tuple[str, list[Path] | None]]:
     """The code a comparison runs: `against`'s (a git revision unpacked into `folder`, its import paths:
     ops/revision.py) first when given, then this checkout's (None: the installed package)."""
+    import revision
+
+    revision.compiled(ROOT)  # this checkout's edited modules from bytecode too (revision.compiled)
     trees: list[tuple[str, list[Path] | None]] = [("this checkout", None)]
     if against is not None:
-        import revision
-
         trees.insert(0, (against, revision.import_paths(revision.checkout(against, Path(folder)))))
     return trees
 

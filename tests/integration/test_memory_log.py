@@ -577,3 +577,18 @@ def test_an_append_larger_than_one_batch_is_still_all_or_nothing(strata: Strata)
     strata.log._append(events[:-1])  # the same events without the clash: all recorded
     assert strata.log.existing_ids([e.originator_id for e in events]) == {e.originator_id for e in events}
     assert strata.log.memory(str(events[-2].originator_id)).text == f"memory number {2 * APPEND_BATCH + 9}"
+
+
+def test_which_ids_the_log_holds_while_it_is_empty_and_after(strata: Strata) -> None:
+    """existing_ids on an empty log (a new store's first import asks it for every line) answers from one
+    probe of the log, and once the log holds events, from them; an append answers with its last position."""
+    from uuid import UUID, uuid4
+
+    from strata_recall.domain.commands import NewMemory
+
+    absent = [uuid4() for _ in range(1200)]
+    assert strata.log.existing_ids(absent) == set()
+    outcome = strata.log.write(NewMemory(repo_id="r", text="First lesson", kind="fact", scope="repo", confidence=0.7))
+    written = UUID(outcome.memory_id)
+    assert strata.log.existing_ids([*absent, written]) == {written}
+    assert outcome.position == strata.log.position() == 1

@@ -4,6 +4,7 @@ very values uuid.uuid5 gives, for every kind of text, and behave as any UUID doe
 from __future__ import annotations
 
 import pickle
+import sys
 import uuid
 
 import pytest
@@ -55,3 +56,20 @@ def test_an_id_is_an_ordinary_uuid() -> None:
     assert uuid.UUID(str(made)) == made
     with pytest.raises(TypeError):
         made.int = 0  # type: ignore[misc]
+
+
+# Every character str.split splits at, and neighbours that it does not.
+_SPACES = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.split() == [])
+
+
+@pytest.mark.parametrize("space", [*_SPACES, "\u200b", "\u00ad", "\ufeff", "\x00", "\x7f"])
+def test_a_text_is_normalised_as_split_and_join_would(space: str) -> None:
+    """The shortcut for a text already normal (normalise_text) gives what splitting and joining gives,
+    whatever whitespace or invisible character the text holds, and wherever."""
+    for text in (f"a{space}b", f"{space}ab", f"ab{space}", f"a {space}b", f"a{space}{space}b", space, f"a b{space}"):
+        assert ids.normalise_text(text) == " ".join(text.split()), repr(text)
+
+
+@pytest.mark.parametrize("text", [*TEXTS, "a b", " a", "a ", "a  b", "already normal text", "ends ."])
+def test_a_normal_text_is_its_own_normal_form(text: str) -> None:
+    assert ids.normalise_text(text) == " ".join(text.split())
