@@ -41,6 +41,9 @@ NOT_FOR_AN_IMPORT = {
         for name in ("read", "browse", "operator", "edit", "feedback", "files", "forget", "index", "access", "update")
     ),
     *(f"strata_recall.interface.app.services.{name}" for name in ("feedback", "tokens", "review", "archetypes")),
+    "strata_recall.domain.history",  # `strata learn`'s planner and the instruction files' rules
+    "strata_recall.domain.instructions",
+    "strata_recall.projections.snapshot_queries",
     *(
         f"strata_recall.interface.cli.{name}"
         for name in ("serving", "learn", "tools", "memory", "init", "archetypes", "review", "hygiene", "generated")
