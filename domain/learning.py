@@ -76,15 +76,18 @@ class History(Aggregate):
 
     TOPIC = "domain.learning:History"
 
-    class Created(Aggregate.Created):
+    class Event(Aggregate.Event):
+        """Its events' base, declared so that eventsourcing does not redefine each (domain/memory.py)."""
+
+    class Created(Event, Aggregate.Created):
         TOPIC = "domain.learning:History.Created"
 
-    class Started(Aggregate.Created):
+    class Started(Event, Aggregate.Created):
         TOPIC = "domain.learning:History.Started"
         repo_id: str
         source: str
 
-    class Advanced(Aggregate.Event):
+    class Advanced(Event):
         TOPIC = "domain.learning:History.Advanced"
         """A batch of a learn: `head` is the last commit read (everything it reaches has been read),
         `counts` what the batch learned and skipped (domain/history.py counts), `decisions` the
@@ -149,7 +152,7 @@ class History(Aggregate):
             self.renames[old] = new
             self.renames.pop(new, None)  # a path renamed back is itself again
 
-    class RulesRecorded(Aggregate.Event):
+    class RulesRecorded(Event):
         TOPIC = "domain.learning:History.RulesRecorded"
         """The rules learned from instruction files (source `instructions`), per file, replacing what the
         cursor held for those files (an empty list: the file has no rules any more): each rule its
