@@ -18,17 +18,20 @@ def archetype_id(name: str) -> UUID:
 class Archetype(Aggregate):
     TOPIC = "domain.archetype:Archetype"
 
-    class Created(Aggregate.Created):  # declared so that it too has a stable topic
+    class Event(Aggregate.Event):
+        """Its events' base, declared so that eventsourcing does not redefine each (domain/memory.py)."""
+
+    class Created(Event, Aggregate.Created):  # declared so that it too has a stable topic
         TOPIC = "domain.archetype:Archetype.Created"
 
-    class ArchetypeDefined(Aggregate.Created):
+    class ArchetypeDefined(Event, Aggregate.Created):
         TOPIC = "domain.archetype:Archetype.ArchetypeDefined"
         name: str
         description: str
         examples: list[str]
         profile: dict[str, Any]
 
-    class ArchetypeChanged(Aggregate.Event):
+    class ArchetypeChanged(Event):
         TOPIC = "domain.archetype:Archetype.ArchetypeChanged"
         description: str
         examples: list[str]

@@ -43,13 +43,16 @@ def digest_of(secret: str | bytes) -> str:
 class Credential(Aggregate):
     TOPIC = "domain.credential:Credential"
 
-    class Created(Aggregate.Created):  # declared so that it too has a stable topic
+    class Event(Aggregate.Event):
+        """Its events' base, declared so that eventsourcing does not redefine each (domain/memory.py)."""
+
+    class Created(Event, Aggregate.Created):  # declared so that it too has a stable topic
         TOPIC = "domain.credential:Credential.Created"
 
     # `actor`: the token whose request issued or revoked this one (None: the local operator, and events
     # recorded before actors were kept), as on memory events (domain/memory.py).
 
-    class TokenIssued(Aggregate.Created):
+    class TokenIssued(Event, Aggregate.Created):
         TOPIC = "domain.credential:Credential.TokenIssued"
         class_version = 2
 
@@ -64,7 +67,7 @@ class Credential(Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class TokenRevoked(Aggregate.Event):
+    class TokenRevoked(Event):
         TOPIC = "domain.credential:Credential.TokenRevoked"
         class_version = 2
 

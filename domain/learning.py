@@ -40,20 +40,17 @@ from eventsourcing.domain import Aggregate, event
 from strata_recall.domain import beliefs, idempotency
 from strata_recall.domain.anchors import BY_GIT, BY_STRATA, Anchor, fingerprint
 from strata_recall.domain.errors import Conflict
-from strata_recall.domain.history import (
-    DECISIONS_PER_FILE,
-    LINKS_PER_DECISION,
-    Decision,
-    Step,
-    commit_memory_id,
-    history_id,
-)
-from strata_recall.domain.instructions import Known, Rule, match_rules, rule_memory_id
 from strata_recall.domain.memory import Memory, iso
 from strata_recall.domain.unit_of_work import Session, sanitise
 
+# domain/history.py (the planner of a git history) and domain/instructions.py (the rules of instruction
+# files) are imported by the methods that use them, not here: every command's MemoryLog is made of this
+# module (HistoryCommands), and only `strata learn` and a learning cursor's events need them.
 if TYPE_CHECKING:
     from eventsourcing.persistence import EventStore
+
+    from strata_recall.domain.history import Decision, Step
+    from strata_recall.domain.instructions import Known, Rule
 
 Out = TypeVar("Out")
 AUTHOR = "strata learn"
@@ -79,15 +76,18 @@ class History(Aggregate):
 
     TOPIC = "domain.learning:History"
 
-    class Created(Aggregate.Created):
+    class Event(Aggregate.Event):
+        """Its events' base, declared so that eventsourcing does not redefine each (domain/memory.py)."""
+
+    class Created(Event, Aggregate.Created):
         TOPIC = "domain.learning:History.Created"
 
-    class Started(Aggregate.Created):
+    class Started(Event, Aggregate.Created):
         TOPIC = "domain.learning:History.Started"
         repo_id: str
         source: str
 
-    class Advanced(Aggregate.Event):
+    class Advanced(Event):
         TOPIC = "domain.learning:History.Advanced"
         """A batch of a learn: `head` is the last commit read (everything it reaches has been read),
         `counts` what the batch learned and skipped (domain/history.py counts), `decisions` the
@@ -127,6 +127,8 @@ class History(Aggregate):
         renames: dict[str, str],
         archived: int,
     ) -> None:
+        from strata_recall.domain.history import DECISIONS_PER_FILE, LINKS_PER_DECISION
+
         if head is not None:
             self.head, self.head_time = head, head_time
         self.read += read
@@ -150,7 +152,7 @@ class History(Aggregate):
             self.renames[old] = new
             self.renames.pop(new, None)  # a path renamed back is itself again
 
-    class RulesRecorded(Aggregate.Event):
+    class RulesRecorded(Event):
         TOPIC = "domain.learning:History.RulesRecorded"
         """The rules learned from instruction files (source `instructions`), per file, replacing what the
         cursor held for those files (an empty list: the file has no rules any more): each rule its
@@ -174,6 +176,8 @@ class History(Aggregate):
 
     def decisions(self) -> dict[str, list[Decision]]:
         """The decisions waiting for changes, per path, as the Planner takes them."""
+        from strata_recall.domain.history import Decision
+
         return {
             path: [Decision(d["memory_id"], d["path"], d["added"], d["time"], d["links"]) for d in queue]
             for path, queue in self.waiting.items()
@@ -257,6 +261,8 @@ class HistoryCommands:
 
     def learning_cursor(self, repo_id: str, source: str = "git") -> History | None:
         """The learning cursor of a repository's source (None: never learned)."""
+        from strata_recall.domain.history import history_id
+
         try:
             found: History = self.repository.get(history_id(repo_id, source))
             return found
@@ -318,6 +324,7 @@ class HistoryCommands:
         memory id of the commit that replaced it, or None)); returns the outcome and the cursor's new
         version (None when there was no cursor)."""
         pairs = list(gone)
+        from strata_recall.domain.history import commit_memory_id
 
         def run(batch: _Batch) -> tuple[LearnOutcome, History | None]:
             session = batch.session
@@ -394,6 +401,7 @@ class HistoryCommands:
         file). Files learned before and neither `read` nor `unread` (there, but not readable now: left as
         they were) are gone: their rules are removed. Returns the
         outcome and the cursor's new version (None when nothing was recorded)."""
+        from strata_recall.domain.instructions import Known, match_rules, rule_memory_id
 
         cleaned = []
         for rule in rules:  # redacted before anything compares or records them, as every write's text
@@ -466,6 +474,8 @@ class HistoryCommands:
         """One rule new or edited: its memory (restored, when a rule learned before and archived is back),
         its anchor on the rule's lines, Learned; an edited rule's old memory records the change and is
         archived into it."""
+        from strata_recall.domain.instructions import rule_memory_id
+
         session = batch.session
         mid = rule_memory_id(repo_id, rule.path, rule.text)
         anchor = Anchor(
@@ -538,6 +548,8 @@ class HistoryCommands:
         return outcome, cursor, position
 
     def _cursor(self, repo_id: str, source: str, expected: int | None) -> History:
+        from strata_recall.domain.history import history_id
+
         current = self.learning_cursor(repo_id, source)
         version = current.version if current is not None else None
         if version != expected:

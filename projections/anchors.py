@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, CHANGED, MISSING, UNCHANGED, Anchor, judge
-from strata_recall.domain.history import FileStats
-from strata_recall.projections.snapshot_queries import SnapshotQueries
+
+if TYPE_CHECKING:  # a write's anchors need neither: only `file_stats` (the `files` operation, `strata learn`) does
+    from strata_recall.domain.history import FileStats
+    from strata_recall.projections.snapshot_queries import SnapshotQueries
 
 ANCHOR_CHANGED_WEIGHT = 0.7
 """A result whose anchored code changed since it was written ranks as if this much less relevant."""
@@ -117,4 +119,6 @@ def file_stats(snapshot: SnapshotQueries, repo_id: str) -> FileStats:
     memory the paths it is anchored to. The learned changes' anchors are their commits' files, so this
     is the history's co-change and churn as the store holds it (archived memories, a rewritten history's,
     left out), with what agents anchored beside it."""
+    from strata_recall.domain.history import FileStats  # here: a write imports this module, never it
+
     return FileStats.of(snapshot.anchored_paths(repo_id))

@@ -23,68 +23,80 @@ from strata_recall.interface.app.operations import Operation
 from strata_recall.interface.app.parsing import Payload
 from strata_recall.interface.app.parsing import parse as parse
 from strata_recall.interface.app.parsing import problems_of as problems_of
-from strata_recall.interface.app.services import archetypes, feedback, memories, review, tokens
+from strata_recall.interface.app.services import memories
 from strata_recall.interface.app.services.context import PastNeed, Reader, Services
 from strata_recall.interface.app.services.memories import to_new_memory as to_new_memory
 from strata_recall.interface.app.workspace import Workspaces
-from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
-from strata_recall.schemas.archetype import ArchetypeRequest, ArchetypeResponse
-from strata_recall.schemas.browse import (
-    ContradictionsRequest,
-    ContradictionsResponse,
-    MemoriesRequest,
-    MemoriesResponse,
-    MemoryRequest,
-    MemoryResponse,
-    OverviewRequest,
-    OverviewResponse,
-    ReposRequest,
-    ReposResponse,
-    ReviewQueueRequest,
-    ReviewRequest,
-    ReviewResponse,
-    SessionsRequest,
-    SessionsResponse,
-    TimelineRequest,
-    TimelineResponse,
-)
-from strata_recall.schemas.edit import EditRequest, EditResponse
-from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
-from strata_recall.schemas.files import FilesRequest, FilesResponse
-from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
-from strata_recall.schemas.index import IndexRequest, IndexResponse
-from strata_recall.schemas.operator import (
-    LogRequest,
-    LogResponse,
-    RecordedResponse,
-    RestoreRequest,
-    TokenCreateRequest,
-    TokenCreateResponse,
-    TokenListRequest,
-    TokenListResponse,
-    TokenRevokeRequest,
-    TokenRevokeResponse,
-    UnmergeRequest,
-)
-from strata_recall.schemas.read import (
-    Outage,
-    ReadRequest,
-    ReadResponse,
-)
-from strata_recall.schemas.update import UpdateRequest, UpdateResponse
 from strata_recall.schemas.write import ImportResponse, WriteRequest, WriteResponse
 
-# The read path and the inspector (numpy, the projections' queries, past models) are imported when a
-# request first uses them (interface/app/lazy.py): a write or an import never does.
+# The read path and the inspector (numpy, the projections' queries, past models), and the contracts of
+# every operation but the write's, are imported when a request first uses them (interface/app/lazy.py):
+# a write or an import never does.
 if TYPE_CHECKING:
-    from strata_recall.interface.app.services import inspection, recall
+    from strata_recall.interface.app.services import archetypes, feedback, inspection, recall, review, tokens
     from strata_recall.interface.app.services.inspection import Inspector
     from strata_recall.interface.app.services.learning import files as learned_files
     from strata_recall.projections.near_duplicates import NearDuplicates
     from strata_recall.projections.recall import ReadQuery
+    from strata_recall.schemas import access as access_contracts
+    from strata_recall.schemas import archetype as archetype_contracts
+    from strata_recall.schemas import browse as browse_contracts
+    from strata_recall.schemas import edit as edit_contracts
+    from strata_recall.schemas import feedback as feedback_contracts
+    from strata_recall.schemas import files as files_contracts
+    from strata_recall.schemas import forget as forget_contracts
+    from strata_recall.schemas import index as index_contracts
+    from strata_recall.schemas import operator as operator_contracts
+    from strata_recall.schemas import read as read_contracts
+    from strata_recall.schemas import update as update_contracts
+    from strata_recall.schemas.access import WhoamiResponse
+    from strata_recall.schemas.archetype import ArchetypeResponse
+    from strata_recall.schemas.browse import (
+        ContradictionsResponse,
+        MemoriesResponse,
+        MemoryResponse,
+        OverviewResponse,
+        ReposResponse,
+        ReviewResponse,
+        SessionsResponse,
+        TimelineResponse,
+    )
+    from strata_recall.schemas.edit import EditResponse
+    from strata_recall.schemas.feedback import FeedbackResponse
+    from strata_recall.schemas.files import FilesResponse
+    from strata_recall.schemas.forget import ForgetResponse
+    from strata_recall.schemas.index import IndexResponse
+    from strata_recall.schemas.operator import (
+        LogResponse,
+        RecordedResponse,
+        TokenCreateResponse,
+        TokenListResponse,
+        TokenRevokeResponse,
+    )
+    from strata_recall.schemas.read import (
+        Outage,
+        ReadRequest,
+        ReadResponse,
+    )
+    from strata_recall.schemas.update import UpdateResponse
     from strata_recall.workers.as_of import PastModels
 else:
     inspection = lazy.module("strata_recall.interface.app.services.inspection")
+    archetypes = lazy.module("strata_recall.interface.app.services.archetypes")
+    feedback = lazy.module("strata_recall.interface.app.services.feedback")
+    review = lazy.module("strata_recall.interface.app.services.review")
+    tokens = lazy.module("strata_recall.interface.app.services.tokens")
+    access_contracts = lazy.module("strata_recall.schemas.access")
+    archetype_contracts = lazy.module("strata_recall.schemas.archetype")
+    browse_contracts = lazy.module("strata_recall.schemas.browse")
+    edit_contracts = lazy.module("strata_recall.schemas.edit")
+    feedback_contracts = lazy.module("strata_recall.schemas.feedback")
+    files_contracts = lazy.module("strata_recall.schemas.files")
+    forget_contracts = lazy.module("strata_recall.schemas.forget")
+    index_contracts = lazy.module("strata_recall.schemas.index")
+    operator_contracts = lazy.module("strata_recall.schemas.operator")
+    read_contracts = lazy.module("strata_recall.schemas.read")
+    update_contracts = lazy.module("strata_recall.schemas.update")
     recall = lazy.module("strata_recall.interface.app.services.recall")
     learned_files = lazy.module("strata_recall.interface.app.services.learning.files")
 
@@ -156,8 +168,8 @@ class CommandAPI:
         return memory.scope if memory is not None and memory.visible_to(repo_id) else None
 
     def whoami(self, payload: Payload, principal: Principal = LOCAL) -> WhoamiResponse:
-        parse(WhoamiRequest, payload)
-        return WhoamiResponse(**principal.as_dict())
+        parse(access_contracts.WhoamiRequest, payload)
+        return access_contracts.WhoamiResponse(**principal.as_dict())
 
     def _reader(self) -> Reader:
         if self.reader is None:
@@ -166,11 +178,11 @@ class CommandAPI:
 
     def read(self, payload: Payload, principal: Principal = LOCAL) -> ReadResponse:
         """Recall for a problem (services/recall.py)."""
-        return recall.read(self.log, self._reader(), self.workspaces, parse(ReadRequest, payload))
+        return recall.read(self.log, self._reader(), self.workspaces, parse(read_contracts.ReadRequest, payload))
 
     def files(self, payload: Payload, principal: Principal = LOCAL) -> FilesResponse:
         """Where to look first for a problem (services/learning/files.py)."""
-        return learned_files.files(self._reader(), parse(FilesRequest, payload))
+        return learned_files.files(self._reader(), parse(files_contracts.FilesRequest, payload))
 
     def outage(self, position: int) -> Outage | None:
         """What an answer at `position` says while the event log cannot be reached (else None)."""
@@ -179,23 +191,23 @@ class CommandAPI:
     # --- the inspector: read-only views of a repo's memory, now or as of a past moment ------------
 
     def overview(self, payload: Payload, principal: Principal = LOCAL) -> OverviewResponse:
-        return self._inspector().overview(parse(OverviewRequest, payload))
+        return self._inspector().overview(parse(browse_contracts.OverviewRequest, payload))
 
     def memories(self, payload: Payload, principal: Principal = LOCAL) -> MemoriesResponse:
-        return self._inspector().memories(parse(MemoriesRequest, payload))
+        return self._inspector().memories(parse(browse_contracts.MemoriesRequest, payload))
 
     def memory(self, payload: Payload, principal: Principal = LOCAL) -> MemoryResponse:
-        return self._inspector().memory(parse(MemoryRequest, payload))
+        return self._inspector().memory(parse(browse_contracts.MemoryRequest, payload))
 
     def timeline(self, payload: Payload, principal: Principal = LOCAL) -> TimelineResponse:
-        return self._inspector().timeline(parse(TimelineRequest, payload))
+        return self._inspector().timeline(parse(browse_contracts.TimelineRequest, payload))
 
     def review_queue(self, payload: Payload, principal: Principal = LOCAL) -> MemoriesResponse:
-        return self._inspector().review_queue(parse(ReviewQueueRequest, payload))
+        return self._inspector().review_queue(parse(browse_contracts.ReviewQueueRequest, payload))
 
     def repos(self, payload: Payload, principal: Principal = LOCAL) -> ReposResponse:
         """The repos with memories, as far as `principal` may use them (the operator: every one)."""
-        return self._inspector().repos(parse(ReposRequest, payload), principal.may_use)
+        return self._inspector().repos(parse(browse_contracts.ReposRequest, payload), principal.may_use)
 
     def past_moment(self, payload: Payload, model: type[BaseModel]) -> PastNeed | None:
         """The past moment a request's `as_of` names, and whether it needs the vector index there (a
@@ -207,7 +219,7 @@ class CommandAPI:
             as_of = getattr(parse(model, payload), "as_of", None)
             if as_of is None:
                 return None
-            return PastNeed(self._reader().moment(as_of), model is ReadRequest)
+            return PastNeed(self._reader().moment(as_of), model is read_contracts.ReadRequest)
         except StrataError:
             return None
 
@@ -230,20 +242,24 @@ class CommandAPI:
         return inspection.Inspector(self.log, reader.moment, reader.browser)
 
     def contradictions(self, payload: Payload, principal: Principal = LOCAL) -> ContradictionsResponse:
-        return self._inspector().contradictions(parse(ContradictionsRequest, payload), self._reader().engine())
+        return self._inspector().contradictions(
+            parse(browse_contracts.ContradictionsRequest, payload), self._reader().engine()
+        )
 
     def sessions(self, payload: Payload, principal: Principal = LOCAL) -> SessionsResponse:
-        return self._inspector().sessions(parse(SessionsRequest, payload), self._reader().ledger())
+        return self._inspector().sessions(parse(browse_contracts.SessionsRequest, payload), self._reader().ledger())
 
     def review(self, payload: Payload, principal: Principal = LOCAL) -> ReviewResponse:
         """A person's decision on a pending memory of a repo's review queue."""
-        request = parse(ReviewRequest, payload)
+        request = parse(browse_contracts.ReviewRequest, payload)
         # through a token, the reviewer is the token's name, never the client's free text
         reviewer = principal.name if principal.name is not None else request.reviewer
         outcome = review.decide(
             self.log, request.memory_id, request.decision, request.note, reviewer, request.repo_id, principal.name
         )
-        return ReviewResponse(memory_id=outcome.memory_id, status=outcome.status, position=outcome.position)
+        return browse_contracts.ReviewResponse(
+            memory_id=outcome.memory_id, status=outcome.status, position=outcome.position
+        )
 
     def services(self) -> Services:
         """What the use cases need of this API (interface/app/services/context.py)."""
@@ -259,38 +275,40 @@ class CommandAPI:
     # --- the operator's: interface/app/services/ ----------------------------------------------------
 
     def unmerge(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
-        return memories.unmerge(self.log, parse(UnmergeRequest, payload), principal.name)
+        return memories.unmerge(self.log, parse(operator_contracts.UnmergeRequest, payload), principal.name)
 
     def restore(self, payload: Payload, principal: Principal = LOCAL) -> RecordedResponse:
-        return memories.restore(self.log, parse(RestoreRequest, payload), principal.name)
+        return memories.restore(self.log, parse(operator_contracts.RestoreRequest, payload), principal.name)
 
     def token_create(self, payload: Payload, principal: Principal = LOCAL) -> TokenCreateResponse:
-        return tokens.create(self.log, parse(TokenCreateRequest, payload), self.server_token, principal.name)
+        return tokens.create(
+            self.log, parse(operator_contracts.TokenCreateRequest, payload), self.server_token, principal.name
+        )
 
     def token_list(self, payload: Payload, principal: Principal = LOCAL) -> TokenListResponse:
-        return tokens.listing(self.log, parse(TokenListRequest, payload))
+        return tokens.listing(self.log, parse(operator_contracts.TokenListRequest, payload))
 
     def token_revoke(self, payload: Payload, principal: Principal = LOCAL) -> TokenRevokeResponse:
-        return tokens.revoke(self.log, parse(TokenRevokeRequest, payload), principal.name)
+        return tokens.revoke(self.log, parse(operator_contracts.TokenRevokeRequest, payload), principal.name)
 
     def events(self, payload: Payload, principal: Principal = LOCAL) -> LogResponse:
-        return inspection.recent(self.log, parse(LogRequest, payload))
+        return inspection.recent(self.log, parse(operator_contracts.LogRequest, payload))
 
     def define_archetype(self, payload: Payload) -> ArchetypeResponse:
-        return archetypes.define(self.services(), parse(ArchetypeRequest, payload))
+        return archetypes.define(self.services(), parse(archetype_contracts.ArchetypeRequest, payload))
 
     def write(self, payload: Payload, principal: Principal = LOCAL) -> WriteResponse:
         return memories.write(self.services(), parse(WriteRequest, payload), principal.name)
 
     def update(self, payload: Payload, principal: Principal = LOCAL) -> UpdateResponse:
-        return memories.update(self.services(), parse(UpdateRequest, payload), principal.name)
+        return memories.update(self.services(), parse(update_contracts.UpdateRequest, payload), principal.name)
 
     def edit(self, payload: Payload, principal: Principal = LOCAL) -> EditResponse:
         """A person rewords a memory (services/memories.py edit)."""
-        return memories.edit(self.services(), parse(EditRequest, payload), principal.name)
+        return memories.edit(self.services(), parse(edit_contracts.EditRequest, payload), principal.name)
 
     def forget(self, payload: Payload, principal: Principal = LOCAL) -> ForgetResponse:
-        return memories.forget(self.services(), parse(ForgetRequest, payload), principal.name)
+        return memories.forget(self.services(), parse(forget_contracts.ForgetRequest, payload), principal.name)
 
     def import_lines(self, lines: Iterable[str | bytes]) -> ImportResponse:
         """Bulk-load JSONL write requests, all or nothing (services/memories.py import_lines)."""
@@ -298,8 +316,8 @@ class CommandAPI:
 
     def feedback(self, payload: Payload, principal: Principal = LOCAL) -> FeedbackResponse:
         """A session's utility ratings (services/feedback.py)."""
-        return feedback.feedback(self.services(), parse(FeedbackRequest, payload), principal.name)
+        return feedback.feedback(self.services(), parse(feedback_contracts.FeedbackRequest, payload), principal.name)
 
     def index(self, payload: Payload, principal: Principal = LOCAL) -> IndexResponse:
         """What the repo's memory holds, in a table small enough for an agent's context (services/recall.py)."""
-        return recall.index(self.log, self._reader(), parse(IndexRequest, payload))
+        return recall.index(self.log, self._reader(), parse(index_contracts.IndexRequest, payload))

@@ -22,53 +22,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from strata_recall.domain.access import LOCAL, Principal
+from strata_recall.interface.app import lazy
 from strata_recall.projections import brief
-from strata_recall.schemas.access import WhoamiRequest, WhoamiResponse
-from strata_recall.schemas.browse import (
-    ContradictionsRequest,
-    ContradictionsResponse,
-    MemoriesRequest,
-    MemoriesResponse,
-    MemoryRequest,
-    MemoryResponse,
-    OverviewRequest,
-    OverviewResponse,
-    ReposRequest,
-    ReposResponse,
-    ReviewQueueRequest,
-    ReviewRequest,
-    ReviewResponse,
-    SessionsRequest,
-    SessionsResponse,
-    TimelineRequest,
-    TimelineResponse,
-)
-from strata_recall.schemas.edit import EditRequest, EditResponse
-from strata_recall.schemas.feedback import FeedbackRequest, FeedbackResponse
-from strata_recall.schemas.files import FilesRequest, FilesResponse
-from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
-from strata_recall.schemas.index import IndexRequest, IndexResponse
-from strata_recall.schemas.operator import (
-    LogRequest,
-    LogResponse,
-    RecordedResponse,
-    RestoreRequest,
-    TokenCreateRequest,
-    TokenCreateResponse,
-    TokenListRequest,
-    TokenListResponse,
-    TokenRevokeRequest,
-    TokenRevokeResponse,
-    UnmergeRequest,
-)
-from strata_recall.schemas.read import ReadRequest, ReadResponse
-from strata_recall.schemas.update import UpdateRequest, UpdateResponse
-from strata_recall.schemas.write import WriteRequest, WriteResponse
+
+# The contracts are imported when an operation's are first asked for (interface/app/lazy.py): the table
+# itself is needed by every command, each command's own contracts by that command alone.
+if TYPE_CHECKING:
+    from strata_recall.schemas import (
+        access,
+        browse,
+        edit,
+        feedback,
+        files,
+        forget,
+        index,
+        operator,
+        read,
+        update,
+        write,
+    )
+else:
+    access = lazy.module("strata_recall.schemas.access")
+    browse = lazy.module("strata_recall.schemas.browse")
+    edit = lazy.module("strata_recall.schemas.edit")
+    feedback = lazy.module("strata_recall.schemas.feedback")
+    files = lazy.module("strata_recall.schemas.files")
+    forget = lazy.module("strata_recall.schemas.forget")
+    index = lazy.module("strata_recall.schemas.index")
+    operator = lazy.module("strata_recall.schemas.operator")
+    read = lazy.module("strata_recall.schemas.read")
+    update = lazy.module("strata_recall.schemas.update")
+    write = lazy.module("strata_recall.schemas.write")
 
 SESSION_PROTOCOL = """\
 How to use Strata memory in a coding session
@@ -138,8 +127,8 @@ class Cli:
 class Operation:
     name: str
     method: str
-    request: type[BaseModel]
-    response: type[BaseModel]
+    contracts: Callable[[], tuple[type[BaseModel], type[BaseModel]]]
+    """Its request and response models (schemas/), imported when first asked for: `request`, `response`."""
     summary: str
     description: str
     example: dict[str, Any]
@@ -173,6 +162,16 @@ class Operation:
     the response itself (a read by query answers in brief); the tool then leaves out what says nothing
     (interface/app/lean.py)."""
 
+    @property
+    def request(self) -> type[BaseModel]:
+        """The request's contract."""
+        return self.contracts()[0]
+
+    @property
+    def response(self) -> type[BaseModel]:
+        """The response's contract."""
+        return self.contracts()[1]
+
     def call(
         self, api: Any, payload: str | bytes | dict[str, Any] | BaseModel, principal: Principal = LOCAL
     ) -> BaseModel:
@@ -187,8 +186,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="read",
             method="read",
-            request=ReadRequest,
-            response=ReadResponse,
+            contracts=lambda: (read.ReadRequest, read.ReadResponse),
             summary="Recall the memories relevant to a problem.",
             description=(
                 "Recall what earlier sessions learned about a problem: call it when one starts, describing it "
@@ -206,8 +204,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="write",
             method="write",
-            request=WriteRequest,
-            response=WriteResponse,
+            contracts=lambda: (write.WriteRequest, write.WriteResponse),
             summary="Record something learned: a problem, solution, failed tactic, fact, preference or change.",
             description=(
                 "Record one thing learned, at the end of a piece of work: the problem; what worked (solution) "
@@ -235,8 +232,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="update",
             method="update",
-            request=UpdateRequest,
-            response=UpdateResponse,
+            contracts=lambda: (update.UpdateRequest, update.UpdateResponse),
             summary="Adjust a memory's truth (with evidence) or its utility for a problem.",
             description=(
                 "Say how true or useful one recalled memory proved. truth needs evidence_refs (the file, test "
@@ -265,8 +261,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="feedback",
             method="feedback",
-            request=FeedbackRequest,
-            response=FeedbackResponse,
+            contracts=lambda: (feedback.FeedbackRequest, feedback.FeedbackResponse),
             summary="End of session: rate the recalled memories you actually used.",
             description=(
                 "Call once at the end of a session: cite its read_ids and rate only the memories you actually "
@@ -288,8 +283,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="forget",
             method="forget",
-            request=ForgetRequest,
-            response=ForgetResponse,
+            contracts=lambda: (forget.ForgetRequest, forget.ForgetResponse),
             summary="Forget a memory: it stays in the log but is never recalled again.",
             description=(
                 "Forget a memory that must never be recalled again (wrong beyond repair, or the user asked). "
@@ -307,8 +301,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="memory_index",
             method="index",
-            request=IndexRequest,
-            response=IndexResponse,
+            contracts=lambda: (index.IndexRequest, index.IndexResponse),
             summary="A compact table of what a repo's memory holds: topics, kinds, counts, tags.",
             description=(
                 "Call at the start of a session: a table (about 300 tokens) of what this repo's memory holds "
@@ -322,8 +315,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="files",
             method="files",
-            request=FilesRequest,
-            response=FilesResponse,
+            contracts=lambda: (files.FilesRequest, files.FilesResponse),
             summary="Where to look first for a problem: the files the repo's memories point at, ranked.",
             description=(
                 "The files a repo's memories are anchored to, ranked for a problem: its read (targeted, the repo's "
@@ -340,8 +332,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="overview",
             method="overview",
-            request=OverviewRequest,
-            response=OverviewResponse,
+            contracts=lambda: (browse.OverviewRequest, browse.OverviewResponse),
             summary="Inspector: a repo's memory at a glance: counts, activity, what needs review or is in doubt.",
             description=(
                 "What a repo sees at a glance: how many memories of each kind, status and maturity, how many were "
@@ -357,8 +348,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="memories",
             method="memories",
-            request=MemoriesRequest,
-            response=MemoriesResponse,
+            contracts=lambda: (browse.MemoriesRequest, browse.MemoriesResponse),
             summary="Inspector: a page of the memories a repo sees, filtered and searched.",
             description=(
                 "A page of the memories a repo sees (its own and, unless include_global is false, global ones), "
@@ -374,8 +364,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="memory",
             method="memory",
-            request=MemoryRequest,
-            response=MemoryResponse,
+            contracts=lambda: (browse.MemoryRequest, browse.MemoryResponse),
             summary="Inspector: one memory with its event history, its case and its change chain.",
             description=(
                 "One memory as a repo sees it: its state, every event of its history (another repo's events on a "
@@ -391,8 +380,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="timeline",
             method="timeline",
-            request=TimelineRequest,
-            response=TimelineResponse,
+            contracts=lambda: (browse.TimelineRequest, browse.TimelineResponse),
             summary="Inspector: the events of a repo's memories, newest first, in pages.",
             description=(
                 "The log's events on the memories a repo sees, newest first, with their positions and times; "
@@ -407,8 +395,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="review_queue",
             method="review_queue",
-            request=ReviewQueueRequest,
-            response=MemoriesResponse,
+            contracts=lambda: (browse.ReviewQueueRequest, browse.MemoriesResponse),
             summary="Inspector: the memories of a repo waiting for a person's review, oldest first.",
             description="The memories a repo sees that wait for review (review_writes): approve or reject them with review.",
             example={"repo_id": "acme/api"},
@@ -420,8 +407,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="contradictions",
             method="contradictions",
-            request=ContradictionsRequest,
-            response=ContradictionsResponse,
+            contracts=lambda: (browse.ContradictionsRequest, browse.ContradictionsResponse),
             summary="Inspector: active memories of a repo that say the same thing but for one value.",
             description=(
                 "Pairs of active memories of the same kind and scope that a repo sees, nearly the same text but "
@@ -438,8 +424,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="sessions",
             method="sessions",
-            request=SessionsRequest,
-            response=SessionsResponse,
+            contracts=lambda: (browse.SessionsRequest, browse.SessionsResponse),
             summary="Inspector: what each recent session of a repo was shown, read, wrote and rated.",
             description=(
                 "A repo's recent sessions, newest first: runs of its activity without a pause longer than "
@@ -456,8 +441,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="repos",
             method="repos",
-            request=ReposRequest,
-            response=ReposResponse,
+            contracts=lambda: (browse.ReposRequest, browse.ReposResponse),
             summary="Inspector: every repo with memories of its own, and the count of global memories.",
             description="The operator's list of repos (names and counts of memories and pending reviews only).",
             example={},
@@ -469,8 +453,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="review",
             method="review",
-            request=ReviewRequest,
-            response=ReviewResponse,
+            contracts=lambda: (browse.ReviewRequest, browse.ReviewResponse),
             summary="Inspector: approve or reject a memory waiting for review.",
             description=(
                 "A person's decision on a pending memory of a repo's review queue: approved, it is recalled from "
@@ -485,8 +468,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="edit",
             method="edit",
-            request=EditRequest,
-            response=EditResponse,
+            contracts=lambda: (edit.EditRequest, edit.EditResponse),
             summary="Inspector: reword a memory; its earlier text stays in its history.",
             description=(
                 "A person rewords a live memory (active or pending) the repo sees: the same memory, with its links, "
@@ -510,8 +492,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="whoami",
             method="whoami",
-            request=WhoamiRequest,
-            response=WhoamiResponse,
+            contracts=lambda: (access.WhoamiRequest, access.WhoamiResponse),
             summary="Inspector: the token this request came through: its name, operations and repos.",
             description="The token's name (as events record it), its operations, repo patterns and whether it may "
             "touch global memories; the inspector shows only what it may see and do.",
@@ -524,8 +505,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="unmerge",
             method="unmerge",
-            request=UnmergeRequest,
-            response=RecordedResponse,
+            contracts=lambda: (operator.UnmergeRequest, operator.RecordedResponse),
             summary="Operator: undo a near-duplicate merge.",
             description=(
                 "The reinforcement a merge brought is taken back and the duplicate becomes a memory of its own "
@@ -544,8 +524,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="restore",
             method="restore",
-            request=RestoreRequest,
-            response=RecordedResponse,
+            contracts=lambda: (operator.RestoreRequest, operator.RecordedResponse),
             summary="Operator: make an archived memory active again.",
             description="An archived memory (by reflect, or an unmerge) is recalled again, as before.",
             example={"memory_id": "<memory id>", "reason": "still true: checked the Makefile"},
@@ -557,8 +536,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="token_create",
             method="token_create",
-            request=TokenCreateRequest,
-            response=TokenCreateResponse,
+            contracts=lambda: (operator.TokenCreateRequest, operator.TokenCreateResponse),
             summary="Operator: issue a named token; its secret is in the answer, once.",
             description=(
                 "A named token for some repos and operations; the log keeps only its sha256, and a server on "
@@ -578,8 +556,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="token_list",
             method="token_list",
-            request=TokenListRequest,
-            response=TokenListResponse,
+            contracts=lambda: (operator.TokenListRequest, operator.TokenListResponse),
             summary="Operator: the named tokens, what each may do, created and revoked (never a secret or a hash).",
             description="Every named token issued in the log: its operations, repos, global memories, when it was "
             "created and revoked.",
@@ -593,8 +570,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="token_revoke",
             method="token_revoke",
-            request=TokenRevokeRequest,
-            response=TokenRevokeResponse,
+            contracts=lambda: (operator.TokenRevokeRequest, operator.TokenRevokeResponse),
             summary="Operator: revoke a named token; servers refuse it within a second.",
             description="A revoked token is refused by every server on the store within a second; its name is not "
             "issued again.",
@@ -609,8 +585,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             name="log",
             method="events",
-            request=LogRequest,
-            response=LogResponse,
+            contracts=lambda: (operator.LogRequest, operator.LogResponse),
             summary="Operator: the newest events of the log, oldest first, with their positions.",
             description="The log's newest events, of every repo and every kind (tokens' included), with their "
             "positions: the operator's view of what was recorded.",

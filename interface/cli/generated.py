@@ -25,11 +25,17 @@ from strata_recall.interface.cli.common import KEY_OPT, REQUEST_ARG, _emit, _per
 GROUPS: dict[str, typer.Typer] = {}
 
 
-def register() -> None:
-    """A command for every operation that names one, in the order of the table."""
+REGISTERED: set[str] = set()
+"""The operations whose command is registered."""
+
+
+def register(word: str | None = None) -> None:
+    """A command for every operation that names one (or only those whose command or group is `word`),
+    in the order of the table; each once."""
     for op in OPERATIONS.values():
-        if op.cli is not None:
+        if op.cli is not None and op.name not in REGISTERED and word in (None, op.cli.verb[0]):
             _group(op.cli.verb[:-1]).command(op.cli.verb[-1], help=help_of(op))(command(op))
+            REGISTERED.add(op.name)
 
 
 def _group(path: tuple[str, ...]) -> typer.Typer:

@@ -52,13 +52,15 @@ def main() -> None:
         from strata_recall.interface.mcp import stdio_wire
 
         stdio_wire.claim(answer_early=True)
-    cli_main = _import_cli()
+    at = _command_at(args)
+    cli_main = _import_cli(args[at] if at is not None else None)
     cli_main()
 
 
-def _import_cli() -> Callable[[], None]:
-    """The CLI's entry, imported with the cyclic garbage collector paused: importing builds some 100,000
-    long-lived objects (modules, classes, functions) and the collector would walk them over and over for
+def _import_cli(word: str | None = None) -> Callable[[], None]:
+    """The CLI's entry with the command `word` names registered (every command when it names none:
+    interface/cli/dispatch.py), imported with the cyclic garbage collector paused: importing builds some
+    100,000 long-lived objects (modules, classes, functions) and the collector would walk them over and over for
     nothing; they are then frozen out of its generations (gc.freeze), so later collections skip them.
 
     structlog is imported first, with rich hidden (interface/app/lazy.py `without`): when rich is
@@ -72,9 +74,11 @@ def _import_cli() -> Callable[[], None]:
     try:
         with lazy.without("rich"):
             import structlog  # noqa: F401  (imported here first: see the docstring)
-        from strata_recall.interface.cli.main import main as cli_main
+        from strata_recall.interface.cli import dispatch
+
+        dispatch.load(word)  # the command `word` names, or every command (interface/cli/dispatch.py)
     finally:
         if was_enabled:
             gc.enable()
     gc.freeze()
-    return cli_main
+    return dispatch.run

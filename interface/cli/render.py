@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from strata_recall.schemas.edit import EditResponse
-from strata_recall.schemas.errors import ErrorResponse
-from strata_recall.schemas.feedback import FeedbackResponse
-from strata_recall.schemas.files import FilesResponse
-from strata_recall.schemas.forget import ForgetResponse
-from strata_recall.schemas.operator import (
-    LogResponse,
-    RecordedResponse,
-    TokenCreateResponse,
-    TokenListing,
-    TokenListResponse,
-    TokenRevokeResponse,
-)
-from strata_recall.schemas.read import CaseMember, ReadResponse
-from strata_recall.schemas.update import UpdateResponse, ValueChange
-from strata_recall.schemas.write import ImportResponse, WriteResponse
+if TYPE_CHECKING:  # annotations only: a command imports the contracts of its own answer
+    from strata_recall.schemas.edit import EditResponse
+    from strata_recall.schemas.errors import ErrorResponse
+    from strata_recall.schemas.feedback import FeedbackResponse
+    from strata_recall.schemas.files import FilesResponse
+    from strata_recall.schemas.forget import ForgetResponse
+    from strata_recall.schemas.operator import (
+        LogResponse,
+        RecordedResponse,
+        TokenCreateResponse,
+        TokenListing,
+        TokenListResponse,
+        TokenRevokeResponse,
+    )
+    from strata_recall.schemas.read import CaseMember, ReadResponse
+    from strata_recall.schemas.update import UpdateResponse, ValueChange
+    from strata_recall.schemas.write import ImportResponse, WriteResponse
 
 
 def write(r: WriteResponse) -> str:

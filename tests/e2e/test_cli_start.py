@@ -1,6 +1,6 @@
 """What a one-shot `strata` command's process imports: the write path's commands (`import`, `write`)
 never import the read path, numpy, the embedding model's runtime or the scheduler, which they do not use
-(interface/app/lazy.py). Checked on the installed command in a subprocess, through `python -X importtime`
+(interface/app/lazy.py), nor the other commands' modules and the other operations' contracts. Checked on the installed command in a subprocess, through `python -X importtime`
 (every module the process imported, on stderr)."""
 
 from __future__ import annotations
@@ -34,6 +34,25 @@ NOT_FOR_WRITES = {
     "strata_recall.workers.scheduler",
 }
 """The read path and what only it, the inspector, consolidation, the serving processes and the scheduler use."""
+
+NOT_FOR_AN_IMPORT = {
+    *(
+        f"strata_recall.schemas.{name}"
+        for name in ("read", "browse", "operator", "edit", "feedback", "files", "forget", "index", "access", "update")
+    ),
+    *(f"strata_recall.interface.app.services.{name}" for name in ("feedback", "tokens", "review", "archetypes")),
+    "strata_recall.domain.history",  # `strata learn`'s planner and the instruction files' rules
+    "strata_recall.domain.instructions",
+    "strata_recall.projections.snapshot_queries",
+    *(
+        f"strata_recall.interface.cli.{name}"
+        for name in ("serving", "learn", "tools", "memory", "init", "archetypes", "review", "hygiene", "generated")
+    ),
+}
+"""The other operations' contracts and services and the other commands' modules: a one-shot command
+imports its own (interface/cli/dispatch.py; the operations' contracts on first use: interface/app/lazy.py)."""
+
+NOT_FOR_A_WRITE = NOT_FOR_AN_IMPORT - {"strata_recall.interface.cli.generated"}  # `strata write` is generated
 
 NOT_AT_START_PREFIXES = ("rich.",)
 """Packages no one-shot command imports: rich (structlog imports it when installed, for tracebacks and
@@ -78,6 +97,7 @@ def test_an_import_imports_nothing_of_the_read_path(env: dict[str, str], tmp_pat
     answer, modules = imported(env, "import", str(empty))
     assert answer["lines"] == 0
     assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+    assert not modules & NOT_FOR_AN_IMPORT, sorted(modules & NOT_FOR_AN_IMPORT)
     assert not heavy_at_start(modules), heavy_at_start(modules)
 
     lines = tmp_path / "memories.jsonl"  # real lines: parsing, redaction, ids, the append
@@ -87,6 +107,7 @@ def test_an_import_imports_nothing_of_the_read_path(env: dict[str, str], tmp_pat
     answer, modules = imported(env, "import", str(lines))
     assert (answer["created"], answer["redactions"]) == (3, 1)
     assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+    assert not modules & NOT_FOR_AN_IMPORT, sorted(modules & NOT_FOR_AN_IMPORT)
     assert not heavy_at_start(modules), heavy_at_start(modules)
 
 
@@ -94,6 +115,7 @@ def test_a_write_imports_nothing_of_the_read_path(env: dict[str, str]) -> None:
     answer, modules = imported(env, "write", json.dumps(WRITE))
     assert answer["memory_id"]
     assert not modules & NOT_FOR_WRITES, sorted(modules & NOT_FOR_WRITES)
+    assert not modules & NOT_FOR_A_WRITE, sorted(modules & NOT_FOR_A_WRITE)
     assert not heavy_at_start(modules), heavy_at_start(modules)
 
 
@@ -101,3 +123,4 @@ def test_the_check_sees_what_a_command_that_uses_them_imports(env: dict[str, str
     """The control: `archetypes list` uses the archetypes' projection, which imports numpy."""
     _, modules = imported(env, "archetypes", "list")
     assert "numpy" in modules and "strata_recall.projections.archetypes" in modules
+    assert "strata_recall.interface.cli.archetypes" in modules  # its own command module

@@ -101,3 +101,22 @@ def test_a_written_record_is_stored_as_the_bytes_of_its_memory_written() -> None
     assert app.mapper.to_domain_event(stored) == record.event()
     # the aggregate the batch may need later is the one the event makes
     assert vars(Memory.from_written(record)).keys() == vars(Memory.from_written(record.event())).keys()
+
+
+def test_each_aggregate_declares_its_events_on_its_own_base() -> None:
+    """Every stored event class is declared on its aggregate's own `Event` (domain/memory.py Memory.Event):
+    eventsourcing then takes it as it is instead of redefining it as a subclass at every process's start
+    (~0.02 s of each command's); its topic still resolves to the class the aggregate records."""
+    from eventsourcing.domain import CanMutateAggregate
+
+    from strata_recall.domain.credential import Credential
+    from strata_recall.domain.idempotency import Request
+    from strata_recall.domain.learning import History
+
+    for aggregate in (Memory, Archetype, Credential, Request, History):
+        assert "Event" in vars(aggregate), aggregate
+        for name, value in vars(aggregate).items():
+            if isinstance(value, type) and issubclass(value, CanMutateAggregate) and name != "Event":
+                declared = next(k for k in value.__mro__ if "TOPIC" in vars(k))  # the class written in the source
+                assert issubclass(declared, aggregate.Event), f"{aggregate.__name__}.{name}"
+                assert resolve_topic(value.TOPIC) is value

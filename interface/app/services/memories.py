@@ -29,19 +29,30 @@ from strata_recall.domain.ids import parse_memory_id, written_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.unit_of_work import CleanWrite, sanitise
 from strata_recall.interface.app import anchors as anchoring
+from strata_recall.interface.app import lazy
 from strata_recall.interface.app.parsing import parse
 from strata_recall.interface.app.services.context import Services
-from strata_recall.interface.app.services.feedback import _check_citation, _utility_change
 from strata_recall.interface.app.workspace import Workspaces
 from strata_recall.schemas.anchors import Merged, SimilarMemory
-from strata_recall.schemas.edit import EditRequest, EditResponse
-from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
-from strata_recall.schemas.operator import Recorded, RecordedResponse, RestoreRequest, UnmergeRequest
-from strata_recall.schemas.update import UpdateRequest, UpdateResponse, ValueChange
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
 if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a write loads it only when the lookup runs)
+    from strata_recall.interface.app.services import feedback
     from strata_recall.projections.near_duplicates import Similar
+    from strata_recall.schemas import edit as edit_contracts
+    from strata_recall.schemas import forget as forget_contracts
+    from strata_recall.schemas import operator as operator_contracts
+    from strata_recall.schemas import update as update_contracts
+    from strata_recall.schemas.edit import EditRequest, EditResponse
+    from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
+    from strata_recall.schemas.operator import RecordedResponse, RestoreRequest, UnmergeRequest
+    from strata_recall.schemas.update import UpdateRequest, UpdateResponse, ValueChange
+else:  # what update, edit, forget, unmerge and restore answer: imported when first used (interface/app/lazy.py)
+    feedback = lazy.module("strata_recall.interface.app.services.feedback")
+    edit_contracts = lazy.module("strata_recall.schemas.edit")
+    forget_contracts = lazy.module("strata_recall.schemas.forget")
+    operator_contracts = lazy.module("strata_recall.schemas.operator")
+    update_contracts = lazy.module("strata_recall.schemas.update")
 
 log = structlog.get_logger("strata.api")
 
@@ -75,7 +86,7 @@ def update(s: Services, request: UpdateRequest, actor: str | None = None) -> Upd
     utility = request.updates.utility
     credit = None
     if utility is not None and utility.read_id is not None:
-        credit = _check_citation(s, request.repo_id, request.memory_id, utility.read_id)
+        credit = feedback._check_citation(s, request.repo_id, request.memory_id, utility.read_id)
     outcome = s.log.update(
         request.repo_id,
         request.memory_id,
@@ -100,11 +111,11 @@ def update(s: Services, request: UpdateRequest, actor: str | None = None) -> Upd
     log.info(
         "update", repo_id=request.repo_id, memory_id=outcome.memory_id, mode=request.mode, position=outcome.position
     )
-    return UpdateResponse(
+    return update_contracts.UpdateResponse(
         memory_id=outcome.memory_id,
         mode=request.mode,
         truth=_value_change(outcome.truth),
-        utility=_utility_change(outcome.utility),
+        utility=feedback._utility_change(outcome.utility),
         redactions=outcome.redactions,
         position=outcome.position,
     )
@@ -127,7 +138,7 @@ def edit(s: Services, request: EditRequest, actor: str | None = None) -> EditRes
         redactions=outcome.redactions,
         position=outcome.position,
     )
-    return EditResponse(
+    return edit_contracts.EditResponse(
         memory_id=outcome.memory_id,
         edited=outcome.edited,
         text=outcome.text,
@@ -146,7 +157,9 @@ def forget(s: Services, request: ForgetRequest, actor: str | None = None) -> For
         forgotten=outcome.forgotten,
         position=outcome.position,
     )
-    return ForgetResponse(memory_id=outcome.memory_id, forgotten=outcome.forgotten, position=outcome.position)
+    return forget_contracts.ForgetResponse(
+        memory_id=outcome.memory_id, forgotten=outcome.forgotten, position=outcome.position
+    )
 
 
 def import_lines(s: Services, lines: Iterable[str | bytes]) -> ImportResponse:
@@ -323,7 +336,9 @@ def write_response(outcome: WriteOutcome, similar: list[Similar] | None = None) 
 def _value_change(a: Adjustment | None) -> ValueChange | None:
     if a is None:
         return None
-    return ValueChange(before=a.before, after=a.after, weight=a.weight, recorded=a.recorded, note=a.note)
+    return update_contracts.ValueChange(
+        before=a.before, after=a.after, weight=a.weight, recorded=a.recorded, note=a.note
+    )
 
 
 def _at_lines(exc: StrataError, line_numbers: list[int]) -> StrataError:
@@ -356,4 +371,6 @@ def restore(memory_log: MemoryLog, request: RestoreRequest, actor: str | None = 
 
 
 def recorded(outcome: CommandOutcome) -> RecordedResponse:
-    return RecordedResponse(recorded=[Recorded(**r) for r in outcome.recorded], position=outcome.position)
+    return operator_contracts.RecordedResponse(
+        recorded=[operator_contracts.Recorded(**r) for r in outcome.recorded], position=outcome.position
+    )
