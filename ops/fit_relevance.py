@@ -130,29 +130,32 @@ def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
                         for other in foreign:
                             query = eval_coding._request(repo, asked(other))
                             reads[corpus].append({"group": repo, **_read(engine, query, lambda m: False, True)})
-                problem = api.write(
-                    {
-                        "repo_id": repo,
-                        "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
-                    }
-                ).memory_id
-                solution = api.write(
-                    {
-                        "repo_id": repo,
-                        "memory": {
-                            "text": task.solution,
-                            "kind": "solution",
-                            "scope": "repo",
-                            "confidence": 0.8,
-                            "links": {"problem_id": problem},
-                        },
-                    }
-                ).memory_id
-                for written in (problem, solution):
-                    task_of.setdefault(written, task)
+                _write_task(api, repo, task, task_of)
                 strata.catch_up()
             strata.close()
     return reads
+
+
+def _write_task(api: CommandAPI, repo: str, task, task_of: dict) -> None:
+    """A past task as coding memory holds it: its problem, and its solution linked to it; `task_of` maps
+    each memory written to the task (the relevance judge's)."""
+    problem = api.write(
+        {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
+    ).memory_id
+    solution = api.write(
+        {
+            "repo_id": repo,
+            "memory": {
+                "text": task.solution,
+                "kind": "solution",
+                "scope": "repo",
+                "confidence": 0.8,
+                "links": {"problem_id": problem},
+            },
+        }
+    ).memory_id
+    for written in (problem, solution):
+        task_of.setdefault(written, task)
 
 
 def collect_locomo(embedder: MiniLMEmbedder) -> list[dict]:
@@ -274,26 +277,7 @@ def collect_coding_small(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
                 strata = build(load_settings(environ={}, data_dir=Path(tmp)), embedder=small)
                 api, task_of = CommandAPI(strata.log), {}
                 for past in earlier:
-                    problem = api.write(
-                        {
-                            "repo_id": repo,
-                            "memory": {"text": past.problem, "kind": "problem", "scope": "repo", "confidence": 0.8},
-                        }
-                    ).memory_id
-                    solution = api.write(
-                        {
-                            "repo_id": repo,
-                            "memory": {
-                                "text": past.solution,
-                                "kind": "solution",
-                                "scope": "repo",
-                                "confidence": 0.8,
-                                "links": {"problem_id": problem},
-                            },
-                        }
-                    ).memory_id
-                    for written in (problem, solution):
-                        task_of.setdefault(written, past)
+                    _write_task(api, repo, past, task_of)
                 strata.catch_up()
                 engine = strata.recall(RecallConfig(bar=0.0))
                 for corpus, asked in (("coding-small", QUERIES["statements"]), ("titles-small", QUERIES["titles"])):
