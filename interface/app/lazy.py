@@ -22,8 +22,8 @@ imported as if the package were absent.
 
 `deferred(names)` is a third: a library that imports a module at its own import only to call it inside
 functions a command may never call (structlog.stdlib and structlog._native import asyncio for their
-async log methods, and asyncio imports ssl, socket, selectors and subprocess: ~0.01 s) is handed the
-module's stand-in instead, so the module is imported when the library first uses it."""
+async log methods, and asyncio imports ssl with it: ~0.01 s) is handed the module's stand-in instead,
+so the module is imported when the library first uses it."""
 
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ def _import_cli(word: str | None = None) -> Callable[[], None]:
     tracebacks and the locals' reprs, neither of which Strata's logs use (interface/app/logs.py renders
     plain tracebacks), so every log line reads as before; and with asyncio deferred (`deferred`):
     structlog.stdlib imports it for its async log methods alone, which no one-shot command calls, and
-    asyncio imports ssl, socket, selectors and subprocess with it (~0.01 s). The servers import asyncio
-    themselves, and structlog's async methods import it on their first call."""
+    asyncio imports ssl with it (~0.01 s). The servers import asyncio themselves, and structlog's async
+    methods import it on their first call."""
     from strata_recall.interface.app import lazy  # here: `strata hook` never needs it
 
     was_enabled = gc.isenabled()
