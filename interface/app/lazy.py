@@ -18,7 +18,12 @@ Nothing is put into sys.modules in the module's name until then.
 
 `without(names)` is the other half: a library that imports an optional package at its own import when
 it is installed (structlog imports rich, for tracebacks Strata never renders: interface/app/logs.py) is
-imported as if the package were absent."""
+imported as if the package were absent.
+
+`deferred(names)` is a third: a library that imports a module at its own import only to call it inside
+functions a command may never call (structlog.stdlib and structlog._native import asyncio for their
+async log methods, and asyncio imports ssl with it: ~0.01 s) is handed the module's stand-in instead,
+so the module is imported when the library first uses it."""
 
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ class LazyModule(ModuleType):
     def _load(self) -> ModuleType:
         target = self._lazy_target
         if target is None:
+            if sys.modules.get(self.__name__) is self:  # handed out by `deferred`, used inside its block
+                del sys.modules[self.__name__]
             __import__(self.__name__)  # the import statement's way, which -X importtime reports too
             target = self._lazy_target = sys.modules[self.__name__]
         return target
@@ -70,4 +77,21 @@ def without(*names: str) -> Iterator[None]:
     finally:
         for name in hidden:
             if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+@contextmanager
+def deferred(*names: str) -> Iterator[None]:
+    """Imports in this block that name one of the modules `names` (not imported yet) get its stand-in
+    (`module`), which imports the module at its first attribute access. Afterwards sys.modules has no
+    entry for them: anything else imports the real module as usual, and the stand-ins the block handed
+    out forward to that one. Only for a module its importers use inside functions, never at their own
+    import (an attribute read there imports it at once, which is still correct, only not deferred)."""
+    stand_ins = {name: LazyModule(name) for name in names if name not in sys.modules}
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
                 del sys.modules[name]

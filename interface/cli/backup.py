@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 
 from strata_recall.domain import archive
@@ -40,7 +39,7 @@ def import_(
     Example: strata import memories.jsonl   |   strata --data-dir /new import --events backup.jsonl
     """
     with _session(ctx) as strata, _open_input(file) as (handle, size):
-        with click.progressbar(length=size or 0, label="importing", file=sys.stderr) as bar:
+        with typer.progressbar(length=size or 0, label="importing", file=sys.stderr) as bar:
 
             def counted() -> Iterator[bytes]:
                 for line in handle:
@@ -97,7 +96,7 @@ def export(
             written = {"ok": True, "format": "markdown", "repo_id": repo, "output": output}
         else:
             head = strata.log.position()
-            with click.progressbar(length=head, label="exporting", file=sys.stderr) as bar:
+            with typer.progressbar(length=head, label="exporting", file=sys.stderr) as bar:
 
                 def lines() -> Iterator[bytes]:
                     for line in archive.export_lines(strata.log):

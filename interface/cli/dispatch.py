@@ -11,7 +11,6 @@ import os
 import sys
 from contextlib import suppress
 
-import click
 import typer
 
 from strata_recall.interface.cli.common import EXIT_CODES, Failed, app
@@ -85,18 +84,29 @@ SERVING = {"serve", "mcp", "worker"}
 it returns."""
 
 
+def _click_package(name: str) -> tuple[type[Exception], ...]:
+    """The click package's exception `name` when a command's module imported the package (the progress
+    bars of `strata learn` and `strata replay`), or none: typer parses with its own bundled copy of click
+    and `strata import` draws its bar with that one (typer.progressbar), so a command whose modules never
+    imported the package cannot meet its exceptions, and the package (~5 ms) stays unloaded."""
+    click = sys.modules.get("click")
+    return (getattr(click, name),) if click is not None else ()
+
+
 def run() -> None:
     """Run the command line of sys.argv with the commands registered (`load`)."""
+    aborts: tuple[type[BaseException], ...] = (typer.Abort, *_click_package("Abort"))
+    usage_errors: tuple[type[Exception], ...] = (typer.TyperException, *_click_package("ClickException"))
     try:
         code = app(standalone_mode=False)  # typer returns typer.Exit codes instead of raising them here
     except Failed as failed:
         code = failed.exit_code
     except typer.Exit as exc:
         code = exc.exit_code
-    except (typer.Abort, click.Abort):
+    except aborts:
         sys.stderr.write("aborted\n")
         code = 130
-    except (typer.TyperException, click.ClickException) as exc:
+    except usage_errors as exc:
         code = _usage_error(exc)
     except KeyboardInterrupt:
         code = 130

@@ -66,13 +66,16 @@ def _import_cli(word: str | None = None) -> Callable[[], None]:
     structlog is imported first, with rich hidden (interface/app/lazy.py `without`): when rich is
     installed, structlog imports it at its own import (~0.1 s) for the console renderer's default
     tracebacks and the locals' reprs, neither of which Strata's logs use (interface/app/logs.py renders
-    plain tracebacks), so every log line reads as before."""
+    plain tracebacks), so every log line reads as before; and with asyncio deferred (`deferred`):
+    structlog.stdlib imports it for its async log methods alone, which no one-shot command calls, and
+    asyncio imports ssl with it (~0.01 s). The servers import asyncio themselves, and structlog's async
+    methods import it on their first call."""
     from strata_recall.interface.app import lazy  # here: `strata hook` never needs it
 
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with lazy.without("rich"):
+        with lazy.without("rich"), lazy.deferred("asyncio"):
             import structlog  # noqa: F401  (imported here first: see the docstring)
         from strata_recall.interface.cli import dispatch
 

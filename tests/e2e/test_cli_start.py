@@ -59,9 +59,15 @@ NOT_AT_START_PREFIXES = ("rich.",)
 reprs Strata's logs never render: interface/cli/launch.py imports structlog without it). `-X importtime`
 lists the bare name `rich` for structlog's refused attempt, so the check is on its modules."""
 
+NOT_AT_START = {"asyncio", "ssl", "click"}
+"""Modules an import or a write never uses: asyncio and ssl with it (structlog's async log methods alone
+would use them: interface/cli/launch.py hands structlog a stand-in, interface/app/lazy.py `deferred`),
+and the click package (typer parses with its own bundled copy, and `strata import` draws its progress bar
+with typer's: interface/cli/dispatch.py)."""
+
 
 def heavy_at_start(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if m.startswith(NOT_AT_START_PREFIXES))
+    return sorted(m for m in modules if m.startswith(NOT_AT_START_PREFIXES) or m in NOT_AT_START)
 
 
 WRITE = {

@@ -45,3 +45,36 @@ def test_without_hides_a_package_not_imported_yet_and_only_inside() -> None:
         for k in [k for k in sys.modules if k.startswith("wsgiref")]:
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+TOP = "colorsys"  # a top-level standard module, as asyncio is for structlog (interface/cli/launch.py)
+
+
+def test_deferred_hands_out_a_stand_in_that_imports_the_module_at_its_first_use() -> None:
+    saved = sys.modules.pop(TOP, None)
+    try:
+        with lazy.deferred(TOP):
+            stand_in = __import__(TOP)  # what a library's `import colorsys` gets inside the block
+            assert sys.modules[TOP] is stand_in and "not loaded yet" in repr(stand_in)
+        assert TOP not in sys.modules  # still not imported, and nothing else will get the stand-in
+        assert stand_in.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)  # its first use imports it
+        assert stand_in.hsv_to_rgb is sys.modules[TOP].hsv_to_rgb
+        assert __import__(TOP) is sys.modules[TOP] is not stand_in  # later imports: the real module
+    finally:
+        sys.modules.pop(TOP, None)
+        if saved is not None:
+            sys.modules[TOP] = saved
+
+
+def test_a_stand_in_used_inside_the_deferred_block_imports_the_module() -> None:
+    saved = sys.modules.pop(TOP, None)
+    try:
+        with lazy.deferred(TOP):
+            stand_in = __import__(TOP)
+            assert stand_in.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)
+            assert sys.modules[TOP] is not stand_in
+        assert sys.modules[TOP].rgb_to_hsv is stand_in.rgb_to_hsv  # the real module, left as any import leaves it
+    finally:
+        sys.modules.pop(TOP, None)
+        if saved is not None:
+            sys.modules[TOP] = saved
