@@ -199,7 +199,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         clean = clean or CleanWrite.of(cmd)
 
         def run(session: Session) -> WriteOutcome:
-            return self._write_one(session, cmd, status, clean, near)
+            done = self._write_one(session, cmd, status, clean, near)
+            if isinstance(done, WriteOutcome):
+                return done
+            return WriteOutcome(str(done), "created", cmd.kind, cmd.scope, status, clean.redactions)
 
         return self._positioned(run)
 
@@ -221,29 +224,27 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 yield pair
 
         def run(session: Session) -> ImportOutcome:
-            result = ImportOutcome()
+            # Counted, not answered one by one: a created memory's WriteOutcome (and its id as text) is
+            # never built here (_write_one), and a write's redactions are its CleanWrite's in every case.
+            written = reinforced = redactions = 0
+            write_one = self._write_one
             for start, chunk in chunks(stream(), 2000):
                 session.prefetch(clean.mid for _, clean in chunk)
                 for i, (cmd, clean) in enumerate(chunk, start=start):
                     try:
-                        outcome = self._write_one(session, cmd, status, clean)
+                        if isinstance(write_one(session, cmd, status, clean), WriteOutcome):
+                            reinforced += 1
                     except (InvalidInput, NotFound, Conflict) as exc:
                         for problem in exc.problems:
                             problem.path = f"[{i}].{problem.path}"
                         raise
-                    result.outcomes.append(outcome)
-                    result.redactions += outcome.redactions
-                    if outcome.outcome == "created":
-                        result.created += 1
-                    else:
-                        result.reinforced += 1
-            return result
+                    redactions += clean.redactions
+                written = start + len(chunk)
+            return ImportOutcome(created=written - reinforced, reinforced=reinforced, redactions=redactions)
 
         with paused_gc():
             result, position = self._run(run)
         result.position = position
-        for outcome in result.outcomes:
-            outcome.position = position
         return result
 
     def update(
@@ -451,7 +452,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
 
     def _write_one(
         self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite, near: NearDuplicate | None = None
-    ) -> WriteOutcome:
+    ) -> WriteOutcome | UUID:
+        """Record one write: the outcome when it reinforced a memory (its own or a near-duplicate), else
+        the id of the memory it created, whose outcome `write` builds (a bulk import only counts it)."""
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
         if clean.anchors and cmd.scope != "repo":
@@ -510,7 +513,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 similarity=near.similarity,
             )
 
-        return self._create(session, cmd, clean, mid, status, problem, related, targets)
+        self._create(session, cmd, clean, mid, status, problem, related, targets)
+        return mid
 
     def _create(
         self,
@@ -522,7 +526,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         problem: Link | None,
         related: list[Link],
         targets: list[Memory],
-    ) -> WriteOutcome:
+    ) -> None:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
         evidence, redactions = clean.evidence, clean.redactions
         written = Memory.written_record(
@@ -547,11 +551,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             memory = session.find(mid)
             assert memory is not None
             memory.record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
-        memory_id = str(mid)
-        self._record_change_on(
-            session, memory_id, written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
-        )
-        return WriteOutcome(memory_id, "created", cmd.kind, cmd.scope, status, redactions)
+        if targets:
+            self._record_change_on(
+                session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
+            )
 
     def _merge_target(
         self,
@@ -1040,6 +1043,8 @@ def _note(tiny: bool, commit: bool) -> str:
 
 
 def _unique(memories: list[M]) -> list[M]:
+    if len(memories) < 2:  # almost every write: no link or one
+        return memories
     seen: dict[UUID, M] = {}
     for m in memories:
         seen.setdefault(m.id, m)

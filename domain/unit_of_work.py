@@ -19,6 +19,8 @@ from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
 T = TypeVar("T")
 
+_UNKNOWN: Any = object()
+
 # Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
 # redacted once.
 sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
@@ -58,9 +60,10 @@ class Session:
             memory = Memory.from_written(event)
             self.touched[mid] = self.dirty[mid] = memory
             return memory
-        if mid not in self.touched:
-            self.touched[mid] = self._app.find(mid)
-        return self.touched[mid]
+        found: Memory | None = self.touched.get(mid, _UNKNOWN)  # one lookup: most ids are known
+        if found is _UNKNOWN:
+            found = self.touched[mid] = self._app.find(mid)
+        return found
 
     def add(self, written: Memory.MemoryWritten | Written) -> None:
         self.fresh[written.originator_id] = written
