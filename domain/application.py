@@ -213,24 +213,32 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         transaction records them all. Commands may come already cleaned (see CleanWrite) and from a
         stream, consumed as it arrives; an error in the stream, or in a command (named `[i].field`),
         records nothing."""
-        seen: list[tuple[NewMemory, CleanWrite]] = []
-        source = iter(cmds)
+        pairs = (item if isinstance(item, tuple) else (item, CleanWrite.of(item)) for item in cmds)
+        return self.write_batches((chunk for _, chunk in chunks(pairs, 2000)), status=status)
 
-        def stream() -> Iterator[tuple[NewMemory, CleanWrite]]:
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[NewMemory, CleanWrite]]], *, status: str = "active"
+    ) -> ImportOutcome:
+        """write_many of commands already cleaned and in batches (a bulk import prepares them so): the
+        same writes, without passing each command through a stream of its own. `[i]` in an error's
+        path counts commands from the first batch's first."""
+        seen: list[Sequence[tuple[NewMemory, CleanWrite]]] = []
+        source = iter(batches)
+
+        def stream() -> Iterator[Sequence[tuple[NewMemory, CleanWrite]]]:
             yield from seen  # a conflict retry starts over with what was already read
-            for item in source:
-                pair = item if isinstance(item, tuple) else (item, CleanWrite.of(item))
-                seen.append(pair)
-                yield pair
+            for batch in source:
+                seen.append(batch)
+                yield batch
 
         def run(session: Session) -> ImportOutcome:
             # Counted, not answered one by one: a created memory's WriteOutcome (and its id as text) is
             # never built here (_write_one), and a write's redactions are its CleanWrite's in every case.
             written = reinforced = redactions = 0
             write_one = self._write_one
-            for start, chunk in chunks(stream(), 2000):
-                session.prefetch(clean.mid for _, clean in chunk)
-                for i, (cmd, clean) in enumerate(chunk, start=start):
+            for batch in stream():
+                session.prefetch(clean.mid for _, clean in batch)
+                for i, (cmd, clean) in enumerate(batch, start=written):
                     try:
                         if isinstance(write_one(session, cmd, status, clean), WriteOutcome):
                             reinforced += 1
@@ -239,7 +247,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                             problem.path = f"[{i}].{problem.path}"
                         raise
                     redactions += clean.redactions
-                written = start + len(chunk)
+                written += len(batch)
             return ImportOutcome(created=written - reinforced, reinforced=reinforced, redactions=redactions)
 
         with paused_gc():
