@@ -680,6 +680,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 f"{base}.change_targets",
                 f"only a change may have change_targets; this memory is a {cmd.kind}",
             )
+        if not (cmd.problem_id or cmd.related_ids or cmd.change_targets):  # many writes link to nothing
+            return None, [], []
         problem: Link | None = None
         if cmd.problem_id:
             problem = session.linked(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
@@ -1002,7 +1004,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                     execute(
                         statement,
                         (
-                            originator_id.hex if isinstance(originator_id, UUID) else originator_id,
+                            # UUID.hex without its property's call
+                            f"{originator_id.int:032x}" if isinstance(originator_id, UUID) else originator_id,
                             stored.originator_version,
                             stored.topic,
                             stored.state,

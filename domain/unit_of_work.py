@@ -48,11 +48,10 @@ class Session:
 
     def prefetch(self, mids: Iterable[UUID]) -> None:
         """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
-        unknown = [m for m in mids if m not in self.touched]
-        existing = self._app.existing_ids(unknown)
-        for mid in unknown:
-            if mid not in existing:
-                self.touched[mid] = None
+        unknown = dict.fromkeys(m for m in mids if m not in self.touched)
+        for mid in self._app.existing_ids(list(unknown)):
+            unknown.pop(mid, None)
+        self.touched.update(unknown)  # a dict's entries carry their hashes: no id is hashed again
 
     def find(self, mid: UUID) -> Memory | None:
         event = self.fresh.pop(mid, None)
