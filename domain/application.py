@@ -199,7 +199,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         clean = clean or CleanWrite.of(cmd)
 
         def run(session: Session) -> WriteOutcome:
-            return self._write_one(session, cmd, status, clean, near)
+            done = self._write_one(session, cmd, status, clean, near)
+            if isinstance(done, WriteOutcome):
+                return done
+            return WriteOutcome(str(done), "created", cmd.kind, cmd.scope, status, clean.redactions)
 
         return self._positioned(run)
 
@@ -210,40 +213,46 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         transaction records them all. Commands may come already cleaned (see CleanWrite) and from a
         stream, consumed as it arrives; an error in the stream, or in a command (named `[i].field`),
         records nothing."""
-        seen: list[tuple[NewMemory, CleanWrite]] = []
-        source = iter(cmds)
+        pairs = (item if isinstance(item, tuple) else (item, CleanWrite.of(item)) for item in cmds)
+        return self.write_batches((chunk for _, chunk in chunks(pairs, 2000)), status=status)
 
-        def stream() -> Iterator[tuple[NewMemory, CleanWrite]]:
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[NewMemory, CleanWrite]]], *, status: str = "active"
+    ) -> ImportOutcome:
+        """write_many of commands already cleaned and in batches (a bulk import prepares them so): the
+        same writes, without passing each command through a stream of its own. `[i]` in an error's
+        path counts commands from the first batch's first."""
+        seen: list[Sequence[tuple[NewMemory, CleanWrite]]] = []
+        source = iter(batches)
+
+        def stream() -> Iterator[Sequence[tuple[NewMemory, CleanWrite]]]:
             yield from seen  # a conflict retry starts over with what was already read
-            for item in source:
-                pair = item if isinstance(item, tuple) else (item, CleanWrite.of(item))
-                seen.append(pair)
-                yield pair
+            for batch in source:
+                seen.append(batch)
+                yield batch
 
         def run(session: Session) -> ImportOutcome:
-            result = ImportOutcome()
-            for start, chunk in chunks(stream(), 2000):
-                session.prefetch(clean.mid for _, clean in chunk)
-                for i, (cmd, clean) in enumerate(chunk, start=start):
+            # Counted, not answered one by one: a created memory's WriteOutcome (and its id as text) is
+            # never built here (_write_one), and a write's redactions are its CleanWrite's in every case.
+            written = reinforced = redactions = 0
+            write_one = self._write_one
+            for batch in stream():
+                session.prefetch(clean.mid for _, clean in batch)
+                for i, (cmd, clean) in enumerate(batch, start=written):
                     try:
-                        outcome = self._write_one(session, cmd, status, clean)
+                        if isinstance(write_one(session, cmd, status, clean), WriteOutcome):
+                            reinforced += 1
                     except (InvalidInput, NotFound, Conflict) as exc:
                         for problem in exc.problems:
                             problem.path = f"[{i}].{problem.path}"
                         raise
-                    result.outcomes.append(outcome)
-                    result.redactions += outcome.redactions
-                    if outcome.outcome == "created":
-                        result.created += 1
-                    else:
-                        result.reinforced += 1
-            return result
+                    redactions += clean.redactions
+                written += len(batch)
+            return ImportOutcome(created=written - reinforced, reinforced=reinforced, redactions=redactions)
 
         with paused_gc():
             result, position = self._run(run)
         result.position = position
-        for outcome in result.outcomes:
-            outcome.position = position
         return result
 
     def update(
@@ -451,7 +460,9 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
 
     def _write_one(
         self, session: Session, cmd: NewMemory, status: str, clean: CleanWrite, near: NearDuplicate | None = None
-    ) -> WriteOutcome:
+    ) -> WriteOutcome | UUID:
+        """Record one write: the outcome when it reinforced a memory (its own or a near-duplicate), else
+        the id of the memory it created, whose outcome `write` builds (a bulk import only counts it)."""
         evidence, redactions, mid = clean.evidence, clean.redactions, clean.mid
         problem, related, targets = self._check_links(session, cmd)
         if clean.anchors and cmd.scope != "repo":
@@ -510,7 +521,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 similarity=near.similarity,
             )
 
-        return self._create(session, cmd, clean, mid, status, problem, related, targets)
+        self._create(session, cmd, clean, mid, status, problem, related, targets)
+        return mid
 
     def _create(
         self,
@@ -522,7 +534,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         problem: Link | None,
         related: list[Link],
         targets: list[Memory],
-    ) -> WriteOutcome:
+    ) -> None:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
         evidence, redactions = clean.evidence, clean.redactions
         written = Memory.written_record(
@@ -547,11 +559,10 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             memory = session.find(mid)
             assert memory is not None
             memory.record_anchors(anchors=list(clean.anchors), repo_id=cmd.repo_id)
-        memory_id = str(mid)
-        self._record_change_on(
-            session, memory_id, written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
-        )
-        return WriteOutcome(memory_id, "created", cmd.kind, cmd.scope, status, redactions)
+        if targets:
+            self._record_change_on(
+                session, str(mid), written.text, cmd.confidence, targets, evidence, cmd.repo_id, cmd.actor
+            )
 
     def _merge_target(
         self,
@@ -669,6 +680,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 f"{base}.change_targets",
                 f"only a change may have change_targets; this memory is a {cmd.kind}",
             )
+        if not (cmd.problem_id or cmd.related_ids or cmd.change_targets):  # many writes link to nothing
+            return None, [], []
         problem: Link | None = None
         if cmd.problem_id:
             problem = session.linked(cmd.problem_id, cmd.repo_id, f"{base}.problem_id")
@@ -991,7 +1004,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                     execute(
                         statement,
                         (
-                            originator_id.hex if isinstance(originator_id, UUID) else originator_id,
+                            # UUID.hex without its property's call
+                            f"{originator_id.int:032x}" if isinstance(originator_id, UUID) else originator_id,
                             stored.originator_version,
                             stored.topic,
                             stored.state,
@@ -1040,6 +1054,8 @@ def _note(tiny: bool, commit: bool) -> str:
 
 
 def _unique(memories: list[M]) -> list[M]:
+    if len(memories) < 2:  # almost every write: no link or one
+        return memories
     seen: dict[UUID, M] = {}
     for m in memories:
         seen.setdefault(m.id, m)

@@ -123,7 +123,6 @@ class ImportOutcome:
     reinforced: int = 0
     redactions: int = 0
     position: int | None = None
-    outcomes: list[WriteOutcome] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

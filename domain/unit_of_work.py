@@ -19,6 +19,8 @@ from strata_recall.domain.sanitise import sanitise as _sanitise_uncached
 
 T = TypeVar("T")
 
+_UNKNOWN: Any = object()
+
 # Sanitising is pure; bulk imports repeat rationales and evidence refs, so identical strings are
 # redacted once.
 sanitise = lru_cache(maxsize=16384)(_sanitise_uncached)
@@ -46,11 +48,10 @@ class Session:
 
     def prefetch(self, mids: Iterable[UUID]) -> None:
         """Learn in bulk which of many ids do not exist yet, so a big import asks once, not per id."""
-        unknown = [m for m in mids if m not in self.touched]
-        existing = self._app.existing_ids(unknown)
-        for mid in unknown:
-            if mid not in existing:
-                self.touched[mid] = None
+        unknown = dict.fromkeys(m for m in mids if m not in self.touched)
+        for mid in self._app.existing_ids(list(unknown)):
+            unknown.pop(mid, None)
+        self.touched.update(unknown)  # a dict's entries carry their hashes: no id is hashed again
 
     def find(self, mid: UUID) -> Memory | None:
         event = self.fresh.pop(mid, None)
@@ -58,9 +59,10 @@ class Session:
             memory = Memory.from_written(event)
             self.touched[mid] = self.dirty[mid] = memory
             return memory
-        if mid not in self.touched:
-            self.touched[mid] = self._app.find(mid)
-        return self.touched[mid]
+        found: Memory | None = self.touched.get(mid, _UNKNOWN)  # one lookup: most ids are known
+        if found is _UNKNOWN:
+            found = self.touched[mid] = self._app.find(mid)
+        return found
 
     def add(self, written: Memory.MemoryWritten | Written) -> None:
         self.fresh[written.originator_id] = written

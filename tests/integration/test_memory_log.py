@@ -470,6 +470,31 @@ def test_import_is_all_or_nothing_and_may_link_to_earlier_lines(api: CommandAPI,
     assert strata.log.memory(problem_id).reinforcements == 1
 
 
+def test_an_import_of_several_batches_counts_and_refuses_by_its_own_line_numbers(
+    api: CommandAPI, strata: Strata
+) -> None:
+    """The import prepares and writes its lines 2,000 at a time (services/memories.py, write_batches):
+    its created, reinforced and redaction counts cover every batch, a refusal in a later batch names
+    that line (blank lines counted), and nothing of the earlier batches is written."""
+    token = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
+
+    def line(text: str, **links: object) -> str:
+        memory = {"text": text, "kind": "solution" if links else "fact", "scope": "repo", "confidence": 0.7}
+        return json.dumps({"repo_id": "r", "memory": {**memory, "links": links}})
+
+    lines = [line(f"lesson {i}" + (f" token {token}" if i % 1000 == 7 else "")) for i in range(4500)]
+    lines[10:10] = ["", "  "]  # blank lines still count as lines of the file
+    lines += [line("lesson 5"), line("lesson 2100")]  # written again, in the last batch
+    orphan = line("no such problem", problem_id="00000000-0000-5000-8000-000000000000")
+    with pytest.raises(NotFound) as caught:
+        api.import_lines([*lines[:4321], orphan, *lines[4321:]])
+    assert (caught.value.code, caught.value.path) == ("not_found", "4322:memory.links.problem_id")
+    assert strata.log.position() == 0
+    result = api.import_lines(lines)
+    assert (result.lines, result.created, result.reinforced, result.redactions) == (4502, 4500, 2, 5)
+    assert result.position == strata.log.position() == 4502
+
+
 def test_concurrent_writers_of_the_same_memory_collapse_into_one(data_dir: Path) -> None:
     """Eight application instances on one file write the same memory at once: optimistic-concurrency
     conflicts are retried, so exactly one creates it and the others reinforce it."""

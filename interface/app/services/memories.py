@@ -193,28 +193,28 @@ def import_lines(s: Services, lines: Iterable[str | bytes]) -> ImportResponse:
 def _write_prepared(
     s: Services, prepared: Iterable[_Prepared], line_numbers: list[int], problems: list[Problem]
 ) -> ImportOutcome:
-    def stream() -> Iterator[tuple[NewMemory, CleanWrite]]:
-        for items, chunk_problems in prepared:
+    def batches() -> Iterator[list[tuple[NewMemory, CleanWrite]]]:
+        for numbers, items, chunk_problems in prepared:
             problems.extend(chunk_problems)
             if len(problems) >= MAX_IMPORT_ERRORS:
                 break
             if problems:
                 continue  # keep reading to report more shape errors; nothing will be written
-            for number, cmd, clean in items:
-                line_numbers.append(number)
-                yield cmd, clean
+            line_numbers.extend(numbers)
+            yield items
         if problems:
             raise _ShapeErrors(problems[:MAX_IMPORT_ERRORS])
 
     try:
-        return s.log.write_many(stream(), status="active")
+        return s.log.write_batches(batches(), status="active")
     except _ShapeErrors as shape:
         raise InvalidInput.of(shape.problems) from None
     except StrataError as exc:
         raise _at_lines(exc, line_numbers) from None
 
 
-_Prepared = tuple[list[tuple[int, NewMemory, CleanWrite]], list[Problem]]
+_Prepared = tuple[list[int], list[tuple[NewMemory, CleanWrite]], list[Problem]]
+"""A chunk's line numbers, its commands with their CleanWrite (in the same order), its shape errors."""
 
 
 class _ShapeErrors(Exception):
@@ -229,16 +229,19 @@ def _chunks(numbered: Iterator[tuple[int, str | bytes]], size: int) -> Iterator[
 
 
 def _prepare_chunk(chunk: list[tuple[int, str | bytes]], workspaces: Workspaces) -> _Prepared:
-    """Parse, validate and redact numbered JSONL lines."""
-    items, problems = [], []
+    """Parse and validate numbered JSONL lines, then redact the commands (a chunk with a shape error is
+    never written: its commands are not redacted)."""
+    numbers, cmds, problems = [], [], []
     for number, line in chunk:
         try:
-            cmd = to_new_memory(parse(WriteRequest, line), workspaces)
+            cmds.append(to_new_memory(parse(WriteRequest, line), workspaces))
         except (InvalidInput, NotFound) as exc:  # NotFound: an anchor's file under the line's workspace root
             problems += [Problem(p.code, f"{number}:{p.path}", f"line {number}: {p.message}") for p in exc.problems]
             continue
-        items.append((number, cmd, CleanWrite.of(cmd)))
-    return items, problems
+        numbers.append(number)
+    if problems:
+        return numbers, [], problems
+    return numbers, list(zip(cmds, map(CleanWrite.of, cmds), strict=True)), problems
 
 
 def to_new_memory(request: WriteRequest, workspaces: Workspaces | None = None, actor: str | None = None) -> NewMemory:
