@@ -150,6 +150,27 @@ def evaluate(
     return rows
 
 
+def write_task(api: CommandAPI, repo: str, task: Task) -> tuple[str, str]:
+    """A past task as coding memory holds it (the corpus' memories, here and in ops/fit_relevance.py): its
+    problem, and its solution linked to it; their ids."""
+    problem = api.write(
+        {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
+    ).memory_id
+    solution = api.write(
+        {
+            "repo_id": repo,
+            "memory": {
+                "text": task.solution,
+                "kind": "solution",
+                "scope": "repo",
+                "confidence": 0.8,
+                "links": {"problem_id": problem},
+            },
+        }
+    ).memory_id
+    return problem, solution
+
+
 def foreign_task(everything: list[Task], repo: str, n: int) -> Task:
     """The n-th foreign query of a run: a task of another repository, spread over all of them."""
     others = [t for t in everything if t.repo != repo]
@@ -238,21 +259,7 @@ def _walk(
             if "rrf" in systems:
                 row["hits"]["rrf"] = hits(distinct_tasks(rrf_rank([ranked_bm25, ranked_dense]), task_of), task.files)
             rows.append(row)
-        problem = api.write(
-            {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
-        ).memory_id
-        solution = api.write(
-            {
-                "repo_id": repo,
-                "memory": {
-                    "text": task.solution,
-                    "kind": "solution",
-                    "scope": "repo",
-                    "confidence": 0.8,
-                    "links": {"problem_id": problem},
-                },
-            }
-        ).memory_id
+        problem, solution = write_task(api, repo, task)
         strata.catch_up()
         for memory_id, text in ((problem, task.problem), (solution, task.solution)):
             if memory_id not in task_of:

@@ -137,24 +137,9 @@ def collect_coding(embedder: MiniLMEmbedder) -> dict[str, list[dict]]:
 
 
 def _write_task(api: CommandAPI, repo: str, task, task_of: dict) -> None:
-    """A past task as coding memory holds it: its problem, and its solution linked to it; `task_of` maps
-    each memory written to the task (the relevance judge's)."""
-    problem = api.write(
-        {"repo_id": repo, "memory": {"text": task.problem, "kind": "problem", "scope": "repo", "confidence": 0.8}}
-    ).memory_id
-    solution = api.write(
-        {
-            "repo_id": repo,
-            "memory": {
-                "text": task.solution,
-                "kind": "solution",
-                "scope": "repo",
-                "confidence": 0.8,
-                "links": {"problem_id": problem},
-            },
-        }
-    ).memory_id
-    for written in (problem, solution):
+    """A past task written as coding memory holds it (eval_coding.write_task); `task_of` maps each memory
+    written to the task (the relevance judge's)."""
+    for written in eval_coding.write_task(api, repo, task):
         task_of.setdefault(written, task)
 
 
