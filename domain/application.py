@@ -26,10 +26,10 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
-from eventsourcing.utils import get_topic
+from eventsourcing.utils import get_topic, register_topic
 
+from strata_recall import domain as domain_package
 from strata_recall.domain import beliefs, idempotency
-from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
 from strata_recall.domain.commands import (
     Adjustment,
@@ -45,11 +45,11 @@ from strata_recall.domain.commands import (
     UtilityUpdate,
     WriteOutcome,
 )
-from strata_recall.domain.credential import CredentialCommands
+from strata_recall.domain.credential_commands import CredentialCommands
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
-from strata_recall.domain.learning import HistoryCommands
+from strata_recall.domain.learning_commands import HistoryCommands
 from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
@@ -67,6 +67,16 @@ of a race has one winner, so with many writers on one memory a loser may need se
 CONFLICT_BACKOFF_S = 0.005
 """Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
 
+
+TOPIC_PREFIX = "domain"
+"""The module part of every topic Strata stores starts so (`domain.memory:Memory.MemoryWritten`,
+`domain.credential:Credential.TokenIssued`: each class's TOPIC). Registered as the domain package, it lets
+eventsourcing's `resolve_topic` import the module a topic names when its classes are not made yet:
+MemoryLog's command mixins (domain/credential_commands.py, domain/learning_commands.py) and
+`define_archetype` import the Credential, History and Archetype aggregates when a command records one,
+and a process that only reads the log (`strata log`, `export`, `replay`) imports them at the first such
+event it reads."""
+register_topic(TOPIC_PREFIX, domain_package)
 
 APPEND_BATCH = 500
 """Events encoded and inserted at a time by a big append on SQLite (MemoryLog._insert)."""
@@ -314,6 +324,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         self, name: str, description: str, examples: list[str], profile: dict[str, Any]
     ) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
+        from strata_recall.domain.archetype import Archetype, archetype_id  # only this command records one
 
         # free text that reaches the log, like a memory's (the name is the archetype's identity: redacted too)
         name, description = sanitise(name).text, sanitise(description).text
