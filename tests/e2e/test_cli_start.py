@@ -49,6 +49,7 @@ NOT_FOR_AN_IMPORT = {
     "strata_recall.domain.history",  # `strata learn`'s planner and the instruction files' rules
     "strata_recall.domain.instructions",
     *AGGREGATES_OF_OTHER_COMMANDS,
+    "strata_recall.domain.changes",  # the inputs and outcomes of update, forget, edit, review, the operator's
     "strata_recall.projections.snapshot_queries",
     *(
         f"strata_recall.interface.cli.{name}"

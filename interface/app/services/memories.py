@@ -13,16 +13,7 @@ import structlog
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.domain.commands import (
-    Adjustment,
-    CommandOutcome,
-    ImportOutcome,
-    NearDuplicate,
-    NewMemory,
-    TruthUpdate,
-    UtilityUpdate,
-    WriteOutcome,
-)
+from strata_recall.domain.commands import ImportOutcome, NearDuplicate, NewMemory, WriteOutcome
 from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
 from strata_recall.domain.errors import InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id, written_id
@@ -37,6 +28,8 @@ from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
 if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a write loads it only when the lookup runs)
+    from strata_recall.domain import changes
+    from strata_recall.domain.changes import Adjustment, CommandOutcome
     from strata_recall.interface.app.services import feedback
     from strata_recall.projections.near_duplicates import Similar
     from strata_recall.schemas import edit as edit_contracts
@@ -47,7 +40,8 @@ if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a writ
     from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
     from strata_recall.schemas.operator import RecordedResponse, RestoreRequest, UnmergeRequest
     from strata_recall.schemas.update import UpdateRequest, UpdateResponse, ValueChange
-else:  # what update, edit, forget, unmerge and restore answer: imported when first used (interface/app/lazy.py)
+else:  # what update, edit, forget, unmerge and restore take and answer: imported when first used (interface/app/lazy.py)
+    changes = lazy.module("strata_recall.domain.changes")
     feedback = lazy.module("strata_recall.interface.app.services.feedback")
     edit_contracts = lazy.module("strata_recall.schemas.edit")
     forget_contracts = lazy.module("strata_recall.schemas.forget")
@@ -90,10 +84,10 @@ def update(s: Services, request: UpdateRequest, actor: str | None = None) -> Upd
     outcome = s.log.update(
         request.repo_id,
         request.memory_id,
-        truth=TruthUpdate(truth.target, truth.confidence, truth.rationale, tuple(truth.evidence_refs))
+        truth=changes.TruthUpdate(truth.target, truth.confidence, truth.rationale, tuple(truth.evidence_refs))
         if truth
         else None,
-        utility=UtilityUpdate(
+        utility=changes.UtilityUpdate(
             utility.target,
             utility.confidence,
             utility.rationale,
