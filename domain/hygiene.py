@@ -12,7 +12,6 @@ from uuid import UUID
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.duplicates import merge_refusal
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.ids import memory_id as deterministic_id
 from strata_recall.domain.ids import parse_memory_id, proposal_id
@@ -287,6 +286,8 @@ def merge_refusal_into(
     anchors: Sequence[dict[str, Any]] = (),
 ) -> str | None:
     """domain.duplicates.merge_refusal for an existing memory."""
+    from strata_recall.domain.duplicates import merge_refusal  # the near-duplicate rule: its merges alone
+
     return merge_refusal(
         status=target.status,
         kind=target.kind,

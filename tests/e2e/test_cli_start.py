@@ -50,6 +50,7 @@ NOT_FOR_AN_IMPORT = {
     "strata_recall.domain.instructions",
     *AGGREGATES_OF_OTHER_COMMANDS,
     "strata_recall.domain.changes",  # the inputs and outcomes of update, forget, edit, review, the operator's
+    "strata_recall.domain.duplicates",  # the near-duplicate rule (a write with similar memories: their merge)
     "strata_recall.projections.snapshot_queries",
     *(
         f"strata_recall.interface.cli.{name}"
