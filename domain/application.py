@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -26,40 +26,41 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
-from eventsourcing.utils import get_topic
+from eventsourcing.utils import get_topic, register_topic
 
+from strata_recall import domain as domain_package
 from strata_recall.domain import beliefs, idempotency
-from strata_recall.domain.archetype import Archetype, archetype_id
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.domain.commands import (
-    Adjustment,
-    CommandOutcome,
-    EditOutcome,
-    ForgetOutcome,
-    ImportOutcome,
-    NearDuplicate,
-    NewMemory,
-    ReviewOutcome,
-    TruthUpdate,
-    UpdateOutcome,
-    UtilityUpdate,
-    WriteOutcome,
-)
-from strata_recall.domain.credential import CredentialCommands
+from strata_recall.domain.commands import ImportOutcome, NearDuplicate, NewMemory, WriteOutcome
+from strata_recall.domain.credential_commands import CredentialCommands
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.hygiene import HygieneCommands, duplicate_content, merge_refusal_into, shown
 from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_id, written_id
-from strata_recall.domain.learning import HistoryCommands
+from strata_recall.domain.learning_commands import HistoryCommands
 from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.persistence import EventStoreUnavailable
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
+# domain/changes.py (the inputs and outcomes of the commands that change existing memories) is imported by
+# those commands when they run: a write or an import never needs it.
+if TYPE_CHECKING:
+    from strata_recall.domain.changes import (
+        Adjustment,
+        CommandOutcome,
+        EditOutcome,
+        ForgetOutcome,
+        ReviewOutcome,
+        TruthUpdate,
+        UpdateOutcome,
+        UtilityUpdate,
+    )
+
 T = TypeVar("T")
 Link = Memory | Written
 """A memory a write links to (its problem, its related memories): read, never changed."""
 M = TypeVar("M", Memory, Link)
-P = TypeVar("P", WriteOutcome, UpdateOutcome, ForgetOutcome, ReviewOutcome, EditOutcome, CommandOutcome)
+P = TypeVar("P", WriteOutcome, "UpdateOutcome", "ForgetOutcome", "ReviewOutcome", "EditOutcome", "CommandOutcome")
 
 CONFLICT_RETRIES = 20
 """Optimistic-concurrency attempts when another writer appended to the same memory first. Each round
@@ -67,6 +68,16 @@ of a race has one winner, so with many writers on one memory a loser may need se
 CONFLICT_BACKOFF_S = 0.005
 """Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
 
+
+TOPIC_PREFIX = "domain"
+"""The module part of every topic Strata stores starts so (`domain.memory:Memory.MemoryWritten`,
+`domain.credential:Credential.TokenIssued`: each class's TOPIC). Registered as the domain package, it lets
+eventsourcing's `resolve_topic` import the module a topic names when its classes are not made yet:
+MemoryLog's command mixins (domain/credential_commands.py, domain/learning_commands.py) and
+`define_archetype` import the Credential, History and Archetype aggregates when a command records one,
+and a process that only reads the log (`strata log`, `export`, `replay`) imports them at the first such
+event it reads."""
+register_topic(TOPIC_PREFIX, domain_package)
 
 APPEND_BATCH = 500
 """Events encoded and inserted at a time by a big append on SQLite (MemoryLog._insert)."""
@@ -273,6 +284,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
                 "updates.truth.evidence_refs",
                 "a truth update needs at least one evidence reference (the file, test or output that shows it)",
             )
+        from strata_recall.domain.changes import UpdateOutcome
 
         def run(session: Session) -> UpdateOutcome:
             memory = session.visible(raw_id, repo_id, "memory_id")
@@ -294,6 +306,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     ) -> tuple[list[UpdateOutcome], int | None]:
         """Utility observations on several memories in one transaction (a session's feedback): all
         are recorded or none. Paths of refusals read `used[i].<field>`."""
+        from strata_recall.domain.changes import UpdateOutcome
 
         def run(session: Session) -> list[UpdateOutcome]:
             outcomes = []
@@ -314,6 +327,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         self, name: str, description: str, examples: list[str], profile: dict[str, Any]
     ) -> tuple[str, int | None]:
         """Create or change a read archetype; returns ("created" | "changed" | "unchanged", position)."""
+        from strata_recall.domain.archetype import Archetype, archetype_id  # only this command records one
 
         # free text that reaches the log, like a memory's (the name is the archetype's identity: redacted too)
         name, description = sanitise(name).text, sanitise(description).text
@@ -335,6 +349,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         return self._transact(attempt)
 
     def forget(self, repo_id: str, raw_id: str, reason: str, actor: str | None = None) -> ForgetOutcome:
+        from strata_recall.domain.changes import ForgetOutcome
+
         def run(session: Session) -> ForgetOutcome:
             mid = parse_memory_id(raw_id)
             memory = session.find(mid) if mid else None
@@ -362,6 +378,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         Refused when it would make the memory another live memory's copy: the exact text of one (the
         id that text would have is taken), or its near-duplicate by the rule a write merges by (`near`:
         the interface found it; checked again here against the state recorded on)."""
+        from strata_recall.domain.changes import EditOutcome
+
         clean, why = sanitise(text), sanitise(rationale)
         new_text = clean.text.strip()
 
@@ -436,6 +454,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         the repo that proposed it). Through a token (`actor`), never the token that wrote it."""
         if decision not in ("approved", "rejected"):
             raise InvalidInput("invalid_choice", "decision", "decision must be 'approved' or 'rejected'")
+        from strata_recall.domain.changes import ReviewOutcome
 
         def run(session: Session) -> ReviewOutcome:
             memory = shown(session.find, raw_id, repo_id)
@@ -725,6 +744,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
     def _adjust_truth(
         self, memory: Memory, cmd: TruthUpdate, commit: bool, repo_id: str, actor: str | None = None
     ) -> tuple[Adjustment, int]:
+        from strata_recall.domain.changes import Adjustment
+
         rationale = sanitise(cmd.rationale)
         refs = [sanitise(r) for r in cmd.evidence_refs]
         weight = beliefs.truth_weight(cmd.confidence, len(refs))
@@ -755,6 +776,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         context_path: str = "updates.utility.context_problem_id",
         actor: str | None = None,
     ) -> tuple[Adjustment, int]:
+        from strata_recall.domain.changes import Adjustment
+
         context = None
         if cmd.context_problem_id:
             problem = session.visible(cmd.context_problem_id, repo_id, context_path)

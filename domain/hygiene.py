@@ -12,18 +12,20 @@ from uuid import UUID
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.commands import Action, AnchorDrift, CommandOutcome
-from strata_recall.domain.duplicates import merge_refusal
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.ids import memory_id as deterministic_id
 from strata_recall.domain.ids import parse_memory_id, proposal_id
 from strata_recall.domain.memory import Memory
 from strata_recall.domain.unit_of_work import Session, sanitise
 
+# domain/changes.py (the outcomes and inputs of these commands) is imported by the commands when they run:
+# every command's MemoryLog is made of this module, and a write or an import never needs it.
 if TYPE_CHECKING:
     from uuid import UUID as _UUID
 
     from eventsourcing.persistence import EventStore
+
+    from strata_recall.domain.changes import Action, AnchorDrift, CommandOutcome
 
 
 class HygieneCommands:
@@ -41,6 +43,7 @@ class HygieneCommands:
         """Undo a merge: the reinforcement the duplicate brought is taken back, and the duplicate
         stands on its own again (created from what the merge kept, or restored if reflect had
         archived it)."""
+        from strata_recall.domain.changes import CommandOutcome
 
         def run(session: Session) -> CommandOutcome:
             memory = self._operated(session, raw_id, repo_id)
@@ -68,6 +71,7 @@ class HygieneCommands:
         self, raw_id: str, reason: str = "", repo_id: str | None = None, actor: str | None = None
     ) -> CommandOutcome:
         """An archived memory is recalled again."""
+        from strata_recall.domain.changes import CommandOutcome
 
         def run(session: Session) -> CommandOutcome:
             memory = self._operated(session, raw_id, repo_id)
@@ -80,6 +84,7 @@ class HygieneCommands:
     def consolidate(self, actions: Sequence[Action], repo_id: str | None) -> CommandOutcome:
         """Record a reflect report's actions, all or none: each is checked against the state now, and
         one that no longer holds (the memory moved on since the report) refuses the whole set."""
+        from strata_recall.domain.changes import CommandOutcome
 
         def run(session: Session) -> CommandOutcome:
             outcome = CommandOutcome()
@@ -94,6 +99,7 @@ class HygieneCommands:
     ) -> CommandOutcome:
         """The code a memory is anchored to changed (or is gone): its truth is pulled down once per
         change, with the fingerprints as evidence. A drift already recorded is not recorded again."""
+        from strata_recall.domain.changes import CommandOutcome
 
         def run(session: Session) -> CommandOutcome:
             memory = session.visible(raw_id, repo_id, "memory_id")
@@ -280,6 +286,8 @@ def merge_refusal_into(
     anchors: Sequence[dict[str, Any]] = (),
 ) -> str | None:
     """domain.duplicates.merge_refusal for an existing memory."""
+    from strata_recall.domain.duplicates import merge_refusal  # the near-duplicate rule: its merges alone
+
     return merge_refusal(
         status=target.status,
         kind=target.kind,

@@ -25,6 +25,7 @@ sorted keys): formatting, key order and defaults written out or left out do not 
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,16 +36,7 @@ from uuid import UUID, uuid4, uuid5
 import orjson
 from eventsourcing.domain import Aggregate, event
 
-from strata_recall.domain.commands import (
-    Adjustment,
-    CommandOutcome,
-    EditOutcome,
-    ForgetOutcome,
-    ImportOutcome,
-    ReviewOutcome,
-    UpdateOutcome,
-    WriteOutcome,
-)
+from strata_recall.domain.commands import ImportOutcome, WriteOutcome
 from strata_recall.domain.errors import Conflict, InvalidInput
 
 _NAMESPACE = UUID("5d0b6f7e-2c1a-4e8b-9f3d-7a6c1e0b9d42")  # fixed forever
@@ -163,28 +155,33 @@ def answer(key: CommandKey, record: Request.RequestRecorded, position: int | Non
 
 # --- outcomes as JSON values ------------------------------------------------------------------------------
 
-_OUTCOMES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        WriteOutcome,
-        UpdateOutcome,
-        Adjustment,
-        ForgetOutcome,
-        ReviewOutcome,
-        EditOutcome,
-        CommandOutcome,
-        ImportOutcome,
-    )
-}
+
+_CREATING: dict[str, type] = {cls.__name__: cls for cls in (WriteOutcome, ImportOutcome)}
+"""The outcomes of the commands that create memories (domain/commands.py), which a write records."""
+
+
+@functools.cache
+def _changing() -> dict[str, type]:
+    """The outcomes of the commands that change existing memories, by name: domain/changes.py, imported
+    on first use (a process that only writes or imports memories never makes its classes)."""
+    from strata_recall.domain import changes
+
+    kinds = (changes.UpdateOutcome, changes.Adjustment, changes.ForgetOutcome, changes.ReviewOutcome)
+    return {cls.__name__: cls for cls in (*kinds, changes.EditOutcome, changes.CommandOutcome)}
+
+
+def _outcome(name: str) -> type | None:
+    """The outcome class a key can record under `name`, None if there is none."""
+    return _CREATING.get(name) or _changing().get(name)
 
 
 def encode(value: Any) -> Any:
-    """A command's result as a JSON value: the outcome dataclasses of domain/commands.py (as {name:
-    fields}, leaving out fields that hold their default None), lists, dicts with text keys (as {"dict":
-    ...}), strings, numbers, booleans and None."""
+    """A command's result as a JSON value: the outcome dataclasses of domain/commands.py and
+    domain/changes.py (as {name: fields}, leaving out fields that hold their default None), lists, dicts
+    with text keys (as {"dict": ...}), strings, numbers, booleans and None."""
     if is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
-        if _OUTCOMES.get(name) is not type(value):
+        if _outcome(name) is not type(value):
             raise TypeError(f"{name} is not an outcome a key can record")
         kept = ((f.name, getattr(value, f.name)) for f in fields(value))
         return {name: {k: encode(v) for k, v in kept if v is not None or _required(type(value), k)}}
@@ -205,7 +202,9 @@ def decode(value: Any) -> Any:
         items = {k: decode(v) for k, v in content.items()}
         if name == "dict":
             return items
-        cls = _OUTCOMES[name]
+        cls = _outcome(name)
+        if cls is None:  # not an outcome this code records
+            raise KeyError(name)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in items.items() if k in known})
     return value

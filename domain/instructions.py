@@ -1,6 +1,6 @@
 """The rules of a repository's instruction files for agents (CLAUDE.md, AGENTS.md, `.cursor/rules/*.mdc`,
 `.github/copilot-instructions.md`), as `strata learn` takes them (pure: text in, rules out; reading the
-files is interface/app/learning/instructions.py's, recording them domain/learning.py's).
+files is interface/app/learning/instructions.py's, recording them domain/learning_commands.py's).
 
 A rule is one block of Markdown: a top-level list item (with its continuation lines and nested items), a
 paragraph, a table, or a fenced code block with the paragraph it follows. Headings are not rules: they

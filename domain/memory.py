@@ -30,6 +30,18 @@ SCOPES = ("repo", "global")
 STATUSES = ("active", "pending", "rejected", "forgotten", "archived")
 
 
+class Transitioned:
+    """The events of a memory's life after its creation apply themselves: their transition
+    (domain/transitions.py TRANSITIONS, by class name) given their fields, as the snapshot's folds apply
+    them. Memory's event methods record them with `trigger_event` rather than through eventsourcing's
+    `@event(GivenClass)`, for which it defines a second class per given one at import (13 here, ~8 ms
+    of every command's start, by a timer around its `_define_event_class`); topics, fields, versions
+    and upcasters are the declared classes' either way (tests/unit/test_events.py)."""
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate._apply(transitions.TRANSITIONS[type(self).__name__], vars(self))
+
+
 class Memory(Aggregate):
     """One memory: immutable text plus the evolving belief about it."""
 
@@ -101,7 +113,7 @@ class Memory(Aggregate):
     # problem, read) belongs to that repo: domain/visibility.py shows it to that repo alone. Events
     # recorded before version 2 have None: their origin is unknown, so other repos never see it.
 
-    class TruthAdjusted(Event):
+    class TruthAdjusted(Transitioned, Event):
         TOPIC = "domain.memory:Memory.TruthAdjusted"
         class_version = 3
 
@@ -122,7 +134,7 @@ class Memory(Aggregate):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class UtilityObserved(Event):
+    class UtilityObserved(Transitioned, Event):
         TOPIC = "domain.memory:Memory.UtilityObserved"
         class_version = 3
 
@@ -144,12 +156,12 @@ class Memory(Aggregate):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class ChangeRecorded(Event):
+    class ChangeRecorded(Transitioned, Event):
         TOPIC = "domain.memory:Memory.ChangeRecorded"
         change_memory_id: str
         summary: str
 
-    class LinksAdded(Event):
+    class LinksAdded(Transitioned, Event):
         TOPIC = "domain.memory:Memory.LinksAdded"
         """A duplicate write brought links the memory did not have yet."""
 
@@ -157,7 +169,7 @@ class Memory(Aggregate):
         related_ids: list[str]
         change_targets: list[str]
 
-    class MemoryForgotten(Event):
+    class MemoryForgotten(Transitioned, Event):
         TOPIC = "domain.memory:Memory.MemoryForgotten"
         class_version = 3
 
@@ -173,7 +185,7 @@ class Memory(Aggregate):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class MemoryReviewed(Event):
+    class MemoryReviewed(Transitioned, Event):
         TOPIC = "domain.memory:Memory.MemoryReviewed"
         """A person approved (status active) or rejected (status rejected) a pending memory."""
 
@@ -193,7 +205,7 @@ class Memory(Aggregate):
     # (`strata reflect --global`, `strata unmerge`, `strata restore`): domain/visibility.py shows
     # them in full to that repo, or to everyone when None.
 
-    class AnchorsRecorded(Event):
+    class AnchorsRecorded(Transitioned, Event):
         TOPIC = "domain.memory:Memory.AnchorsRecorded"
         """The code this memory is about (domain/anchors.py: path, symbol or lines, fingerprint,
         commit): recorded with the write that carried anchors, and again when the same memory is
@@ -202,7 +214,7 @@ class Memory(Aggregate):
         anchors: list[dict[str, Any]]
         repo_id: str | None
 
-    class DuplicateMerged(Event):
+    class DuplicateMerged(Transitioned, Event):
         TOPIC = "domain.memory:Memory.DuplicateMerged"
         """A near-duplicate of this memory was written (or found by reflect) and reinforces it
         instead of standing on its own. Carries what the duplicate said, so `strata unmerge` can
@@ -232,7 +244,7 @@ class Memory(Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class DuplicateUnmerged(Event):
+    class DuplicateUnmerged(Transitioned, Event):
         TOPIC = "domain.memory:Memory.DuplicateUnmerged"
         """An operator undid a merge: the reinforcement it brought is taken back."""
 
@@ -247,7 +259,7 @@ class Memory(Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class MemoryArchived(Event):
+    class MemoryArchived(Transitioned, Event):
         TOPIC = "domain.memory:Memory.MemoryArchived"
         """No longer recalled (decayed truth below the floor, superseded by changes, or merged into
         another memory), but kept in the log and restorable."""
@@ -256,7 +268,7 @@ class Memory(Aggregate):
         merged_into: str | None
         repo_id: str | None
 
-    class MemoryRestored(Event):
+    class MemoryRestored(Transitioned, Event):
         TOPIC = "domain.memory:Memory.MemoryRestored"
         """An archived memory is active again."""
 
@@ -270,7 +282,7 @@ class Memory(Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["actor"] = None
 
-    class Learned(Event):
+    class Learned(Transitioned, Event):
         TOPIC = "domain.memory:Memory.Learned"
         """The memory was learned from a source (`git`: a repository's history, `strata learn`) rather
         than written by an agent: `ref` names what it was learned from (a commit's sha), `occurred_at`
@@ -281,7 +293,7 @@ class Memory(Aggregate):
         ref: str
         occurred_at: str
 
-    class TextEdited(Event):
+    class TextEdited(Transitioned, Event):
         TOPIC = "domain.memory:Memory.TextEdited"
         """A person (the inspector, `strata edit`) reworded the memory: same id, same kind, scope, links,
         truth and utility; the new text replaces the old in every read model, and the old one stays in
@@ -471,7 +483,6 @@ class Memory(Aggregate):
     # --- the event methods: each records its event and applies its transition; public where the
     # memory has no rule to check first, private behind the command above that checks it ---------
 
-    @event(TruthAdjusted)
     def adjust_truth(
         self,
         target: float,
@@ -483,9 +494,8 @@ class Memory(Aggregate):
         repo_id: str | None = None,
         actor: str | None = None,
     ) -> None:
-        self._apply(transitions.truth_adjusted, locals())
+        self._record(self.TruthAdjusted, locals())
 
-    @event(UtilityObserved)
     def observe_utility(
         self,
         target: float,
@@ -498,29 +508,23 @@ class Memory(Aggregate):
         repo_id: str | None = None,
         actor: str | None = None,
     ) -> None:
-        self._apply(transitions.utility_observed, locals())
+        self._record(self.UtilityObserved, locals())
 
-    @event(ChangeRecorded)
     def record_change(self, change_memory_id: str, summary: str) -> None:
-        self._apply(transitions.change_recorded, locals())
+        self._record(self.ChangeRecorded, locals())
 
-    @event(LinksAdded)
     def add_links(self, problem_ids: list[str], related_ids: list[str], change_targets: list[str]) -> None:
-        self._apply(transitions.links_added, locals())
+        self._record(self.LinksAdded, locals())
 
-    @event(MemoryForgotten)
     def forget(self, reason: str, repo_id: str | None = None, actor: str | None = None) -> None:
-        self._apply(transitions.forgotten, locals())
+        self._record(self.MemoryForgotten, locals())
 
-    @event(MemoryReviewed)
     def _review(self, decision: str, reviewer: str | None, note: str, actor: str | None = None) -> None:
-        self._apply(transitions.reviewed, locals())
+        self._record(self.MemoryReviewed, locals())
 
-    @event(AnchorsRecorded)
     def record_anchors(self, anchors: list[dict[str, Any]], repo_id: str | None) -> None:
-        self._apply(transitions.anchors_recorded, locals())
+        self._record(self.AnchorsRecorded, locals())
 
-    @event(DuplicateMerged)
     def merge_duplicate(
         self,
         duplicate_id: str,
@@ -541,29 +545,29 @@ class Memory(Aggregate):
         repo_id: str | None,
         actor: str | None = None,
     ) -> None:
-        self._apply(transitions.duplicate_merged, locals())
+        self._record(self.DuplicateMerged, locals())
 
-    @event(DuplicateUnmerged)
     def _unmerge_duplicate(self, duplicate_id: str, reason: str, repo_id: str | None, actor: str | None) -> None:
-        self._apply(transitions.duplicate_unmerged, locals())
+        self._record(self.DuplicateUnmerged, locals())
 
-    @event(MemoryArchived)
     def archive(self, reason: str, merged_into: str | None, repo_id: str | None) -> None:
-        self._apply(transitions.archived, locals())
+        self._record(self.MemoryArchived, locals())
 
-    @event(MemoryRestored)
     def _restore(self, reason: str, repo_id: str | None, actor: str | None) -> None:
-        self._apply(transitions.restored, locals())
+        self._record(self.MemoryRestored, locals())
 
-    @event(TextEdited)
     def _edit_text(self, text: str, rationale: str, redactions: int, repo_id: str | None, actor: str | None) -> None:
-        self._apply(transitions.text_edited, locals())
+        self._record(self.TextEdited, locals())
 
-    @event(Learned)
     def learn(self, source: str, ref: str, occurred_at: str) -> None:
-        self._apply(transitions.learned, locals())
+        self._record(self.Learned, locals())
 
-    # --- applying an event: its transition (domain/transitions.py) -----------------------------
+    # --- recording and applying an event: its transition (domain/transitions.py) ----------------
+
+    def _record(self, event_class: type[Aggregate.Event], arguments: dict[str, Any]) -> None:
+        """Record an event of `event_class` whose fields are an event method's `arguments` (its
+        locals(), `self` aside) and apply it to this memory (Transitioned.apply)."""
+        self.trigger_event(event_class, **{name: value for name, value in arguments.items() if name != "self"})
 
     def _apply(self, transition: transitions.Transition, fields: dict[str, Any]) -> None:
         """Set what `transition` changes, given the event's `fields` (an event method's arguments).

@@ -180,7 +180,7 @@ def duplicate_unmerged(s: State, e: Fields) -> Changes:
 
 
 def learned(s: State, e: Fields) -> Changes:
-    """Learned: validated when what it records happened (the ISO text of domain/learning.py)."""
+    """Learned: validated when what it records happened (the ISO text of domain/learning_commands.py occurred_at)."""
     return {"last_validated": e["occurred_at"]}
 
 

@@ -52,7 +52,7 @@ IN_CHUNK = 500
 """Ids bound per `IN (...)` list: SQLite's default limit on a statement's parameters is 999."""
 
 _GIT_EVIDENCE = '["git:'
-"""How the evidence of a memory learned from a commit starts (domain/learning.py: `git:<sha>` first)."""
+"""How the evidence of a memory learned from a commit starts (domain/learning_commands.py: `git:<sha>` first)."""
 
 
 @dataclass(frozen=True, slots=True)

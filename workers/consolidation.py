@@ -31,7 +31,7 @@ import structlog
 
 from strata_recall.domain import beliefs
 from strata_recall.domain.anchors import Anchor
-from strata_recall.domain.commands import Action
+from strata_recall.domain.changes import Action
 from strata_recall.domain.duplicates import MERGE_COSINE, merge_refusal, short
 from strata_recall.projections import store
 from strata_recall.projections.recall import RecallConfig

@@ -35,6 +35,11 @@ NOT_FOR_WRITES = {
 }
 """The read path and what only it, the inspector, consolidation, the serving processes and the scheduler use."""
 
+AGGREGATES_OF_OTHER_COMMANDS = {f"strata_recall.domain.{name}" for name in ("credential", "learning", "archetype")}
+"""The aggregates only other commands record (a token, a learning cursor, an archetype): MemoryLog's
+commands import them when they record one (domain/credential_commands.py, domain/learning_commands.py),
+and a process reading the log at the first such event (domain/application.py TOPIC_PREFIX)."""
+
 NOT_FOR_AN_IMPORT = {
     *(
         f"strata_recall.schemas.{name}"
@@ -43,6 +48,9 @@ NOT_FOR_AN_IMPORT = {
     *(f"strata_recall.interface.app.services.{name}" for name in ("feedback", "tokens", "review", "archetypes")),
     "strata_recall.domain.history",  # `strata learn`'s planner and the instruction files' rules
     "strata_recall.domain.instructions",
+    *AGGREGATES_OF_OTHER_COMMANDS,
+    "strata_recall.domain.changes",  # the inputs and outcomes of update, forget, edit, review, the operator's
+    "strata_recall.domain.duplicates",  # the near-duplicate rule (a write with similar memories: their merge)
     "strata_recall.projections.snapshot_queries",
     *(
         f"strata_recall.interface.cli.{name}"
@@ -130,3 +138,40 @@ def test_the_check_sees_what_a_command_that_uses_them_imports(env: dict[str, str
     _, modules = imported(env, "archetypes", "list")
     assert "numpy" in modules and "strata_recall.projections.archetypes" in modules
     assert "strata_recall.interface.cli.archetypes" in modules  # its own command module
+
+
+def test_a_fresh_process_reads_the_events_of_aggregates_it_has_not_imported(
+    env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """A token, an archetype and a learning cursor, each recorded by its own command's process; then
+    processes that never ran those commands read them: the log (its classes imported from the stored
+    topics), an export restored into a new store, and a replay of its projections."""
+
+    def run(*args: str, cwd: Path | None = None, store: dict[str, str] = env) -> dict:
+        result = subprocess.run(
+            [STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=store, cwd=cwd, timeout=300
+        )
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout + result.stderr[-2000:]
+        answer: dict = json.loads(result.stdout)
+        return answer
+
+    (git_repo / "pool.py").write_text("lock = 1\n")
+    subprocess.run(["git", "-C", str(git_repo), "add", "pool.py"], check=True)
+    who = ["-c", "user.name=Ana", "-c", "user.email=a@x.io"]
+    subprocess.run(["git", "-C", str(git_repo), *who, "commit", "-q", "-m", "Hold the pool lock"], check=True)
+    run("token", "create", "ana", "--repos", "acme/*", "--ops", "read,write")
+    run("archetypes", "set", json.dumps({"name": "security", "examples": ["is this input sanitised"], "profile": {}}))
+    run("learn", cwd=git_repo)
+    recorded = {"TokenIssued", "ArchetypeDefined", "Started", "Advanced"}
+
+    answer = run("log", "--limit", "50")  # its classes made from the topics the log holds
+    assert recorded <= {e["type"] for e in answer["events"]}
+
+    exported = tmp_path / "events.jsonl"
+    assert run("export", "--output", str(exported))["events"] == answer["position"]
+    restored = {**env, "STRATA_DATA_DIR": str(tmp_path / "restored")}
+    assert run("import", "--events", str(exported), store=restored)["events"] == answer["position"]
+    assert recorded <= {e["type"] for e in run("log", "--limit", "50", store=restored)["events"]}
+    assert [t["name"] for t in run("token", "list", store=restored)["tokens"]] == ["ana"]
+    replayed = run("replay", store=restored)["replayed"]
+    assert {p["position"] for p in replayed.values()} == {answer["position"]}

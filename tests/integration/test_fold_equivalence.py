@@ -13,7 +13,8 @@ import pytest
 
 from strata_recall.domain.access import Principal
 from strata_recall.domain.anchors import fingerprint
-from strata_recall.domain.commands import Action, AnchorDrift, NearDuplicate
+from strata_recall.domain.changes import Action, AnchorDrift
+from strata_recall.domain.commands import NearDuplicate
 from strata_recall.domain.memory import MEMORY_EVENTS, Memory
 from strata_recall.interface.app.api import CommandAPI, parse, to_new_memory
 from strata_recall.interface.app.bootstrap import Strata, build

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from strata_recall.domain.access import Principal
-from strata_recall.domain.commands import Action
+from strata_recall.domain.changes import Action
 from strata_recall.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata

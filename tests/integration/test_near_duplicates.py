@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from ops.eval_near_duplicates import MARGIN, load, precision_recall, score, supported_threshold
-from strata_recall.domain.commands import Action
+from strata_recall.domain.changes import Action
 from strata_recall.domain.duplicates import MERGE_COSINE
 from strata_recall.domain.errors import NotFound
 from strata_recall.domain.memory import Memory

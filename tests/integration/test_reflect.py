@@ -205,7 +205,7 @@ def test_a_stale_report_is_refused_whole(strata: Strata, api: CommandAPI) -> Non
     report = strata.reflect(A, now=LATER)["reports"][0]
     strata.log.forget(A, m["nodes"], "gone")  # the state moved on after the report
     head = strata.log.position()
-    from strata_recall.domain.commands import Action
+    from strata_recall.domain.changes import Action
 
     with pytest.raises(Conflict) as stale:
         strata.log.consolidate([Action(**a) for a in report["actions"]], A)

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from strata_recall.domain.commands import Action
+from strata_recall.domain.changes import Action
 from strata_recall.domain.visibility import can_see
 from strata_recall.interface.app.api import CommandAPI
 from strata_recall.interface.app.bootstrap import Strata, build

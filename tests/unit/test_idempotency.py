@@ -10,7 +10,8 @@ from eventsourcing.utils import get_topic, resolve_topic
 
 from strata_recall.domain import idempotency
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.commands import Adjustment, CommandOutcome, ForgetOutcome, UpdateOutcome, WriteOutcome
+from strata_recall.domain.changes import Adjustment, CommandOutcome, ForgetOutcome, UpdateOutcome
+from strata_recall.domain.commands import WriteOutcome
 from strata_recall.domain.errors import Conflict, InvalidInput
 from strata_recall.domain.idempotency import CommandKey, Request
 

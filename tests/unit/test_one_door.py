@@ -31,10 +31,10 @@ LOG_COMMANDS = {
     "restore",
     "consolidate",
     "anchor_drift",
-    # domain/credential.py CredentialCommands
+    # domain/credential_commands.py CredentialCommands
     "issue_token",
     "revoke_token",
-    # domain/learning.py HistoryCommands
+    # domain/learning_commands.py HistoryCommands
     "learn",
     "unreachable",
     "reanchor",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import structlog
 
-from strata_recall.domain.commands import Adjustment, UtilityUpdate
+from strata_recall.domain.changes import Adjustment, UtilityUpdate
 from strata_recall.domain.errors import Conflict, InvalidInput, NotFound
 from strata_recall.domain.ids import parse_memory_id
 from strata_recall.interface.app.services.context import Services

@@ -11,7 +11,7 @@ import structlog
 
 from strata_recall.domain.anchors import BY_GIT, CHANGED, MISSING, Anchor, observe
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.commands import Action, AnchorDrift
+from strata_recall.domain.changes import Action, AnchorDrift
 from strata_recall.domain.duplicates import short
 from strata_recall.interface.app.anchors import git_head
 from strata_recall.interface.app.workspace import FileReader, local_root

@@ -13,17 +13,7 @@ import structlog
 from strata_recall.domain.anchors import Anchor
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.bulk import paused_gc
-from strata_recall.domain.commands import (
-    Adjustment,
-    CommandOutcome,
-    ImportOutcome,
-    NearDuplicate,
-    NewMemory,
-    TruthUpdate,
-    UtilityUpdate,
-    WriteOutcome,
-)
-from strata_recall.domain.duplicates import SIMILAR_SHOWN, merge_refusal, short
+from strata_recall.domain.commands import ImportOutcome, NearDuplicate, NewMemory, WriteOutcome
 from strata_recall.domain.errors import InvalidInput, NotFound, Problem, StrataError
 from strata_recall.domain.ids import parse_memory_id, written_id
 from strata_recall.domain.memory import Memory
@@ -37,6 +27,8 @@ from strata_recall.schemas.anchors import Merged, SimilarMemory
 from strata_recall.schemas.write import ImportResponse, Resolved, WriteRequest, WriteResponse
 
 if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a write loads it only when the lookup runs)
+    from strata_recall.domain import changes, duplicates
+    from strata_recall.domain.changes import Adjustment, CommandOutcome
     from strata_recall.interface.app.services import feedback
     from strata_recall.projections.near_duplicates import Similar
     from strata_recall.schemas import edit as edit_contracts
@@ -47,7 +39,10 @@ if TYPE_CHECKING:  # annotations only: the lookup's module imports numpy (a writ
     from strata_recall.schemas.forget import ForgetRequest, ForgetResponse
     from strata_recall.schemas.operator import RecordedResponse, RestoreRequest, UnmergeRequest
     from strata_recall.schemas.update import UpdateRequest, UpdateResponse, ValueChange
-else:  # what update, edit, forget, unmerge and restore answer: imported when first used (interface/app/lazy.py)
+else:  # what update, edit, forget, unmerge and restore take and answer, and the near-duplicate rule (a write
+    # with similar memories): imported when first used (interface/app/lazy.py)
+    changes = lazy.module("strata_recall.domain.changes")
+    duplicates = lazy.module("strata_recall.domain.duplicates")
     feedback = lazy.module("strata_recall.interface.app.services.feedback")
     edit_contracts = lazy.module("strata_recall.schemas.edit")
     forget_contracts = lazy.module("strata_recall.schemas.forget")
@@ -90,10 +85,10 @@ def update(s: Services, request: UpdateRequest, actor: str | None = None) -> Upd
     outcome = s.log.update(
         request.repo_id,
         request.memory_id,
-        truth=TruthUpdate(truth.target, truth.confidence, truth.rationale, tuple(truth.evidence_refs))
+        truth=changes.TruthUpdate(truth.target, truth.confidence, truth.rationale, tuple(truth.evidence_refs))
         if truth
         else None,
-        utility=UtilityUpdate(
+        utility=changes.UtilityUpdate(
             utility.target,
             utility.confidence,
             utility.rationale,
@@ -286,7 +281,7 @@ def _first_mergeable(
     """The first of `similar` (most similar first) that a memory of this kind, scope, text, problem and
     anchors would be merged into by domain/duplicates.py merge_refusal."""
     for s in similar:
-        refusal = merge_refusal(
+        refusal = duplicates.merge_refusal(
             status=s.status,
             kind=s.kind,
             scope=s.scope,
@@ -306,17 +301,21 @@ def _first_mergeable(
 
 
 def write_response(outcome: WriteOutcome, similar: list[Similar] | None = None) -> WriteResponse:
-    shown = [
-        SimilarMemory(
-            memory_id=s.memory_id,
-            kind=s.kind,
-            scope=s.scope,
-            status=s.status,
-            similarity=s.similarity,
-            text=short(s.text),
-        )
-        for s in (similar or [])[:SIMILAR_SHOWN]
-    ]
+    shown = (
+        [
+            SimilarMemory(
+                memory_id=s.memory_id,
+                kind=s.kind,
+                scope=s.scope,
+                status=s.status,
+                similarity=s.similarity,
+                text=duplicates.short(s.text),
+            )
+            for s in similar[: duplicates.SIMILAR_SHOWN]
+        ]
+        if similar
+        else []
+    )
     merged = (
         None
         if outcome.duplicate_id is None or outcome.similarity is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import structlog
 
 from strata_recall.domain.application import MemoryLog
-from strata_recall.domain.commands import ReviewOutcome
+from strata_recall.domain.changes import ReviewOutcome
 
 log = structlog.get_logger("strata.services")
 

@@ -1,5 +1,5 @@
 """What every learner shares: planning a run of commits (domain/history.py Planner) against what the store
-holds, recording it batch by batch (domain/learning.py), following renames on what earlier learns
+holds, recording it batch by batch (domain/learning_commands.py), following renames on what earlier learns
 anchored, making it searchable, and the one summary a learn reports (LearnReport)."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _agent_decisions(strata: Strata, repo_id: str) -> dict[str, list[Decision]]:
 
 def _follow_renames(strata: Strata, repo_id: str, moved: dict[str, tuple[str, str]], learned_now: set[str]) -> int:
     """Memories learned by earlier learns, anchored to a path this learn saw renamed, are anchored to its
-    new path too (domain/learning.py reanchor)."""
+    new path too (domain/learning_commands.py reanchor)."""
     strata.compact()
     snapshot = _snapshot(strata)
     moves: list[tuple[str, str, str, str]] = []

@@ -2,7 +2,7 @@
 AGENTS.md, `.github/copilot-instructions.md` and `.cursor/rules/*.mdc` at the working tree's root, one
 memory per rule (domain/instructions.py says what a rule is), each anchored to its lines as Strata read
 them, so that `strata check` notices an edit. Learning again records only what changed since: new rules,
-edited ones superseding the old, removed ones archived (domain/learning.py learn_rules). Files are read
+edited ones superseding the old, removed ones archived (domain/learning_commands.py learn_rules). Files are read
 the way `strata check` reads them (interface/app/workspace.py FileReader: regular files under the root,
 bounded in size), so an anchor's text is what the check compares."""
 
@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from strata_recall.domain.instructions import CURSOR_RULES, INSTRUCTION_FILES, Rule, instruction_paths, parse_rules
-from strata_recall.domain.learning import INSTRUCTIONS
+from strata_recall.domain.learning_commands import INSTRUCTIONS
 from strata_recall.interface.app.anchors import git_head
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.workspace import FileReader
