@@ -68,7 +68,7 @@ class Session:
         self.fresh[written.originator_id] = written
         self.dirty[written.originator_id] = written
 
-    def changed(self, memory: Memory) -> None:
+    def changed(self, memory: Memory | Written) -> None:
         self.dirty[memory.id] = memory
 
     def events(self) -> list[Any]:
@@ -78,6 +78,8 @@ class Session:
                 out.extend(entry.collect_events())
             else:
                 out.append(entry)
+                if type(entry) is Written and entry.later:  # what a change recorded on it (Written.later)
+                    out.extend(entry.later)
         return out
 
     def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
