@@ -481,7 +481,7 @@ def _command_hint(low: str) -> bool:
         or '"-' in low
         or "\t-" in low
         or "/p:" in low
-        or ("/" in low and any(name in low for name in _POSITIONAL))
+        or ("/" in low and " " in low and any(name in low for name in _POSITIONAL))  # each name ends with " "
     )
 
 

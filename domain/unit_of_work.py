@@ -139,22 +139,22 @@ class CleanWrite:
     @classmethod
     def of(cls, cmd: NewMemory) -> CleanWrite:
         text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
-        refs = [sanitise(r) for r in cmd.evidence_refs]
-        author = sanitise(cmd.author) if cmd.author is not None else None
-        redactions = (
-            text.redactions
-            + rationale.redactions
-            + sum(r.redactions for r in refs)
-            + (author.redactions if author else 0)
-        )
+        redactions = text.redactions + rationale.redactions
+        evidence = []
+        for ref in cmd.evidence_refs:
+            clean = sanitise(ref)
+            evidence.append(clean.text)
+            redactions += clean.redactions
+        author = None
+        if cmd.author is not None:
+            clean = sanitise(cmd.author)
+            author, redactions = clean.text, redactions + clean.redactions
         mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
         anchors: tuple[dict[str, Any], ...] = ()
         if cmd.anchors:
             anchors, more = _clean_anchors(cmd.anchors)
             redactions += more
-        return cls(
-            text.text, rationale.text, [r.text for r in refs], redactions, mid, anchors, author.text if author else None
-        )
+        return cls(text.text, rationale.text, evidence, redactions, mid, anchors, author)
 
 
 def _clean_anchors(anchors: Iterable[Anchor]) -> tuple[tuple[dict[str, Any], ...], int]:
