@@ -643,7 +643,8 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         actor: str | None = None,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
-        for target in targets:
+        for linked in targets:
+            target = session.current(linked)  # a Written is changed as itself until built (Written.later)
             target.record_change(change_memory_id=change_id, summary=text[:280])
             target.adjust_truth(
                 target=0.0,

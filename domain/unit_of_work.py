@@ -68,6 +68,16 @@ class Session:
         self.fresh[written.originator_id] = written
         self.dirty[written.originator_id] = written
 
+    def current(self, memory: Memory | Written) -> Memory | Written:
+        """`memory` as the batch holds it now: a Written found by a link check may have been built into
+        its aggregate since (the write reinforcing it, a change naming its own memory), and what is
+        recorded on it then belongs to that aggregate."""
+        if type(memory) is Written and self.fresh.get(memory.originator_id) is not memory:
+            found = self.find(memory.originator_id)
+            assert found is not None  # it was written in this batch
+            return found
+        return memory
+
     def changed(self, memory: Memory | Written) -> None:
         self.dirty[memory.id] = memory
 

@@ -585,6 +585,7 @@ def test_a_change_on_a_memory_written_earlier_in_the_same_import_records_what_it
         line("Port 9000 now", "change", 0.8, change_targets=[fact]),
         line("Port 9100 since Monday", "change", 0.7, change_targets=[fact, first]),
         line("Port 8000", "fact", 0.75),  # the target written again: reinforced
+        line("Port 9000 now", "change", 0.85, change_targets=[first]),  # a change written again, naming itself
     ]
 
     def stored(strata: Strata) -> list[tuple[Any, ...]]:
@@ -608,7 +609,7 @@ def test_a_change_on_a_memory_written_earlier_in_the_same_import_records_what_it
 
     together = make_strata(data_dir=tmp_path / "together")
     result = api_of(together).import_lines(lines)
-    assert (result.created, result.reinforced) == (4, 1)
+    assert (result.created, result.reinforced) == (4, 2)
     apart = make_strata(data_dir=tmp_path / "apart")
     for one in lines:
         api_of(apart).import_lines([one])
