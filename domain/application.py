@@ -552,7 +552,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         status: str,
         problem: Link | None,
         related: list[Link],
-        targets: list[Memory],
+        targets: list[Link],
     ) -> None:
         """A new memory (MemoryWritten), its anchors, and the change it records on its targets."""
         evidence, redactions = clean.evidence, clean.redactions
@@ -621,7 +621,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         evidence: list[str],
         problem: Link | None,
         related: list[Link],
-        targets: list[Memory],
+        targets: list[Link],
         clean: CleanWrite | None = None,
     ) -> None:
         existing.reinforce(
@@ -656,13 +656,14 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
         change_id: str,
         text: str,
         confidence: float,
-        targets: list[Memory],
+        targets: list[Link],
         evidence: list[str],
         repo_id: str,
         actor: str | None = None,
     ) -> None:
         """A change memory is recorded on each target and pulls the target's truth down."""
-        for target in targets:
+        for linked in targets:
+            target = session.current(linked)  # a Written is changed as itself until built (Written.later)
             target.record_change(change_memory_id=change_id, summary=text[:280])
             target.adjust_truth(
                 target=0.0,
@@ -676,7 +677,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             )
             session.changed(target)
 
-    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Link | None, list[Link], list[Memory]]:
+    def _check_links(self, session: Session, cmd: NewMemory) -> tuple[Link | None, list[Link], list[Link]]:
         """The write's links, checked: its problem and related memories (read only: Session.linked) and
         the memories it changes."""
         base = "memory.links"
@@ -712,7 +713,7 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
             session.linked(raw, cmd.repo_id, f"{base}.related_memory_ids[{i}]") for i, raw in enumerate(cmd.related_ids)
         ]
         targets = [
-            session.visible(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
+            session.linked(raw, cmd.repo_id, f"{base}.change_targets[{i}]") for i, raw in enumerate(cmd.change_targets)
         ]
         if cmd.scope == "repo":
             for i, target in enumerate(targets):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.domain import Aggregate, Snapshot, event
+from eventsourcing.domain import Aggregate, Snapshot, decorated_func_callers, event
 from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, transitions, visibility
@@ -386,6 +386,10 @@ class Memory(Aggregate):
         memory = written.mutate(None)
         assert isinstance(memory, Memory)  # a MemoryWritten creates its aggregate
         memory.pending_events.append(written)
+        if isinstance(event, Written):  # what was recorded on it since, applied as the aggregate would
+            for later in event.later:
+                later.mutate(memory)
+                memory.pending_events.append(later)
         return memory
 
     # --- the commands: each checks what the memory itself allows, then records its event ---------
@@ -713,11 +717,15 @@ class Written:
     event objects, and taking each apart again to store it, is most of what a bulk import's unit of
     work would otherwise cost."""
 
-    __slots__ = ("fields", "originator_id", "timestamp")
+    __slots__ = ("fields", "later", "originator_id", "timestamp")
     originator_version = 1  # Aggregate.INITIAL_VERSION: a MemoryWritten is a memory's first event
 
     def __init__(self, originator_id: UUID, timestamp: datetime, fields: dict[str, Any]) -> None:
         self.originator_id, self.timestamp, self.fields = originator_id, timestamp, fields
+        self.later: list[Any] | tuple[()] = ()
+        """The memory's events recorded after its MemoryWritten while it is still a Written (the change
+        a later write of the batch records on it: `record_change`, `adjust_truth`), each the event
+        object its aggregate's method would have recorded; `Memory.from_written` applies them."""
 
     def event(self) -> Memory.MemoryWritten:
         return Memory.MemoryWritten(
@@ -771,6 +779,53 @@ class Written:
 
     def visible_to(self, repo_id: str) -> bool:
         return visibility.can_see(repo_id, self.scope, self.fields["repo_id"], status=self.status)
+
+    # What a change records on the memories it targets (domain/application.py _record_change_on), as the
+    # aggregate's event methods record it: the same event class, the next version, the fields given, a
+    # timestamp of now. Neither event moves what a Written answers above (its kind, scope, status).
+
+    def record_change(self, change_memory_id: str, summary: str) -> None:
+        self._record(_RECORD_CHANGE, change_memory_id=change_memory_id, summary=summary)
+
+    def adjust_truth(
+        self,
+        target: float,
+        confidence: float,
+        rationale: str,
+        evidence_refs: list[str],
+        source: str,
+        weight: float,
+        repo_id: str | None = None,
+        actor: str | None = None,
+    ) -> None:
+        self._record(
+            _ADJUST_TRUTH,
+            target=target,
+            confidence=confidence,
+            rationale=rationale,
+            evidence_refs=evidence_refs,
+            source=source,
+            weight=weight,
+            repo_id=repo_id,
+            actor=actor,
+        )
+
+    def _record(self, event_class: Any, **fields: Any) -> None:
+        self.later = [
+            *self.later,
+            event_class(
+                originator_id=self.originator_id,
+                originator_version=self.originator_version + len(self.later) + 1,
+                timestamp=event_class.create_timestamp(),
+                **fields,
+            ),
+        ]
+
+
+# The classes Memory.record_change and Memory.adjust_truth record (eventsourcing makes one for each
+# `@event(GivenClass)` method, whose `apply` runs the method's body: the given class's would not).
+_RECORD_CHANGE: Any = decorated_func_callers[Memory.record_change.event_decorator]  # type: ignore[attr-defined]
+_ADJUST_TRUTH: Any = decorated_func_callers[Memory.adjust_truth.event_decorator]  # type: ignore[attr-defined]
 
 
 MEMORY_EVENTS = (

@@ -68,7 +68,17 @@ class Session:
         self.fresh[written.originator_id] = written
         self.dirty[written.originator_id] = written
 
-    def changed(self, memory: Memory) -> None:
+    def current(self, memory: Memory | Written) -> Memory | Written:
+        """`memory` as the batch holds it now: a Written found by a link check may have been built into
+        its aggregate since (the write reinforcing it, a change naming its own memory), and what is
+        recorded on it then belongs to that aggregate."""
+        if type(memory) is Written and self.fresh.get(memory.originator_id) is not memory:
+            found = self.find(memory.originator_id)
+            assert found is not None  # it was written in this batch
+            return found
+        return memory
+
+    def changed(self, memory: Memory | Written) -> None:
         self.dirty[memory.id] = memory
 
     def events(self) -> list[Any]:
@@ -78,6 +88,8 @@ class Session:
                 out.extend(entry.collect_events())
             else:
                 out.append(entry)
+                if type(entry) is Written and entry.later:  # what a change recorded on it (Written.later)
+                    out.extend(entry.later)
         return out
 
     def visible(self, raw_id: str, repo_id: str, path: str) -> Memory:
@@ -137,22 +149,22 @@ class CleanWrite:
     @classmethod
     def of(cls, cmd: NewMemory) -> CleanWrite:
         text, rationale = sanitise(cmd.text), sanitise(cmd.rationale)
-        refs = [sanitise(r) for r in cmd.evidence_refs]
-        author = sanitise(cmd.author) if cmd.author is not None else None
-        redactions = (
-            text.redactions
-            + rationale.redactions
-            + sum(r.redactions for r in refs)
-            + (author.redactions if author else 0)
-        )
+        redactions = text.redactions + rationale.redactions
+        evidence = []
+        for ref in cmd.evidence_refs:
+            clean = sanitise(ref)
+            evidence.append(clean.text)
+            redactions += clean.redactions
+        author = None
+        if cmd.author is not None:
+            clean = sanitise(cmd.author)
+            author, redactions = clean.text, redactions + clean.redactions
         mid = memory_id(text.text, cmd.kind, cmd.scope, cmd.repo_id)
         anchors: tuple[dict[str, Any], ...] = ()
         if cmd.anchors:
             anchors, more = _clean_anchors(cmd.anchors)
             redactions += more
-        return cls(
-            text.text, rationale.text, [r.text for r in refs], redactions, mid, anchors, author.text if author else None
-        )
+        return cls(text.text, rationale.text, evidence, redactions, mid, anchors, author)
 
 
 def _clean_anchors(anchors: Iterable[Anchor]) -> tuple[tuple[dict[str, Any], ...], int]:

@@ -52,6 +52,8 @@ NOT_BLANK_PATTERN = (
 
 
 def _no_control_characters(value: str) -> str:
+    if value.isprintable():  # every control character is unprintable: most values end here, without a scan
+        return value
     match = _CONTROL.search(value)
     if match:
         raise PydanticCustomError(

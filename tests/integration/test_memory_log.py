@@ -562,6 +562,71 @@ def test_links_to_memories_written_earlier_in_the_same_import_are_checked_as_sto
     assert (solution.problem_ids, solution.related_ids) == ([problem], [fact])
 
 
+def test_a_change_on_a_memory_written_earlier_in_the_same_import_records_what_it_records_on_a_stored_one(
+    make_strata: Callable[..., Strata], api_of: Callable[..., CommandAPI], tmp_path: Path
+) -> None:
+    """A change's target written by an earlier line of the same import is changed without building its
+    aggregate (Written.record_change, Written.adjust_truth): the log holds the same events, versions and
+    fields (timestamps aside), and the memory reads the same afterwards, as when every line is imported
+    on its own and the target is a stored memory; also when two changes target it and the same fact is
+    written again after them (its aggregate is then built with what the changes recorded)."""
+    from strata_recall.domain import transitions
+    from strata_recall.domain.ids import memory_id
+
+    def line(text: str, kind: str, confidence: float, **links: object) -> str:
+        memory = {"text": text, "kind": kind, "scope": "repo", "confidence": confidence, "links": links}
+        return json.dumps({"repo_id": "r", "memory": {**memory, "evidence_refs": [f"ref of {text}"]}})
+
+    fact = str(memory_id("Port 8000", "fact", "repo", "r"))
+    first = str(memory_id("Port 9000 now", "change", "repo", "r"))
+    lines = [
+        line("Port 8000", "fact", 0.9),
+        line("Build breaks", "problem", 0.6),
+        line("Port 9000 now", "change", 0.8, change_targets=[fact]),
+        line("Port 9100 since Monday", "change", 0.7, change_targets=[fact, first]),
+        line("Port 8000", "fact", 0.75),  # the target written again: reinforced
+        line("Port 9000 now", "change", 0.85, change_targets=[first]),  # a change written again, naming itself
+    ]
+
+    def stored(strata: Strata) -> list[tuple[Any, ...]]:
+        """Each memory's events in its own order (one import groups them by memory, not by line)."""
+        events = [
+            (
+                str(e.originator_id),
+                e.originator_version,
+                type(e).__name__,
+                {k: v for k, v in vars(e).items() if k not in ("timestamp", "originator_id", "originator_version")},
+            )
+            for _, e in strata.log.read_log(1, 100)
+        ]
+        return sorted(events, key=lambda e: (e[0], e[1]))
+
+    def read(strata: Strata, mid: str) -> dict[str, Any]:
+        state = strata.log.memory(mid).state()
+        return {
+            k: v for k, v in state.items() if k not in (transitions.CREATED, transitions.MODIFIED, "last_validated")
+        }
+
+    together = make_strata(data_dir=tmp_path / "together")
+    result = api_of(together).import_lines(lines)
+    assert (result.created, result.reinforced) == (4, 2)
+    apart = make_strata(data_dir=tmp_path / "apart")
+    for one in lines:
+        api_of(apart).import_lines([one])
+    assert stored(together) == stored(apart)
+    assert [(v, name) for mid, v, name, _ in stored(together) if mid == fact] == [
+        (1, "MemoryWritten"),
+        (2, "ChangeRecorded"),
+        (3, "TruthAdjusted"),
+        (4, "ChangeRecorded"),
+        (5, "TruthAdjusted"),
+        (6, "TruthAdjusted"),
+    ]
+    for mid in (fact, first):
+        assert read(together, mid) == read(apart, mid)
+    assert [c["summary"] for c in together.log.memory(fact).changes] == ["Port 9000 now", "Port 9100 since Monday"]
+
+
 def test_an_append_larger_than_one_batch_is_still_all_or_nothing(strata: Strata) -> None:
     """A big append is encoded and inserted batch by batch (MemoryLog._insert, on SQLite) in one
     transaction: a refusal by the log in a later batch leaves nothing of the earlier ones."""

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strata_recall.domain import sanitise as redactor
 from strata_recall.domain.sanitise import MARKER, Sanitised, sanitise
 from strata_recall.domain.secret_formats import (
     ALPHABETS,
@@ -285,6 +286,35 @@ def test_unicode_text_keeps_offsets() -> None:
     # U+0130 lower-cases to two characters; the case-insensitive rules must still cut at the right place.
     result = sanitise("İİİ Authorization: Bearer " + OPAQUE_BEARER + " İ password=hunter2 ünïcödé")
     assert result.text == ("İİİ Authorization: Bearer [REDACTED:bearer_token] İ password=[REDACTED:password] ünïcödé")
+
+
+def test_no_stage_finds_anything_in_the_shape_answered_without_them() -> None:
+    """sanitise answers `session:` and 1 to 6 digits without its stages. Every one of those 1,111,110
+    texts goes through all the stages here (`_one_pass`: blocks, tokens, context, assignments, commands,
+    prose) and comes out as it went in with nothing counted, so a rule added later that could fire on
+    one of them fails this test instead of being skipped silently."""
+    one_pass, prefix = redactor._one_pass, redactor.INERT_PREFIX
+    for width in range(1, 7):
+        for n in range(10**width):
+            text = f"{prefix}{n:0{width}d}"
+            kinds: set[str] = set()
+            assert one_pass(text, kinds) == (text, 0), text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("session:0", Sanitised("session:0", 0, ())),
+        ("session:000000", Sanitised("session:000000", 0, ())),
+        ("session:999999", Sanitised("session:999999", 0, ())),
+        ("session:1234567", Sanitised("session:1234567", 0, ())),  # seven digits: the stages answer
+        ("session:\u0661\u0662", Sanitised("session:\u0661\u0662", 0, ())),  # digits, not ASCII ones
+        ("session:12 password=hunter2", Sanitised("session:12 password=[REDACTED:password]", 1, ("password",))),
+        ("session:" + GITHUB_CLASSIC, Sanitised("session:[REDACTED:github_token]", 1, ("github_token",))),
+    ],
+)
+def test_only_the_shape_itself_is_answered_without_the_stages(text: str, expected: Sanitised) -> None:
+    assert sanitise(text) == expected
 
 
 # ---- idempotence -----------------------------------------------------------------------------------

@@ -83,6 +83,18 @@ def test_control_characters_tab_and_newline_are_fine() -> None:
     assert request.memory.text == "line one\n\tline two"
 
 
+def test_a_printable_value_is_passed_without_the_scan_and_holds_no_control_character() -> None:
+    """The control-character check passes a printable value without its scan: no character the scan
+    refuses is printable (every code point checked), and every one it refuses is still refused."""
+    for code in range(0x110000):
+        char = chr(code)
+        if common._CONTROL.search(char) is not None:
+            assert not char.isprintable(), hex(code)
+            with pytest.raises(ValueError, match="control character"):
+                common._no_control_characters(f"a{char}b")
+    assert common._no_control_characters("tab\tand\nnewline") == "tab\tand\nnewline"  # unprintable, allowed
+
+
 UPDATE = {"repo_id": "r", "memory_id": "m", "mode": "commit"}
 
 
