@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
-from eventsourcing.domain import Aggregate, Snapshot, decorated_func_callers, event
+from eventsourcing.domain import Aggregate, Snapshot, event
 from eventsourcing.utils import get_topic
 
 from strata_recall.domain import beliefs, transitions, visibility
@@ -785,7 +785,7 @@ class Written:
     # timestamp of now. Neither event moves what a Written answers above (its kind, scope, status).
 
     def record_change(self, change_memory_id: str, summary: str) -> None:
-        self._record(_RECORD_CHANGE, change_memory_id=change_memory_id, summary=summary)
+        self._record(Memory.ChangeRecorded, change_memory_id=change_memory_id, summary=summary)
 
     def adjust_truth(
         self,
@@ -799,7 +799,7 @@ class Written:
         actor: str | None = None,
     ) -> None:
         self._record(
-            _ADJUST_TRUTH,
+            Memory.TruthAdjusted,
             target=target,
             confidence=confidence,
             rationale=rationale,
@@ -820,12 +820,6 @@ class Written:
                 **fields,
             ),
         ]
-
-
-# The classes Memory.record_change and Memory.adjust_truth record (eventsourcing makes one for each
-# `@event(GivenClass)` method, whose `apply` runs the method's body: the given class's would not).
-_RECORD_CHANGE: Any = decorated_func_callers[Memory.record_change.event_decorator]  # type: ignore[attr-defined]
-_ADJUST_TRUTH: Any = decorated_func_callers[Memory.adjust_truth.event_decorator]  # type: ignore[attr-defined]
 
 
 MEMORY_EVENTS = (
