@@ -785,7 +785,7 @@ class Written:
     # timestamp of now. Neither event moves what a Written answers above (its kind, scope, status).
 
     def record_change(self, change_memory_id: str, summary: str) -> None:
-        self._record(Memory.ChangeRecorded, change_memory_id=change_memory_id, summary=summary)
+        self._record(Memory.ChangeRecorded, locals())
 
     def adjust_truth(
         self,
@@ -798,19 +798,12 @@ class Written:
         repo_id: str | None = None,
         actor: str | None = None,
     ) -> None:
-        self._record(
-            Memory.TruthAdjusted,
-            target=target,
-            confidence=confidence,
-            rationale=rationale,
-            evidence_refs=evidence_refs,
-            source=source,
-            weight=weight,
-            repo_id=repo_id,
-            actor=actor,
-        )
+        self._record(Memory.TruthAdjusted, locals())
 
-    def _record(self, event_class: Any, **fields: Any) -> None:
+    def _record(self, event_class: type[Aggregate.Event], arguments: dict[str, Any]) -> None:
+        """Keep an event of `event_class` whose fields are the method's `arguments` (its locals(),
+        `self` aside), numbered after what this memory holds already, as Memory._record would."""
+        fields = {name: value for name, value in arguments.items() if name != "self"}
         self.later = [
             *self.later,
             event_class(
