@@ -8,12 +8,14 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import queue
 import re
 import shutil
 import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -298,6 +300,13 @@ class MiniLMEmbedder:
     caps onnxruntime's threads (None: onnxruntime's default, all cores). `cpu_mem_arena` off (the
     default) returns activation memory after each batch: with the arena, one batch of 64 texts at 256
     tokens left the process at ~2.9 GB RSS for good, without it ~0.3 GB.
+
+    A call of one batch (a query) runs on one session with all those threads. A call of several batches
+    (bulk work: the vector projection catching up) runs them side by side, each on a session of one
+    thread of its own (as many sessions as threads, loaded on the first such call; onnxruntime releases
+    the GIL while it runs): a batch of ~1,000 word pieces is too small to keep two intra-op threads busy
+    (they wait on each other at every operator), and one thread's batch costs less CPU. The vectors are
+    the same to the bit either way (docs/LEARNING.md "Speed" has the figures).
     """
 
     model_id: str = MINILM_MODEL_ID
@@ -324,6 +333,7 @@ class MiniLMEmbedder:
         self.batch_tokens = batch_tokens
         self.cpu_mem_arena = cpu_mem_arena
         self._model: tuple[Any, Any] | None = None
+        self._side_by_side: list[Any] | None = None  # the one-thread sessions of calls of several batches
         self._lock = threading.Lock()
 
     @property
@@ -351,7 +361,26 @@ class MiniLMEmbedder:
                 self._model = (self._session(folder / "model.onnx"), tokenizer)
             return self._model
 
-    def _session(self, path: Path) -> Any:
+    def _workers(self) -> int:
+        """How many batches of one call run side by side: the threads, or the cores this process may use."""
+        if self.threads is not None:
+            return self.threads
+        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        return len(usable) if usable else os.cpu_count() or 1
+
+    def _sessions_side_by_side(self) -> list[Any]:
+        """One session of one thread per worker, loaded once (after the model: its folder is assembled)."""
+        sessions = self._side_by_side
+        if sessions is not None:
+            return sessions
+        self._get_model()
+        with self._lock:
+            if self._side_by_side is None:
+                path = self._resolve_dir() / "model.onnx"
+                self._side_by_side = [self._session(path, threads=1) for _ in range(self._workers())]
+            return self._side_by_side
+
+    def _session(self, path: Path, threads: int | None = None) -> Any:
         """The onnxruntime session, with one option fastembed did not expose: the threads running a
         batch sleep when it is done instead of spinning for the next one. A read embeds its query while
         its keyword search runs on another thread; with spinning threads the two fought over this
@@ -362,8 +391,9 @@ class MiniLMEmbedder:
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if self.threads is not None:
-            options.intra_op_num_threads = options.inter_op_num_threads = self.threads
+        threads = threads or self.threads
+        if threads is not None:
+            options.intra_op_num_threads = options.inter_op_num_threads = threads
         options.enable_cpu_mem_arena = self.cpu_mem_arena
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"], sess_options=options)
@@ -382,10 +412,33 @@ class MiniLMEmbedder:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        for rows in _batches(lengths[order], self.batch_tokens, self.batch_size):
-            chosen = order[rows]
+        batches = [order[rows] for rows in _batches(lengths[order], self.batch_tokens, self.batch_size)]
+        if len(batches) > 1 and self._workers() > 1:
+            self._side_by_side_run(batches, ids, lengths, out)
+            return out
+        for chosen in batches:
             out[chosen] = self._run(session, [ids[i] for i in chosen], lengths[chosen])
         return out
+
+    def _side_by_side_run(
+        self, batches: list[np.ndarray], ids: list[list[int]], lengths: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Run `batches` (rows of `ids`) on the one-thread sessions side by side, into `out`'s rows."""
+        sessions = self._sessions_side_by_side()
+        free: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for session in sessions:
+            free.put(session)
+
+        def one(chosen: np.ndarray) -> np.ndarray:
+            session = free.get()  # as many threads as sessions: one is always free
+            try:
+                return self._run(session, [ids[i] for i in chosen], lengths[chosen])
+            finally:
+                free.put(session)
+
+        with ThreadPoolExecutor(len(sessions), thread_name_prefix="strata-embed") as pool:
+            for chosen, vectors in zip(batches, pool.map(one, batches), strict=True):
+                out[chosen] = vectors
 
     def _run(self, session: Any, ids: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         """One batch: token ids padded to the batch's longest, the model, then each row mean-pooled over
