@@ -8,7 +8,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import queue
 import re
 import shutil
 import tempfile
@@ -302,11 +301,12 @@ class MiniLMEmbedder:
     tokens left the process at ~2.9 GB RSS for good, without it ~0.3 GB.
 
     A call of one batch (a query) runs on one session with all those threads. A call of several batches
-    (bulk work: the vector projection catching up) runs them side by side, each on a session of one
-    thread of its own (as many sessions as threads, loaded on the first such call; onnxruntime releases
-    the GIL while it runs): a batch of ~1,000 word pieces is too small to keep two intra-op threads busy
-    (they wait on each other at every operator), and one thread's batch costs less CPU. The vectors are
-    the same to the bit either way (docs/LEARNING.md "Speed" has the figures).
+    (bulk work: the vector projection catching up) runs as many of them side by side as there are
+    threads, each on a thread of its own calling one session of one intra-op thread (loaded on the first
+    such call; onnxruntime runs a session from several threads at once and releases the GIL meanwhile):
+    two intra-op threads on a batch of ~1,000 word pieces wait on each other at every operator, and on a
+    machine whose cores other processes share, at each for the one that was descheduled. The vectors
+    are the same to the bit either way (docs/LEARNING.md "Speed" has the figures).
     """
 
     model_id: str = MINILM_MODEL_ID
@@ -333,7 +333,7 @@ class MiniLMEmbedder:
         self.batch_tokens = batch_tokens
         self.cpu_mem_arena = cpu_mem_arena
         self._model: tuple[Any, Any] | None = None
-        self._side_by_side: list[Any] | None = None  # the one-thread sessions of calls of several batches
+        self._side_by_side: Any = None  # the one-thread session calls of several batches run on
         self._lock = threading.Lock()
 
     @property
@@ -368,16 +368,16 @@ class MiniLMEmbedder:
         usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         return len(usable) if usable else os.cpu_count() or 1
 
-    def _sessions_side_by_side(self) -> list[Any]:
-        """One session of one thread per worker, loaded once (after the model: its folder is assembled)."""
-        sessions = self._side_by_side
-        if sessions is not None:
-            return sessions
+    def _session_side_by_side(self) -> Any:
+        """The session of one intra-op thread that the batches of a call of several run on, loaded once
+        (after the model: its folder is assembled)."""
+        session = self._side_by_side
+        if session is not None:
+            return session
         self._get_model()
         with self._lock:
             if self._side_by_side is None:
-                path = self._resolve_dir() / "model.onnx"
-                self._side_by_side = [self._session(path, threads=1) for _ in range(self._workers())]
+                self._side_by_side = self._session(self._resolve_dir() / "model.onnx", threads=1)
             return self._side_by_side
 
     def _session(self, path: Path, threads: int | None = None) -> Any:
@@ -423,20 +423,13 @@ class MiniLMEmbedder:
     def _side_by_side_run(
         self, batches: list[np.ndarray], ids: list[list[int]], lengths: np.ndarray, out: np.ndarray
     ) -> None:
-        """Run `batches` (rows of `ids`) on the one-thread sessions side by side, into `out`'s rows."""
-        sessions = self._sessions_side_by_side()
-        free: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        for session in sessions:
-            free.put(session)
+        """Run `batches` (rows of `ids`) side by side on the one-thread session, into `out`'s rows."""
+        session = self._session_side_by_side()
 
         def one(chosen: np.ndarray) -> np.ndarray:
-            session = free.get()  # as many threads as sessions: one is always free
-            try:
-                return self._run(session, [ids[i] for i in chosen], lengths[chosen])
-            finally:
-                free.put(session)
+            return self._run(session, [ids[i] for i in chosen], lengths[chosen])
 
-        with ThreadPoolExecutor(len(sessions), thread_name_prefix="strata-embed") as pool:
+        with ThreadPoolExecutor(self._workers(), thread_name_prefix="strata-embed") as pool:
             for chosen, vectors in zip(batches, pool.map(one, batches), strict=True):
                 out[chosen] = vectors
 
