@@ -334,11 +334,12 @@ class MiniLMEmbedder:
         self.cpu_mem_arena = cpu_mem_arena
         self._model: tuple[Any, Any] | None = None
         self._side_by_side: Any = None  # the one-thread session calls of several batches run on
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._side_by_side is not None
 
     def load(self) -> None:
         """Load the model now (otherwise done by the first embed call)."""
@@ -350,16 +351,28 @@ class MiniLMEmbedder:
         return folder if hand_placed else assemble_model_dir(folder)
 
     def _get_model(self) -> tuple[Any, Any]:
-        """(the onnxruntime session, the tokenizer), loaded once."""
+        """(the onnxruntime session with every thread, the tokenizer), loaded once."""
         model = self._model
         if model is not None:
             return model
+        tokenizer = self._get_tokenizer()
         with self._lock:
             if self._model is None:
-                folder = self._resolve_dir()
-                tokenizer = _tokenizer(folder)
-                self._model = (self._session(folder / "model.onnx"), tokenizer)
+                self._model = (self._session(self._resolve_dir() / "model.onnx"), tokenizer)
             return self._model
+
+    def _get_tokenizer(self) -> Any:
+        """The tokenizer, loaded once (the model's folder assembled first): without a session, which a
+        process that embeds only in bulk (a learn) never loads."""
+        if self._model is not None:
+            return self._model[1]
+        tokenizer = self._tokenizer
+        if tokenizer is not None:
+            return tokenizer
+        with self._lock:
+            if self._tokenizer is None:
+                self._tokenizer = _tokenizer(self._resolve_dir())
+            return self._tokenizer
 
     def _workers(self) -> int:
         """How many batches of one call run side by side: the threads, or the cores this process may use."""
@@ -374,7 +387,7 @@ class MiniLMEmbedder:
         session = self._side_by_side
         if session is not None:
             return session
-        self._get_model()
+        self._get_tokenizer()
         with self._lock:
             if self._side_by_side is None:
                 self._side_by_side = self._session(self._resolve_dir() / "model.onnx", threads=1)
@@ -407,8 +420,7 @@ class MiniLMEmbedder:
         for item in items:
             if not isinstance(item, str):
                 raise TypeError(f"embed() takes strings, got {type(item).__name__}")
-        session, tokenizer = self._get_model()
-        ids = [encoding.ids for encoding in tokenizer.encode_batch(items)]
+        ids = [encoding.ids for encoding in self._get_tokenizer().encode_batch(items)]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(items), self.dim), dtype=np.float32)
@@ -416,6 +428,7 @@ class MiniLMEmbedder:
         if len(batches) > 1 and self._workers() > 1:
             self._side_by_side_run(batches, ids, lengths, out)
             return out
+        session = self._get_model()[0]
         for chosen in batches:
             out[chosen] = self._run(session, [ids[i] for i in chosen], lengths[chosen])
         return out
