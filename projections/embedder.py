@@ -14,6 +14,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -298,6 +299,14 @@ class MiniLMEmbedder:
     caps onnxruntime's threads (None: onnxruntime's default, all cores). `cpu_mem_arena` off (the
     default) returns activation memory after each batch: with the arena, one batch of 64 texts at 256
     tokens left the process at ~2.9 GB RSS for good, without it ~0.3 GB.
+
+    A call of one batch (a query) runs on one session with all those threads. A call of several batches
+    (bulk work: the vector projection catching up) runs as many of them side by side as there are
+    threads, each on a thread of its own calling one session of one intra-op thread (loaded on the first
+    such call; onnxruntime runs a session from several threads at once and releases the GIL meanwhile):
+    two intra-op threads on a batch of ~1,000 word pieces wait on each other at every operator, and on a
+    machine whose cores other processes share, at each for the one that was descheduled. The vectors
+    are the same to the bit either way (docs/LEARNING.md "Speed" has the figures).
     """
 
     model_id: str = MINILM_MODEL_ID
@@ -324,11 +333,13 @@ class MiniLMEmbedder:
         self.batch_tokens = batch_tokens
         self.cpu_mem_arena = cpu_mem_arena
         self._model: tuple[Any, Any] | None = None
+        self._side_by_side: Any = None  # the one-thread session calls of several batches run on
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._side_by_side is not None
 
     def load(self) -> None:
         """Load the model now (otherwise done by the first embed call)."""
@@ -340,18 +351,49 @@ class MiniLMEmbedder:
         return folder if hand_placed else assemble_model_dir(folder)
 
     def _get_model(self) -> tuple[Any, Any]:
-        """(the onnxruntime session, the tokenizer), loaded once."""
+        """(the onnxruntime session with every thread, the tokenizer), loaded once."""
         model = self._model
         if model is not None:
             return model
+        tokenizer = self._get_tokenizer()
         with self._lock:
             if self._model is None:
-                folder = self._resolve_dir()
-                tokenizer = _tokenizer(folder)
-                self._model = (self._session(folder / "model.onnx"), tokenizer)
+                self._model = (self._session(self._resolve_dir() / "model.onnx"), tokenizer)
             return self._model
 
-    def _session(self, path: Path) -> Any:
+    def _get_tokenizer(self) -> Any:
+        """The tokenizer, loaded once (the model's folder assembled first): without a session, which a
+        process that embeds only in bulk (a learn) never loads."""
+        if self._model is not None:
+            return self._model[1]
+        tokenizer = self._tokenizer
+        if tokenizer is not None:
+            return tokenizer
+        with self._lock:
+            if self._tokenizer is None:
+                self._tokenizer = _tokenizer(self._resolve_dir())
+            return self._tokenizer
+
+    def _workers(self) -> int:
+        """How many batches of one call run side by side: the threads, or the cores this process may use."""
+        if self.threads is not None:
+            return self.threads
+        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        return len(usable) if usable else os.cpu_count() or 1
+
+    def _session_side_by_side(self) -> Any:
+        """The session of one intra-op thread that the batches of a call of several run on, loaded once
+        (after the model: its folder is assembled)."""
+        session = self._side_by_side
+        if session is not None:
+            return session
+        self._get_tokenizer()
+        with self._lock:
+            if self._side_by_side is None:
+                self._side_by_side = self._session(self._resolve_dir() / "model.onnx", threads=1)
+            return self._side_by_side
+
+    def _session(self, path: Path, threads: int | None = None) -> Any:
         """The onnxruntime session, with one option fastembed did not expose: the threads running a
         batch sleep when it is done instead of spinning for the next one. A read embeds its query while
         its keyword search runs on another thread; with spinning threads the two fought over this
@@ -362,8 +404,9 @@ class MiniLMEmbedder:
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if self.threads is not None:
-            options.intra_op_num_threads = options.inter_op_num_threads = self.threads
+        threads = threads or self.threads
+        if threads is not None:
+            options.intra_op_num_threads = options.inter_op_num_threads = threads
         options.enable_cpu_mem_arena = self.cpu_mem_arena
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"], sess_options=options)
@@ -377,15 +420,31 @@ class MiniLMEmbedder:
         for item in items:
             if not isinstance(item, str):
                 raise TypeError(f"embed() takes strings, got {type(item).__name__}")
-        session, tokenizer = self._get_model()
-        ids = [encoding.ids for encoding in tokenizer.encode_batch(items)]
+        ids = [encoding.ids for encoding in self._get_tokenizer().encode_batch(items)]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        for rows in _batches(lengths[order], self.batch_tokens, self.batch_size):
-            chosen = order[rows]
+        batches = [order[rows] for rows in _batches(lengths[order], self.batch_tokens, self.batch_size)]
+        if len(batches) > 1 and self._workers() > 1:
+            self._side_by_side_run(batches, ids, lengths, out)
+            return out
+        session = self._get_model()[0]
+        for chosen in batches:
             out[chosen] = self._run(session, [ids[i] for i in chosen], lengths[chosen])
         return out
+
+    def _side_by_side_run(
+        self, batches: list[np.ndarray], ids: list[list[int]], lengths: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Run `batches` (rows of `ids`) side by side on the one-thread session, into `out`'s rows."""
+        session = self._session_side_by_side()
+
+        def one(chosen: np.ndarray) -> np.ndarray:
+            return self._run(session, [ids[i] for i in chosen], lengths[chosen])
+
+        with ThreadPoolExecutor(self._workers(), thread_name_prefix="strata-embed") as pool:
+            for chosen, vectors in zip(batches, pool.map(one, batches), strict=True):
+                out[chosen] = vectors
 
     def _run(self, session: Any, ids: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         """One batch: token ids padded to the batch's longest, the model, then each row mean-pooled over

@@ -49,7 +49,11 @@ class Settings(BaseModel):
     worker_batch_size: int = Field(500, ge=1, le=100_000)
     poll_interval_seconds: float = Field(0.05, gt=0, le=60)
     embed_threads: int | None = Field(
-        None, ge=1, le=64, description="Threads of the embedding model; default: onnxruntime's choice (all cores)."
+        None,
+        ge=1,
+        le=64,
+        description="Threads of the embedding model: a query's, and how many batches of bulk embedding run "
+        "side by side; default: onnxruntime's choice (all cores).",
     )
     feedback_max_memories: int = Field(
         8, ge=1, le=100, description="Most memories one session's feedback may move (the reads it cites)."

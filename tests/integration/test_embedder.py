@@ -163,6 +163,22 @@ def test_vectors_are_fastembeds(minilm: MiniLMEmbedder, model_dir: Path, monkeyp
     np.testing.assert_allclose(MiniLMEmbedder(model_dir, threads=1, batch_tokens=40).embed(texts), expected, atol=1e-6)
 
 
+def test_a_bulk_call_runs_its_batches_side_by_side_with_the_same_vectors(model_dir: Path) -> None:
+    """A call of several batches runs them side by side (as many as the threads) on a session of one
+    intra-op thread; the vectors are those of the batches run one after the other, to the bit: what the
+    vector projection stores does not depend on the path."""
+    texts = [f"memory {i}: " + "word " * (i % 37) for i in range(120)] + [FAILED, PARAPHRASE, "x " * 255]
+    side_by_side = MiniLMEmbedder(model_dir, threads=2, batch_tokens=200)
+    vectors = side_by_side.embed(texts)
+    assert side_by_side._side_by_side is not None
+    one_after_another = MiniLMEmbedder(model_dir, threads=1, batch_tokens=200)
+    np.testing.assert_array_equal(vectors, one_after_another.embed(texts))
+    assert one_after_another._side_by_side is None  # one thread: the batches in turn on its one session
+    query = MiniLMEmbedder(model_dir, threads=2)
+    np.testing.assert_array_equal(query.embed_query(FAILED), vectors[-3])
+    assert query._side_by_side is None  # one batch: the session with every thread, nothing more loaded
+
+
 def test_long_text_is_truncated_at_256_tokens(minilm: MiniLMEmbedder) -> None:
     head = " ".join(f"word{i}" for i in range(400))  # well over 256 word pieces
     a, b = minilm.embed([head, head + " completely different trailing pizza text"])
