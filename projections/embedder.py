@@ -445,6 +445,7 @@ class MiniLMEmbedder:
         with ThreadPoolExecutor(self._workers(), thread_name_prefix="strata-embed") as pool:
             for chosen, vectors in zip(batches, pool.map(one, batches), strict=True):
                 out[chosen] = vectors
+        _return_freed_memory()
 
     def _run(self, session: Any, ids: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         """One batch: token ids padded to the batch's longest, the model, then each row mean-pooled over
@@ -486,6 +487,30 @@ def _tokenizer(folder: Path) -> Any:
     tokenizer.enable_truncation(max_length=min(limits, default=MINILM_MAX_TOKENS), direction="right")
     tokenizer.no_padding()
     return tokenizer
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Any:
+    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS, Windows)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+def _return_freed_memory() -> None:
+    """Give the memory the side-by-side batches freed back to the system. glibc keeps an arena of its
+    own for each thread that allocates, and the activations freed there stay resident: a `strata serve`
+    whose vector worker had caught up on 3,000 imported memories kept 649 MB resident, against 445 MB
+    with the batches run in turn and 400 MB with this call (`malloc_trim` frees the whole free pages of
+    every arena), which costs ~7 ms after a call of 300 texts (~1.3 s)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _batches(lengths: np.ndarray, max_tokens: int, max_rows: int) -> Iterator[slice]:
