@@ -166,8 +166,17 @@ def _changing() -> dict[str, type]:
     on first use (a process that only writes or imports memories never makes its classes)."""
     from strata_recall.domain import changes
 
-    kinds = (changes.UpdateOutcome, changes.Adjustment, changes.ForgetOutcome, changes.ReviewOutcome)
-    return {cls.__name__: cls for cls in (*kinds, changes.EditOutcome, changes.CommandOutcome)}
+    return {
+        cls.__name__: cls
+        for cls in (
+            changes.UpdateOutcome,
+            changes.Adjustment,
+            changes.ForgetOutcome,
+            changes.ReviewOutcome,
+            changes.EditOutcome,
+            changes.CommandOutcome,
+        )
+    }
 
 
 def _outcome(name: str) -> type | None:

@@ -332,14 +332,14 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.cpu_mem_arena = cpu_mem_arena
-        self._model: tuple[Any, Any] | None = None
-        self._side_by_side: Any = None  # the one-thread session calls of several batches run on
         self._tokenizer: Any = None
+        self._session_all: Any = None  # the session with every thread, a call of one batch runs on
+        self._side_by_side: Any = None  # the one-thread session calls of several batches run on
         self._lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None or self._side_by_side is not None
+        return self._session_all is not None or self._side_by_side is not None
 
     def load(self) -> None:
         """Load the model now (otherwise done by the first embed call)."""
@@ -351,28 +351,22 @@ class MiniLMEmbedder:
         return folder if hand_placed else assemble_model_dir(folder)
 
     def _get_model(self) -> tuple[Any, Any]:
-        """(the onnxruntime session with every thread, the tokenizer), loaded once."""
-        model = self._model
-        if model is not None:
-            return model
-        tokenizer = self._get_tokenizer()
-        with self._lock:
-            if self._model is None:
-                self._model = (self._session(self._resolve_dir() / "model.onnx"), tokenizer)
-            return self._model
+        """(the onnxruntime session with every thread, the tokenizer), each loaded once."""
+        tokenizer = self._get_tokenizer()  # the model's folder is assembled first
+        if self._session_all is None:
+            with self._lock:
+                if self._session_all is None:
+                    self._session_all = self._session(self._resolve_dir() / "model.onnx")
+        return self._session_all, tokenizer
 
     def _get_tokenizer(self) -> Any:
         """The tokenizer, loaded once (the model's folder assembled first): without a session, which a
         process that embeds only in bulk (a learn) never loads."""
-        if self._model is not None:
-            return self._model[1]
-        tokenizer = self._tokenizer
-        if tokenizer is not None:
-            return tokenizer
-        with self._lock:
-            if self._tokenizer is None:
-                self._tokenizer = _tokenizer(self._resolve_dir())
-            return self._tokenizer
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = _tokenizer(self._resolve_dir())
+        return self._tokenizer
 
     def _workers(self) -> int:
         """How many batches of one call run side by side: the threads, or the cores this process may use."""
@@ -384,14 +378,12 @@ class MiniLMEmbedder:
     def _session_side_by_side(self) -> Any:
         """The session of one intra-op thread that the batches of a call of several run on, loaded once
         (after the model: its folder is assembled)."""
-        session = self._side_by_side
-        if session is not None:
-            return session
-        self._get_tokenizer()
-        with self._lock:
-            if self._side_by_side is None:
-                self._side_by_side = self._session(self._resolve_dir() / "model.onnx", threads=1)
-            return self._side_by_side
+        self._get_tokenizer()  # the model's folder is assembled first
+        if self._side_by_side is None:
+            with self._lock:
+                if self._side_by_side is None:
+                    self._side_by_side = self._session(self._resolve_dir() / "model.onnx", threads=1)
+        return self._side_by_side
 
     def _session(self, path: Path, threads: int | None = None) -> Any:
         """The onnxruntime session, with one option fastembed did not expose: the threads running a
