@@ -39,6 +39,7 @@ from strata_recall.domain.ids import normalise_text, parse_memory_id, proposal_i
 from strata_recall.domain.learning_commands import HistoryCommands
 from strata_recall.domain.memory import Memory, Written
 from strata_recall.domain.persistence import EventStoreUnavailable
+from strata_recall.domain.topics import TOPIC_PREFIX, check_origin, creates
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.domain.unit_of_work import CleanWrite, Session, chunks, sanitise
 
@@ -69,14 +70,14 @@ CONFLICT_BACKOFF_S = 0.005
 """Jittered pause before attempt n: up to n x this, so racing writers stop colliding in lockstep."""
 
 
-TOPIC_PREFIX = "domain"
-"""The module part of every topic Strata stores starts so (`domain.memory:Memory.MemoryWritten`,
-`domain.credential:Credential.TokenIssued`: each class's TOPIC). Registered as the domain package, it lets
-eventsourcing's `resolve_topic` import the module a topic names when its classes are not made yet:
-MemoryLog's command mixins (domain/credential_commands.py, domain/learning_commands.py) and
-`define_archetype` import the Credential, History and Archetype aggregates when a command records one,
-and a process that only reads the log (`strata log`, `export`, `replay`) imports them at the first such
-event it reads."""
+# The module part of every topic Strata stores starts with TOPIC_PREFIX (`domain.memory:Memory.MemoryWritten`,
+# `domain.credential:Credential.TokenIssued`: each class's TOPIC). Registered as the domain package, it lets
+# eventsourcing's `resolve_topic` import the module a topic names when its classes are not made yet:
+# MemoryLog's command mixins (domain/credential_commands.py, domain/learning_commands.py) and
+# `define_archetype` import the Credential, History and Archetype aggregates when a command records one,
+# and a process that only reads the log (`strata log`, `export`, `replay`) imports them at the first such
+# event it reads. Which topics are resolved at all is domain/topics.py's to say (the mapper below asks
+# it first): a stored topic naming any other module is refused before anything imports it.
 register_topic(TOPIC_PREFIX, domain_package)
 
 APPEND_BATCH = 500
@@ -1041,7 +1042,16 @@ class MemoryLog(HygieneCommands, CredentialCommands, HistoryCommands, Applicatio
 
 class WrittenMapper(Mapper[UUID]):
     """eventsourcing's mapper, which also stores a Written (domain/memory.py: a MemoryWritten kept as
-    its fields) as the very bytes its MemoryWritten would be stored as, without building the event."""
+    its fields) as the very bytes its MemoryWritten would be stored as, without building the event; and
+    builds only Strata's own events from stored ones (domain/topics.py): eventsourcing's would import
+    whatever module a stored topic names, and a creating event's `originator_topic` is resolved (imported)
+    when the event is folded into its aggregate."""
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        origin = creates(stored_event.topic)  # UnknownTopic for a topic not Strata's, before any import
+        domain_event = super().to_domain_event(stored_event)
+        check_origin(stored_event.topic, origin, domain_event.__dict__)
+        return domain_event
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         if type(domain_event) is not Written:

@@ -4,7 +4,9 @@ A line is one stored event exactly as the log holds it — position, originator 
 and the event's state (the JSON the log stores, as an object). Restoring writes the same events in
 the same order into an empty log, so every projection rebuilt from the copy equals the original's.
 A restore is all or nothing: every line is checked (shape, topic, decodable state, versions in
-order) before one transaction writes them.
+order) before one transaction writes them. A file to restore is data from outside: a topic is accepted
+only if it is one of Strata's own events, and a creating event's aggregate only if it is that event's
+own (domain/topics.py), checked before anything a line names is imported.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from uuid import UUID
 
 import orjson
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.utils import resolve_topic
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict, InvalidInput, Problem
+from strata_recall.domain.topics import UnknownTopic, event_class
 
 FORMAT = "strata-events/1"
 MAX_ERRORS = 20
@@ -91,8 +93,10 @@ def _stored_event(line: bytes | str, versions: dict[UUID, int]) -> StoredEvent:
     version = record["originator_version"]
     if not isinstance(version, int) or not isinstance(record["state"], dict):
         raise ValueError("originator_version must be an integer and state an object")
-    topic = str(record["topic"])
-    resolve_topic(topic)  # raises for a topic this code does not know
+    topic = record["topic"]
+    if not isinstance(topic, str):
+        raise ValueError("topic must be a string")
+    event_class(topic)  # one of Strata's events, or refused before anything is imported (domain/topics.py)
     expected = versions.get(originator)
     if expected is not None and version != expected + 1:
         raise ValueError(f"version {version} of {originator} does not follow version {expected}")
@@ -105,4 +109,6 @@ def _stored_event(line: bytes | str, versions: dict[UUID, int]) -> StoredEvent:
 def _reason(exc: Exception) -> str:
     if isinstance(exc, orjson.JSONDecodeError):
         return f"not valid JSON ({exc})"
+    if isinstance(exc, UnknownTopic):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)

@@ -15,8 +15,9 @@ from uuid import UUID, SafeUUID
 import orjson
 from eventsourcing.persistence import find_id_convertor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
-from eventsourcing.utils import get_topic, resolve_topic
+from eventsourcing.utils import get_topic
 
+from strata_recall.domain.topics import check_origin, creates, event_class
 from strata_recall.domain.transcoder import OrjsonTranscoder
 from strata_recall.projections import store
 from strata_recall.projections.store import Connection, Migration
@@ -111,7 +112,7 @@ class LogReader:
         self.sqlite = (
             isinstance(recorder, SQLiteApplicationRecorder) and recorder.datastore.originator_id_type == "uuid"
         )
-        self._classes: dict[str, tuple[type, Callable[[Any], Any], int]] = {}
+        self._classes: dict[str, tuple[type, Callable[[Any], Any], int, str | None]] = {}
         if self.fast:
             self._timestamp = self.transcoder.names["datetime_iso"].decode
 
@@ -130,7 +131,9 @@ class LogReader:
             if known is None:
                 known = classes[topic] = self._class_of(topic)
             values = loads(state)
-            cls, convert, class_version = known
+            cls, convert, class_version, origin = known
+            if origin is not None:  # a creating event: the aggregate it names is resolved when it is folded
+                check_origin(topic, origin, values)
             stamp = values.get("timestamp")
             if (
                 type(stamp) is dict
@@ -166,8 +169,10 @@ class LogReader:
             known = classes.get(topic)
             if known is None:
                 known = classes[topic] = self._class_of(topic)
-            cls, _, class_version = known
+            cls, _, class_version, origin = known
             values = loads(state)
+            if origin is not None:  # event_of(record) folds it: the aggregate it names is resolved then
+                check_origin(topic, origin, values)
             stamp = values.get("timestamp")
             if (
                 type(stamp) is dict
@@ -226,9 +231,11 @@ class LogReader:
             return [tuple(row) for row in c.fetchall()]
 
     @staticmethod
-    def _class_of(topic: str) -> tuple[type, Callable[[Any], Any], int]:
-        cls = resolve_topic(topic)
-        return cls, find_id_convertor(cls, UUID), getattr(cls, "class_version", 1)
+    def _class_of(topic: str) -> tuple[type, Callable[[Any], Any], int, str | None]:
+        """Only Strata's own events (domain/topics.py: a row naming another module is refused before
+        anything imports it), with the aggregate a creating event must name."""
+        cls = event_class(topic)
+        return cls, find_id_convertor(cls, UUID), getattr(cls, "class_version", 1), creates(topic)
 
 
 def _upcast(cls: type, class_version: int, values: dict[str, Any]) -> None:
