@@ -12,6 +12,7 @@ import structlog
 
 from strata_recall.domain.anchors import BY_CLIENT, BY_STRATA, Anchor, anchored_text, fingerprint
 from strata_recall.domain.errors import InvalidInput, NotFound
+from strata_recall.interface.app import git_runs
 from strata_recall.interface.app.workspace import Workspaces, not_readable
 from strata_recall.projections.anchors import Workspace
 from strata_recall.schemas.anchors import AnchorIn, ReadWorkspace
@@ -25,11 +26,12 @@ def git_head(root: Path) -> str | None:
     """The commit checked out in `root`, when it is a git working tree (None otherwise)."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            git_runs.command(root, "rev-parse", "HEAD"),
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,
             check=False,
+            env=git_runs.environment(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

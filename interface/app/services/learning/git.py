@@ -28,6 +28,7 @@ import structlog
 
 from strata_recall.domain.errors import InvalidInput
 from strata_recall.domain.history import LOG_OPTIONS, Commit, blame_ignore_revs, commit_memory_id, parse_log
+from strata_recall.interface.app import git_runs
 from strata_recall.interface.app.bootstrap import Strata
 from strata_recall.interface.app.services.learning.core import (
     LearnReport,
@@ -55,8 +56,12 @@ class Git:
         self, *args: str, timeout: float = QUICK_TIMEOUT_S, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
         try:
-            done = subprocess.run(
-                ["git", "-C", str(self.root), *args], capture_output=True, timeout=timeout, check=False
+            done = subprocess.run(  # with the config of a repository Strata did not make held back (git_runs)
+                git_runs.command(self.root, *args),
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                env=git_runs.environment(),
             )
         except FileNotFoundError:
             raise InvalidInput("git_missing", "", "git is not installed (strata learn runs git)") from None
@@ -95,11 +100,13 @@ class Git:
         return int(done.stdout.decode().strip() or 0)
 
     def log(self, revisions: list[str], limits: list[str]) -> list[Commit]:
-        done = self.run("log", *revisions, *LOG_OPTIONS, *limits, timeout=GIT_TIMEOUT_S)
+        done = self.run(
+            "log", "--no-textconv", "--no-ext-diff", *revisions, *LOG_OPTIONS, *limits, timeout=GIT_TIMEOUT_S
+        )
         return list(parse_log(done.stdout.decode("utf-8", "replace")))
 
     def formatting_revs(self) -> frozenset[str]:
-        done = self.run("show", "HEAD:.git-blame-ignore-revs", check=False)
+        done = self.run("show", "--no-textconv", "HEAD:.git-blame-ignore-revs", check=False)
         return blame_ignore_revs(done.stdout.decode("utf-8", "replace")) if done.returncode == 0 else frozenset()
 
 
