@@ -6,6 +6,8 @@ records of the libraries it serves with (uvicorn, the MCP SDK, apscheduler) alik
   a request's body sat in those locals);
 - every string is run through the same secret redaction as the event log (domain/sanitise.py), since
   an exception message or a logged field may carry what a request sent;
+- on the console, control characters (escape sequences, carriage returns, bidirectional controls) are
+  shown escaped, never sent to the terminal (interface/app/visible.py);
 - a string field longer than MAX_FIELD_CHARS is cut: a log line says what happened, it does not carry
   payloads (tracebacks are kept whole, redacted);
 - the libraries' own debug records are never written, whatever the level: theirs carry what they send
@@ -23,6 +25,7 @@ import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from strata_recall.domain.sanitise import sanitise
+from strata_recall.interface.app.visible import visible
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 MAX_FIELD_CHARS = 1000
@@ -77,9 +80,16 @@ SHARED: list[Processor] = [
 
 
 def _renderer(fmt: str) -> Processor:
-    if fmt == "json":
+    if fmt == "json":  # JSON escapes every control character itself
         return structlog.processors.JSONRenderer()
-    return structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+    console = structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+
+    def render(logger: WrappedLogger, method: str, event_dict: EventDict) -> str:
+        # the console renderer quotes a value only when it holds a space, a quote or a line break: a file
+        # name or a commit's words with an escape sequence would reach the terminal raw (visible.py)
+        return visible(str(console(logger, method, event_dict)))
+
+    return render
 
 
 def configure_logging(level: str = "warning", fmt: str = "console") -> None:

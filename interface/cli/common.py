@@ -25,6 +25,7 @@ from strata_recall.interface.app.bootstrap import Strata, build
 from strata_recall.interface.app.logs import configure_logging
 from strata_recall.interface.app.operations import OPERATIONS
 from strata_recall.interface.app.settings import load_settings
+from strata_recall.interface.app.visible import visible
 from strata_recall.interface.cli import render
 from strata_recall.schemas.common import AsOf
 from strata_recall.schemas.errors import ErrorDetail, ErrorResponse
@@ -94,7 +95,7 @@ def _fail(opts: Options, exc: StrataError) -> Failed:
     if opts.as_json:
         sys.stdout.write(response.model_dump_json() + "\n")
     else:
-        sys.stderr.write(render.error(response) + "\n")
+        sys.stderr.write(visible(render.error(response)) + "\n")
     return Failed(EXIT_CODES.get(exc.family, 1))
 
 
@@ -131,8 +132,8 @@ def _emit(opts: Options, payload: BaseModel | dict[str, Any], human: Callable[[A
     if opts.as_json:
         data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
         sys.stdout.write(orjson.dumps(data).decode() + "\n")
-    else:
-        sys.stdout.write(human(payload) + "\n")
+    else:  # text from outside (memories, commit messages, file names) never as terminal controls
+        sys.stdout.write(visible(human(payload)) + "\n")
 
 
 def _request_text(request: str | None) -> str:

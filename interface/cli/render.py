@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from strata_recall.interface.app.visible import one_line
+
 if TYPE_CHECKING:  # annotations only: a command imports the contracts of its own answer
     from strata_recall.schemas.edit import EditResponse
     from strata_recall.schemas.errors import ErrorResponse
@@ -21,6 +23,13 @@ if TYPE_CHECKING:  # annotations only: a command imports the contracts of its ow
     from strata_recall.schemas.read import CaseMember, ReadResponse
     from strata_recall.schemas.update import UpdateResponse, ValueChange
     from strata_recall.schemas.write import ImportResponse, WriteResponse
+
+
+def _lines(text: str, indent: str) -> str:
+    """A memory's text whose lines after the first are indented under it: none starts where this view's
+    own lines start, so a text cannot pass for a value or an entry of the view (control characters are
+    escaped for every view: interface/app/visible.py, at the CLI's output)."""
+    return text.replace("\n", "\n" + indent)
 
 
 def write(r: WriteResponse) -> str:
@@ -86,7 +95,7 @@ def show(view: dict[str, Any]) -> str:
     written_in = f", repo {m['repo_id']}" if m["repo_id"] else ""
     lines = [
         f"{m['kind']} ({m['scope']}{written_in}) {m['memory_id']}  [{m['status']}]",
-        f"  {m['text']}",
+        f"  {_lines(m['text'], '    ')}",
         f"  truth {m['truth']:.3f}  utility {m['utility']:.3f}  maturity {m['maturity']}  "
         f"validations {m['validations']}  reinforcements {m['reinforcements']}",
     ]
@@ -119,7 +128,7 @@ def _event_line(e: dict[str, Any]) -> str:
         "MemoryForgotten": lambda: f"reason {f['reason']!r}",
         "MemoryReviewed": lambda: f"{f['decision']} by {f['reviewer'] or 'someone'} {f['note']!r}",
         "AnchorsRecorded": lambda: ", ".join(
-            a["path"] + (f"#{a['symbol']}" if a.get("symbol") else "") for a in f["anchors"]
+            one_line(a["path"] + (f"#{a['symbol']}" if a.get("symbol") else "")) for a in f["anchors"]
         ),
         "DuplicateMerged": lambda: f"{f['duplicate_id']} (similarity {f['similarity']:.3f}) {f['text'][:60]!r}",
         "DuplicateUnmerged": lambda: f"{f['duplicate_id']} {f['reason']!r}",
@@ -168,7 +177,7 @@ def files(r: FilesResponse) -> str:
     lines = []
     for i, f in enumerate(r.files, start=1):
         why = f"memories {', '.join(m[:8] for m in f.memory_ids)}" if f.memory_ids else "changes with those files"
-        lines.append(f"{i:>2}. {f.path}  ({why})")
+        lines.append(f"{i:>2}. {one_line(f.path)}  ({why})")
     lines.append(f"from read {r.read_id} ({r.memories} memories) at position {r.position}")
     return "\n".join(lines)
 
@@ -176,7 +185,7 @@ def files(r: FilesResponse) -> str:
 def _recalled(lead: str, m: CaseMember, indent: str) -> list[str]:
     """One recalled memory: its text, why it came, its values, its caution and change chain."""
     lines = [
-        f"{lead}{m.text}",
+        f"{lead}{_lines(m.text, indent + '  ')}",
         f"{indent}why: {m.retrieval_reason}  relevance {m.relevance:.2f}  truth {m.truth:.2f}  "
         f"utility {m.utility:.2f}  {m.maturity}  id {m.memory_id}",
     ]
