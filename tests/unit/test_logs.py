@@ -101,3 +101,23 @@ def test_the_fields_redacted_at_rest_are_redacted_in_log_lines_too() -> None:
     out = stderr.getvalue()
     assert TOKEN not in out and SECRET not in out and twilio not in out, out
     assert "-p'[REDACTED:password]' shop" in out
+
+
+@pytest.mark.parametrize("fmt", ["console", "json"])
+def test_terminal_controls_in_a_logged_value_never_reach_the_terminal(fmt: str) -> None:
+    """A value without a space (a file name, a word of a commit message) is not quoted by the console
+    renderer: its escape sequences are shown escaped (interface/app/visible.py), also in a library's
+    record and a traceback's message."""
+    title = "\x1b]0;owned\x07"
+    with captured() as stderr:
+        configure_logging("info", fmt)
+        route_stdlib_logging("info", fmt)
+        structlog.get_logger("strata.test").warning("learned", path=f"red{title}.py", note=f"a\rb \u202e{title}")
+        logging.getLogger("uvicorn.error").warning("client sent %s", f"x{title}")
+        try:
+            raise ValueError(f"cannot read red{title}.py")
+        except ValueError:
+            structlog.get_logger("strata.test").error("internal_error", exc_info=True)
+    out = stderr.getvalue()
+    assert not any(c in out for c in "\x1b\x07\r\u202e"), out
+    assert out.count("owned") == 4
