@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,12 +121,17 @@ def _write_output(output: str, chunks: Iterable[bytes]) -> None:
         sys.stdout.buffer.flush()
         return
     target = Path(output)
-    partial = target.with_name(target.name + ".partial")
+    partial: Path | None = None
     try:
-        with open(partial, "wb") as handle:
+        # a file of its own, created exclusively (never through a name planted beside the target) and
+        # owner-only: the log holds every repo's memories and the tokens' hashes, as the data directory does
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        partial = Path(name)
+        with open(fd, "wb") as handle:
             for chunk in chunks:
                 handle.write(chunk)
         partial.replace(target)  # a reader never sees half a file
     except OSError as exc:
-        partial.unlink(missing_ok=True)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
         raise InvalidInput("unwritable_file", "output", f"cannot write {output}: {exc.strerror}") from None

@@ -229,3 +229,25 @@ def test_doctor_says_plainly_what_is_wrong(env: dict[str, str]) -> None:
     assert exposed.returncode == 1
     failed = [c for c in json.loads(exposed.stdout)["checks"] if not c["ok"]]
     assert [c["check"] for c in failed] == ["serve"] and "STRATA_TOKEN" in failed[0]["detail"]
+
+
+def test_an_export_is_owner_only_and_never_written_through_a_planted_name(tmp_path: Path, env: dict[str, str]) -> None:
+    """The log's backup holds every repo's memories and the tokens' hashes: it is created owner-only,
+    whatever the umask, in a file of its own (a link planted where a fixed partial name would be is not
+    written through)."""
+    ok_json(run(env, "write", json.dumps(write_request("acme", "Deploys are manual"))))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "backup.jsonl.partial").symlink_to(victim)
+    (shared / ".backup.jsonl.partial").symlink_to(victim)
+    backup = shared / "backup.jsonl"
+    done = subprocess.run(
+        ["sh", "-c", f'umask 022; exec "{STRATA}" export -o "{backup}"'], capture_output=True, text=True, env=env
+    )
+    assert ok_json(done)["events"] == 2
+    assert victim.read_text() == "mine\n"
+    assert backup.stat().st_mode & 0o777 == 0o600 and not backup.is_symlink()
+    assert len(backup.read_text().splitlines()) == 2
+    assert sorted(p.name for p in shared.iterdir()) == [".backup.jsonl.partial", "backup.jsonl", "backup.jsonl.partial"]
