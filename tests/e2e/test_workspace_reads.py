@@ -313,6 +313,47 @@ def test_a_local_write_reads_only_under_its_roots(strata_env: dict[str, str], gi
     assert code == 0, written  # a configured root
 
 
+def test_an_import_line_reads_only_under_its_roots_too(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """`strata import FILE`: a file of write requests someone handed over names anchors and roots as it
+    likes; each line's files are read by the same reader as a write's, and one line refused refuses all."""
+    (git_repo / "src").mkdir()
+    (git_repo / "src" / "db.py").write_text("def connect():\n    return 1\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.env").write_text(SECRET)
+    (git_repo / "escape").symlink_to(outside)
+    (git_repo / "secret.env").symlink_to(outside / "secret.env")
+
+    def line(root: str, path: str) -> str:
+        request = {**write_request(REPO, f"connect() returns one ({path})"), "anchors": [{"path": path}]}
+        return json.dumps({**request, "workspace": {"root": root}})
+
+    good = line(str(git_repo), "src/db.py")
+    for root, path, code in (
+        (str(git_repo), "escape/secret.env", "not_readable"),
+        (str(git_repo), "secret.env", "not_readable"),
+        (str(git_repo / "escape"), "secret.env", "not_readable"),
+        ("/", "etc/passwd", "not_readable"),
+        (str(git_repo), "../outside/secret.env", "invalid_path"),
+        (str(git_repo), "/etc/passwd", "invalid_path"),
+    ):
+        requests = tmp_path / "requests.jsonl"
+        requests.write_text(good + "\n" + line(root, path) + "\n")
+        status, refused = strata(strata_env, "import", str(requests), cwd=git_repo)
+        assert status in (2, 3), (root, path, refused)
+        assert [(e["code"], e["path"].split(":")[0]) for e in refused["errors"]] == [(code, "2")], refused
+    status, log = strata(strata_env, "log", cwd=git_repo)
+    assert status == 0 and log["position"] == 0  # nothing imported
+    status, imported = (
+        strata(strata_env, "import", str(tmp_path / "good.jsonl"), cwd=git_repo)
+        if ((tmp_path / "good.jsonl").write_text(good + "\n"))
+        else (1, {})
+    )
+    assert status == 0 and imported["created"] == 1, imported
+
+
 def test_a_guess_read_locally_tells_nothing_either(strata_env: dict[str, str], git_repo: Path) -> None:
     """A local client's reads of its own tree judge only fingerprints Strata computed: a client's
     guessed fingerprints are neither searched for nor compared with the file."""
