@@ -346,11 +346,8 @@ def test_an_import_line_reads_only_under_its_roots_too(
         assert [(e["code"], e["path"].split(":")[0]) for e in refused["errors"]] == [(code, "2")], refused
     status, log = strata(strata_env, "log", cwd=git_repo)
     assert status == 0 and log["position"] == 0  # nothing imported
-    status, imported = (
-        strata(strata_env, "import", str(tmp_path / "good.jsonl"), cwd=git_repo)
-        if ((tmp_path / "good.jsonl").write_text(good + "\n"))
-        else (1, {})
-    )
+    (tmp_path / "good.jsonl").write_text(good + "\n")
+    status, imported = strata(strata_env, "import", str(tmp_path / "good.jsonl"), cwd=git_repo)
     assert status == 0 and imported["created"] == 1, imported
 
 
