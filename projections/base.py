@@ -132,8 +132,8 @@ class LogReader:
                 known = classes[topic] = self._class_of(topic)
             values = loads(state)
             cls, convert, class_version, origin = known
-            if origin is not None:  # a creating event: the aggregate it names is resolved when it is folded
-                check_origin(topic, origin, values)
+            if origin is not None and values.get("originator_topic") != origin:  # a creating event names its own
+                check_origin(topic, origin, values)  # aggregate, resolved when it is folded: refused otherwise
             stamp = values.get("timestamp")
             if (
                 type(stamp) is dict
@@ -171,7 +171,7 @@ class LogReader:
                 known = classes[topic] = self._class_of(topic)
             cls, _, class_version, origin = known
             values = loads(state)
-            if origin is not None:  # event_of(record) folds it: the aggregate it names is resolved then
+            if origin is not None and values.get("originator_topic") != origin:  # as in read()
                 check_origin(topic, origin, values)
             stamp = values.get("timestamp")
             if (
