@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
+from strata_recall.domain.anchors import fingerprint
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, hook_commands
 from tests.e2e.test_learn import commit
 
@@ -133,3 +137,54 @@ def test_a_historys_terminal_controls_reach_the_terminal_escaped(strata_env: dic
     text = run(strata_env, "--text", "show", fixed).stdout
     assert "Fix the lock race\\x1b]0;owned\\x07\\x1b[2J" in text and "\\u202eevil" in text
     assert "\n    The body" in text  # the message's body indented under its first line
+
+
+def test_a_capture_sent_to_a_server_fingerprints_no_file_through_a_link_out_of_the_repository(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """`strata learn --transcript --http` (what the stop hook of a client set up for a team server runs):
+    the files the session edited are fingerprinted on the client, and only those whose real path lies in
+    the repository (interface/agents/hook_cues.py relative): a file the repository links to from outside
+    is not read, its fingerprint never sent. The server here records what it is sent and answers as
+    Strata would. (The audit found this held before: a guard.)"""
+    from tests.e2e.test_capture import seed, transcript
+
+    seed(git_repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "settings.py").write_text("PASSWORD = 'kept-on-this-machine'\n")
+    (git_repo / "src" / "settings.py").unlink()
+    (git_repo / "src" / "settings.py").symlink_to(outside / "settings.py")
+    path = transcript(git_repo, tmp_path / "claude" / "session.jsonl")
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            op = self.path.rsplit("/", 1)[1]
+            sent.append((op, body))
+            kind = body.get("memory", {}).get("kind", "fact")
+            answer = {"memory_id": str(uuid4()), "resolved": {"kind": kind, "scope": "repo"}, "outcome": "created"}
+            answer |= {"status": "active", "position": len(sent), "credited": []}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        args = ["--json", "learn", "--root", str(git_repo), "--repo-id", "team/backend", "--no-instructions"]
+        args += ["--transcript", str(path), "--no-history", "--http", f"http://127.0.0.1:{server.server_port}"]
+        ok(run({**strata_env, "T": "t"}, *args, "--token-env", "T"))
+    finally:
+        server.shutdown()
+    solution = next(body for op, body in sent if op == "write" and body["memory"]["kind"] == "solution")
+    assert [a["path"] for a in solution["anchors"]] == ["src/pool.py"]  # src/settings.py links out: not read
+    linked = fingerprint((outside / "settings.py").read_text())
+    assert linked not in json.dumps(sent)
