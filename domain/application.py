@@ -1050,7 +1050,7 @@ class WrittenMapper(Mapper[UUID]):
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         origin = creates(stored_event.topic)  # UnknownTopic for a topic not Strata's, before any import
         domain_event = super().to_domain_event(stored_event)
-        check_origin(stored_event.topic, origin, domain_event.__dict__)
+        check_origin(stored_event.topic, origin, vars(domain_event))
         return domain_event
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:

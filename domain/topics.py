@@ -101,7 +101,7 @@ def _events_of(module: Any) -> dict[str, tuple[type, str | None]]:
             and aggregate.__module__ == module.__name__
         ):
             continue
-        origin = aggregate.__dict__.get("TOPIC") or get_topic(aggregate)
+        origin = vars(aggregate).get("TOPIC") or get_topic(aggregate)
         for cls in vars(aggregate).values():
             topic = getattr(cls, "TOPIC", None) if isinstance(cls, type) else None
             if topic and issubclass(cls, CanMutateAggregate):
