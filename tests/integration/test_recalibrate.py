@@ -1,0 +1,75 @@
+"""ops/recalibrate.py's simulation of a store correcting the relevance models with its own ratings
+(docs/READING.md, "A store's own ratings"): the correction recovers a store's shift, the prior and the cap
+bound it, what a read shows, and a store's walk owes nothing to another store's reads. No model, no store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ops import recalibrate
+
+
+def _ratings(n_reads: int, answer_shift: float, memory_shift: float, seed: int = 3, per_read: int = 8):
+    """Rated reads whose answers hold a relevant memory with sigmoid(a + answer_shift) and whose memories,
+    given that, are relevant with sigmoid(m + memory_shift): what a store the models misjudge by those
+    shifts would be rated."""
+    rng = np.random.default_rng(seed)
+    ratings = recalibrate.Ratings()
+    for _ in range(n_reads):
+        a = rng.normal(0.5, 1.0)
+        m = rng.normal(-1.0, 1.0, per_read)
+        holds = rng.random() < 1 / (1 + np.exp(-(a + answer_shift)))
+        useful = holds & (rng.random(per_read) < 1 / (1 + np.exp(-(m + memory_shift))))
+        ratings.add(a, m, useful)
+    return ratings
+
+
+def test_no_ratings_no_correction_and_many_ratings_find_the_stores_shift() -> None:
+    none = recalibrate.Ratings()
+    assert recalibrate.How()(none, 0) == (0.0, 0.0)
+    ratings = _ratings(3000, -1.2, 0.8)
+    answer, memory = recalibrate.How()(ratings, len(ratings.useful))
+    assert answer == pytest.approx(-1.2, abs=0.2)
+    assert memory == pytest.approx(0.8, abs=0.15)
+
+
+def test_the_prior_holds_a_few_ratings_back_and_the_cap_bounds_any_number() -> None:
+    few = _ratings(4, -2.5, -2.5)
+    many = _ratings(2000, -2.5, -2.5)
+    a_few, m_few = recalibrate.How(prior=1.0, cap=10.0)(few, len(few.useful))
+    a_many, m_many = recalibrate.How(prior=1.0, cap=10.0)(many, len(many.useful))
+    assert abs(a_few) < abs(a_many) and abs(m_few) < abs(m_many)
+    capped = recalibrate.How(prior=1.0, cap=1.5)(many, len(many.useful))
+    assert capped[0] == -1.5
+    flattering = recalibrate.Ratings()  # an agent that rates everything useful
+    for _ in range(200):
+        flattering.add(0.0, np.zeros(5), np.ones(5, dtype=bool))
+    assert recalibrate.How(cap=2.0)(flattering, len(flattering.useful)) == (2.0, 2.0)
+
+
+def _read(store: str, answer: float, memories: list[float], relevant: list[bool], foreign: bool = False):
+    return recalibrate.Read(store, foreign, answer, np.array(memories), np.array(relevant))
+
+
+def test_a_read_shows_nothing_below_the_bar_and_above_it_what_reaches_the_floor() -> None:
+    below = _read("s", -3.0, [2.0, 1.0], [True, False])  # sigmoid(-3) = 0.047 < 0.2
+    assert not recalibrate.shown(below, (0.0, 0.0)).any()
+    assert recalibrate.shown(below, (2.0, 0.0)).all()  # a store whose answers are better than the model says
+    above = _read("s", 3.0, [0.0, -2.0, -6.0], [True, False, False])
+    # 0.95 x (0.5, 0.12, 0.0025): the floor is the higher of 0.02 and 0.05 x 0.475
+    assert recalibrate.shown(above, (0.0, 0.0)).tolist() == [True, True, False]
+
+
+def test_a_stores_walk_is_the_same_whatever_other_stores_are_read() -> None:
+    rng = np.random.default_rng(5)
+    mine = [_read("mine", rng.normal(1, 1), rng.normal(-1, 1, 6).tolist(), [True, *[False] * 5]) for _ in range(40)]
+    other = [_read("other", 3.0, [3.0] * 6, [True] * 6) for _ in range(40)]  # rated all useful
+    how = recalibrate.How()
+    alone = recalibrate.store_walks(mine, 1, 1.0, "truthful", how)["mine"]
+    beside = recalibrate.store_walks(mine + other, 1, 1.0, "truthful", how)
+    assert beside["mine"].ratings.useful == alone.ratings.useful
+    assert beside["mine"].ratings.memory == alone.ratings.memory
+    k = len(alone.ratings.useful)
+    assert how(beside["mine"].ratings, k) == how(alone.ratings, k)
+    assert all(shift > 0 for shift in how(beside["other"].ratings, len(beside["other"].ratings.useful)))
