@@ -95,40 +95,42 @@ class Read:
 @dataclass
 class Ratings:
     """A store's ratings so far, a row a rated memory: its read's answer logit and its own, whether it
-    was rated useful, and which of the store's rated reads it came from."""
+    was rated useful, and which of the store's rated reads it came from; and for each rated read whether
+    every memory it showed was rated (complete)."""
 
     answer: list[float] = field(default_factory=list)
     memory: list[float] = field(default_factory=list)
     useful: list[float] = field(default_factory=list)
     read: list[int] = field(default_factory=list)
-    reads: int = 0
+    complete: list[bool] = field(default_factory=list)
 
-    def add(self, answer: float, memories: np.ndarray, useful: np.ndarray) -> None:
+    def add(self, answer: float, memories: np.ndarray, useful: np.ndarray, complete: bool = True) -> None:
         self.answer += [answer] * len(memories)
         self.memory += memories.tolist()
         self.useful += useful.astype(float).tolist()
-        self.read += [self.reads] * len(memories)
-        self.reads += 1
+        self.read += [len(self.complete)] * len(memories)
+        self.complete.append(complete)
 
     def first(self, k: int) -> tuple[np.ndarray, ...]:
-        """The first k ratings as arrays (answer logit, memory logit, useful, read index)."""
-        return (
-            np.array(self.answer[:k]),
-            np.array(self.memory[:k]),
-            np.array(self.useful[:k]),
-            np.array(self.read[:k], dtype=int),
-        )
+        """The first k ratings as arrays (answer logit, memory logit, useful, read index), and for each read
+        among them whether it is complete within them (a read cut at the k-th rating is not)."""
+        read = np.array(self.read[:k], dtype=int)
+        n = int(read.max()) + 1 if k else 0
+        complete = np.array(self.complete[:n], dtype=bool)
+        if n and k < len(self.read) and self.read[k] == n - 1:
+            complete[n - 1] = False
+        return (np.array(self.answer[:k]), np.array(self.memory[:k]), np.array(self.useful[:k]), read, complete)
 
 
 def _intercept(offset: np.ndarray, y: np.ndarray, prior: float, start: float) -> float:
     """The shift of a logistic model's logit (its rows' logits `offset`, their labels `y`) that is most
     likely under a Gaussian prior of spread `prior`: Newton steps on one concave parameter."""
     delta = start
-    for _ in range(NEWTON_STEPS):
+    for _ in range(50):
         p = _sigmoid(offset + delta)
         gradient = float(np.sum(y - p)) - delta / prior**2
         curvature = float(np.sum(p * (1 - p))) + 1 / prior**2
-        step = gradient / curvature
+        step = float(np.clip(gradient / curvature, -1.0, 1.0))  # damped: saturated rows curve little
         delta += step
         if abs(step) < 1e-6:
             break
@@ -140,10 +142,12 @@ def correction(
     memory: np.ndarray,
     useful: np.ndarray,
     read: np.ndarray,
+    complete: np.ndarray,
     prior: float = PRIOR,
     cap: float = CAP,
     start: tuple[float, float] = (0.0, 0.0),
     form: str = "separate",
+    label: str = "complete",
 ) -> tuple[float, float]:
     """The shifts (answer, memory) of the two models' logits fitted on a store's ratings, with a Gaussian
     prior of spread `prior` on each, bounded to +-cap. Rows are rated memories: their read's answer logit,
@@ -151,8 +155,11 @@ def correction(
 
     "separate" (the form chosen): each model's own fit (ops/fit_relevance.py), its intercept alone, on what
     the ratings observe. The answer model over rated reads: did any memory of the read prove useful; the
-    memory model over the rated memories of those reads: did it. "latent": one likelihood of the ratings
-    under the models' factorization (latent())."""
+    memory model over the rated memories of those reads: did it. `label` "complete": the answer model
+    learns only from reads whose every shown memory was rated (`complete`; a read with a third of them
+    rated, none useful, may hold one the agent did not rate); "any": from every rated read (biased low when
+    ratings are partial). "latent": one likelihood of the ratings under the models' factorization
+    (latent())."""
     if len(useful) == 0:
         return 0.0, 0.0
     if form == "latent":
@@ -161,7 +168,12 @@ def correction(
         n = int(read.max()) + 1
         held = np.bincount(read, weights=useful, minlength=n) > 0
         first = np.unique(read, return_index=True)[1]
-        da = _intercept(answer[first], held.astype(float), prior, start[0])
+        labelled = complete if label == "complete" else np.ones(n, dtype=bool)
+        da = (
+            _intercept(answer[first][labelled], held[labelled].astype(float), prior, start[0])
+            if labelled.any()
+            else 0.0
+        )
         rows = held[read]
         dm = _intercept(memory[rows], useful[rows], prior, start[1]) if rows.any() else 0.0
     return float(np.clip(da, -cap, cap)), float(np.clip(dm, -cap, cap))
@@ -223,10 +235,13 @@ class How:
     prior: float = PRIOR
     cap: float = CAP
     form: str = "separate"
+    label: str = "complete"
 
     def __call__(self, ratings: Ratings, k: int, start: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float]:
         """The correction fitted on the store's first k ratings."""
-        return correction(*ratings.first(k), prior=self.prior, cap=self.cap, start=start, form=self.form)
+        return correction(
+            *ratings.first(k), prior=self.prior, cap=self.cap, start=start, form=self.form, label=self.label
+        )
 
 
 def shown(read: Read, shift: tuple[float, float], bar: float = DEFAULT_BAR, floor: Floor = MODEL.floor) -> np.ndarray:
@@ -268,7 +283,8 @@ def walk(reads: list[Read], rng: np.random.Generator, share: float, rater: str, 
         showing = shown(read, shift)
         rated = showing & (rng.random(len(showing)) < share)
         if rated.any():
-            ratings.add(read.answer, read.memories[rated], _rate(rater, read.relevant[rated], rng))
+            complete = bool(rated.sum() == showing.sum())
+            ratings.add(read.answer, read.memories[rated], _rate(rater, read.relevant[rated], rng), complete)
             brought_by += [position] * int(rated.sum())
             shift = how(ratings, len(ratings.useful), shift)
     return Walk(order, ratings, brought_by)
@@ -476,8 +492,14 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=CAP, help="the bound on each shift (logits)")
     parser.add_argument("--models", nargs="+", choices=("held-out", "engine"), default=["held-out", "engine"])
     parser.add_argument("--form", choices=("separate", "latent"), default="separate", help="correction()'s form")
+    parser.add_argument(
+        "--answer-label",
+        choices=("complete", "any"),
+        default="complete",
+        help="which rated reads the answer's shift learns from (correction())",
+    )
     args = parser.parse_args()
-    how = How(args.prior, args.cap, args.form)
+    how = How(args.prior, args.cap, args.form, args.answer_label)
     reads = load(args.cache, args.merge)
     ks = tuple(sorted(set(args.ks)))
     fits: list[tuple[str, np.ndarray, np.ndarray, tuple[str, ...]]] = []
@@ -489,7 +511,7 @@ def main() -> None:
     if "engine" in args.models:
         fits.append(("the engine's model (projections/relevance.py)", *_engine(), FITTED))
     print(
-        f"a store's own ratings: logit shifts ({args.form}), prior {args.prior}, cap {args.cap}, bar {DEFAULT_BAR}, "
+        f"a store's own ratings: logit shifts ({args.form}, answer from {args.answer_label} reads), prior {args.prior}, cap {args.cap}, bar {DEFAULT_BAR}, "
         f"seeds {args.seeds}; figures after k ratings a store (means over seeds)"
     )
     print("\nthe most a store's correction can do: fitted on all its reads' labels (bar off), uncorrected -> corrected")

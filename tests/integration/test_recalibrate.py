@@ -48,6 +48,20 @@ def test_the_prior_holds_a_few_ratings_back_and_the_cap_bounds_any_number() -> N
     assert recalibrate.How(cap=2.0)(flattering, len(flattering.useful)) == (2.0, 2.0)
 
 
+def test_the_answer_learns_only_from_reads_whose_every_shown_memory_was_rated() -> None:
+    """A read of which a third was rated, none useful, may hold a relevant memory the agent did not rate:
+    counted as an answer with nothing relevant it would drag the answer's shift down."""
+    partial, complete = recalibrate.Ratings(), recalibrate.Ratings()
+    for _ in range(300):  # answers the model rates 0.5 that hold a relevant memory, rated in part
+        partial.add(0.0, np.zeros(2), np.zeros(2, dtype=bool), complete=False)
+        complete.add(0.0, np.zeros(2), np.array([True, False]))
+    assert recalibrate.How()(partial, len(partial.useful)) == (0.0, 0.0)  # nothing to learn the answer from
+    assert recalibrate.How(label="any")(partial, len(partial.useful))[0] < -2.0
+    assert recalibrate.How()(complete, len(complete.useful))[0] > 2.0
+    *_, cut = complete.first(3)  # the second read's ratings cut at the third: not complete within them
+    assert cut.tolist() == [True, False]
+
+
 def _read(store: str, answer: float, memories: list[float], relevant: list[bool], foreign: bool = False):
     return recalibrate.Read(store, foreign, answer, np.array(memories), np.array(relevant))
 
