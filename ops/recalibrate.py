@@ -137,6 +137,23 @@ def _intercept(offset: np.ndarray, y: np.ndarray, prior: float, start: float) ->
     return delta
 
 
+def _product_shift(answer: np.ndarray, memory: np.ndarray, y: np.ndarray, prior: float, start: float) -> float:
+    """The shift of the memory model's logit that makes relevance itself, answer x memory, most likely on
+    rated memories (their answer's probability `answer`, their memory logits, whether useful), under a
+    Gaussian prior of spread `prior`: Fisher scoring (the product's log-likelihood need not be concave)."""
+    delta = start
+    for _ in range(50):
+        m = _sigmoid(memory + delta)
+        p = np.minimum(answer * m, 1 - 1e-9)
+        gradient = float(np.sum((y - p) * (1 - m) / (1 - p))) - delta / prior**2
+        information = float(np.sum(p * (1 - m) ** 2 / (1 - p))) + 1 / prior**2
+        step = float(np.clip(gradient / information, -1.0, 1.0))
+        delta += step
+        if abs(step) < 1e-6:
+            break
+    return delta
+
+
 def correction(
     answer: np.ndarray,
     memory: np.ndarray,
@@ -153,13 +170,16 @@ def correction(
     prior of spread `prior` on each, bounded to +-cap. Rows are rated memories: their read's answer logit,
     their own, whether rated useful, and which rated read they came from.
 
-    "separate" (the form chosen): each model's own fit (ops/fit_relevance.py), its intercept alone, on what
-    the ratings observe. The answer model over rated reads: did any memory of the read prove useful; the
-    memory model over the rated memories of those reads: did it. `label` "complete": the answer model
-    learns only from reads whose every shown memory was rated (`complete`; a read with a third of them
-    rated, none useful, may hold one the agent did not rate); "any": from every rated read (biased low when
-    ratings are partial). "latent": one likelihood of the ratings under the models' factorization
-    (latent())."""
+    "separate" (the form chosen), one shift after the other. The answer's: its model's own fit
+    (ops/fit_relevance.py), the intercept alone, over rated reads: did any memory of the read prove useful.
+    `label` "complete": only reads whose every shown memory was rated (`complete`; a read with a third of
+    them rated, none useful, may hold one the agent did not rate); "any": every rated read (biased low
+    when ratings are partial). Then the memory's, given the answer's: relevance itself, answer x memory,
+    fitted on every rated memory (in-corpus and foreign: was it useful), so a rating is read as what
+    relevance claims of it, whatever share is rated (conditioning on the read holding a useful memory, as
+    the memory model's own fit does, selects with a third rated the reads whose rated memories happen to
+    be useful, and raised LoCoMo's memory shift by +0.5). "latent": one likelihood of the ratings under the
+    models' factorization (latent())."""
     if len(useful) == 0:
         return 0.0, 0.0
     if form == "latent":
@@ -174,8 +194,8 @@ def correction(
             if labelled.any()
             else 0.0
         )
-        rows = held[read]
-        dm = _intercept(memory[rows], useful[rows], prior, start[1]) if rows.any() else 0.0
+        da = float(np.clip(da, -cap, cap))
+        dm = _product_shift(_sigmoid(answer + da), memory, useful, prior, start[1])
     return float(np.clip(da, -cap, cap)), float(np.clip(dm, -cap, cap))
 
 
