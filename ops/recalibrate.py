@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "ops"))
 
+from eval_common import calibration as calibrated
 from fit_relevance import CACHE, CACHE_VERSION, FITTED, _worst, fit
 
 from strata_recall.projections.relevance import DEFAULT_BAR, MODEL, Floor
@@ -326,6 +327,7 @@ class Figures:
     emptied: float
     hit5: float
     r10: float
+    bins: list = field(default_factory=list)  # the calibration table's bins (low, n, predicted, observed)
 
 
 def figures(pairs: list[tuple[list[Read], tuple[float, float]]], bar: float = DEFAULT_BAR) -> Figures:
@@ -347,7 +349,13 @@ def figures(pairs: list[tuple[list[Read], tuple[float, float]]], bar: float = DE
                 order = read.relevant[keep]
                 hit5.append(bool(order[:5].any()))
                 r10.append(float(order[:10].sum()) / float(read.relevant.sum()))
-    return Figures(_worst(calibration), float(np.mean(foreign)), float(np.mean(hit5)), float(np.mean(r10)))
+    return Figures(
+        _worst(calibration),
+        float(np.mean(foreign)),
+        float(np.mean(hit5)),
+        float(np.mean(r10)),
+        calibrated(calibration)["bins"],
+    )
 
 
 def _logits(corpus: list[dict], answer: np.ndarray, memory: np.ndarray) -> list[Read]:
@@ -469,6 +477,7 @@ def print_ceiling(title: str, reads: list[Read]) -> None:
             + ", ".join(f"{np.median(spread[:, i]):+.2f}" for i in range(spread.shape[1]))
             + " (medians over stores)"
         )
+        print(f"  {'':<10} {'':<20} " + "  ".join(f"{lo:.1f}: {n} {p:.3f}/{y:.3f}" for lo, n, p, y in best.bins))
 
 
 def _mean(values: list[Figures], name: str) -> float:
