@@ -1,10 +1,12 @@
 """Would a store's own ratings fix the relevance that transfer cannot? A simulation over the relevance
 caches of ops/fit_relevance.py (read only: it never writes, refreshes or moves them).
 
-Usage: python ops/recalibrate.py --merge CACHE... [--cache FILE] [--seeds 5] [--ks 0 10 25 50 100]
-       [--prior 1.0] [--cap 3.0] [--raters truthful all-useful none-useful random]
+Usage: python ops/recalibrate.py --merge CACHE... [--cache FILE] [--seeds 5] [--ks 0 10 25 50 100 250 1000]
+       [--prior 1.0] [--cap 3.0] [--raters truthful all-useful none-useful random] [--shares all "a third"]
+       [--models held-out engine] [--answer-label complete|any] [--form separate|latent]
 
-For each fitted corpus held out (the models fitted on the other two, as fit_relevance's leave-one-out
+First, the most a store's correction can do: each store's fitted on every label its reads have (ceiling()).
+Then, for each fitted corpus held out (the models fitted on the other two, as fit_relevance's leave-one-out
 table), and for the engine's model as it ships (projections/relevance.py MODEL):
 
 1. The reads are grouped by store (a coding repository, a LoCoMo conversation, a history's repository)
@@ -14,9 +16,10 @@ table), and for the engine's model as it ships (projections/relevance.py MODEL):
    floor, projections/relevance.py Floor), and the agent rates a share of the shown memories (--shares):
    useful when relevant, else not; a foreign read's are never useful. After each read the store's
    correction is fitted again from every rating so far.
-2. The correction: a shift of each model's logit (the answer's, the memory's), the maximum a posteriori
-   of the ratings under the models' own factorization (below, correction()), with a Gaussian prior of
-   spread --prior on each shift, by Newton steps, then bounded to +-cap.
+2. The correction: a shift of each model's logit (correction()): the answer's fitted over the store's
+   completely rated reads (did a memory prove useful?), then the memory's so that answer x memory matches
+   every rated memory; a Gaussian prior of spread --prior on each shift, Newton (Fisher) steps, bounded to
+   +-cap.
 3. For each k of --ks, the correction fitted on a store's first k ratings is applied to the store's reads
    after the read that brought its k-th rating (a store that never gets k ratings adds none). Printed,
    pooled over stores and averaged over seeds, beside the uncorrected model on the same reads: the worst
