@@ -107,7 +107,8 @@ SQLite does not journal either), so most pages are written once; a window that f
 back, and a killed process leaves a journal that the next connection rolls back. `delete` rather
 than `truncate` or `persist`: no journal file stays beside the projection afterwards (the switch back
 to WAL does not remove one). The synchronous level stays NORMAL: the journal is synced before the
-file's pages are written, so a crash of the machine leaves a consistent file too."""
+file's pages are written, so a crash of the machine leaves a consistent file too (SQLite's documentation
+allows a very small chance of corruption at a power failure in this mode on older file systems)."""
 
 
 @contextmanager
