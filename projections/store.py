@@ -125,7 +125,7 @@ def bulk(conn: Connection, *, fresh: bool = False) -> Iterator[Connection]:
     checkpoint = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
     conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint={BULK_CHECKPOINT_PAGES}")
-    journal = fresh and _rollback_journal(conn)
+    journal = fresh and _journal(conn, REPLAY_JOURNAL) == REPLAY_JOURNAL
     if fresh:
         path = conn.execute("PRAGMA database_list").fetchone()[2]
         log.info("replay_journal", file=Path(path).name, journal=REPLAY_JOURNAL if journal else "wal")
@@ -136,19 +136,21 @@ def bulk(conn: Connection, *, fresh: bool = False) -> Iterator[Connection]:
         conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint}")
         if not journal:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        elif not wal(conn):  # a reader kept a read open for the whole busy timeout: the file stays as it is
+        elif _journal(conn, "wal") != "wal":  # e.g. a reader kept a read open for the whole busy timeout
             log.warning("projection_journal_kept", journal=REPLAY_JOURNAL, until="the next connection opened")
 
 
-def _rollback_journal(conn: Connection) -> bool:
-    """Switch the file from WAL to REPLAY_JOURNAL; False (it stays in WAL mode) if another connection has
-    it open, which SQLite answers at once."""
+def _journal(conn: Connection, mode: str) -> str:
+    """Set the file's journal mode, and return the mode it is in afterwards: SQLite refuses, and the file
+    stays in its mode, while another connection has it open (leaving WAL: at once) or holds a read
+    through the busy timeout (entering it), or while a statement of this connection is still reading (a
+    cursor not run to its end: "from within a transaction"). A replay's switch is only ever a saving, so
+    a refusal never fails it."""
     try:
-        return bool(conn.execute(f"PRAGMA journal_mode={REPLAY_JOURNAL}").fetchone()[0] == REPLAY_JOURNAL)
+        return str(conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0])
     except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
-            raise
-        return False
+        log.info("journal_mode_kept", wanted=mode, reason=str(exc))
+        return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
 
 
 def select_in(

@@ -109,6 +109,24 @@ def test_a_replay_stays_in_wal_mode_while_another_connection_has_the_file_open(h
     projection.close()
 
 
+def test_a_replay_stays_in_wal_mode_while_a_statement_of_its_own_connection_is_still_reading(tmp_path: Path) -> None:
+    """A cursor not run to its end (an extension's statement: the vector projection met one) makes SQLite
+    refuse the switch ("from within a transaction"): the bulk settings stay in WAL mode, and do not fail."""
+    conn = store.connect(tmp_path / "file.sqlite")
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(10)])
+    reading = conn.execute("SELECT x FROM t")
+    assert reading.fetchone() is not None  # more rows to come: the statement is still reading
+    with store.bulk(conn, fresh=True):
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        reading.close()
+        with store.transaction(conn):
+            conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(10)])
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 20
+    conn.close()
+
+
 def test_strata_replay_writes_each_projection_with_a_rollback_journal(hashed: Strata, data_dir: Path) -> None:
     """`strata replay` resets the projections in its own process and closes them before its replaying
     processes open them: left open, they would keep every file in WAL mode."""
