@@ -346,9 +346,11 @@ class Projection(ABC):
     @contextmanager
     def bulk(self) -> Iterator[None]:
         """A replay's settings while it feeds this projection large batches (see store.bulk): the
-        same transactions and positions as ever, so a crash still leaves the rows of the position."""
-        with store.bulk(self.conn):
-            if self.deferred_indexes and self.position == 0:
+        same transactions and positions as ever, so a crash still leaves the rows of the position. Into an
+        empty projection (position zero) with a rollback journal rather than the WAL (store.REPLAY_JOURNAL)."""
+        fresh = self.position == 0
+        with store.bulk(self.conn, fresh=fresh):
+            if self.deferred_indexes and fresh:
                 with store.transaction(self.conn):
                     for index in self.deferred_indexes:
                         self.conn.execute(f"DROP INDEX IF EXISTS {index}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlean as sqlite3
+import structlog
 
 try:
     import fcntl
@@ -24,6 +25,8 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 Migration = Callable[[Any], None]
+
+log = structlog.get_logger("strata.projections")
 
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 32768
@@ -59,7 +62,7 @@ def private_file(path: Path | str) -> None:
 def connect(path: Path | str, *, vectors: bool = False) -> Connection:
     private_file(path)
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
+    wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")  # a projection can always be rebuilt from the log
     conn.execute("PRAGMA foreign_keys=ON")
     # Reads touch rows all over the file (candidates of one query): map it rather than pread page
@@ -75,26 +78,79 @@ def connect(path: Path | str, *, vectors: bool = False) -> Connection:
     return conn
 
 
+def wal(conn: Connection) -> bool:
+    """Put the connection's file in WAL mode (readers and the one writer never wait for each other),
+    as every connection does when it opens; True if it is in WAL mode now. SQLite refuses at once
+    (False) while a replay into the empty projection writes a window with its rollback journal
+    (bulk(fresh=True)): the connection then reads under that journal's locks (it waits out a commit
+    and never sees half a window) and the replay puts the file back in WAL mode at its end. Between
+    two windows it succeeds: the replay's connection finds the file in WAL mode at its next
+    transaction and carries on in it, the same rows with its pages written twice again. After a
+    replay that was killed, the next connection rolls back what the journal holds (a window left
+    half-written) and puts the file back in WAL mode."""
+    try:
+        return bool(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal")
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+            raise
+        return False
+
+
 BULK_CACHE_KIB = 262144
 BULK_CHECKPOINT_PAGES = 65536
+REPLAY_JOURNAL = "delete"
+"""The journal a replay into an empty projection writes with (bulk(fresh=True)) instead of the WAL, in
+which every page is written twice (into the WAL, then by the checkpoint into the file). A rollback
+journal keeps a page's old content only if the page was in the file when the transaction began, and
+such a replay mostly adds pages at the file's end (and reuses the freed pages of the reset, which
+SQLite does not journal either), so most pages are written once; a window that fails still rolls
+back, and a killed process leaves a journal that the next connection rolls back. `delete` rather
+than `truncate` or `persist`: no journal file stays beside the projection afterwards (the switch back
+to WAL does not remove one). The synchronous level stays NORMAL: the journal is synced before the
+file's pages are written, so a crash of the machine leaves a consistent file too (SQLite's documentation
+allows a very small chance of corruption at a power failure in this mode on older file systems)."""
 
 
 @contextmanager
-def bulk(conn: Connection) -> Iterator[Connection]:
+def bulk(conn: Connection, *, fresh: bool = False) -> Iterator[Connection]:
     """Settings for a replay's large batches, restored afterwards: a page cache big enough to hold a
-    batch's changes (a smaller one spills them to the WAL mid-transaction and writes pages twice)
+    batch's changes (a smaller one spills them to the file mid-transaction and writes pages twice)
     and fewer, larger checkpoints. Durability is unchanged: every batch still commits with its
-    position, so a crash leaves a consistent projection that a replay restarts or a worker resumes."""
+    position, so a crash leaves a consistent projection that a replay restarts or a worker resumes.
+    `fresh`: the projection is empty (a replay from position zero), so it is written with a rollback
+    journal (REPLAY_JOURNAL) and put back in WAL mode at the end. SQLite refuses the switch at once
+    while another connection has the file open (a reader, the process that reset it): the replay
+    then runs in WAL mode as before."""
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     checkpoint = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
     conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint={BULK_CHECKPOINT_PAGES}")
+    journal = fresh and _journal(conn, REPLAY_JOURNAL) == REPLAY_JOURNAL
+    if fresh:
+        path = conn.execute("PRAGMA database_list").fetchone()[2]
+        log.info("replay_journal", file=Path(path).name, journal=REPLAY_JOURNAL if journal else "wal")
     try:
         yield conn
     finally:
         conn.execute(f"PRAGMA cache_size={cache}")
         conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint}")
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if not journal:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        elif _journal(conn, "wal") != "wal":  # e.g. a reader kept a read open for the whole busy timeout
+            log.warning("projection_journal_kept", journal=REPLAY_JOURNAL, until="the next connection opened")
+
+
+def _journal(conn: Connection, mode: str) -> str:
+    """Set the file's journal mode, and return the mode it is in afterwards: SQLite refuses, and the file
+    stays in its mode, while another connection has it open (leaving WAL: at once) or holds a read
+    through the busy timeout (entering it), or while a statement of this connection is still reading (a
+    cursor not run to its end: "from within a transaction"). A replay's switch is only ever a saving, so
+    a refusal never fails it."""
+    try:
+        return str(conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        log.info("journal_mode_kept", wanted=mode, reason=str(exc))
+        return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
 
 
 def select_in(

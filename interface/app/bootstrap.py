@@ -338,6 +338,15 @@ class Strata:
     def projections(self, names: Sequence[str] = PROJECTIONS) -> list[Projection]:
         return [self.projection(n) for n in names]
 
+    def release(self, names: Sequence[str]) -> None:
+        """Close these projections' connections (the next projection() opens them again): a replay's
+        processes write an empty projection with a rollback journal, which SQLite refuses while another
+        connection has the file open (store.bulk)."""
+        for name in names:
+            projection = self._projections.pop(name, None)
+            if projection is not None:
+                projection.close()
+
     def runner(self, names: Sequence[str] = FOLLOWERS) -> Runner:
         return runners.Runner(
             self.log,

@@ -127,6 +127,9 @@ def replay(
                     "projection",
                     f"a worker is following projection {name!r}; stop it (SIGTERM) before replaying",
                 ) from None
+        # the replaying processes open them afresh, alone: an empty projection is written with a rollback
+        # journal, which SQLite refuses while another connection (these) has the file open
+        strata.release(names)
         head = strata.log.position()
         # each replaying process opens the log itself: closing this one's now stops the threads of its
         # connection pool (PostgreSQL), which would otherwise make forking unsafe (one process only)
