@@ -25,17 +25,10 @@ GIT_TIMEOUT_S = 5.0
 def git_head(root: Path) -> str | None:
     """The commit checked out in `root`, when it is a git working tree (None otherwise)."""
     try:
-        done = subprocess.run(
-            git_runs.command(root, "rev-parse", "HEAD"),
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-            env=git_runs.environment(),
-        )
+        done = git_runs.run(root, "rev-parse", "HEAD", timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    head = done.stdout.strip()
+    head = done.stdout.decode("utf-8", "replace").strip()
     return head if done.returncode == 0 and head else None
 
 

@@ -19,6 +19,7 @@ any transport's helper) — a command of the config's choosing. So every call he
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 OPTIONS = ("-c", "core.fsmonitor=false")
@@ -32,11 +33,13 @@ ENVIRONMENT = {
 }
 
 
-def command(root: Path, *args: str) -> list[str]:
-    """The argv of `git <args>` in the working tree `root`."""
-    return ["git", *OPTIONS, "-C", str(root), *args]
-
-
-def environment() -> dict[str, str]:
-    """This process's environment with ENVIRONMENT over it."""
-    return {**os.environ, **ENVIRONMENT}
+def run(root: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """`git <args>` in the working tree `root`, its output captured (bytes), with OPTIONS and ENVIRONMENT;
+    a failing git is the caller's to read from the return code (OSError and TimeoutExpired raise)."""
+    return subprocess.run(
+        ["git", *OPTIONS, "-C", str(root), *args],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **ENVIRONMENT},
+    )

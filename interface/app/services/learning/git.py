@@ -56,13 +56,7 @@ class Git:
         self, *args: str, timeout: float = QUICK_TIMEOUT_S, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
         try:
-            done = subprocess.run(  # with the config of a repository Strata did not make held back (git_runs)
-                git_runs.command(self.root, *args),
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-                env=git_runs.environment(),
-            )
+            done = git_runs.run(self.root, *args, timeout=timeout)  # the repository's config held back
         except FileNotFoundError:
             raise InvalidInput("git_missing", "", "git is not installed (strata learn runs git)") from None
         except subprocess.TimeoutExpired:
