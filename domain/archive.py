@@ -20,7 +20,7 @@ from eventsourcing.persistence import StoredEvent
 
 from strata_recall.domain.application import MemoryLog
 from strata_recall.domain.errors import Conflict, InvalidInput, Problem
-from strata_recall.domain.topics import UnknownTopic, event_class
+from strata_recall.domain.topics import UnknownTopic
 
 FORMAT = "strata-events/1"
 MAX_ERRORS = 20
@@ -69,7 +69,9 @@ def restore(memory_log: MemoryLog, lines: Iterable[bytes | str], progress: Calla
             continue
         try:
             stored = _stored_event(line, versions)
-            memory_log.mapper.to_domain_event(stored)  # the state must decode as that event
+            # one of Strata's events, refused before anything is imported (domain/topics.py, in the log's
+            # mapper), and its state must decode as that event
+            memory_log.mapper.to_domain_event(stored)
             events.append(stored)
         except Exception as exc:  # any way a line fails is reported with its number
             problems.append(Problem("invalid_event", f"{number}:", f"line {number}: {_reason(exc)}"))
@@ -94,9 +96,8 @@ def _stored_event(line: bytes | str, versions: dict[UUID, int]) -> StoredEvent:
     if not isinstance(version, int) or not isinstance(record["state"], dict):
         raise ValueError("originator_version must be an integer and state an object")
     topic = record["topic"]
-    if not isinstance(topic, str):
+    if not isinstance(topic, str):  # whether it is one of Strata's events the log's mapper checks (restore())
         raise ValueError("topic must be a string")
-    event_class(topic)  # one of Strata's events, or refused before anything is imported (domain/topics.py)
     expected = versions.get(originator)
     if expected is not None and version != expected + 1:
         raise ValueError(f"version {version} of {originator} does not follow version {expected}")
