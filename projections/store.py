@@ -78,22 +78,20 @@ def connect(path: Path | str, *, vectors: bool = False) -> Connection:
     return conn
 
 
-def wal(conn: Connection) -> bool:
+def wal(conn: Connection) -> None:
     """Put the connection's file in WAL mode (readers and the one writer never wait for each other),
-    as every connection does when it opens; True if it is in WAL mode now. SQLite refuses at once
-    (False) while a replay into the empty projection writes a window with its rollback journal
-    (bulk(fresh=True)): the connection then reads under that journal's locks (it waits out a commit
+    as every connection does when it opens. SQLite refuses at once while a replay into the empty
+    projection writes a window with its rollback journal (bulk(fresh=True)): the connection then reads under that journal's locks (it waits out a commit
     and never sees half a window) and the replay puts the file back in WAL mode at its end. Between
     two windows it succeeds: the replay's connection finds the file in WAL mode at its next
     transaction and carries on in it, the same rows with its pages written twice again. After a
     replay that was killed, the next connection rolls back what the journal holds (a window left
     half-written) and puts the file back in WAL mode."""
     try:
-        return bool(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal")
+        conn.execute("PRAGMA journal_mode=WAL")
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
             raise
-        return False
 
 
 BULK_CACHE_KIB = 262144
