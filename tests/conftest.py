@@ -159,6 +159,25 @@ def postgres_server() -> Iterator[object]:
 STRATA_COMMAND = str(Path(sys.executable).parent / "strata")
 
 
+def strata_run(
+    env: dict[str, str], *args: str, cwd: Path | None = None, stdin: str | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The installed `strata` command run as a user runs it; whatever it answers, no traceback reaches
+    the user."""
+    result = subprocess.run(
+        [STRATA_COMMAND, *args], input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+    )
+    assert "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+    return result
+
+
+def strata_ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The JSON answer of a `strata` run that succeeded."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
+
+
 @pytest.fixture
 def strata_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a `strata` process with its own data directory and no user config."""

@@ -21,7 +21,7 @@ import httpx
 
 from strata_recall.domain.history import commit_memory_id
 from strata_recall.interface.agents.capture import CREDITS_PER_SESSION, project_slug
-from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served, strata_ok, strata_run
 from tests.conftest import hook_commands as commands_of
 
 REPO = "github.com/acme/api"
@@ -31,18 +31,6 @@ SECRET = "hunter2Xq9pLm77"
 FIXTURE = Path(__file__).parents[1] / "data" / "claude_session.jsonl"
 COMMAND = "python -m pytest tests/test_pool.py -x"
 FACT = "The staging database drops idle connections, so pool.acquire must pass a connect timeout or it hangs"
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [STRATA_COMMAND, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600, check=False
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout + result.stderr
-    answer: dict[str, Any] = json.loads(result.stdout)
-    return answer
 
 
 def commit(root: Path, message: str, files: dict[str, str], at: int) -> str:
@@ -83,7 +71,7 @@ def transcript(root: Path, into: Path, read_id: str = "0" * 32, memory_id: str =
 
 def hook_commands(env: dict[str, str], root: Path) -> dict[str, str]:
     """The hook commands `strata init claude-code --hooks` writes into .claude/settings.json, by event."""
-    ok(run(env, "--json", "init", "claude-code", "--hooks", cwd=root))
+    strata_ok(strata_run(env, "--json", "init", "claude-code", "--hooks", cwd=root))
     return commands_of(root)
 
 
@@ -131,7 +119,7 @@ def after_stop(env: dict[str, str], command: str, root: Path, transcript_path: P
 
 
 def history(env: dict[str, str], memory_id: str) -> dict[str, Any]:
-    return ok(run(env, "--json", "show", memory_id))
+    return strata_ok(strata_run(env, "--json", "show", memory_id))
 
 
 def test_the_stop_hook_learns_the_sessions_commits_and_what_its_transcript_proved(
@@ -139,17 +127,19 @@ def test_the_stop_hook_learns_the_sessions_commits_and_what_its_transcript_prove
 ) -> None:
     env = {**strata_env, **HOOK_DEADLINE_ENV}
     seed(git_repo)
-    ok(run(env, "--json", "learn", "--no-embed", cwd=git_repo))  # the repository was learned before the session
-    fact = ok(
-        run(
+    strata_ok(
+        strata_run(env, "--json", "learn", "--no-embed", cwd=git_repo)
+    )  # the repository was learned before the session
+    fact = strata_ok(
+        strata_run(
             env,
             "--json",
             "write",
             json.dumps({"repo_id": REPO, "memory": {"text": FACT, "kind": "fact", "scope": "repo", "confidence": 0.8}}),
         )
     )
-    shown = ok(
-        run(
+    shown = strata_ok(
+        strata_run(
             env,
             "--json",
             "read",
@@ -183,8 +173,8 @@ def test_the_stop_hook_learns_the_sessions_commits_and_what_its_transcript_prove
     assert captured["written"] == {"problem": 1, "solution": 1} and not captured["refused"]
     assert captured["credited"] == min(len(returned), CREDITS_PER_SESSION), (returned, captured)
 
-    answer = ok(
-        run(
+    answer = strata_ok(
+        strata_run(
             env,
             "--json",
             "read",
@@ -254,23 +244,29 @@ def test_learn_sessions_captures_what_the_sessions_claude_code_kept_proved(
         session="0a1b2c3d-0000-4000-8000-000000000000",
     )
 
-    first = run(env, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo)
-    captured = ok(first)["sessions"]
+    first = strata_run(
+        env, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo
+    )
+    captured = strata_ok(first)["sessions"]
     assert "capturing sessions" in first.stderr  # the progress bar
     assert (
         captured["transcripts"] == 1 and captured["pairs"] == 1 and captured["written"] == {"problem": 1, "solution": 1}
     )
     assert captured["skipped"] == {"another_folder": 1, "not_a_session": 1} and captured["credited"] == 0
-    again = ok(
-        run(env, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo)
+    again = strata_ok(
+        strata_run(
+            env, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo
+        )
     )
     assert again["sessions"]["written"] == {} and again["sessions"]["already"] == 2 and again["position"] is None
-    text = run(env, "--text", "learn", "--sessions", "--no-history", "--no-instructions", cwd=git_repo)
+    text = strata_run(env, "--text", "learn", "--sessions", "--no-history", "--no-instructions", cwd=git_repo)
     assert text.returncode == 0 and "1 checks failed then passed after edits" in text.stdout, text.stdout
 
     reviewed = {**env, "STRATA_DATA_DIR": str(tmp_path / "reviewed"), "STRATA_REVIEW_WRITES": "true"}
-    pending = ok(
-        run(reviewed, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo)
+    pending = strata_ok(
+        strata_run(
+            reviewed, "--json", "learn", "--sessions", "--no-history", "--no-instructions", "--no-embed", cwd=git_repo
+        )
     )
     assert pending["sessions"]["written"] == {"problem": 1, "solution": 1} and pending["sessions"]["pending"] == 2
 
@@ -279,11 +275,11 @@ def test_a_transcript_that_is_not_there_is_refused_and_nothing_is_learned(
     strata_env: dict[str, str], git_repo: Path, tmp_path: Path
 ) -> None:
     seed(git_repo)
-    refused = run(strata_env, "--json", "learn", "--transcript", str(tmp_path / "gone.jsonl"), cwd=git_repo)
+    refused = strata_run(strata_env, "--json", "learn", "--transcript", str(tmp_path / "gone.jsonl"), cwd=git_repo)
     assert refused.returncode == 2 and "Traceback" not in refused.stdout + refused.stderr
     error = json.loads(refused.stdout)["error"]
     assert error["code"] == "not_a_file" and error["path"] == "transcript", error
-    assert ok(run(strata_env, "--json", "log", "--limit", "5"))["position"] == 0  # nothing was recorded
+    assert strata_ok(strata_run(strata_env, "--json", "log", "--limit", "5"))["position"] == 0  # nothing was recorded
 
 
 def test_the_stop_hook_of_a_client_set_up_for_a_server_sends_what_the_transcript_proved(
@@ -322,10 +318,10 @@ def test_the_stop_hook_of_a_client_set_up_for_a_server_sends_what_the_transcript
     path = transcript(git_repo, tmp_path / "claude" / f"{SESSION}.jsonl", shown["read_id"], fact["memory_id"])
     env = {k: v for k, v in strata_env.items() if k not in ("STRATA_DATA_DIR", "STRATA_TOKEN")}
     env |= {**HOOK_DEADLINE_ENV, "STRATA_DATA_DIR": str(tmp_path / "client-data")}
-    init = run(
+    init = strata_run(
         env, "--json", "init", "claude-code", "--hooks", "--http", f"{served.url}/mcp", "--repo-id", repo, cwd=git_repo
     )
-    ok(init)
+    strata_ok(init)
     stop = commands_of(git_repo)["Stop"]
     client = {**env, "STRATA_TOKEN": token}
 
@@ -362,11 +358,13 @@ def test_a_memory_injected_before_the_pass_is_credited_and_review_mode_holds_the
     is credited. In review mode the pair waits for review, and its credit names the pending problem."""
     env = {**strata_env, **HOOK_DEADLINE_ENV}
     seed(git_repo)
-    ok(run(env, "--json", "learn", "--no-embed", cwd=git_repo))
+    strata_ok(strata_run(env, "--json", "learn", "--no-embed", cwd=git_repo))
     text = "pool.acquire raises psycopg.OperationalError when the staging database drops idle connections"
     memory = {"text": text, "kind": "fact", "scope": "repo", "confidence": 0.8}
-    fact = ok(run(env, "--json", "write", json.dumps({"repo_id": REPO, "memory": memory})))
-    ok(run(env, "--json", "index", "--repo", REPO))  # the projections caught up, as a running server keeps them
+    fact = strata_ok(strata_run(env, "--json", "write", json.dumps({"repo_id": REPO, "memory": memory})))
+    strata_ok(
+        strata_run(env, "--json", "index", "--repo", REPO)
+    )  # the projections caught up, as a running server keeps them
     commands = hook_commands(env, git_repo)
     prompt = {
         "session_id": SESSION,

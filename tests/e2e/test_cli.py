@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import STRATA_COMMAND
+from tests.conftest import STRATA_COMMAND, strata_ok, strata_run
 
 STRATA = STRATA_COMMAND
 
@@ -16,15 +16,6 @@ STRATA = STRATA_COMMAND
 @pytest.fixture
 def env(strata_env: dict[str, str]) -> dict[str, str]:
     return strata_env
-
-
-def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([STRATA, *args], input=stdin, capture_output=True, text=True, env=env, timeout=60)
-
-
-def ok_json(result: subprocess.CompletedProcess[str]) -> dict:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
 
 
 def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
@@ -38,18 +29,18 @@ WRITE = {
 
 
 def test_write_from_argument_stdin_and_file(env: dict[str, str], tmp_path: Path) -> None:
-    first = ok_json(run(env, "write", json.dumps(WRITE)))
+    first = strata_ok(strata_run(env, "write", json.dumps(WRITE)))
     assert first["ok"] is True and first["outcome"] == "created" and first["position"] == 2  # with its key's event
     assert first["resolved"] == {"scope": "repo", "kind": "preference"} and first["needs_review"] is False
-    again = ok_json(run(env, "write", stdin=json.dumps(WRITE)))
+    again = strata_ok(strata_run(env, "write", stdin=json.dumps(WRITE)))
     assert again["outcome"] == "reinforced" and again["memory_id"] == first["memory_id"]
     request = tmp_path / "req.json"
     request.write_text(json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": "Format with ruff"}}))
-    assert ok_json(run(env, "write", str(request)))["outcome"] == "created"
+    assert strata_ok(strata_run(env, "write", str(request)))["outcome"] == "created"
 
 
 def test_exit_codes_are_distinct_and_errors_structured(env: dict[str, str]) -> None:
-    invalid = run(
+    invalid = strata_run(
         env, "write", '{"repo_id": "r", "memory": {"text": "x", "kind": "nope", "scope": "repo", "confidence": 1}}'
     )
     assert invalid.returncode == 2
@@ -58,10 +49,10 @@ def test_exit_codes_are_distinct_and_errors_structured(env: dict[str, str]) -> N
         error["ok"] is False and error["error"]["code"] == "invalid_choice" and error["error"]["path"] == "memory.kind"
     )
 
-    malformed = run(env, "write", "{oops")
+    malformed = strata_run(env, "write", "{oops")
     assert malformed.returncode == 2 and json.loads(malformed.stdout)["error"]["code"] == "invalid_json"
 
-    missing = run(
+    missing = strata_run(
         env,
         "update",
         json.dumps(
@@ -75,9 +66,9 @@ def test_exit_codes_are_distinct_and_errors_structured(env: dict[str, str]) -> N
     )
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"
 
-    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
-    ok_json(run(env, "forget", json.dumps({"repo_id": "acme/api", "memory_id": mid})))
-    conflict = run(
+    mid = strata_ok(strata_run(env, "write", json.dumps(WRITE)))["memory_id"]
+    strata_ok(strata_run(env, "forget", json.dumps({"repo_id": "acme/api", "memory_id": mid})))
+    conflict = strata_run(
         env,
         "update",
         json.dumps(
@@ -98,14 +89,14 @@ def test_internal_errors_are_structured_without_traceback(env: dict[str, str], t
     data = tmp_path / "data"
     data.mkdir()
     (data / "events.sqlite").write_bytes(b"this is not a database" * 100)
-    result = run(env, "write", json.dumps(WRITE))
+    result = strata_run(env, "write", json.dumps(WRITE))
     assert result.returncode == 1
     assert json.loads(result.stdout)["error"]["code"] == "internal_error"
     no_traceback(result)
 
 
 def test_update_dry_run_then_commit(env: dict[str, str]) -> None:
-    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
+    mid = strata_ok(strata_run(env, "write", json.dumps(WRITE)))["memory_id"]
     request = {
         "repo_id": "acme/api",
         "memory_id": mid,
@@ -118,20 +109,22 @@ def test_update_dry_run_then_commit(env: dict[str, str]) -> None:
             }
         },
     }
-    dry = ok_json(run(env, "update", json.dumps({**request, "mode": "dry_run"})))
+    dry = strata_ok(strata_run(env, "update", json.dumps({**request, "mode": "dry_run"})))
     assert dry["position"] is None and dry["truth"]["after"] < dry["truth"]["before"]
-    assert ok_json(run(env, "log"))["position"] == 2  # the write and its request's key: the dry run recorded nothing
-    committed = ok_json(run(env, "update", json.dumps({**request, "mode": "commit"})))
+    assert (
+        strata_ok(strata_run(env, "log"))["position"] == 2
+    )  # the write and its request's key: the dry run recorded nothing
+    committed = strata_ok(strata_run(env, "update", json.dumps({**request, "mode": "commit"})))
     assert committed["position"] == 4 and committed["truth"]["after"] == dry["truth"]["after"]
 
 
 def test_show_gives_state_and_full_history(env: dict[str, str]) -> None:
-    mid = ok_json(run(env, "write", json.dumps(WRITE)))["memory_id"]
-    run(env, "write", json.dumps(WRITE))
-    view = ok_json(run(env, "show", mid))
+    mid = strata_ok(strata_run(env, "write", json.dumps(WRITE)))["memory_id"]
+    strata_run(env, "write", json.dumps(WRITE))
+    view = strata_ok(strata_run(env, "show", mid))
     assert view["memory"]["text"] == "Lint with ruff" and view["memory"]["reinforcements"] == 1
     assert [e["type"] for e in view["history"]] == ["MemoryWritten", "TruthAdjusted"]
-    hidden = run(env, "show", mid, "--repo", "someone/else")
+    hidden = strata_run(env, "show", mid, "--repo", "someone/else")
     assert hidden.returncode == 3
 
 
@@ -143,50 +136,52 @@ def test_show_takes_the_short_ids_log_and_history_print(env: dict[str, str]) -> 
     twins = ("fact 36311", "fact 125845")  # found by search: their ids share the first 8 hex digits
     assert len({memory_id(t, "fact", "repo", "acme/api").hex[:8] for t in twins}) == 1
     ids = [
-        ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": t, "kind": "fact"}})))[
-            "memory_id"
-        ]
+        strata_ok(
+            strata_run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": t, "kind": "fact"}}))
+        )["memory_id"]
         for t in (*twins, "Lint with ruff")
     ]
     short = ids[2][:8]
-    assert short in run(env, "--text", "log").stdout  # what the user copies
-    assert ok_json(run(env, "show", short))["memory"]["memory_id"] == ids[2]
-    assert ok_json(run(env, "show", ids[2][:13], "--repo", "acme/api"))["memory"]["memory_id"] == ids[2]
-    hidden = run(env, "--json", "show", short, "--repo", "someone/else")
+    assert short in strata_run(env, "--text", "log").stdout  # what the user copies
+    assert strata_ok(strata_run(env, "show", short))["memory"]["memory_id"] == ids[2]
+    assert strata_ok(strata_run(env, "show", ids[2][:13], "--repo", "acme/api"))["memory"]["memory_id"] == ids[2]
+    hidden = strata_run(env, "--json", "show", short, "--repo", "someone/else")
     assert hidden.returncode == 3 and json.loads(hidden.stdout)["error"]["code"] == "not_found"
-    ambiguous = run(env, "--json", "show", ids[0][:8])
+    ambiguous = strata_run(env, "--json", "show", ids[0][:8])
     assert ambiguous.returncode == 2
     error = json.loads(ambiguous.stdout)["error"]
     assert error["code"] == "ambiguous_id" and error["path"] == "memory_id"
     assert ids[0] in error["message"] and ids[1] in error["message"]
-    assert ok_json(run(env, "show", ids[1][:10]))["memory"]["memory_id"] == ids[1]  # one more character settles it
+    assert (
+        strata_ok(strata_run(env, "show", ids[1][:10]))["memory"]["memory_id"] == ids[1]
+    )  # one more character settles it
     for unknown, code in (("ffffffff", 3), ("0f33", 2)):  # no memory starts so; shorter than 8
-        refused = run(env, "--json", "show", unknown)
+        refused = strata_run(env, "--json", "show", unknown)
         assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "memory_id", unknown
         no_traceback(refused)
 
 
 def test_show_as_of_a_position_or_a_time(env: dict[str, str]) -> None:
-    written = ok_json(run(env, "write", json.dumps(WRITE)))
-    ok_json(run(env, "write", json.dumps(WRITE)))  # reinforced: truth and reinforcements move
+    written = strata_ok(strata_run(env, "write", json.dumps(WRITE)))
+    strata_ok(strata_run(env, "write", json.dumps(WRITE)))  # reinforced: truth and reinforcements move
     mid = written["memory_id"]
-    then = ok_json(run(env, "show", mid, "--as-of", str(written["position"])))
+    then = strata_ok(strata_run(env, "show", mid, "--as-of", str(written["position"])))
     assert then["memory"]["reinforcements"] == 0 and [e["type"] for e in then["history"]] == ["MemoryWritten"]
     assert then["as_of"]["position"] == written["position"]
-    at_time = ok_json(run(env, "show", mid, "--as-of", then["as_of"]["time"]))
+    at_time = strata_ok(strata_run(env, "show", mid, "--as-of", then["as_of"]["time"]))
     assert at_time["memory"] == then["memory"]
-    now = ok_json(run(env, "show", mid))
+    now = strata_ok(strata_run(env, "show", mid))
     assert now["memory"]["reinforcements"] == 1 and "as_of" not in now
     for wrong, code in (("0", 2), ("99", 3), ("yesterday", 2), ("1999-01-01", 3)):  # 3: no such moment in the log
-        refused = run(env, "--json", "show", mid, "--as-of", wrong)
+        refused = strata_run(env, "--json", "show", mid, "--as-of", wrong)
         assert refused.returncode == code and json.loads(refused.stdout)["error"]["path"] == "as_of", wrong
         no_traceback(refused)
 
 
 def test_log_lists_recent_events_with_positions(env: dict[str, str]) -> None:
     for i in range(3):
-        ok_json(run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))
-    log = ok_json(run(env, "log", "--limit", "2"))
+        strata_ok(strata_run(env, "write", json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"fact {i}"}})))
+    log = strata_ok(strata_run(env, "log", "--limit", "2"))
     assert [(e["position"], e["type"]) for e in log["events"]] == [(5, "MemoryWritten"), (6, "RequestRecorded")]
     assert log["events"][0]["fields"]["text"] == "fact 2"  # then the request's idempotency key (docs/API.md)
 
@@ -195,32 +190,32 @@ def test_import_jsonl(env: dict[str, str], tmp_path: Path) -> None:
     lines = [json.dumps({**WRITE, "memory": {**WRITE["memory"], "text": f"memory {i}"}}) for i in range(50)]
     path = tmp_path / "memories.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    result = ok_json(run(env, "import", str(path)))
+    result = strata_ok(strata_run(env, "import", str(path)))
     assert (result["lines"], result["created"], result["position"]) == (50, 50, 50)
     broken = tmp_path / "broken.jsonl"
     broken.write_text(lines[0] + "\n{nope\n")
-    failed = run(env, "import", str(broken))
+    failed = strata_run(env, "import", str(broken))
     assert failed.returncode == 2 and json.loads(failed.stdout)["error"]["path"].startswith("2:")
-    assert run(env, "import", str(tmp_path / "absent.jsonl")).returncode == 2
+    assert strata_run(env, "import", str(tmp_path / "absent.jsonl")).returncode == 2
 
 
 def test_schema_prints_the_contract(env: dict[str, str]) -> None:
-    names = run(env, "schema").stdout.split()
+    names = strata_run(env, "schema").stdout.split()
     assert "write-request" in names and "error" in names
-    schema = json.loads(run(env, "schema", "update-request").stdout)
+    schema = json.loads(strata_run(env, "schema", "update-request").stdout)
     assert schema["$id"] == "strata/update-request"
-    assert run(env, "schema", "nonsense").returncode == 3
+    assert strata_run(env, "schema", "nonsense").returncode == 3
 
 
 def test_readable_output_when_asked(env: dict[str, str]) -> None:
-    text = run(env, "--text", "write", json.dumps(WRITE))
+    text = strata_run(env, "--text", "write", json.dumps(WRITE))
     assert text.returncode == 0 and text.stdout.startswith("created preference (repo)")
-    error = run(env, "--text", "write", "{}")
+    error = strata_run(env, "--text", "write", "{}")
     assert error.returncode == 2 and "error (missing_field) [repo_id]" in error.stderr
 
 
 def test_demo_runs_a_scripted_session(env: dict[str, str]) -> None:
-    result = run(env, "--text", "demo")
+    result = strata_run(env, "--text", "demo")
     assert result.returncode == 0, result.stderr
     assert "reinforced fact" in result.stdout and "changed by" in result.stdout
     # the read shows the problem as one case, its solution and failed tactic (a caution) nested in it
@@ -247,14 +242,14 @@ def test_every_command_has_help_with_an_example(env: dict[str, str]) -> None:
         "compact",
     } <= set(commands)
     for name in commands:
-        result = run(env, name, "--help")
+        result = strata_run(env, name, "--help")
         assert result.returncode == 0, name
         assert "Example:" in result.stdout, f"`strata {name} --help` has no example"
 
 
 def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
-    problem = ok_json(
-        run(
+    problem = strata_ok(
+        strata_run(
             env,
             "write",
             json.dumps(
@@ -270,8 +265,8 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
             ),
         )
     )
-    ok_json(
-        run(
+    strata_ok(
+        strata_run(
             env,
             "write",
             json.dumps(
@@ -288,23 +283,28 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
             ),
         )
     )
-    answer = ok_json(run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"})))
+    answer = strata_ok(
+        strata_run(env, "read", json.dumps({"repo_id": "acme/api", "query": "why do integration tests hang"}))
+    )
     assert answer["ok"] and answer["position"] == 4 and answer["read_id"]  # two writes, each with its key
     assert [r["kind"] for r in answer["results"]] == ["problem"]  # one case: the solution comes nested in it
     assert [s["kind"] for s in answer["results"][0]["solutions"]] == ["solution"]
     assert (
-        ok_json(run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))["results"] == []
+        strata_ok(strata_run(env, "read", json.dumps({"repo_id": "other", "query": "integration tests hang"})))[
+            "results"
+        ]
+        == []
     )
-    bad = run(env, "read", json.dumps({"repo_id": "acme/api", "query": ""}))
+    bad = strata_run(env, "read", json.dumps({"repo_id": "acme/api", "query": ""}))
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "empty_text"
 
-    listing = ok_json(run(env, "archetypes", "list"))
+    listing = strata_ok(strata_run(env, "archetypes", "list"))
     assert listing["source"] == "defaults" and any(a["name"] == "debugging" for a in listing["archetypes"])
-    seeded = ok_json(run(env, "archetypes", "seed"))
+    seeded = strata_ok(strata_run(env, "archetypes", "seed"))
     assert set(seeded["archetypes"].values()) == {"created"}
-    assert set(ok_json(run(env, "archetypes", "seed"))["archetypes"].values()) == {"unchanged"}
-    changed = ok_json(
-        run(
+    assert set(strata_ok(strata_run(env, "archetypes", "seed"))["archetypes"].values()) == {"unchanged"}
+    changed = strata_ok(
+        strata_run(
             env,
             "archetypes",
             "set",
@@ -312,11 +312,11 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
         )
     )
     assert changed["outcome"] == "changed"
-    auto = ok_json(
-        run(env, "read", json.dumps({"repo_id": "acme/api", "query": "it crashes on start", "mode": "auto"}))
+    auto = strata_ok(
+        strata_run(env, "read", json.dumps({"repo_id": "acme/api", "query": "it crashes on start", "mode": "auto"}))
     )
     assert auto["archetype"]["name"] == "debugging" and auto["archetype"]["profile"]["limit"] == 3
-    listing = ok_json(run(env, "archetypes", "list"))
+    listing = strata_ok(strata_run(env, "archetypes", "list"))
     assert listing["source"] == "log"
     assert next(a for a in listing["archetypes"] if a["name"] == "debugging")["matches"] == 1
 
@@ -332,7 +332,7 @@ def test_read_and_archetypes_through_the_command(env: dict[str, str]) -> None:
     ],
 )
 def test_usage_errors_exit_2_with_one_line(env: dict[str, str], args: list[str], says: str) -> None:
-    result = run(env, *args)
+    result = strata_run(env, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     no_traceback(result)
     assert result.stdout == ""
@@ -345,9 +345,9 @@ def test_version_and_bare_command(env: dict[str, str]) -> None:
 
     assert version() != "0.0.0"  # installed as a distribution, as the README's commands do
     for flag in ("--version", "-V"):
-        result = run(env, flag)
+        result = strata_run(env, flag)
         assert result.returncode == 0 and result.stdout.strip() == f"strata {version()}", result
-    bare = run(env)
+    bare = strata_run(env)
     assert bare.returncode == 0 and "Usage: strata" in bare.stdout and "Commands" in bare.stdout
     no_traceback(bare)
 
@@ -371,7 +371,7 @@ def test_the_memory_index_names_topics_by_what_they_are_about(env: dict[str, str
         )
         + "\n"
     )
-    ok_json(run(env, "import", str(lines)))
-    index = ok_json(run(env, "index", "--repo", "acme/api"))
+    strata_ok(strata_run(env, "import", str(lines)))
+    index = strata_ok(strata_run(env, "index", "--repo", "acme/api"))
     topics = [t["topic"] for t in index["topics"]]
     assert topics == ["pool", "migrations"], index

@@ -6,7 +6,6 @@ they name is imported (domain/topics.py); and every aggregate's events still exp
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -16,25 +15,11 @@ from eventsourcing.persistence import StoredEvent
 
 from strata_recall.interface.app.bootstrap import build
 from strata_recall.interface.app.settings import load_settings
-from tests.conftest import STRATA_COMMAND, write_request
+from tests.conftest import strata_ok, strata_run, write_request
 from tests.e2e.test_learn import RULES, commit
 
 MARKER = "strata_trust_marker"
 """A module on the `strata` process's import path that leaves a file behind when it is imported."""
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
-    )
-    assert "Traceback" not in result.stdout + result.stderr
-    return result
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stdout + result.stderr
-    answer: dict[str, Any] = json.loads(result.stdout)
-    return answer
 
 
 @pytest.fixture
@@ -62,8 +47,8 @@ def imported(env: dict[str, str]) -> bool:
 def one_memory_exported(env: dict[str, str], tmp_path: Path) -> list[dict[str, Any]]:
     """The export of a store holding one written memory (its MemoryWritten and its request's key)."""
     source = {**env, "STRATA_DATA_DIR": str(tmp_path / "source"), "STRATA_POSTGRES_SCHEMA": f"s_{uuid4().hex[:12]}"}
-    ok(run(source, "write", json.dumps(write_request("acme/api", "The API listens on 8000"))))
-    lines = [json.loads(line) for line in run(source, "export").stdout.splitlines()]
+    strata_ok(strata_run(source, "--json", "write", json.dumps(write_request("acme/api", "The API listens on 8000"))))
+    lines = [json.loads(line) for line in strata_run(source, "--json", "export").stdout.splitlines()]
     assert [line["topic"] for line in lines] == [
         "domain.memory:Memory.MemoryWritten",
         "domain.idempotency:Request.RequestRecorded",
@@ -91,13 +76,13 @@ def test_a_backup_naming_another_module_is_refused_at_its_line_and_never_importe
     backup = tmp_path / "backup.jsonl"
     backup.write_text("\n".join(json.dumps(line) for line in (written, hostile_lines(written)[how], key)) + "\n")
 
-    refused = run(env, "import", "--events", str(backup))
+    refused = strata_run(env, "--json", "import", "--events", str(backup))
     assert refused.returncode == 2, refused.stdout + refused.stderr
     errors = json.loads(refused.stdout)["errors"]
     assert [(e["code"], e["path"]) for e in errors] == [("invalid_event", "2:")]
     assert MARKER in errors[0]["message"]
     assert not imported(env)
-    assert ok(run(env, "log"))["position"] == 0  # nothing restored
+    assert strata_ok(strata_run(env, "--json", "log"))["position"] == 0  # nothing restored
     assert not imported(env)
 
 
@@ -107,7 +92,9 @@ def test_a_log_row_naming_another_module_is_never_imported(
     """Rows another writer of the log inserted (no Strata checked them): every command that reads them
     refuses them, naming the topic, and imports nothing."""
     written, _ = one_memory_exported(env, tmp_path)
-    memory_id = ok(run(env, "write", json.dumps(write_request("acme/api", "Deploys are manual"))))["memory_id"]
+    memory_id = strata_ok(
+        strata_run(env, "--json", "write", json.dumps(write_request("acme/api", "Deploys are manual")))
+    )["memory_id"]
     hostile = hostile_lines(written)
     store = build(load_settings(environ={}, data_dir=Path(env["STRATA_DATA_DIR"]), **backend))
     try:
@@ -125,13 +112,15 @@ def test_a_log_row_naming_another_module_is_never_imported(
     finally:
         store.close()
 
-    shown = run(env, "show", hostile["aggregate"]["originator_id"])
+    shown = strata_run(env, "--json", "show", hostile["aggregate"]["originator_id"])
     assert shown.returncode != 0 and f"names '{MARKER}:Thing' as its aggregate" in shown.stdout
-    listed = run(env, "log")
+    listed = strata_run(env, "--json", "log")
     assert listed.returncode != 0 and f"'{MARKER}:Thing' is not one of Strata's events" in listed.stdout
-    read = run(env, "read", json.dumps({"repo_id": "acme/api", "query": "how do we deploy"}))
+    read = strata_run(env, "--json", "read", json.dumps({"repo_id": "acme/api", "query": "how do we deploy"}))
     assert read.returncode != 0 and MARKER in read.stdout  # the projections catch up through the rows
-    assert ok(run(env, "show", memory_id))["memory"]["text"] == "Deploys are manual"  # what was Strata's still answers
+    assert (
+        strata_ok(strata_run(env, "--json", "show", memory_id))["memory"]["text"] == "Deploys are manual"
+    )  # what was Strata's still answers
     assert not imported(env)
 
 
@@ -147,24 +136,32 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
     commit(git_repo, "Add the connection pool", {"src/pool.py": "x = 1\n"}, 1_700_000_000)
     commit(git_repo, "Hold the pool lock across the check and the pop", {"src/pool.py": "x = 2\n"}, 1_700_086_400)
     source = {**env, "STRATA_REVIEW_WRITES": "false"}
-    ok(run(source, "learn", "--root", str(git_repo), "--no-embed"))
+    strata_ok(strata_run(source, "--json", "learn", "--root", str(git_repo), "--no-embed"))
     (git_repo / "CLAUDE.md").write_text(
         RULES.replace("- Keep each commit small enough to review in ten minutes.\n", "")
     )
-    ok(run(source, "learn", "--root", str(git_repo), "--no-embed", "--no-history"))  # a rule removed: archived
-    fact = ok(
-        run(
+    strata_ok(
+        strata_run(source, "--json", "learn", "--root", str(git_repo), "--no-embed", "--no-history")
+    )  # a rule removed: archived
+    fact = strata_ok(
+        strata_run(
             source,
+            "--json",
             "write",
             json.dumps(write_request("acme/api", "The API listens on 8000")),
             "--idempotency-key",
             "k-1",
         )
     )
-    problem = ok(run(source, "write", json.dumps(write_request("acme/api", "Tests hang without Postgres", "problem"))))
-    ok(
-        run(
+    problem = strata_ok(
+        strata_run(
+            source, "--json", "write", json.dumps(write_request("acme/api", "Tests hang without Postgres", "problem"))
+        )
+    )
+    strata_ok(
+        strata_run(
             source,
+            "--json",
             "write",
             json.dumps(
                 write_request(
@@ -173,9 +170,10 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
             ),
         )
     )
-    ok(
-        run(
+    strata_ok(
+        strata_run(
             source,
+            "--json",
             "update",
             json.dumps(
                 {
@@ -200,37 +198,45 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
             ),
         )
     )
-    ok(
-        run(
+    strata_ok(
+        strata_run(
             source,
+            "--json",
             "edit",
             json.dumps(
                 {"repo_id": "acme/api", "memory_id": problem["memory_id"], "text": "Tests hang when Postgres is down"}
             ),
         )
     )
-    pending = ok(
-        run(
-            {**source, "STRATA_REVIEW_WRITES": "true"}, "write", json.dumps(write_request("acme/api", "Use make db-up"))
+    pending = strata_ok(
+        strata_run(
+            {**source, "STRATA_REVIEW_WRITES": "true"},
+            "--json",
+            "write",
+            json.dumps(write_request("acme/api", "Use make db-up")),
         )
     )
-    ok(run(source, "review", "approve", pending["memory_id"]))
-    ok(run(source, "forget", json.dumps({"repo_id": "acme/api", "memory_id": problem["memory_id"]})))
-    ok(run(source, "token", "create", "ana", "--repos", "acme/*", "--ops", "read,write"))
-    ok(run(source, "token", "create", "ben", "--repos", "acme/*", "--ops", "read"))
-    ok(run(source, "token", "revoke", "ben"))
-    ok(run(source, "archetypes", "seed"))
-    ok(
-        run(
+    strata_ok(strata_run(source, "--json", "review", "approve", pending["memory_id"]))
+    strata_ok(
+        strata_run(source, "--json", "forget", json.dumps({"repo_id": "acme/api", "memory_id": problem["memory_id"]}))
+    )
+    strata_ok(strata_run(source, "--json", "token", "create", "ana", "--repos", "acme/*", "--ops", "read,write"))
+    strata_ok(strata_run(source, "--json", "token", "create", "ben", "--repos", "acme/*", "--ops", "read"))
+    strata_ok(strata_run(source, "--json", "token", "revoke", "ben"))
+    strata_ok(strata_run(source, "--json", "archetypes", "seed"))
+    strata_ok(
+        strata_run(
             source,
+            "--json",
             "archetypes",
             "set",
             json.dumps({"name": "deploys", "examples": ["how do we deploy"], "profile": {"limit": 5}}),
         )
     )
-    ok(
-        run(
+    strata_ok(
+        strata_run(
             source,
+            "--json",
             "archetypes",
             "set",
             json.dumps({"name": "deploys", "examples": ["how do we ship"], "profile": {"limit": 6}}),
@@ -238,7 +244,7 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
     )
 
     backup = tmp_path / "backup.jsonl"
-    exported = ok(run(source, "export", "-o", str(backup)))["events"]
+    exported = strata_ok(strata_run(source, "--json", "export", "-o", str(backup)))["events"]
     recorded = {json.loads(line)["topic"] for line in backup.read_text().splitlines()}
     assert recorded >= {
         "domain.memory:Memory.MemoryWritten",
@@ -262,21 +268,28 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
     }, recorded
 
     restored = {**env, "STRATA_DATA_DIR": str(tmp_path / "restored")}
-    assert ok(run(restored, "import", "--events", str(backup))) == {
+    assert strata_ok(strata_run(restored, "--json", "import", "--events", str(backup))) == {
         "ok": True,
         "events": exported,
         "position": exported,
     }
-    assert run(restored, "export").stdout == backup.read_text()  # the same log, event for event
-    tokens = {t["name"]: t for t in ok(run(restored, "token", "list"))["tokens"]}
+    assert strata_run(restored, "--json", "export").stdout == backup.read_text()  # the same log, event for event
+    tokens = {t["name"]: t for t in strata_ok(strata_run(restored, "--json", "token", "list"))["tokens"]}
     assert set(tokens) == {"ana", "ben"} and tokens["ben"]["revoked"] and not tokens["ana"]["revoked"]
-    deploys = next(a for a in ok(run(restored, "archetypes", "list"))["archetypes"] if a["name"] == "deploys")
+    deploys = next(
+        a
+        for a in strata_ok(strata_run(restored, "--json", "archetypes", "list"))["archetypes"]
+        if a["name"] == "deploys"
+    )
     assert deploys["examples"] == ["how do we ship"]
-    again = ok(run(restored, "learn", "--root", str(git_repo), "--no-embed"))  # the cursors came along
+    again = strata_ok(
+        strata_run(restored, "--json", "learn", "--root", str(git_repo), "--no-embed")
+    )  # the cursors came along
     assert again["nothing_new"] is True and again["instructions"]["written"] == {}
-    replayed = ok(
-        run(
+    replayed = strata_ok(
+        strata_run(
             restored,
+            "--json",
             "write",
             json.dumps(write_request("acme/api", "The API listens on 8000")),
             "--idempotency-key",
@@ -284,5 +297,5 @@ def test_every_aggregates_events_export_and_restore_in_a_fresh_process(
         )
     )
     assert replayed["memory_id"] == fact["memory_id"] and replayed["position"] == fact["position"]
-    assert ok(run(restored, "show", fact["memory_id"]))["memory"]["truth"] < 0.5
+    assert strata_ok(strata_run(restored, "--json", "show", fact["memory_id"]))["memory"]["truth"] < 0.5
     assert not imported(env)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import Served
-from tests.e2e.test_learn import commit, ok, run
+from tests.conftest import Served, strata_ok, strata_run
+from tests.e2e.test_learn import commit
 from tests.e2e.test_tokens import accepted, call, create, refused
 
 REPO = "github.com/acme/api"
@@ -37,31 +37,33 @@ def learned_history(strata_env: dict[str, str], root: Path) -> None:
         t0 + 3 * 3600,
     )
     commit(root, "Round invoice totals half up", {"src/billing.py": "round\n" * 30}, t0 + 4 * 3600)
-    ok(run(strata_env, "--json", "learn", "--root", str(root)))
+    strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(root)))
 
 
 def test_files_for_a_problem_through_the_cli_and_over_http(
     strata_env: dict[str, str], git_repo: Path, serve: Callable[..., Served]
 ) -> None:
     learned_history(strata_env, git_repo)
-    answer = ok(run(strata_env, "--json", "files", PROBLEM, "--repo", REPO))
+    answer = strata_ok(strata_run(strata_env, "--json", "files", PROBLEM, "--repo", REPO))
     paths = [f["path"] for f in answer["files"]]
     # the upload code first; storage, which keeps changing with it, before the test; billing not at all
     assert paths[0] == "src/upload.py" and answer["files"][0]["memory_ids"], answer
     assert "src/storage.py" in paths and paths.index("src/storage.py") < paths.index("tests/test_upload.py"), paths
     assert all(f["code"] == (not f["path"].startswith("tests/")) for f in answer["files"])
     assert "src/billing.py" not in paths and answer["read_id"] and answer["memories"] >= 1
-    text = run(strata_env, "--text", "files", PROBLEM, "--repo", REPO, "--limit", "1")
+    text = strata_run(strata_env, "--text", "files", PROBLEM, "--repo", REPO, "--limit", "1")
     assert text.returncode == 0 and text.stdout.startswith(" 1. src/upload.py"), text.stdout + text.stderr
     # a problem that names a file of code by its path (here a traceback's) puts it first
-    named = ok(
-        run(strata_env, "--json", "files", f'{PROBLEM}\n  File "/srv/api/src/storage.py", line 3', "--repo", REPO)
+    named = strata_ok(
+        strata_run(
+            strata_env, "--json", "files", f'{PROBLEM}\n  File "/srv/api/src/storage.py", line 3', "--repo", REPO
+        )
     )
     assert [f["path"] for f in named["files"]][:2] == ["src/storage.py", "src/upload.py"], named
     # nothing relevant recalled: no files, not the most changed ones
-    quiet = ok(run(strata_env, "--json", "files", "what is the capital of Mongolia", "--repo", REPO))
+    quiet = strata_ok(strata_run(strata_env, "--json", "files", "what is the capital of Mongolia", "--repo", REPO))
     assert quiet["files"] == [] and quiet["memories"] == 0
-    refusal = run(strata_env, "--json", "files", PROBLEM, "--repo", REPO, "--limit", "0")
+    refusal = strata_run(strata_env, "--json", "files", PROBLEM, "--repo", REPO, "--limit", "0")
     assert refusal.returncode != 0 and json.loads(refusal.stdout)["error"]["path"] == "limit", refusal.stdout
 
     reader = create(strata_env, "reader", "github.com/acme/*", "read")

@@ -15,25 +15,11 @@ from typing import Any
 from uuid import uuid4
 
 from strata_recall.domain.anchors import fingerprint
-from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, hook_commands
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, hook_commands, strata_ok, strata_run
 from tests.e2e.test_learn import commit
 
 COMMANDS = ("ssh", "fsmonitor", "pager", "textconv", "external", "hook")
 """What the hostile config can make git run; each leaves a file of its name in the markers folder."""
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [STRATA_COMMAND, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300, check=False
-    )
-    assert "Traceback" not in result.stdout + result.stderr
-    return result
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stdout + result.stderr
-    answer: dict[str, Any] = json.loads(result.stdout)
-    return answer
 
 
 def git(root: Path, *args: str) -> str:
@@ -86,14 +72,14 @@ def test_learn_runs_nothing_a_hostile_git_config_names(
 ) -> None:
     markers = tmp_path / "markers"
     hostile(git_repo, markers)
-    refused = run(strata_env, "--json", "learn", "--no-embed", "--root", str(git_repo))
+    refused = strata_run(strata_env, "--json", "learn", "--no-embed", "--root", str(git_repo))
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert json.loads(refused.stdout)["error"]["code"] == "git_failed"  # the object is missing: not fetched
     assert ran(markers) == []
 
     # the stop hook, as Claude Code runs it, starts the same learn in the session's repository by itself
     env = {**strata_env, **HOOK_DEADLINE_ENV}
-    ok(run(env, "--json", "init", "claude-code", "--hooks", cwd=git_repo))
+    strata_ok(strata_run(env, "--json", "init", "claude-code", "--hooks", cwd=git_repo))
     payload = {"session_id": "s-1", "cwd": str(git_repo), "hook_event_name": "Stop", "stop_hook_active": False}
     done = subprocess.run(
         ["sh", "-c", hook_commands(git_repo)["Stop"]],
@@ -123,18 +109,18 @@ def test_a_historys_terminal_controls_reach_the_terminal_escaped(strata_env: dic
         {f"red\x1b[31m{title}.py": "y = 2\n", "pool.py": "x = 2\n"},
         1_700_086_400,
     )
-    ok(run(strata_env, "--json", "learn", "--no-embed", "--root", str(git_repo)))
-    events = ok(run(strata_env, "--json", "log"))["events"]
+    strata_ok(strata_run(strata_env, "--json", "learn", "--no-embed", "--root", str(git_repo)))
+    events = strata_ok(strata_run(strata_env, "--json", "log"))["events"]
     fixed = next(e["memory_id"] for e in events if e["type"] == "MemoryWritten" and "lock race" in e["fields"]["text"])
     assert title in next(e for e in events if e["memory_id"] == fixed)["fields"]["text"]  # the data kept as it is
     for args in (["show", fixed], ["log"], ["learn", "--no-embed", "--root", str(git_repo)]):
-        shown = run(strata_env, "--text", *args)
+        shown = strata_run(strata_env, "--text", *args)
         assert shown.returncode == 0, shown.stderr
         for output in (shown.stdout, shown.stderr):
             assert not any(c in output for c in "\x1b\x07\r\u202e"), (args, output)
         if args[0] != "learn":
             assert "red\\x1b[31m\\x1b]0;owned\\x07.py" in shown.stdout  # the file name, escaped
-    text = run(strata_env, "--text", "show", fixed).stdout
+    text = strata_run(strata_env, "--text", "show", fixed).stdout
     assert "Fix the lock race\\x1b]0;owned\\x07\\x1b[2J" in text and "\\u202eevil" in text
     assert "\n    The body" in text  # the message's body indented under its first line
 
@@ -181,7 +167,7 @@ def test_a_capture_sent_to_a_server_fingerprints_no_file_through_a_link_out_of_t
     try:
         args = ["--json", "learn", "--root", str(git_repo), "--repo-id", "team/backend", "--no-instructions"]
         args += ["--transcript", str(path), "--no-history", "--http", f"http://127.0.0.1:{server.server_port}"]
-        ok(run({**strata_env, "T": "t"}, *args, "--token-env", "T"))
+        strata_ok(strata_run({**strata_env, "T": "t"}, *args, "--token-env", "T"))
     finally:
         server.shutdown()
     solution = next(body for op, body in sent if op == "write" and body["memory"]["kind"] == "solution")

@@ -13,20 +13,9 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import STRATA_COMMAND, Served, write_request
+from tests.conftest import STRATA_COMMAND, Served, strata_ok, strata_run, write_request
 
 REPO = "acme/api"
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [STRATA_COMMAND, "--json", *args], capture_output=True, text=True, env=env, timeout=120, cwd=cwd
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
 
 
 def refused(result: subprocess.CompletedProcess[str], exit_code: int, code: str) -> None:
@@ -69,33 +58,41 @@ def test_a_near_copy_written_to_a_server_reinforces_and_unmerge_undoes_it(
     assert (second["outcome"], second["memory_id"]) == ("reinforced", first["memory_id"])
     duplicate = second["merged"]["duplicate_id"]
 
-    undone = ok(run(strata_env, "unmerge", first["memory_id"], duplicate, "--reason", "two lessons"))
+    undone = strata_ok(
+        strata_run(strata_env, "--json", "unmerge", first["memory_id"], duplicate, "--reason", "two lessons")
+    )
     assert [r["event"] for r in undone["recorded"]] == ["DuplicateUnmerged", "MemoryWritten"]
-    shown = ok(run(strata_env, "show", duplicate, "--repo", REPO))
+    shown = strata_ok(strata_run(strata_env, "--json", "show", duplicate, "--repo", REPO))
     assert shown["memory"]["text"] == text and shown["memory"]["status"] == "active"
-    refused(run(strata_env, "unmerge", first["memory_id"], duplicate), 3, "merge_not_found")
+    refused(strata_run(strata_env, "--json", "unmerge", first["memory_id"], duplicate), 3, "merge_not_found")
 
 
 def test_reflect_restore_and_their_errors(strata_env: dict[str, str]) -> None:
     env = strata_env
     for text in ("All timestamps in the database are stored in UTC", "The database stores every timestamp in UTC"):
-        ok(run(env, "write", json.dumps(write_request(REPO, text))))  # the CLI never merges: no model loaded
-    faded = ok(run(env, "write", json.dumps(write_request(REPO, "The staging cluster has 3 nodes", confidence=0.3))))
+        strata_ok(
+            strata_run(env, "--json", "write", json.dumps(write_request(REPO, text)))
+        )  # the CLI never merges: no model loaded
+    faded = strata_ok(
+        strata_run(
+            env, "--json", "write", json.dumps(write_request(REPO, "The staging cluster has 3 nodes", confidence=0.3))
+        )
+    )
     later = (datetime.now(UTC) + timedelta(days=120)).isoformat()  # truth 0.3 decays below 0.1, 0.8 does not
-    dry = ok(run(env, "reflect", "--repo", REPO, "--as-of", later))
+    dry = strata_ok(strata_run(env, "--json", "reflect", "--repo", REPO, "--as-of", later))
     (report,) = dry["reports"]
     assert report["repo_id"] == REPO and report["applied"] is False
     assert len(report["duplicates"]) == 1 and faded["memory_id"] in {a["memory_id"] for a in report["archive"]}
-    head = ok(run(env, "log", "--limit", "1"))["position"]
-    applied = ok(run(env, "reflect", "--repo", REPO, "--as-of", later, "--apply"))["reports"][0]
+    head = strata_ok(strata_run(env, "--json", "log", "--limit", "1"))["position"]
+    applied = strata_ok(strata_run(env, "--json", "reflect", "--repo", REPO, "--as-of", later, "--apply"))["reports"][0]
     assert applied["applied"] and applied["actions"] == report["actions"] and applied["position"] > head
-    assert ok(run(env, "show", faded["memory_id"]))["memory"]["status"] == "archived"
-    ok(run(env, "restore", faded["memory_id"], "--reason", "still true"))
-    assert ok(run(env, "show", faded["memory_id"]))["memory"]["status"] == "active"
-    refused(run(env, "restore", faded["memory_id"]), 4, "not_archived")
-    refused(run(env, "restore", "00000000-0000-0000-0000-000000000000"), 3, "not_found")
-    refused(run(env, "reflect", "--repo", REPO, "--global"), 2, "conflicting_options")
-    refused(run(env, "reflect", "--as-of", "next tuesday"), 2, "invalid_date")
+    assert strata_ok(strata_run(env, "--json", "show", faded["memory_id"]))["memory"]["status"] == "archived"
+    strata_ok(strata_run(env, "--json", "restore", faded["memory_id"], "--reason", "still true"))
+    assert strata_ok(strata_run(env, "--json", "show", faded["memory_id"]))["memory"]["status"] == "active"
+    refused(strata_run(env, "--json", "restore", faded["memory_id"]), 4, "not_archived")
+    refused(strata_run(env, "--json", "restore", "00000000-0000-0000-0000-000000000000"), 3, "not_found")
+    refused(strata_run(env, "--json", "reflect", "--repo", REPO, "--global"), 2, "conflicting_options")
+    refused(strata_run(env, "--json", "reflect", "--as-of", "next tuesday"), 2, "invalid_date")
     text = subprocess.run(
         [STRATA_COMMAND, "--text", "reflect", "--repo", REPO, "--as-of", later],
         capture_output=True,
@@ -128,7 +125,9 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
         "anchors": [{"path": "src/db.py", "symbol": "connect"}],
         "workspace": {"root": str(root)},
     }
-    memory = ok(run(env, "write", json.dumps(request), cwd=root))  # the write is made in the repo: its root is readable
+    memory = strata_ok(
+        strata_run(env, "--json", "write", json.dumps(request), cwd=root)
+    )  # the write is made in the repo: its root is readable
     printed = subprocess.run(
         [STRATA_COMMAND, "--json", "fingerprint", "src/db.py", "--symbol", "connect"],
         capture_output=True,
@@ -137,7 +136,7 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
         cwd=root,
         timeout=60,
     )
-    shown = ok(run(env, "show", memory["memory_id"]))
+    shown = strata_ok(strata_run(env, "--json", "show", memory["memory_id"]))
     assert shown["memory"]["anchors"] == [
         {"path": "src/db.py", "symbol": "connect", "lines": None, "commit": shown["memory"]["anchors"][0]["commit"]}
     ]
@@ -145,12 +144,16 @@ def test_check_and_fingerprint_on_a_git_working_tree(strata_env: dict[str, str],
     log = subprocess.run([STRATA_COMMAND, "export"], capture_output=True, text=True, env=env, timeout=60).stdout
     assert f'"fingerprint":"{json.loads(printed.stdout)["fingerprint"]}"' in log.replace(" ", "")  # what the log keeps
 
-    assert ok(run(env, "check", "--repo", REPO, "--root", str(root)))["drifted"] == []
+    assert strata_ok(strata_run(env, "--json", "check", "--repo", REPO, "--root", str(root)))["drifted"] == []
     (root / "src" / "db.py").write_text(source.replace("retries=3", "retries=5"))
-    report = ok(run(env, "check", "--repo", REPO, "--root", str(root)))
+    report = strata_ok(strata_run(env, "--json", "check", "--repo", REPO, "--root", str(root)))
     assert [d["memory_id"] for d in report["drifted"]] == [memory["memory_id"]] and report["recorded"] == 0
-    assert ok(run(env, "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 1
-    assert ok(run(env, "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 0
-    refused(run(env, "check", "--repo", REPO, "--root", str(tmp_path / "nowhere")), 3, "not_readable")
-    refused(run(env, "fingerprint", str(tmp_path / "nowhere.py")), 3, "not_readable")
-    refused(run(env, "fingerprint", str(root / "src" / "db.py"), "--lines", "x-y"), 2, "invalid_lines")
+    assert (
+        strata_ok(strata_run(env, "--json", "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 1
+    )
+    assert (
+        strata_ok(strata_run(env, "--json", "check", "--repo", REPO, "--root", str(root), "--apply"))["recorded"] == 0
+    )
+    refused(strata_run(env, "--json", "check", "--repo", REPO, "--root", str(tmp_path / "nowhere")), 3, "not_readable")
+    refused(strata_run(env, "--json", "fingerprint", str(tmp_path / "nowhere.py")), 3, "not_readable")
+    refused(strata_run(env, "--json", "fingerprint", str(root / "src" / "db.py"), "--lines", "x-y"), 2, "invalid_lines")

@@ -13,15 +13,14 @@ import httpx
 import orjson
 import pytest
 
-from tests.conftest import Served
-from tests.e2e.test_cli import ok_json, run
+from tests.conftest import Served, strata_ok, strata_run
 
 B_WORDS = ("billing-ledger", "PRIVATE-B-rationale", "file:services/billing/ledger.py", "invoice totals drift")
 
 
 def write(env: dict[str, str], repo: str, text: str, kind: str = "fact", scope: str = "repo", **extra: object) -> dict:
-    return ok_json(
-        run(
+    return strata_ok(
+        strata_run(
             env,
             "write",
             json.dumps(
@@ -39,8 +38,8 @@ def seeded(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
         "memory_id"
     ]
     problem = write(env, "corp/b", "Our invoice totals drift after retries in billing-ledger", "problem")["memory_id"]
-    ok_json(
-        run(
+    strata_ok(
+        strata_run(
             env,
             "update",
             json.dumps(
@@ -75,7 +74,7 @@ def seeded(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
         links={"change_targets": [shared]},
     )["memory_id"]
     backup = tmp_path / "backup.jsonl"
-    ok_json(run(env, "export", "-o", str(backup)))
+    strata_ok(strata_run(env, "export", "-o", str(backup)))
     lines = []
     for line in backup.read_text().splitlines():
         event = orjson.loads(line)
@@ -84,7 +83,7 @@ def seeded(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
         lines.append(orjson.dumps(event).decode())
     backup.write_text("\n".join(lines) + "\n")
     legacy = {**env, "STRATA_DATA_DIR": str(tmp_path / "legacy")}
-    ok_json(run(legacy, "import", "--events", str(backup)))
+    strata_ok(strata_run(legacy, "import", "--events", str(backup)))
     return {"env": legacy, "shared": shared, "problem": problem, "change": change}  # type: ignore[return-value]
 
 
@@ -92,8 +91,8 @@ def test_operator_views_as_another_repo_show_nothing_of_b(strata_env: dict[str, 
     store = seeded(strata_env, tmp_path)
     env, shared = store["env"], store["shared"]
 
-    as_a = run(env, "show", shared, "--repo", "acme/a")
-    view = ok_json(as_a)
+    as_a = strata_run(env, "show", shared, "--repo", "acme/a")
+    view = strata_ok(as_a)
     text = as_a.stdout
     for secret in (*B_WORDS, store["problem"], store["change"], "corp/b"):
         assert secret not in text, secret
@@ -102,20 +101,20 @@ def test_operator_views_as_another_repo_show_nothing_of_b(strata_env: dict[str, 
     assert [e["type"] for e in withheld] == ["TruthAdjusted", "UtilityObserved", "ChangeRecorded", "TruthAdjusted"]
     assert all(set(e["fields"]) <= {"target", "confidence", "weight", "source"} for e in withheld)
 
-    as_b = ok_json(run(env, "show", shared, "--repo", "corp/b"))  # B sees what B recorded
+    as_b = strata_ok(strata_run(env, "show", shared, "--repo", "corp/b"))  # B sees what B recorded
     assert "PRIVATE-B-rationale" in json.dumps(as_b) and not any(e.get("withheld") for e in as_b["history"])
     assert as_b["memory"]["change_chain"][0]["change_memory_id"] == store["change"]
-    operator = ok_json(run(env, "show", shared))  # the operator's unscoped view: everything
+    operator = strata_ok(strata_run(env, "show", shared))  # the operator's unscoped view: everything
     assert not any(e.get("withheld") for e in operator["history"])
 
-    digest = run(env, "export", "--markdown", "--repo", "acme/a")
+    digest = strata_run(env, "export", "--markdown", "--repo", "acme/a")
     assert digest.returncode == 0 and "Retry flaky HTTP calls" in digest.stdout
     for secret in B_WORDS:
         assert secret not in digest.stdout, secret
-    index = ok_json(run(env, "index", "--repo", "acme/a"))
+    index = strata_ok(strata_run(env, "index", "--repo", "acme/a"))
     assert not any(word in json.dumps(index) for word in ("billing", "invoice", "ledger"))
 
-    refused = run(
+    refused = strata_run(
         env,
         "write",
         json.dumps(

@@ -10,24 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import STRATA_COMMAND
+from tests.conftest import strata_ok, strata_run
 
 WHY = (
     "Releasing the lock between the size check and the pop let two threads take the last connection; the "
     "second then waited forever, so the lock is held for the whole check-and-take."
 )
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [STRATA_COMMAND, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600, check=False
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stdout + result.stderr
-    answer: dict[str, Any] = json.loads(result.stdout)
-    return answer
 
 
 def commit(root: Path, message: str, files: dict[str, str], at: int) -> None:
@@ -52,18 +40,18 @@ def test_learn_in_a_repository_then_again_then_read(strata_env: dict[str, str], 
     )
     commit(git_repo, "Bump requests from 2.0 to 2.1", {"requirements.txt": "requests==2.1\n"}, t0 + 2 * 86400)
     commit(git_repo, "Simplify acquire() locking", {"src/pool.py": "lock\n" * 10}, t0 + 3 * 86400)
-    first = run(strata_env, "--json", "learn", cwd=git_repo / "src")  # from a folder inside the repository
-    summary = ok(first)
+    first = strata_run(strata_env, "--json", "learn", cwd=git_repo / "src")  # from a folder inside the repository
+    summary = strata_ok(first)
     assert summary["repo_id"] == "github.com/acme/api" and summary["read"] == 4 and summary["learned"] == {"change": 3}
     assert summary["skipped"] == {"bot": 1} and summary["decisions"] == 1 and summary["links"] == 1
     assert summary["searchable"] is True and summary["nothing_new"] is False
     assert "learning commits" in first.stderr and "making searchable" in first.stderr  # the progress bars
-    again = ok(run(strata_env, "--json", "learn", "--root", str(git_repo)))
+    again = strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(git_repo)))
     assert again["nothing_new"] is True and again["read"] == 0 and again["position"] is None
-    text = run(strata_env, "--text", "learn", "--root", str(git_repo))
+    text = strata_run(strata_env, "--text", "learn", "--root", str(git_repo))
     assert text.returncode == 0 and "nothing new since" in text.stdout
-    answer = ok(
-        run(
+    answer = strata_ok(
+        strata_run(
             strata_env,
             "read",
             json.dumps(
@@ -81,21 +69,23 @@ def test_what_learn_refuses_is_one_structured_line_and_nothing_is_written(
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    refused = run(strata_env, "--json", "learn", "--root", str(plain), "--no-embed")
+    refused = strata_run(strata_env, "--json", "learn", "--root", str(plain), "--no-embed")
     assert refused.returncode == 2 and "Traceback" not in refused.stdout + refused.stderr
     assert json.loads(refused.stdout)["error"]["code"] == "not_a_repository"
-    empty = run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed")
+    empty = strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed")
     assert empty.returncode == 2 and json.loads(empty.stdout)["error"]["code"] == "no_commits"
     commit(git_repo, "Add the pool", {"pool.py": "x = 1\n"}, 1_700_000_000)
-    bad_id = run(strata_env, "--json", "learn", "--root", str(git_repo), "--repo-id", "a\x07b", "--no-embed")
+    bad_id = strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--repo-id", "a\x07b", "--no-embed")
     assert bad_id.returncode == 2 and json.loads(bad_id.stdout)["error"]["code"] == "invalid_repo_id"
-    usage = run(strata_env, "learn", "--max-commits", "0", "--root", str(git_repo))
+    usage = strata_run(strata_env, "learn", "--max-commits", "0", "--root", str(git_repo))
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
-    neither = run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history", "--no-instructions")
+    neither = strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history", "--no-instructions")
     assert neither.returncode == 2 and json.loads(neither.stdout)["error"]["code"] == "nothing_to_learn"
-    log = ok(run(strata_env, "--json", "log", "--limit", "5"))
+    log = strata_ok(strata_run(strata_env, "--json", "log", "--limit", "5"))
     assert log["position"] == 0  # nothing was recorded
-    learned = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed", "--repo-id", "acme/other"))
+    learned = strata_ok(
+        strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-embed", "--repo-id", "acme/other")
+    )
     assert learned["repo_id"] == "acme/other" and learned["learned"] == {"change": 1} and not learned["searchable"]
 
 
@@ -113,7 +103,7 @@ The service talks to the payment provider through src/pay only.
 
 
 def events(env: dict[str, str]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = ok(run(env, "--json", "log", "--limit", "10000"))["events"]
+    found: list[dict[str, Any]] = strata_ok(strata_run(env, "--json", "log", "--limit", "10000"))["events"]
     return found
 
 
@@ -137,12 +127,12 @@ def test_instruction_files_learned_one_memory_a_rule_edits_checked_relearned(
         encoding="utf-8",
     )
     for client in ("claude-code", "codex", "cursor", "vscode"):  # Strata's own protocol, in every file it writes
-        ok(run(strata_env, "--json", "init", client, cwd=git_repo))
+        strata_ok(strata_run(strata_env, "--json", "init", client, cwd=git_repo))
     with (git_repo / ".github" / "copilot-instructions.md").open("a", encoding="utf-8") as handle:
         handle.write("\n- Answer in British English.\n")
     commit(git_repo, "Add the instructions for agents", {"README.md": "billing\n"}, 1_700_000_000)
 
-    first = ok(run(strata_env, "--json", "learn", "--root", str(git_repo)))
+    first = strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(git_repo)))
     learned = first["instructions"]
     assert learned["paths"] == ["CLAUDE.md", "AGENTS.md", ".github/copilot-instructions.md", ".cursor/rules/python.mdc"]
     assert learned["rules"] == 6 and sum(learned["written"].values()) == 6 and first["searchable"] is True
@@ -158,8 +148,8 @@ def test_instruction_files_learned_one_memory_a_rule_edits_checked_relearned(
             "Answer in British English.",
         ]
     )  # every rule, and nothing of the protocol blocks `strata init` wrote
-    answer = ok(
-        run(
+    answer = strata_ok(
+        strata_run(
             strata_env,
             "read",
             json.dumps({"repo_id": "github.com/acme/api", "query": "can I mock the database in tests?", "limit": 3}),
@@ -169,23 +159,29 @@ def test_instruction_files_learned_one_memory_a_rule_edits_checked_relearned(
     assert rule["kind"] == "preference" and rule["anchors"][0]["path"] == "CLAUDE.md"
     assert rule["anchors"][0]["lines"] == [8, 9]
 
-    again = ok(run(strata_env, "--json", "learn", "--root", str(git_repo)))
+    again = strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(git_repo)))
     assert again["nothing_new"] is True and again["position"] is None and again["instructions"]["kept"] == 6
     assert again["instructions"]["written"] == {} and len(rules_written(strata_env)) == 6  # nothing duplicated
 
-    clean = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    clean = strata_ok(
+        strata_run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo))
+    )
     assert clean["checked"] == 6 and clean["drifted"] == []
     edited = RULES.replace("`pytest -x`", "`pytest -x -n 4`").replace(
         "- Keep each commit small enough to review in ten minutes.\n", ""
     )
     (git_repo / "CLAUDE.md").write_text("Read this first.\n\n" + edited + "\n", encoding="utf-8")
-    drift = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    drift = strata_ok(
+        strata_run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo))
+    )
     assert sorted(d["text"][:40] for d in drift["drifted"]) == [
         "Billing API > Testing: Always run `pytes",
         "Billing API > Testing: Keep each commit ",
     ]  # the edit and the removal; the rules that only moved down two lines did not drift
 
-    relearned = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))["instructions"]
+    relearned = strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))[
+        "instructions"
+    ]
     assert (relearned["edited"], relearned["removed"], relearned["kept"]) == (1, 1, 4)
     assert relearned["written"] == {"preference": 2}  # the edited rule's new text, and "Read this first."
     log = events(strata_env)
@@ -196,9 +192,13 @@ def test_instruction_files_learned_one_memory_a_rule_edits_checked_relearned(
     assert any(e["type"] == "ChangeRecorded" and e["memory_id"] == old for e in log)
     gone = next(m for m, t in rules_written(strata_env).items() if "Keep each commit" in t)
     assert gone in archived and archived[gone]["merged_into"] is None
-    after = ok(run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo)))
+    after = strata_ok(
+        strata_run(strata_env, "--json", "check", "--repo", "github.com/acme/api", "--root", str(git_repo))
+    )
     assert after["drifted"] == [] and after["checked"] == 6
-    shown = ok(run(strata_env, "--json", "show", old))["memory"]
+    shown = strata_ok(strata_run(strata_env, "--json", "show", old))["memory"]
     assert shown["status"] == "archived" and shown["change_chain"][0]["change_memory_id"] == new
-    third = ok(run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))["instructions"]
+    third = strata_ok(strata_run(strata_env, "--json", "learn", "--root", str(git_repo), "--no-history"))[
+        "instructions"
+    ]
     assert third["kept"] == 6 and third["position"] is None  # relearning duplicates nothing

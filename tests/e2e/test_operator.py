@@ -16,7 +16,7 @@ from strata_recall.interface.app.bootstrap import PROJECTIONS, Strata, build
 from strata_recall.interface.app.settings import load_settings
 from strata_recall.interface.cli.main import app
 from strata_recall.projections.embedder import HashEmbedder
-from tests.conftest import STRATA_COMMAND, write_request
+from tests.conftest import STRATA_COMMAND, strata_ok, strata_run, write_request
 
 STRATA = STRATA_COMMAND
 
@@ -24,17 +24,6 @@ STRATA = STRATA_COMMAND
 @pytest.fixture
 def env(strata_env: dict[str, str]) -> dict[str, str]:
     return strata_env
-
-
-def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([STRATA, *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
-    assert "Traceback" not in result.stdout + result.stderr
-    return result
-
-
-def ok_json(result: subprocess.CompletedProcess[str]) -> dict:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
 
 
 def open_store(data_dir: Path) -> Strata:
@@ -98,16 +87,16 @@ def test_export_then_import_into_an_empty_store_gives_equal_projections(tmp_path
         original.close()
 
     backup = tmp_path / "backup.jsonl"
-    assert ok_json(run(env, "export", "-o", str(backup)))["events"] == head
+    assert strata_ok(strata_run(env, "export", "-o", str(backup)))["events"] == head
     assert len(backup.read_text().splitlines()) == head
 
     restored_env = {**env, "STRATA_DATA_DIR": str(tmp_path / "restored")}
-    assert ok_json(run(restored_env, "import", "--events", str(backup))) == {
+    assert strata_ok(strata_run(restored_env, "import", "--events", str(backup))) == {
         "ok": True,
         "events": head,
         "position": head,
     }
-    again = run(restored_env, "import", "--events", str(backup))
+    again = strata_run(restored_env, "import", "--events", str(backup))
     assert again.returncode == 4 and json.loads(again.stdout)["error"]["code"] == "store_not_empty"
 
     restored = open_store(tmp_path / "restored")
@@ -125,17 +114,17 @@ def test_a_damaged_export_is_refused_whole(tmp_path: Path, env: dict[str, str]) 
         store.api().write(write_request("acme", "Two"))
     finally:
         store.close()
-    lines = run(env, "export").stdout.splitlines()
+    lines = strata_run(env, "export").stdout.splitlines()
     record = json.loads(lines[1])
     record["topic"] = "domain.memory:Memory.NoSuchEvent"
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text("\n".join([lines[0], json.dumps(record), "{not json"]) + "\n")
     target = {**env, "STRATA_DATA_DIR": str(tmp_path / "target")}
-    refused = run(target, "import", "--events", str(damaged))
+    refused = strata_run(target, "import", "--events", str(damaged))
     assert refused.returncode == 2
     errors = json.loads(refused.stdout)["errors"]
     assert [e["path"] for e in errors] == ["2:", "3:"] and "not valid JSON" in errors[1]["message"]
-    assert ok_json(run(target, "log"))["position"] == 0
+    assert strata_ok(strata_run(target, "log"))["position"] == 0
 
 
 def test_markdown_digest_groups_a_repos_memory(tmp_path: Path, env: dict[str, str]) -> None:
@@ -152,13 +141,13 @@ def test_markdown_digest_groups_a_repos_memory(tmp_path: Path, env: dict[str, st
     finally:
         store.close()
     out = tmp_path / "MEMORY.md"
-    run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
+    strata_run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
     text = out.read_text()
     assert text.startswith("# What Strata remembers about acme")
     assert "### Integration tests hang without Postgres" in text
     assert "**Worked:** Run make db-up first" in text and "**Tried, failed (caution):** Raising the timeout" in text
     assert "## Preferences" in text and "Secret project" not in text
-    missing = run(env, "export", "--markdown")
+    missing = strata_run(env, "export", "--markdown")
     assert missing.returncode == 2 and json.loads(missing.stdout)["error"]["code"] == "missing_repo"
 
 
@@ -188,7 +177,7 @@ def test_markdown_digest_lists_under_worked_only_what_a_read_would_not_doubt(
     finally:
         store.close()
     out = tmp_path / "MEMORY.md"
-    run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
+    strata_run(env, "export", "--markdown", "--repo", "acme", "-o", str(out))
     text = out.read_text()
     assert "**Worked:** Run make db-up first" in text
     assert "**Worked:** Set PYTEST_TIMEOUT" not in text and "**In doubt:** Set PYTEST_TIMEOUT=600 (truth 0." in text
@@ -197,25 +186,25 @@ def test_markdown_digest_lists_under_worked_only_what_a_read_would_not_doubt(
 
 def test_review_mode_from_the_command_line(env: dict[str, str]) -> None:
     review = {**env, "STRATA_REVIEW_WRITES": "true"}
-    held = ok_json(run(review, "write", json.dumps(write_request("acme", "Tests need the VPN"))))
-    kept = ok_json(run(review, "write", json.dumps(write_request("acme", "Tests need Postgres"))))
+    held = strata_ok(strata_run(review, "write", json.dumps(write_request("acme", "Tests need the VPN"))))
+    kept = strata_ok(strata_run(review, "write", json.dumps(write_request("acme", "Tests need Postgres"))))
     assert held["status"] == "pending" and held["needs_review"] is True
-    listed = ok_json(run(review, "review", "list", "--repo", "acme"))["pending"]
+    listed = strata_ok(strata_run(review, "review", "list", "--repo", "acme"))["pending"]
     assert [m["memory_id"] for m in listed] == [held["memory_id"], kept["memory_id"]]
 
-    ok_json(run(review, "review", "approve", kept["memory_id"], "--note", "checked"))
-    ok_json(run(review, "review", "reject", held["memory_id"], "--note", "we have no VPN"))
-    assert ok_json(run(review, "review", "list"))["pending"] == []
-    again = run(review, "write", json.dumps(write_request("acme", "Tests need the VPN")))
+    strata_ok(strata_run(review, "review", "approve", kept["memory_id"], "--note", "checked"))
+    strata_ok(strata_run(review, "review", "reject", held["memory_id"], "--note", "we have no VPN"))
+    assert strata_ok(strata_run(review, "review", "list"))["pending"] == []
+    again = strata_run(review, "write", json.dumps(write_request("acme", "Tests need the VPN")))
     assert again.returncode == 4
     error = json.loads(again.stdout)["error"]
     assert error["code"] == "memory_rejected" and "we have no VPN" in error["message"]
-    twice = run(review, "review", "approve", kept["memory_id"])
+    twice = strata_run(review, "review", "approve", kept["memory_id"])
     assert twice.returncode == 4 and json.loads(twice.stdout)["error"]["code"] == "not_pending"
 
 
 def test_doctor_says_plainly_what_is_wrong(env: dict[str, str]) -> None:
-    healthy = ok_json(run(env, "doctor"))
+    healthy = strata_ok(strata_run(env, "doctor"))
     assert healthy["ok"] is True
     assert {c["check"] for c in healthy["checks"]} >= {
         "versions",
@@ -225,7 +214,7 @@ def test_doctor_says_plainly_what_is_wrong(env: dict[str, str]) -> None:
         "embedding_model",
         "projections",
     }
-    exposed = run({**env, "STRATA_HOST": "0.0.0.0"}, "doctor")
+    exposed = strata_run({**env, "STRATA_HOST": "0.0.0.0"}, "doctor")
     assert exposed.returncode == 1
     failed = [c for c in json.loads(exposed.stdout)["checks"] if not c["ok"]]
     assert [c["check"] for c in failed] == ["serve"] and "STRATA_TOKEN" in failed[0]["detail"]
@@ -235,7 +224,7 @@ def test_an_export_is_owner_only_and_never_written_through_a_planted_name(tmp_pa
     """The log's backup holds every repo's memories and the tokens' hashes: it is created owner-only,
     whatever the umask, in a file of its own (a link planted where a fixed partial name would be is not
     written through)."""
-    ok_json(run(env, "write", json.dumps(write_request("acme", "Deploys are manual"))))
+    strata_ok(strata_run(env, "write", json.dumps(write_request("acme", "Deploys are manual"))))
     victim = tmp_path / "victim.txt"
     victim.write_text("mine\n")
     shared = tmp_path / "shared"
@@ -246,7 +235,7 @@ def test_an_export_is_owner_only_and_never_written_through_a_planted_name(tmp_pa
     done = subprocess.run(
         ["sh", "-c", f'umask 022; exec "{STRATA}" export -o "{backup}"'], capture_output=True, text=True, env=env
     )
-    assert ok_json(done)["events"] == 2
+    assert strata_ok(done)["events"] == 2
     assert victim.read_text() == "mine\n"
     assert backup.stat().st_mode & 0o777 == 0o600 and not backup.is_symlink()
     assert len(backup.read_text().splitlines()) == 2

@@ -13,9 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.conftest import Served, write_request
-from tests.e2e.test_hygiene import ok as cli_ok
-from tests.e2e.test_hygiene import run as cli
+from tests.conftest import Served, strata_ok, strata_run, write_request
 from tests.e2e.test_tokens import ACME, accepted, call, create, mcp_client, ok, refused
 
 
@@ -25,11 +23,16 @@ def test_an_operator_token_does_the_operators_work_over_http_and_a_writer_is_ref
     admin = create(strata_env, "admin", "**", "operator")
     writer = create(strata_env, "writer", "acme/*", "read,write")
     # an archived memory to restore: truth 0.3 decays below the floor by then, and reflect archives it
-    faded = cli_ok(
-        cli(strata_env, "write", json.dumps(write_request(ACME, "The staging cluster has 3 nodes", confidence=0.3)))
+    faded = strata_ok(
+        strata_run(
+            strata_env,
+            "--json",
+            "write",
+            json.dumps(write_request(ACME, "The staging cluster has 3 nodes", confidence=0.3)),
+        )
     )
     later = (datetime.now(UTC) + timedelta(days=120)).isoformat()
-    cli_ok(cli(strata_env, "reflect", "--repo", ACME, "--as-of", later, "--apply"))
+    strata_ok(strata_run(strata_env, "--json", "reflect", "--repo", ACME, "--as-of", later, "--apply"))
     served = serve()
     with httpx.Client(base_url=served.url, timeout=60) as http:
         accepted(http, admin)

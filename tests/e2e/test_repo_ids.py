@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import STRATA_COMMAND, Served
+from tests.conftest import STRATA_COMMAND, Served, strata_ok
 
 COMPOSED = "acme/café"
 DECOMPOSED = unicodedata.normalize("NFD", COMPOSED)
@@ -39,29 +39,24 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([STRATA_COMMAND, "--json", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
-
-
 def head(env: dict[str, str]) -> int:
-    return int(ok(cli(env, "log", "--limit", "1"))["position"])
+    return int(strata_ok(cli(env, "log", "--limit", "1"))["position"])
 
 
 def test_nfc_and_nfd_name_the_same_repo_through_the_cli(strata_env: dict[str, str]) -> None:
-    first = ok(cli(strata_env, "write", json.dumps(write_request(DECOMPOSED))))
-    again = ok(cli(strata_env, "write", json.dumps(write_request(COMPOSED))))
+    first = strata_ok(cli(strata_env, "write", json.dumps(write_request(DECOMPOSED))))
+    again = strata_ok(cli(strata_env, "write", json.dumps(write_request(COMPOSED))))
     assert again["memory_id"] == first["memory_id"] and again["outcome"] == "reinforced"
-    index = ok(cli(strata_env, "index", "--repo", COMPOSED))
+    index = strata_ok(cli(strata_env, "index", "--repo", COMPOSED))
     assert f"Memory of {COMPOSED}: 1 memories" in index["text"]
-    events = ok(cli(strata_env, "log", "--limit", "5"))["events"]
+    events = strata_ok(cli(strata_env, "log", "--limit", "5"))["events"]
     written = next(e for e in events if e["type"] == "MemoryWritten")
     assert written["fields"]["repo_id"] == COMPOSED  # stored composed, whatever the client sent
 
 
 @pytest.mark.parametrize("repo_id, code", REFUSED)
 def test_look_alike_repo_ids_are_refused_by_the_cli(strata_env: dict[str, str], repo_id: str, code: str) -> None:
-    ok(cli(strata_env, "write", json.dumps(write_request("acme/api"))))
+    strata_ok(cli(strata_env, "write", json.dumps(write_request("acme/api"))))
     before = head(strata_env)
     result = cli(strata_env, "write", json.dumps(write_request(repo_id, "Something else entirely")))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
