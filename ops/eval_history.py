@@ -38,7 +38,7 @@ files — for each dev task whose base commit is in a history, the store holds e
   (each task's store read with another repository's task statement at the default bar), with the share of
   `files` answers to that statement with no file. --dump FILE appends each task's reads (at 20 and 50
   candidates, bars 0.2/0.1/0.05, and bar off), the store's anchored paths and the foreign read, so that
-  rankings can be chosen offline, leaving one repository out.
+  rankings can be chosen offline, leaving one repository out (ops/eval_file_rules.py DUMP).
 decisions — the labelled set tests/data/decisions.jsonl: a documented decision, then a misleading later
   change that rewrites its file, then a bug report, injected into a dev history (requests) at spread-out
   points; the decision must be among the first 3 results for the bug report and show the change in its
