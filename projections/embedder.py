@@ -262,7 +262,7 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
     rejected for that, docs/LEARNING.md "Speed"). Attention's two products of activations stay fp32.
     The Cast and Mul that made the fp32 weights are dropped. Imports `onnx`, only here."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, numpy_helper
 
     model = onnx.load(str(src))
     graph = model.graph
@@ -286,36 +286,10 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
         if scaled is None or weight is None or weight.data_type != TensorProto.INT8 or len(weight.dims) != 2:
             nodes.append(node)
             continue
-        x, p = node.input[0], f"strata_q8_{rewritten}_"
+        extra, product = _int8_product(node.input[0], weight, scaled.input[1], node.output[0], rewritten)
+        graph.initializer.extend(extra)
+        nodes += product
         rewritten += 1
-        rows, columns = int(weight.dims[0]), int(weight.dims[1])
-        graph.initializer.extend(
-            [
-                numpy_helper.from_array(np.array([-1, rows], np.int64), p + "rows"),
-                numpy_helper.from_array(np.array([columns], np.int64), p + "columns"),
-            ]
-        )
-        # On 2-D rows (tokens x features), then back to the input's leading dimensions: onnxruntime fuses
-        # the pattern into MatMulIntegerToFloat (its EXTENDED optimisations), which read a 3-D row scale
-        # wrongly (cosine ~0.25 to the fp32 graph's vectors) and a 2-D one right.
-        nodes += [
-            helper.make_node("Shape", [x], [p + "leading"], end=-1),
-            helper.make_node("Reshape", [x, p + "rows"], [p + "x"]),
-            helper.make_node("Abs", [p + "x"], [p + "abs"]),
-            helper.make_node("ReduceMax", [p + "abs"], [p + "max"], axes=[1], keepdims=1),
-            helper.make_node("Div", [p + "max", "strata_q8_127"], [p + "scale0"]),
-            helper.make_node("Max", [p + "scale0", "strata_q8_tiny"], [p + "scale"]),
-            helper.make_node("Div", [p + "x", p + "scale"], [p + "scaled"]),
-            helper.make_node("Round", [p + "scaled"], [p + "rounded"]),
-            helper.make_node("Add", [p + "rounded", "strata_q8_128"], [p + "shifted"]),
-            helper.make_node("Cast", [p + "shifted"], [p + "quantised"], to=TensorProto.UINT8),
-            helper.make_node("MatMulInteger", [p + "quantised", weight.name, "strata_q8_zero_point"], [p + "int32"]),
-            helper.make_node("Cast", [p + "int32"], [p + "float"], to=TensorProto.FLOAT),
-            helper.make_node("Mul", [p + "scale", scaled.input[1]], [p + "scales"]),
-            helper.make_node("Mul", [p + "float", p + "scales"], [p + "y"]),
-            helper.make_node("Concat", [p + "leading", p + "columns"], [p + "shape"], axis=0),
-            helper.make_node("Reshape", [p + "y", p + "shape"], list(node.output)),
-        ]
     if rewritten != _REWRITTEN_MATMULS:
         raise ValueError(f"{src}: {rewritten} int8-weight products found, {_REWRITTEN_MATMULS} expected")
     # drop what made the fp32 weights (their outputs are read by nothing now)
@@ -330,6 +304,42 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
     onnx.checker.check_model(model)
     onnx.save(model, str(dst))
     return rewritten
+
+
+def _int8_product(x: str, weight: Any, column_scales: str, output: str, number: int) -> tuple[list[Any], list[Any]]:
+    """(initializers, nodes) computing `output` = `x` times the int8 `weight` (a TensorProto, its scales
+    per column in `column_scales`) with int8 arithmetic: `_rewrite_int8_matmuls`'s rewrite of one product.
+
+    On 2-D rows (tokens x features), then back to the input's leading dimensions: onnxruntime fuses the
+    pattern into MatMulIntegerToFloat (its EXTENDED optimisations), which read a 3-D row scale wrongly
+    (cosine ~0.25 to the fp32 graph's vectors) and a 2-D one right."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    p = f"strata_q8_{number}_"
+    rows, columns = int(weight.dims[0]), int(weight.dims[1])
+    initializers = [
+        numpy_helper.from_array(np.array([-1, rows], np.int64), p + "rows"),
+        numpy_helper.from_array(np.array([columns], np.int64), p + "columns"),
+    ]
+    nodes = [
+        helper.make_node("Shape", [x], [p + "leading"], end=-1),
+        helper.make_node("Reshape", [x, p + "rows"], [p + "x"]),
+        helper.make_node("Abs", [p + "x"], [p + "abs"]),
+        helper.make_node("ReduceMax", [p + "abs"], [p + "max"], axes=[1], keepdims=1),
+        helper.make_node("Div", [p + "max", "strata_q8_127"], [p + "scale0"]),
+        helper.make_node("Max", [p + "scale0", "strata_q8_tiny"], [p + "scale"]),
+        helper.make_node("Div", [p + "x", p + "scale"], [p + "scaled"]),
+        helper.make_node("Round", [p + "scaled"], [p + "rounded"]),
+        helper.make_node("Add", [p + "rounded", "strata_q8_128"], [p + "shifted"]),
+        helper.make_node("Cast", [p + "shifted"], [p + "quantised"], to=TensorProto.UINT8),
+        helper.make_node("MatMulInteger", [p + "quantised", weight.name, "strata_q8_zero_point"], [p + "int32"]),
+        helper.make_node("Cast", [p + "int32"], [p + "float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [p + "scale", column_scales], [p + "scales"]),
+        helper.make_node("Mul", [p + "float", p + "scales"], [p + "y"]),
+        helper.make_node("Concat", [p + "leading", p + "columns"], [p + "shape"], axis=0),
+        helper.make_node("Reshape", [p + "y", p + "shape"], [output]),
+    ]
+    return initializers, nodes
 
 
 def _install_dir(tmp: Path, target: Path) -> None:
