@@ -192,9 +192,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         baseline_module = load_baseline(args.baseline_ref, tmp / "baseline")
+        # a folder each: each revision assembles its own model (one revision's folder is stale to the other's
+        # code when the model's rewrite differs, and would be assembled again under the other's feet)
         model = current.assemble_model_dir(tmp / "model")
+        baseline_model = baseline_module.assemble_model_dir(tmp / "baseline-model")
         now = current.MiniLMEmbedder(model, threads=args.threads)
-        before = baseline_module.MiniLMEmbedder(model, threads=args.threads)
+        before = baseline_module.MiniLMEmbedder(baseline_model, threads=args.threads)
         now.load()
         before.load()
         base, new = args.baseline_ref, "this checkout"
@@ -239,7 +242,7 @@ def main() -> None:
             }
             print("\ninstructions (callgrind Ir, onnxruntime on one thread, the model's load not counted)")
             for name, texts in sample.items():
-                old_ir = callgrind(paths_base, model, texts, tmp, f"{name}-base")
+                old_ir = callgrind(paths_base, baseline_model, texts, tmp, f"{name}-base")
                 new_ir = callgrind(paths_new, model, texts, tmp, f"{name}-new")
                 print(
                     f"  {name} ({len(texts)} texts): {base} {old_ir:,}  this checkout {new_ir:,}  "

@@ -227,7 +227,9 @@ def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> No
     """The start of the one-shot commands a user runs most (`import` of an empty file, `write`, `read`),
     each in a fresh process: CPU time (user + system, of the child) and wall clock, medians of `rounds`
     runs, this checkout and `against` (ops/revision.py) alternating command by command, so both see the
-    same load. The read's model folder: --model-dir (default: a temporary one, downloaded once)."""
+    same load. The read's model folder: one for each tree under --model-dir (default: a temporary folder),
+    assembled by its first read: a folder assembled by one tree's code is stale to the other's when their
+    models differ, and sharing one would assemble it again at every read."""
     strata_bin = str(Path(sys.executable).parent / "strata")
     with tempfile.TemporaryDirectory() as folder:
         trees = _trees(against, Path(folder))
@@ -244,7 +246,8 @@ def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> No
             for name, args in commands.items():
                 for label, code in trees:
                     data = Path(folder) / f"data-{trees.index((label, code))}"
-                    env = _env(code, STRATA_DATA_DIR=str(data), STRATA_MODEL_DIR=str(models))
+                    model = models / f"tree-{trees.index((label, code))}"
+                    env = _env(code, STRATA_DATA_DIR=str(data), STRATA_MODEL_DIR=str(model))
                     before, start = os.times(), time.perf_counter()
                     result = subprocess.run([strata_bin, "--json", *args], env=env, capture_output=True, text=True)
                     wall = time.perf_counter() - start

