@@ -244,10 +244,9 @@ def start_rounds(rounds: int, against: str | None, model_dir: Path | None) -> No
         figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for round_ in range(rounds):
             for name, args in commands.items():
-                for label, code in trees:
-                    data = Path(folder) / f"data-{trees.index((label, code))}"
-                    model = models / f"tree-{trees.index((label, code))}"
-                    env = _env(code, STRATA_DATA_DIR=str(data), STRATA_MODEL_DIR=str(model))
+                for number, (label, code) in enumerate(trees):
+                    data = Path(folder) / f"data-{number}"
+                    env = _env(code, STRATA_DATA_DIR=str(data), STRATA_MODEL_DIR=str(models / f"tree-{number}"))
                     before, start = os.times(), time.perf_counter()
                     result = subprocess.run([strata_bin, "--json", *args], env=env, capture_output=True, text=True)
                     wall = time.perf_counter() - start
