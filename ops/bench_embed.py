@@ -2,7 +2,7 @@
 path, `--baseline-ref`, default main), on the same texts, in the same process, alternating.
 
 Usage: python ops/bench_embed.py [--baseline-ref main] [--texts 3000] [--rounds 5] [--threads N]
-       [--memories 3000] [--callgrind 200]
+       [--memories 3000] [--callgrind 200] [--queries 200]
 
 Texts, two corpora:
 - workload: what agents write (ops/workload.py realistic_lines, the memories' texts; short: ~30 word
@@ -16,6 +16,9 @@ Figures, each beside the baseline's in the same run:
   median of the per-round ratios, and CPU seconds (the process's user + system time);
 - the vectors: the largest difference of any component and the smallest cosine between the two
   embedders' vectors of one text;
+- queries (--queries N): CPU milliseconds per `embed_query` call (the process's user + system time over N
+  calls, each embedder in turn per round) for a ~20-word query and a prompt of 256 word pieces (one
+  batch: the session with every thread, as a read's query runs);
 - bulk, end to end (--memories): the vector projection catching up on a store of that many imported
   memories with an empty embedding cache (a Runner, as `strata worker` and a CLI read do), each embedder
   in turn;
@@ -119,6 +122,28 @@ def compare_vectors(a: np.ndarray, b: np.ndarray) -> str:
     return f"largest component difference {np.abs(a - b).max():.2e}, smallest cosine {cos.min():.9f}"
 
 
+QUERY = "why does the vector projection embed every memory of a store again after the model id changed in an upgrade"
+
+
+def prompt_text(embedder: Any) -> str:
+    """A text of at least 256 word pieces (the model's limit: what a long prompt is cut to)."""
+    text = " ".join(commit_texts(40))
+    assert word_pieces(embedder, [text])[0] >= current.MINILM_MAX_TOKENS
+    return text
+
+
+def report_queries(title: str, figures: dict[str, dict[str, list[float]]], baseline: str, calls: int) -> None:
+    print(f"\n{title}")
+    base = statistics.median(figures[baseline]["cpu"])
+    for name, f in figures.items():
+        per_call = [1e3 * c / calls for c in f["cpu"]]
+        median = statistics.median(per_call)
+        print(
+            f"  {name:<22} CPU {median:7.2f} ms a call (median; rounds {' '.join(f'{x:.2f}' for x in per_call)})"
+            f"  {statistics.median(f['cpu']) / base:.2f}x"
+        )
+
+
 def bulk_catch_up(embedder: Any, memories: int, data: Path) -> float:
     """Seconds for the vector projection to catch up on `memories` imported memories, empty cache."""
     from strata_recall.interface.app.api import CommandAPI
@@ -179,11 +204,12 @@ def callgrind(paths: list[str], model: Path, texts: list[str], tmp: Path, label:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-ref", default="main")
-    parser.add_argument("--texts", type=int, default=3000, help="texts per corpus")
+    parser.add_argument("--texts", type=int, default=3000, help="texts per corpus (0: skip the corpora)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: its own choice)")
     parser.add_argument("--memories", type=int, default=3000, help="the bulk figure's store (0: skip it)")
     parser.add_argument("--callgrind", type=int, default=0, help="count instructions on this many texts (0: skip)")
+    parser.add_argument("--queries", type=int, default=0, help="embed_query calls per round and text (0: skip)")
     args = parser.parse_args()
     from strata_recall.interface.app.logs import configure_logging
 
@@ -201,7 +227,7 @@ def main() -> None:
         now.load()
         before.load()
         base, new = args.baseline_ref, "this checkout"
-        corpora = {"workload": workload_texts(args.texts), "commits": commit_texts(args.texts)}
+        corpora = {"workload": workload_texts(args.texts), "commits": commit_texts(args.texts)} if args.texts else {}
         for name, texts in corpora.items():
             pieces = word_pieces(now, texts)
             print(
@@ -217,6 +243,19 @@ def main() -> None:
                 len(texts),
             )
             report(f"{name}: Embedder.embed in chunks of {CHUNK}", figures, base, "texts/s")
+        if args.queries:
+            for label, text in (("a ~20-word query", QUERY), ("a prompt of 256 word pieces", prompt_text(now))):
+                a, b = before.embed_query(text), now.embed_query(text)  # also the warm-up of both
+                print(f"\n{label}: vectors, this checkout vs {base}: {compare_vectors(b[None], a[None])}")
+                figures = alternate(
+                    {
+                        base: lambda t=text: [before.embed_query(t) for _ in range(args.queries)],
+                        new: lambda t=text: [now.embed_query(t) for _ in range(args.queries)],
+                    },
+                    args.rounds,
+                    args.queries,
+                )
+                report_queries(f"{label}: embed_query, {args.queries} calls a round", figures, base, args.queries)
         if args.memories:
             data = tmp / "store"
             seconds: dict[str, list[float]] = {base: [], new: []}

@@ -128,10 +128,12 @@ _MODEL_CONFIG = {
 
 #: What `_rewrite_int8_matmuls` makes of the package's model.onnx, recorded in the manifest: a folder
 #: assembled with another (or none: the package's file as is) is assembled again.
-_REWRITE = "w8a8-per-token-1"
+_REWRITE = "w8a8-per-token-2"
 #: The products the rewrite finds in the package's graph: the six layers' Q, K, V, attention output and
 #: two feed-forward MatMuls (attention's two activation x activation products stay fp32).
 _REWRITTEN_MATMULS = 36
+#: The NaN guards the rewrite drops: one after each layer's attention softmax (`_drop_nan_guards`).
+_NAN_GUARDS = 6
 
 _MANIFEST = "strata-model.json"
 _MANIFEST_FORMAT = 2
@@ -251,13 +253,15 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
     The package keeps each weight matrix as int8 with a scale per output column, and its graph makes
     them fp32 (`MatMul(x, Cast(W_q) * W_scale)`; onnxruntime folds that at load), so every product ran
     in fp32. Each such product becomes: the activations quantised per row, i.e. per token (scale
-    max |x| / 127, rounded half to even, +128 as uint8), `MatMulInteger` with the int8 weights (zero
-    points 128 and 0; int32 sums, exact), then the int32 result made float and multiplied by the row's
-    scale times the column's. A token's quantisation depends on nothing but its own activations, and
-    integer sums on nothing but their terms, so a text's vector does not depend on the other texts or
-    the padding of its batch (onnxruntime's DynamicQuantizeLinear takes one scale for the whole batch:
-    rejected for that, docs/LEARNING.md "Speed"). Attention's two products of activations stay fp32.
-    The Cast and Mul that made the fp32 weights are dropped. Imports `onnx`, only here."""
+    max |x| / 127, rounded half to even, +128 as uint8: one `QuantizeLinear` with a scale per row),
+    `MatMulInteger` with the int8 weights (zero points 128 and 0; int32 sums, exact), then the int32
+    result made float and multiplied by the row's scale times the column's. A token's quantisation
+    depends on nothing but its own activations, and integer sums on nothing but their terms, so a
+    text's vector does not depend on the other texts or the padding of its batch (onnxruntime's
+    DynamicQuantizeLinear takes one scale for the whole batch: rejected for that, docs/LEARNING.md
+    "Speed"). Attention's two products of activations stay fp32.
+    The Cast and Mul that made the fp32 weights are dropped, and so are the attention's NaN guards
+    (`_drop_nan_guards`). Imports `onnx`, only here."""
     import onnx
     from onnx import TensorProto, numpy_helper
 
@@ -267,9 +271,9 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
     producer = {output: node for node in graph.node for output in node.output}
     constants: dict[str, np.ndarray] = {
         "strata_q8_127": np.array(127.0, np.float32),
-        "strata_q8_128": np.array(128.0, np.float32),
         "strata_q8_tiny": np.array(1e-12, np.float32),  # a row of zeros: scale 1e-12, quantised to 128
         "strata_q8_zero_point": np.array(128, np.uint8),
+        "strata_q8_flat": np.array([-1], np.int64),
     }
     if constants.keys() & initializers.keys():
         raise ValueError(f"{src} was rewritten already")
@@ -289,6 +293,7 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
         rewritten += 1
     if rewritten != _REWRITTEN_MATMULS:
         raise ValueError(f"{src}: {rewritten} int8-weight products found, {_REWRITTEN_MATMULS} expected")
+    nodes = _drop_nan_guards(nodes, initializers, src)
     # drop what made the fp32 weights (their outputs are read by nothing now)
     while True:
         read = {name for node in nodes for name in node.input} | {output.name for output in graph.output}
@@ -303,13 +308,53 @@ def _rewrite_int8_matmuls(src: Path, dst: Path) -> int:
     return rewritten
 
 
+def _drop_nan_guards(nodes: list[Any], initializers: dict[str, Any], src: Path) -> list[Any]:
+    """`nodes` without the `Where(IsNaN(p), 0, p)` after each attention softmax `p`, its readers reading
+    `p` itself.
+
+    The exporter guards against a row of scores masked everywhere (all -inf, whose softmax is NaN), but
+    this graph masks by adding a float's lowest value (-3.4e38), not -inf, and only padding keys, and a
+    text always has its [CLS] and [SEP]: the softmax has no NaN, the guard passes `p` through unchanged,
+    and onnxruntime's `Where` took 20% of the model's kernel time over the (texts, 12 heads, length,
+    length) probabilities (docs/LEARNING.md "Speed"). The vectors are the same bytes without it."""
+    from onnx import numpy_helper
+
+    producer = {output: node for node in nodes for output in node.output}
+    replaced: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type != "Where":
+            continue
+        isnan, probabilities = producer.get(node.input[0]), node.input[2]
+        softmax = producer.get(probabilities)
+        zero = initializers.get(node.input[1])
+        if (
+            isnan is not None
+            and isnan.op_type == "IsNaN"
+            and isnan.input[0] == probabilities
+            and softmax is not None
+            and softmax.op_type == "Softmax"
+            and zero is not None
+            and not numpy_helper.to_array(zero).any()
+        ):
+            replaced[node.output[0]] = probabilities
+    if len(replaced) != _NAN_GUARDS:
+        raise ValueError(f"{src}: {len(replaced)} NaN guards after a softmax found, {_NAN_GUARDS} expected")
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            node.input[i] = replaced.get(name, name)
+    return [node for node in nodes if node.output[0] not in replaced]
+
+
 def _int8_product(x: str, weight: Any, column_scales: str, output: str, number: int) -> tuple[list[Any], list[Any]]:
     """(initializers, nodes) computing `output` = `x` times the int8 `weight` (a TensorProto, its scales
     per column in `column_scales`) with int8 arithmetic: `_rewrite_int8_matmuls`'s rewrite of one product.
 
     On 2-D rows (tokens x features), then back to the input's leading dimensions: onnxruntime fuses the
     pattern into MatMulIntegerToFloat (its EXTENDED optimisations), which read a 3-D row scale wrongly
-    (cosine ~0.25 to the fp32 graph's vectors) and a 2-D one right."""
+    (cosine ~0.25 to the fp32 graph's vectors) and a 2-D one right. The quantisation is one
+    `QuantizeLinear` with a scale and a zero point per row (axis 0; onnxruntime wants both 1-D): the
+    same bytes as `Round(x / scale) + 128` cast to uint8, in one pass over the activations instead of
+    four (docs/LEARNING.md "Speed")."""
     from onnx import TensorProto, helper, numpy_helper
 
     p = f"strata_q8_{number}_"
@@ -325,10 +370,10 @@ def _int8_product(x: str, weight: Any, column_scales: str, output: str, number: 
         helper.make_node("ReduceMax", [p + "abs"], [p + "max"], axes=[1], keepdims=1),
         helper.make_node("Div", [p + "max", "strata_q8_127"], [p + "scale0"]),
         helper.make_node("Max", [p + "scale0", "strata_q8_tiny"], [p + "scale"]),
-        helper.make_node("Div", [p + "x", p + "scale"], [p + "scaled"]),
-        helper.make_node("Round", [p + "scaled"], [p + "rounded"]),
-        helper.make_node("Add", [p + "rounded", "strata_q8_128"], [p + "shifted"]),
-        helper.make_node("Cast", [p + "shifted"], [p + "quantised"], to=TensorProto.UINT8),
+        helper.make_node("Reshape", [p + "scale", "strata_q8_flat"], [p + "row_scales"]),
+        helper.make_node("Shape", [p + "row_scales"], [p + "tokens"]),
+        helper.make_node("Expand", ["strata_q8_zero_point", p + "tokens"], [p + "zero_points"]),
+        helper.make_node("QuantizeLinear", [p + "x", p + "row_scales", p + "zero_points"], [p + "quantised"], axis=0),
         helper.make_node("MatMulInteger", [p + "quantised", weight.name, "strata_q8_zero_point"], [p + "int32"]),
         helper.make_node("Cast", [p + "int32"], [p + "float"], to=TensorProto.FLOAT),
         helper.make_node("Mul", [p + "scale", column_scales], [p + "scales"]),

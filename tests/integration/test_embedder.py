@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -215,20 +216,26 @@ def test_a_texts_vector_is_the_same_bytes_alone_and_in_any_batch(model_dir: Path
 
 def test_the_assembled_model_runs_its_products_in_int8(model_dir: Path) -> None:
     """The folder's model.onnx is the package's with its 36 weight products as MatMulInteger (the fp32
-    weights the package's graph made are gone), and its manifest says so."""
+    weights the package's graph made are gone), each product's activations quantised by one
+    QuantizeLinear (not four element-wise passes), without the NaN guards after attention's softmax,
+    and its manifest says so."""
     import onnx
 
     graph = onnx.load(str(model_dir / "model.onnx")).graph
     ops = [node.op_type for node in graph.node]
     assert ops.count("MatMulInteger") == 36
     assert ops.count("MatMul") == 12  # attention's two products of activations a layer
+    quantised = {n.output[0] for n in graph.node if n.op_type == "QuantizeLinear"}
+    assert len(quantised) == 36 and {n.input[0] for n in graph.node if n.op_type == "MatMulInteger"} == quantised
+    assert "Round" not in ops and "IsNaN" not in ops
+    assert ops.count("Where") == 1  # the attention mask, made once; no guard after each softmax
     int8 = {t.name for t in graph.initializer if t.data_type == onnx.TensorProto.INT8}
     weights = {n.input[1] for n in graph.node if n.op_type == "MatMulInteger"}
     assert len(weights) == 36 and weights <= int8
     assert not [n for n in graph.node if n.op_type == "Cast" and n.input[0] in weights]  # none made fp32 as well
     manifest = json.loads((model_dir / "strata-model.json").read_text())
     onnx_meta = manifest["files"]["model.onnx"]
-    assert onnx_meta["rewrite"] == "w8a8-per-token-1"
+    assert onnx_meta["rewrite"] == "w8a8-per-token-2"
     assert onnx_meta["source"]["sha256"] == embedder_module._ONNX_SHA256
     assert onnx_meta["size"] == (model_dir / "model.onnx").stat().st_size
     assert manifest["model_id"] == MINILM_MODEL_ID != "sentence-transformers/all-MiniLM-L6-v2@int8"
@@ -251,6 +258,59 @@ def test_the_int8_products_give_the_package_graphs_vectors(minilm: MiniLMEmbedde
     texts += [f"memory {i}: the {w} module raised an error in {w}.py line {i}" for i, w in enumerate("abcdefghij")]
     cosines = np.sum(minilm.embed(texts) * MiniLMEmbedder(package_graph_dir, threads=2).embed(texts), axis=1)
     assert cosines.min() > 0.99 and cosines.mean() > 0.995, cosines
+
+
+def _first_int8_graph(model: Any) -> Any:
+    """`model` (the assembled graph) as the int8 products were first shipped under this model id: each
+    QuantizeLinear as Round(x / scale) + 128 cast to uint8, and a NaN guard after each softmax."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    graph.initializer.extend(
+        [numpy_helper.from_array(np.array(v, np.float32), name) for name, v in (("t_128", 128.0), ("t_0", 0.0))]
+    )
+    nodes = []
+    for node in graph.node:
+        if node.op_type == "QuantizeLinear":
+            p = node.input[1].removesuffix("row_scales")
+            nodes += [
+                helper.make_node("Div", [node.input[0], p + "scale"], [p + "t_scaled"]),
+                helper.make_node("Round", [p + "t_scaled"], [p + "t_rounded"]),
+                helper.make_node("Add", [p + "t_rounded", "t_128"], [p + "t_shifted"]),
+                helper.make_node("Cast", [p + "t_shifted"], [node.output[0]], to=TensorProto.UINT8),
+            ]
+        elif node.op_type == "Softmax":
+            out = node.output[0]
+            node.output[0] = out + "_t_raw"
+            nodes += [
+                node,
+                helper.make_node("IsNaN", [out + "_t_raw"], [out + "_t_nan"]),
+                helper.make_node("Where", [out + "_t_nan", "t_0", out + "_t_raw"], [out]),
+            ]
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_vectors_are_the_first_int8_graphs_bytes(model_dir: Path, tmp_path: Path, threads: int) -> None:
+    """QuantizeLinear and the dropped NaN guards compute what the first int8 graph did (Div, Round, Add,
+    Cast; Where(IsNaN(p), 0, p)), to the bit: the model id did not change, and stores keep their vectors
+    without a re-embed."""
+    import onnx
+
+    first = tmp_path / "first-int8"
+    first.mkdir()
+    model = _first_int8_graph(onnx.load(str(model_dir / "model.onnx")))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(first / "model.onnx"))
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (first / name).symlink_to(model_dir / name)
+    texts = BATCH_TEXTS + [FAILED + " " + UNRELATED * i for i in range(1, 30)]
+    now = MiniLMEmbedder(model_dir, threads=threads).embed(texts)
+    assert now.tobytes() == MiniLMEmbedder(first, threads=threads).embed(texts).tobytes()
 
 
 def test_a_folder_of_the_previous_assembly_is_assembled_again(tmp_path: Path, model_dir: Path) -> None:
