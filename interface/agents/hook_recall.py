@@ -282,6 +282,15 @@ def _unchunked(data: bytes) -> bytes:
         at = start + size + 2
 
 
+def lean_structlog() -> None:
+    """Before a hook imports the local store's modules (whose projections import structlog): structlog
+    as the CLI imports it, without rich and asyncio (interface/app/lazy.py `import_structlog`), ~0.08 s
+    of CPU less a hook. A hook on a server or a door never imports either."""
+    from strata_recall.interface.app import lazy
+
+    lazy.import_structlog()
+
+
 class LocalReader:
     """The projections of a local data directory, kept current by whichever `strata mcp` or `strata serve`
     runs on it; read as they stand (no catching up, no model)."""
@@ -296,8 +305,9 @@ class LocalReader:
         """Keyword candidates (no model here, so no relevance of the read path's: the hook's own bar decides)."""
         if not self._ready():
             return Answer(None, [])
-        import uuid  # here, as the projections' modules: a hook on a server never needs them
+        import uuid  # here, as the projections' modules: a hook on a server or a door never needs them
 
+        lean_structlog()
         from strata_recall.projections.fts import FTSProjection
 
         fts = FTSProjection(self.folder / "fts.sqlite")
@@ -331,6 +341,7 @@ class LocalReader:
     def record(self, answer: Answer, repo_id: str, query: str, event: str, memory_ids: list[str]) -> None:
         """The injection in the node's read ledger, with exactly the memories shown: feedback citing
         `read_id` may credit them, and the stop hook names the read until it is rated."""
+        lean_structlog()
         from strata_recall.projections.reads import ReadLedger
 
         ledger = ReadLedger(self.folder / "reads.sqlite")
@@ -342,6 +353,7 @@ class LocalReader:
     def index(self, repo_id: str, max_tokens: int, timeout: float) -> str:
         if not self._ready():
             return f"Memory of {repo_id}: nothing recorded yet."
+        lean_structlog()
         from strata_recall.projections.fts import FTSProjection
         from strata_recall.projections.memory_index import MemoryIndex
         from strata_recall.projections.snapshot import SnapshotProjection

@@ -76,6 +76,7 @@ from strata_recall.interface.agents.hook_recall import (
     Item,
     LocalReader,
     ServerReader,
+    lean_structlog,
 )
 from strata_recall.interface.agents.repo_identity import Identity, identify, repo_root
 from strata_recall.interface.agents.safe_reads import read_regular, read_text
@@ -306,6 +307,7 @@ class Hook:
         path = self.data_dir / "projections" / "reads.sqlite"
         if not path.exists():
             return None
+        lean_structlog()
         from strata_recall.projections.reads import ReadLedger
 
         return ReadLedger(path)

@@ -95,3 +95,20 @@ def deferred(*names: str) -> Iterator[None]:
         for name, stand_in in stand_ins.items():
             if sys.modules.get(name) is stand_in:
                 del sys.modules[name]
+
+
+def import_structlog() -> None:
+    """Import structlog as every one-shot process of Strata does, first and once: with rich hidden
+    (`without`) and asyncio deferred (`deferred`). When rich is installed structlog imports it at its own
+    import (~0.08 s of CPU) for the console renderer's default tracebacks and the locals' reprs, neither
+    of which Strata's logs use (interface/app/logs.py renders plain tracebacks), so every log line reads
+    as before; structlog.stdlib imports asyncio for its async log methods alone, which no one-shot
+    process calls (and asyncio imports ssl with it). The servers import asyncio themselves, and
+    structlog's async methods import it on their first call. Nothing when structlog is imported already.
+
+    Callers: the CLI before its commands (interface/cli/launch.py), and a hook before the local store's
+    modules (interface/agents/hook_recall.py, hooks.py), whose projections import structlog."""
+    if "structlog" in sys.modules:
+        return
+    with without("rich"), deferred("asyncio"):
+        import structlog  # noqa: F401

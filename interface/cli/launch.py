@@ -63,20 +63,14 @@ def _import_cli(word: str | None = None) -> Callable[[], None]:
     100,000 long-lived objects (modules, classes, functions) and the collector would walk them over and over for
     nothing; they are then frozen out of its generations (gc.freeze), so later collections skip them.
 
-    structlog is imported first, with rich hidden (interface/app/lazy.py `without`): when rich is
-    installed, structlog imports it at its own import (~0.1 s) for the console renderer's default
-    tracebacks and the locals' reprs, neither of which Strata's logs use (interface/app/logs.py renders
-    plain tracebacks), so every log line reads as before; and with asyncio deferred (`deferred`):
-    structlog.stdlib imports it for its async log methods alone, which no one-shot command calls, and
-    asyncio imports ssl with it (~0.01 s). The servers import asyncio themselves, and structlog's async
-    methods import it on their first call."""
+    structlog is imported first, without rich and with asyncio deferred (interface/app/lazy.py
+    `import_structlog`, which says why)."""
     from strata_recall.interface.app import lazy  # here: `strata hook` never needs it
 
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with lazy.without("rich"), lazy.deferred("asyncio"):
-            import structlog  # noqa: F401  (imported here first: see the docstring)
+        lazy.import_structlog()
         from strata_recall.interface.cli import dispatch
 
         dispatch.load(word)  # the command `word` names, or every command (interface/cli/dispatch.py)

@@ -105,6 +105,13 @@ def test_a_local_prompt_hook_gets_the_read_paths_answer_from_the_clients_mcp_pro
         assert "Login loops" in context and "Alembic" not in context  # the read path's bar, not a dump
         read_id = re.search(r"read_id ([0-9a-f]{32})", context)
         assert read_id is not None
+        # a hook the door answers imports none of the local store's modules, nor the structlog they log with
+        _, imports = hook(
+            {**env, "PYTHONPROFILEIMPORTTIME": "1"}, "prompt", claude("UserPromptSubmit", git_repo, prompt=PROMPT)
+        )
+        modules = {line.rsplit("|", 1)[-1].strip() for line in imports.splitlines() if line.startswith("import time:")}
+        assert "strata_recall.interface.app.hook_door" in modules
+        assert not {m for m in modules if m.startswith(("structlog", "strata_recall.projections"))}
 
         # the process recorded the read in the store's ledger: the stop hook names it, feedback may rate it
         stop, _ = hook(env, "stop", claude("Stop", git_repo, stop_hook_active=False))

@@ -345,6 +345,33 @@ def test_a_prompt_gets_what_clears_the_bar_once_and_the_stop_hook_asks_to_rate_i
     assert reply(hook(strata_env, "stop", claude("Stop", repo, "sess-9", stop_hook_active=False))) is None
 
 
+def imported_by(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """Every module a hook's process imported (run with PYTHONPROFILEIMPORTTIME: one line each on stderr)."""
+    return {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.slow
+def test_hooks_on_a_local_store_import_structlog_without_rich_or_asyncio(
+    strata_env: dict[str, str], repo: Path
+) -> None:
+    """A hook on a local store with nothing running on it reads the projections itself, and their modules
+    import structlog: imported as the CLI imports it (interface/app/lazy.py import_structlog), neither rich
+    nor asyncio comes with it (~0.08 s of CPU at every prompt and every stop), and the hooks still inject
+    and remind."""
+    ids = seed(strata_env, repo)
+    env = {**strata_env, "PYTHONPROFILEIMPORTTIME": "1"}
+    prompt = claude("UserPromptSubmit", repo, prompt="tests/test_orders.py hangs in db_pool.acquire again, why?")
+    answered = hook(env, "prompt", prompt)
+    read_id = re.search(r"read_id ([0-9a-f]{32})", context_of(answered)).group(1)
+    assert ids["solution"] in context_of(answered)
+    stopped = hook(env, "stop", claude("Stop", repo, stop_hook_active=False))
+    assert read_id in reply(stopped)["reason"]
+    for result, local in ((answered, "strata_recall.projections.fts"), (stopped, "strata_recall.projections.reads")):
+        modules = imported_by(result)
+        assert local in modules and "structlog" in modules  # the local store's modules, and their logs
+        assert not {m for m in modules if m == "asyncio" or m.startswith(("rich.", "asyncio."))}
+
+
 @pytest.mark.slow
 def test_an_edit_gets_the_memories_of_that_file_failed_tactics_first(strata_env: dict[str, str], repo: Path) -> None:
     ids = seed(strata_env, repo)
@@ -596,11 +623,6 @@ def test_a_hook_reading_a_server_imports_only_what_it_uses_and_injects_the_same(
     }
     options = ("--repo-id", "team/backend", "--http", f"{served.url}/mcp")
 
-    def imported(result: subprocess.CompletedProcess[str]) -> set[str]:
-        return {
-            line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
-        }
-
     prompt = claude("UserPromptSubmit", repo, prompt="tests/test_orders.py hangs in db_pool.acquire again")
     answered = hook_with(client, "prompt", prompt, *options)
     context = context_of(answered)
@@ -610,7 +632,7 @@ def test_a_hook_reading_a_server_imports_only_what_it_uses_and_injects_the_same(
     refused = hook_with({**client, "STRATA_TOKEN": "not-the-token"}, "prompt", prompt, *options)
     assert "401" in json.loads(refused.stdout)["systemMessage"]
     for result in (answered, start, refused):
-        modules = imported(result)
+        modules = imported_by(result)
         assert "strata_recall.interface.agents.hooks" in modules and "socket" in modules
         unneeded = {m for m in modules if m.split(".")[0] in UNNEEDED_MODULES or m in UNNEEDED_MODULES}
         assert not unneeded, unneeded
