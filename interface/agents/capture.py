@@ -22,13 +22,17 @@ user` lines with the matching `tool_result` blocks and their `is_error`; `sessio
 A command that failed and passed with nothing edited in between (a flaky test, a missing service that
 came back) is no pair: nothing the session did made it pass.
 
+`parse_codex` reads Codex's rollout files the same way (`item_completed` lines: a command's structured
+exit code, `apply_patch`'s file changes, MCP tool results); a file's first line says which client wrote
+it (`client_of`), and everything after the parser is one mechanism for both.
+
 `capture_transcript` captures one transcript (the stop hook's detached `strata learn --transcript`);
-`claude_transcripts` finds the transcripts Claude Code keeps of a repository's past sessions
-(`strata learn --sessions`). Where it records: the local store's command API (`local_capture`: its
+`claude_transcripts` and `codex_rollouts` find the transcripts Claude Code and Codex keep of a
+repository's past sessions (`strata learn --sessions`). Where it records: the local store's command API (`local_capture`: its
 ledger says what each read returned and when, the hooks' state names the session's injections), or a
 running server's HTTP API (`server_capture`: the same requests and keys; a read is credited as the
-transcript shows it, and the server's ledger checks it). Codex's rollout files are not read:
-docs/LEARNING.md says why. Nothing here logs a text: counts, codes and ids only."""
+transcript shows it, and the server's ledger checks it). Nothing here logs a text: counts, codes and
+ids only."""
 
 from __future__ import annotations
 
@@ -144,6 +148,7 @@ class CaptureReport:
     """What a capture read and recorded (the summary's `sessions` part)."""
 
     transcripts: int = 0
+    clients: dict[str, int] = field(default_factory=dict)  # transcripts read, by client (claude_code, codex)
     skipped: dict[str, int] = field(default_factory=dict)  # transcripts not read, by reason
     checks_failed: int = 0  # distinct checks that failed
     pairs: int = 0  # failed then passed with edits between
@@ -161,6 +166,7 @@ class CaptureReport:
         for name in ("transcripts", "checks_failed", "pairs", "pending", "already", "credited"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in (
+            (self.clients, other.clients),
             (self.skipped, other.skipped),
             (self.written, other.written),
             (self.refused, other.refused),
@@ -242,6 +248,104 @@ def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
                     if rel is not None:
                         out.edits.append(Edit(at, rel, _summary(tool_input)))
     return out
+
+
+def parse_codex(lines: Iterable[str], root: Path) -> Transcript:
+    """A Codex rollout's commands, edits and reads, in order (the format Codex CLI 0.169 writes,
+    verified against real rollouts: tests/data/codex_rollout.jsonl). The first line, `session_meta`,
+    carries the session id and the working directory; what happened is in `event_msg` lines of type
+    `item_completed`, one per finished item:
+
+    - `CommandExecution`: `command` (`[shell, "-lc", text]`), `status`, `exit_code` (an integer: the
+      exit status is a field, never read from the output text), `aggregated_output`; an item without
+      an integer exit code or whose status is neither `completed` nor `failed` (declined, interrupted,
+      still running) is no run;
+    - `FileChange` (what `apply_patch` did): `changes`, the absolute path of each file to
+      `{type: add|update|delete, unified_diff | content, move_path}`, and `status`; only `completed`
+      ones are edits;
+    - `McpToolCall`: an MCP tool's `result`, where a Strata read shows its `read_id` and memory ids.
+
+    Other lines (the model's calls and their outputs, which repeat these, token counts, a line cut at
+    the start of what was read) are passed over."""
+    out = Transcript()
+    for at, line in enumerate(lines):
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        payload = entry.get("payload") if isinstance(entry, dict) else None
+        if not isinstance(payload, dict):
+            continue
+        if entry.get("type") == "session_meta":
+            out.session_id = out.session_id or str(payload.get("session_id") or payload.get("id") or "")
+            out.cwd = out.cwd or str(payload.get("cwd") or "")
+            continue
+        item = payload.get("item")
+        if entry.get("type") != "event_msg" or payload.get("type") != "item_completed" or not isinstance(item, dict):
+            continue
+        when = _time(entry.get("timestamp"))
+        kind = item.get("type")
+        if kind == "CommandExecution":
+            run = _codex_run(item, at, when)
+            if run is not None:
+                out.runs.append(run)
+        elif kind == "FileChange" and item.get("status") == "completed":
+            out.edits += _codex_edits(item.get("changes"), at, root)
+        elif kind == "McpToolCall" and item.get("status") == "completed" and "read_id" in line:
+            result = item.get("result")
+            if isinstance(result, dict) and not result.get("isError"):
+                shown_in = json.dumps(result)
+                shown = tuple(dict.fromkeys(m for pattern in _MEMORY_IDS for m in pattern.findall(shown_in)))
+                ids = dict.fromkeys(r for pattern in _READ_IDS for r in pattern.findall(shown_in))
+                out.reads += [(at, when, r, shown) for r in ids]
+    return out
+
+
+def _codex_run(item: dict[str, Any], at: int, when: float | None) -> Run | None:
+    """A finished `CommandExecution` item as a run; None for one that did not finish with an exit code."""
+    code = item.get("exit_code")
+    if item.get("status") not in ("completed", "failed") or not isinstance(code, int) or isinstance(code, bool):
+        return None
+    command = item.get("command")
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        if len(command) == 3 and command[1] in ("-lc", "-c", "-ic"):  # [shell, -lc, the command as typed]
+            command = command[2]
+        else:
+            command = shlex.join(command)
+    if not isinstance(command, str) or not command.strip():
+        return None
+    output = item.get("aggregated_output")
+    return Run(at, when, command, normal_command(command), code != 0, output if isinstance(output, str) else "")
+
+
+def _codex_edits(changes: Any, at: int, root: Path) -> list[Edit]:
+    """The files of the repository a `FileChange` item changed (a move's source and destination)."""
+    if not isinstance(changes, dict):
+        return []
+    edits = []
+    for path, change in changes.items():
+        change = change if isinstance(change, dict) else {}
+        summary = _diff_summary(change)
+        moved = change.get("move_path")
+        for name in (path, moved) if isinstance(moved, str) and moved else (path,):
+            rel = relative(name, root) if isinstance(name, str) else None
+            if rel is not None:
+                edits.append(Edit(at, rel, summary))
+    return edits
+
+
+def _diff_summary(change: dict[str, Any]) -> str:
+    """The first non-blank line a change added that it did not remove (a unified diff's `+` lines; an
+    added file's content)."""
+    diff = change.get("unified_diff")
+    if isinstance(diff, str):
+        lines = diff.splitlines()
+        removed = {" ".join(ln[1:].split()) for ln in lines if ln.startswith("-") and not ln.startswith("---")}
+        added = [ln[1:] for ln in lines if ln.startswith("+") and not ln.startswith("+++")]
+        return _summary({"old_string": "\n".join(removed), "new_string": "\n".join(added)})
+    return _summary({"content": change.get("content")})
 
 
 def _summary(tool_input: dict[str, Any]) -> str:
@@ -469,11 +573,18 @@ class Capture:
         if lines is None:
             self.report.skip("unreadable")
             return
-        transcript = parse_claude(lines, self.root)
+        client = client_of(path)
+        if client == "codex":
+            transcript = parse_codex(lines, self.root)
+            if not transcript.session_id:  # a rollout longer than what was read: its first line names it
+                transcript.session_id, transcript.cwd = codex_meta(path)
+        else:
+            transcript = parse_claude(lines, self.root)
         if not transcript.session_id:
             self.report.skip("not_a_session")
             return
         self.report.transcripts += 1
+        self.report.clients[client] = self.report.clients.get(client, 0) + 1
         self.report.checks_failed += len({r.key for r in transcript.runs if r.failed and is_check(r.key)})
         found = pairs(transcript)
         self.report.pairs += len(found)
@@ -696,6 +807,64 @@ def session_cwd(path: Path) -> str:
     return ""
 
 
+_SESSION_META = re.compile(r'^\{[^\n]*?"type"\s*:\s*"session_meta"')
+_META_FIELD = r'"%s"\s*:\s*("(?:[^"\\]|\\.)*")'
+
+
+def _first_line(path: Path) -> str:
+    """A file's first line, read bounded (its first 64 KB; a longer line is cut there)."""
+    data = read_regular(path, 1 << 16)
+    return (data or b"").split(b"\n", 1)[0].decode("utf-8", errors="replace")
+
+
+def client_of(path: Path) -> str:
+    """Which client wrote a transcript, by its first line: Codex's rollouts open with a `session_meta`
+    line; anything else is read as Claude Code's JSONL."""
+    return "codex" if _SESSION_META.match(_first_line(path)) else "claude_code"
+
+
+def codex_meta(path: Path) -> tuple[str, str]:
+    """The session id and working directory a Codex rollout's `session_meta` line names (they come
+    before its long instructions, so a first line cut at 64 KB still holds them)."""
+    line = _first_line(path)
+    if not _SESSION_META.match(line):
+        return "", ""
+    found = []
+    for name in ("session_id", "cwd"):
+        match = re.search(_META_FIELD % name, line) or (
+            re.search(_META_FIELD % "id", line) if name == "session_id" else None
+        )
+        try:
+            found.append(str(json.loads(match.group(1))) if match else "")
+        except ValueError:
+            found.append("")
+    return found[0], found[1]
+
+
+# --- where Codex keeps a repository's sessions ----------------------------------------------------
+
+
+def codex_folder(environ: dict[str, str] | None = None) -> Path:
+    """Codex's home folder: CODEX_HOME, else ~/.codex."""
+    env = os.environ if environ is None else environ
+    value = env.get("CODEX_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".codex"
+
+
+def codex_rollouts(root: Path, environ: dict[str, str] | None = None) -> Iterator[Path]:
+    """The rollouts Codex kept of sessions in the repository at `root` or a folder inside it:
+    `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl` whose `session_meta` names a `cwd` inside the root,
+    oldest first. Codex keeps every repository's sessions in that one tree: the others' are passed over
+    unread (only their first line is looked at) and not counted."""
+    sessions = codex_folder(environ) / "sessions"
+    try:
+        found = [p for p in sessions.glob("*/*/*/rollout-*.jsonl") if p.is_file()]
+    except OSError:
+        return iter(())
+    mine = [p for p in found if inside(codex_meta(p)[1], root)]
+    return iter(sorted(mine, key=lambda p: (p.stat().st_mtime, p.name)))
+
+
 @contextmanager
 def one_at_a_time(data_dir: Path) -> Iterator[None]:
     """An exclusive lock on `<data_dir>/hooks/learn.lock` while one background learn runs: the stop hooks
@@ -770,8 +939,10 @@ def capture_sessions(
     progress: Callable[[str, int, int, str], None],
     environ: dict[str, str] | None = None,
 ) -> CaptureReport:
-    """Every session Claude Code kept of the repository (`strata learn --sessions`)."""
-    found = list(claude_transcripts(capture.root, environ))
+    """Every session Claude Code and Codex kept of the repository (`strata learn --sessions`), oldest
+    first."""
+    found = list(claude_transcripts(capture.root, environ)) + list(codex_rollouts(capture.root, environ))
+    found.sort(key=lambda p: (p.stat().st_mtime, p.name))
     for i, path in enumerate(found, start=1):
         cwd = session_cwd(path)
         if cwd and not inside(cwd, capture.root):

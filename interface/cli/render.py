@@ -268,7 +268,10 @@ def _sessions_captured(c: dict[str, Any] | None) -> str:
     if c is None:
         return ""
     made = ", ".join(f"{n:,} {kind}s" for kind, n in sorted(c["written"].items())) or "nothing new"
-    done = [f"{c['transcripts']:,} transcripts read", f"{c['pairs']:,} checks failed then passed after edits"]
+    names = {"claude_code": "Claude Code", "codex": "Codex"}
+    clients = ", ".join(f"{n:,} {names.get(k, k)}" for k, n in sorted((c.get("clients") or {}).items()) if n)
+    read = f"{c['transcripts']:,} transcripts read" + (f" ({clients})" if clients else "")
+    done = [read, f"{c['pairs']:,} checks failed then passed after edits"]
     done += [f"wrote {made}" + (f" ({c['pending']:,} pending review)" if c["pending"] else "")]
     done += [f"{c['credited']:,} shown memories credited"] if c["credited"] else []
     done += [f"{c['already']:,} captured before"] if c["already"] else []
