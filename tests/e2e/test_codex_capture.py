@@ -153,3 +153,89 @@ def test_what_a_real_codex_session_proved_is_captured_from_its_rollout(
     found = learn(env, git_repo, "--sessions")  # the rollout, found under $CODEX_HOME/sessions
     assert found["clients"] == {"codex": 1} and found["written"] == {} and found["already"] == 3, found
     assert len(script.requests) == len(script.steps)
+
+
+FIXTURE = Path(__file__).parents[1] / "data" / "codex_rollout.jsonl"
+RECORDED = json.loads(FIXTURE.read_text(encoding="utf-8").splitlines()[0])["payload"]
+SHOWN = ("3025eef1f7634b6daa3296581b416c78", "52585b16-a898-566c-b68b-d7385e46404e")
+"""The read id and the fact's memory id the fixture's MCP read showed."""
+
+
+def fixture_in(root: Path, into: Path, read_id: str, memory_id: str) -> Path:
+    """The committed real rollout as if its session had run in `root` and its read had shown `memory_id`
+    under `read_id` (a read of this test's store)."""
+    text = FIXTURE.read_text(encoding="utf-8").replace(RECORDED["cwd"], str(root))
+    text = text.replace(SHOWN[0], read_id).replace(SHOWN[1], memory_id)
+    into.parent.mkdir(parents=True, exist_ok=True)
+    into.write_text(text, encoding="utf-8")
+    return into
+
+
+def session_after_the_fix(env: dict[str, str], root: Path) -> tuple[str, str]:
+    """The repository as the recorded session left it, and a read of the fact: (read id, fact id)."""
+    (root / "tests").mkdir()
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (root / "tests" / "test_calc.py").write_text(TEST)
+    (root / "CHANGELOG.md").write_text("- calc.add returns the sum again\n")
+    commit_all(root, "Add calc")
+    memory = {"text": FACT, "kind": "fact", "scope": "repo", "confidence": 0.8}
+    fact = strata_ok(strata_run(env, "--json", "write", json.dumps({"repo_id": REPO, "memory": memory})))
+    read = strata_ok(
+        strata_run(env, "--json", "read", json.dumps({"repo_id": REPO, "query": "calc.add returns the wrong sum"}))
+    )
+    assert [r["memory_id"] for r in read["results"]] == [fact["memory_id"]]
+    return read["read_id"], fact["memory_id"]
+
+
+def test_learn_transcript_records_what_a_codex_rollout_proved_once(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    read_id, fact_id = session_after_the_fix(strata_env, git_repo)
+    path = fixture_in(git_repo, tmp_path / "codex" / "rollout.jsonl", read_id, fact_id)
+
+    captured = learn(strata_env, git_repo, "--transcript", str(path))
+    assert captured["clients"] == {"codex": 1} and captured["pairs"] == 1, captured
+    assert captured["written"] == {"problem": 1, "solution": 1} and captured["credited"] == 1, captured
+    assert not captured["refused"] and not captured["skipped"]
+    session = RECORDED["session_id"]
+    answer = strata_ok(
+        strata_run(strata_env, "--json", "read", json.dumps({"repo_id": REPO, "query": f"{CHECK} failed test_add"}))
+    )
+    problem = next(r for r in answer["results"] if r["kind"] == "problem")
+    assert problem["text"].startswith(f"`{CHECK}` failed (session {session[:8]}, 2026-11-29)")
+    assert problem["solutions"][0]["text"].startswith(f"`{CHECK}` passed again after editing ")
+    credit = strata_ok(strata_run(strata_env, "--json", "show", fact_id))["history"][-1]
+    assert credit["type"] == "UtilityObserved" and credit["fields"]["read_id"] == read_id
+
+    again = learn(strata_env, git_repo, "--transcript", str(path))
+    assert again["written"] == {} and again["credited"] == 0 and again["already"] == 3 and again["position"] is None
+
+
+def test_learn_sessions_reads_the_rollouts_codex_kept_of_this_repository_beside_claude_codes(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    from strata_recall.interface.agents.capture import project_slug
+    from tests.e2e.test_capture import transcript
+
+    read_id, fact_id = session_after_the_fix(strata_env, git_repo)
+    home = tmp_path / "codex-home"
+    env = {**strata_env, "CODEX_HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config")}
+    fixture_in(
+        git_repo, home / "sessions" / "2026" / "11" / "29" / "rollout-2026-11-29T16-37-29-a.jsonl", read_id, fact_id
+    )
+    other = tmp_path / "elsewhere"  # a session of another folder: not this repository's
+    other.mkdir()
+    fixture_in(
+        other, home / "sessions" / "2026" / "11" / "30" / "rollout-2026-11-30T09-00-00-b.jsonl", read_id, fact_id
+    )
+    slug = project_slug(git_repo.resolve())
+    transcript(git_repo, tmp_path / "claude-config" / "projects" / slug / "7f3c2a1e.jsonl")
+
+    found = learn(env, git_repo, "--sessions")
+    assert found["transcripts"] == 2 and found["clients"] == {"claude_code": 1, "codex": 1}, found
+    assert found["pairs"] == 2 and found["written"] == {"problem": 2, "solution": 2} and found["credited"] == 1, found
+    assert not found["skipped"] and not found["refused"]
+    again = learn(env, git_repo, "--sessions")
+    assert again["written"] == {} and again["already"] == 5 and again["position"] is None
+    text = strata_run(env, "--text", "learn", "--sessions", "--no-history", "--no-instructions", cwd=git_repo)
+    assert text.returncode == 0 and "2 transcripts read (1 Claude Code, 1 Codex)" in text.stdout, text.stdout
