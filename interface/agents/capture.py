@@ -2,18 +2,18 @@
 
 From a session's transcript (Claude Code's JSONL: `type: assistant` lines with `tool_use` blocks, `type:
 user` lines with the matching `tool_result` blocks and their `is_error`; `sessionId`, `cwd`,
-`timestamp` on every line):
+`timestamp` on every line; or a Codex rollout, `parse_codex`):
 
 - a **check** (a test run, a build, a linter, a type check: CHECKS says which commands count) that
   failed and later passed, the same command once normalised (`normal_command`), with files of the
-  repository edited in between (Edit, Write, MultiEdit, NotebookEdit), becomes a candidate **problem**
-  (the command and the distinctive lines of its first failure, hook_cues.failure_moment's, secrets
-  redacted before anything is cut) and its **solution** (what was edited, anchored to those files that
-  still exist), linked. One pair per (session, command): the first failure and the first pass after it.
-  The writes go through the command API like any agent's (`write`: pending in review mode; confidence
-  PROBLEM_CONFIDENCE and SOLUTION_CONFIDENCE otherwise), each under an idempotency key derived from the
-  repository, the session and the command (`capture_key`): capturing the same transcript again replays
-  the recorded answers and records nothing;
+  repository edited in between (Edit, Write, MultiEdit, NotebookEdit; Codex's apply_patch), becomes a
+  candidate **problem** (the command and the distinctive lines of its first failure,
+  hook_cues.failure_moment's, secrets redacted before anything is cut) and its **solution** (what was
+  edited, anchored to those files that still exist), linked. One pair per (session, command): the first
+  failure and the first pass after it. The writes go through the command API like any agent's (`write`:
+  pending in review mode; confidence PROBLEM_CONFIDENCE and SOLUTION_CONFIDENCE otherwise), each under
+  an idempotency key derived from the repository, the session and the command (`capture_key`): capturing
+  the same transcript again replays the recorded answers and records nothing;
 - a memory the session was **shown** before that pass (a read whose id the transcript shows, or one of
   the session's injections, per the read ledger, earlier than the pass) is credited utility through
   `feedback` (UtilityObserved, the ledger's session bound), with the session and the command as
@@ -28,11 +28,11 @@ it (`client_of`), and everything after the parser is one mechanism for both.
 
 `capture_transcript` captures one transcript (the stop hook's detached `strata learn --transcript`);
 `claude_transcripts` and `codex_rollouts` find the transcripts Claude Code and Codex keep of a
-repository's past sessions (`strata learn --sessions`). Where it records: the local store's command API (`local_capture`: its
-ledger says what each read returned and when, the hooks' state names the session's injections), or a
-running server's HTTP API (`server_capture`: the same requests and keys; a read is credited as the
-transcript shows it, and the server's ledger checks it). Nothing here logs a text: counts, codes and
-ids only."""
+repository's past sessions (`strata learn --sessions`). Where it records: the local store's command API
+(`local_capture`: its ledger says what each read returned and when, the hooks' state names the session's
+injections), or a running server's HTTP API (`server_capture`: the same requests and keys; a read is
+credited as the transcript shows it, and the server's ledger checks it). Nothing here logs a text:
+counts, codes and ids only."""
 
 from __future__ import annotations
 

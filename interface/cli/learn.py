@@ -76,13 +76,15 @@ def learn(
     sessions: bool = typer.Option(
         False,
         "--sessions",
-        help="Also capture the sessions Claude Code kept of this repository (CLAUDE_CONFIG_DIR or ~/.claude): "
-        "each check that failed then passed after edits becomes a problem and its solution.",
+        help="Also capture the sessions Claude Code (CLAUDE_CONFIG_DIR or ~/.claude) and Codex (CODEX_HOME or "
+        "~/.codex) kept of this repository: each check that failed then passed after edits becomes a problem and "
+        "its solution.",
     ),
     transcript: Path | None = typer.Option(
         None,
         "--transcript",
-        help="Also capture this one session transcript (what the stop hook runs at the end of a turn).",
+        help="Also capture this one session transcript, Claude Code's or a Codex rollout (what the stop hook runs "
+        "at the end of a turn).",
     ),
     http: str | None = typer.Option(
         None,
