@@ -811,9 +811,9 @@ _SESSION_META = re.compile(r'^\{[^\n]*?"type"\s*:\s*"session_meta"')
 _META_FIELD = r'"%s"\s*:\s*("(?:[^"\\]|\\.)*")'
 
 
-def _first_line(path: Path) -> str:
-    """A file's first line, read bounded (its first 64 KB; a longer line is cut there)."""
-    data = read_regular(path, 1 << 16)
+def _first_line(path: Path, limit: int = 1 << 16) -> str:
+    """A file's first line, read bounded (its first `limit` bytes; a longer line is cut there)."""
+    data = read_regular(path, limit)
     return (data or b"").split(b"\n", 1)[0].decode("utf-8", errors="replace")
 
 
@@ -826,7 +826,9 @@ def client_of(path: Path) -> str:
 def codex_meta(path: Path) -> tuple[str, str]:
     """The session id and working directory a Codex rollout's `session_meta` line names (they come
     before its long instructions, so a first line cut at 64 KB still holds them)."""
-    line = _first_line(path)
+    line = _first_line(path, 1 << 12)  # they come first: 4 KB holds them, 64 KB if it does not
+    if not (_SESSION_META.match(line) and '"cwd"' in line):
+        line = _first_line(path)
     if not _SESSION_META.match(line):
         return "", ""
     found = []
@@ -853,12 +855,12 @@ def codex_folder(environ: dict[str, str] | None = None) -> Path:
 
 def codex_rollouts(root: Path, environ: dict[str, str] | None = None) -> Iterator[Path]:
     """The rollouts Codex kept of sessions in the repository at `root` or a folder inside it:
-    `<home>/sessions/YYYY/MM/DD/rollout-*.jsonl` whose `session_meta` names a `cwd` inside the root,
+    `<home>/sessions/**/rollout-*.jsonl` (Codex files them by day, YYYY/MM/DD) whose `session_meta` names a `cwd` inside the root,
     oldest first. Codex keeps every repository's sessions in that one tree: the others' are passed over
     unread (only their first line is looked at) and not counted."""
     sessions = codex_folder(environ) / "sessions"
     try:
-        found = [p for p in sessions.glob("*/*/*/rollout-*.jsonl") if p.is_file()]
+        found = [p for p in sessions.rglob("rollout-*.jsonl") if p.is_file()]
     except OSError:
         return iter(())
     mine = [p for p in found if inside(codex_meta(p)[1], root)]
