@@ -807,7 +807,21 @@ def session_cwd(path: Path) -> str:
     return ""
 
 
-_SESSION_META = re.compile(r'^\{[^\n]*?"type"\s*:\s*"session_meta"')
+_SESSION_META = re.compile(r'^\{"timestamp":"[^"]*",(?:"ordinal":\d+,)?"type":"session_meta",')
+"""How a Codex rollout's first line starts, its keys in the order Codex writes them (checked when the
+line is too long to have been read whole)."""
+
+
+def _is_session_meta(line: str) -> bool:
+    """Whether a first line is Codex's `session_meta`: its top-level type (a nested object's does not
+    count, as in a Claude Code line whose tool input holds one)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return bool(_SESSION_META.match(line))
+    return isinstance(entry, dict) and entry.get("type") == "session_meta"
+
+
 _META_FIELD = r'"%s"\s*:\s*("(?:[^"\\]|\\.)*")'
 
 
@@ -820,16 +834,16 @@ def _first_line(path: Path, limit: int = 1 << 16) -> str:
 def client_of(path: Path) -> str:
     """Which client wrote a transcript, by its first line: Codex's rollouts open with a `session_meta`
     line; anything else is read as Claude Code's JSONL."""
-    return "codex" if _SESSION_META.match(_first_line(path)) else "claude_code"
+    return "codex" if _is_session_meta(_first_line(path)) else "claude_code"
 
 
 def codex_meta(path: Path) -> tuple[str, str]:
     """The session id and working directory a Codex rollout's `session_meta` line names (they come
     before its long instructions, so a first line cut at 64 KB still holds them)."""
     line = _first_line(path, 1 << 12)  # they come first: 4 KB holds them, 64 KB if it does not
-    if not (_SESSION_META.match(line) and '"cwd"' in line):
+    if not (_is_session_meta(line) and '"cwd"' in line):
         line = _first_line(path)
-    if not _SESSION_META.match(line):
+    if not _is_session_meta(line):
         return "", ""
     found = []
     for name in ("session_id", "cwd"):

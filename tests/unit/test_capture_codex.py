@@ -149,6 +149,11 @@ def test_the_first_line_tells_codex_from_claude_code(tmp_path: Path) -> None:
     path = tmp_path / "rollout.jsonl"
     path.write_text("\n".join([json.dumps(long, separators=(",", ":")), *LINES[1:]]) + "\n")
     assert client_of(path) == "codex" and codex_meta(path) == (META["session_id"], RECORDED)
+    # a Claude Code line that holds a session_meta object (a tool's input) is still Claude Code's
+    claude_line = json.loads(claude[0])
+    claude_line["message"] = {"role": "assistant", "content": [{"type": "tool_use", "input": json.loads(LINES[0])}]}
+    path.write_text(json.dumps(claude_line, separators=(",", ":")) + "\n")
+    assert client_of(path) == "claude_code" and codex_meta(path) == ("", "")
 
 
 class Recorded:
