@@ -4,13 +4,16 @@ event stream, one step per request. Everything else (the tools, the shell, the p
 file) is the real Codex's.
 
 The script is a session's steps, e.g. one that fixes a failing check: run the check (it fails), edit a
-file, run the check again (it passes), end with a message. Each request is answered by the step after the tool outputs it
-already carries (Codex sends the whole conversation every time), so a retried request gets the same
-step. The shell tool and the edit tool are chosen from the request's `tools`, as a model would: Codex
+file, run the check again (it passes), end with a message. Each request is answered by the step after
+the tool outputs it already carries (Codex sends the whole conversation every time), so a retried
+request gets the same step. The shell tool and the edit tool are chosen from the request's `tools`, as a model would: Codex
 0.169 offers `exec_command` (`{"cmd": ...}`) and, for a model whose metadata says so, `apply_patch` as a
 freeform (`custom`) tool whose input is the patch text; an older `shell` (`{"command": [...]}`) and a
 function `apply_patch` (`{"input": patch}`) are understood too. A script that needs a tool Codex did not
 offer is answered 400 and the reason kept in `errors`.
+
+MCP tools are called as Codex offers them: found by a `tool_search_call`, whose output lists them in a
+namespace (`mcp__<server>`), then called as a `function_call` with that `namespace` and the tool's name.
 
 The events are those Codex's stream reader acts on (`response.created`, `response.output_item.done` with
 one item, `response.completed` with a usage), framed `event: TYPE` then `data: JSON` and a blank line."""
@@ -51,7 +54,9 @@ def sse(events: list[dict[str, Any]]) -> bytes:
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 """The input items that answer a call: one per step taken."""
 Step = tuple[str, str]
-"""("shell", a command) | ("patch", an apply_patch text) | ("say", the closing message)."""
+"""("shell", a command) | ("patch", an apply_patch text) | ("search", a tool search's query: Codex 0.169
+defers MCP tools behind it) | ("mcp", "TOOL {json arguments}": an MCP tool the search found) | ("say",
+the closing message)."""
 
 
 @dataclass
