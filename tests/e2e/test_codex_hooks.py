@@ -1,0 +1,158 @@
+"""The hooks `strata init codex --hooks` installs, run by the real Codex CLI (0.169, from npm) in whole
+sessions against a running `strata serve`: the model is the only double (tests/e2e/codex_model.py, a
+scripted Responses API on loopback), so what the test sees is what Codex sent its model. Skipped where
+npm or the install is missing, as the other real-client tests are."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served, strata_ok, strata_run
+from tests.e2e import real_clients
+from tests.e2e.codex_model import Model, Step, shell
+from tests.e2e.test_hooks import FAILED, PROBLEM, SOLUTION, searchable, served_write
+
+pytestmark = pytest.mark.slow
+
+POOL = "class PoolTimeoutError(Exception):\n    pass\n\n\ndef acquire(timeout=None):\n    raise PoolTimeoutError('db_pool.acquire timed out after 300 s')\n"
+FIXED = "class PoolTimeoutError(Exception):\n    pass\n\n\ndef acquire(timeout=None):\n    return None\n"
+CHECKOUT = "from src.db.pool import acquire\n\n\ndef test_checkout():\n    assert acquire(timeout=1) is None\n"
+CHECK = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider tests/test_orders.py"
+FIX = 'sed -i "s/raise PoolTimeoutError(.*)/return None/" src/db/pool.py'
+
+
+@pytest.fixture
+def session(
+    serve: Callable[..., Served], strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> tuple[dict[str, str], Path, dict[str, str]]:
+    """A server holding a problem, its solution and a failed tactic of team/backend; a repository whose
+    checkout test fails, set up with `strata init codex --hooks --http URL --repo-id team/backend` as a
+    user sets it up (the project trusted in Codex's config: its review of each hook is what
+    `--dangerously-bypass-hook-trust` stands in for); the environment Codex runs in, and the memory ids."""
+    token = "codex-hooks-token"
+    served = serve(env={"STRATA_TOKEN": token})
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        problem = served_write(http, PROBLEM, "problem")["memory_id"]
+        solution = served_write(http, SOLUTION, "solution", problem_id=problem)["memory_id"]
+        failed = served_write(http, FAILED, "failed_tactic", problem_id=problem)
+        searchable(http, "team/backend", failed["position"])
+    ids = {"problem": problem, "solution": solution, "failed": failed["memory_id"]}
+    (git_repo / "src" / "db").mkdir(parents=True)
+    (git_repo / "src" / "__init__.py").write_text("")
+    (git_repo / "src" / "db" / "__init__.py").write_text("")
+    (git_repo / "src" / "db" / "pool.py").write_text(POOL)
+    (git_repo / "tests").mkdir()
+    (git_repo / "tests" / "test_orders.py").write_text(CHECKOUT)
+    git = ["git", "-C", str(git_repo), "-c", "user.name=dev", "-c", "user.email=dev@example.com"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "checkout waits on the pool"], check=True)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[projects."{git_repo}"]\ntrust_level = "trusted"\n')
+    env = {
+        **strata_env,
+        **HOOK_DEADLINE_ENV,
+        "CODEX_HOME": str(home),
+        "OPENAI_API_KEY": "not-used-on-loopback",
+        "STRATA_TOKEN": token,
+        "STRATA_COMMAND": STRATA_COMMAND,  # the hooks' `${STRATA_COMMAND:-strata}`: this installation
+    }
+    strata_ok(
+        strata_run(
+            env,
+            "--json",
+            "init",
+            "codex",
+            "--hooks",
+            "--http",
+            f"{served.url}/mcp",
+            "--repo-id",
+            "team/backend",
+            cwd=git_repo,
+        )
+    )
+    return env, git_repo, ids
+
+
+def codex(env: dict[str, str], repo: Path, model: Model, prompt: str) -> subprocess.CompletedProcess[str]:
+    program = real_clients.client_bin("codex")
+    return real_clients.run(
+        program,
+        "exec",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "danger-full-access",
+        "--dangerously-bypass-hook-trust",
+        *model.config(),
+        prompt,
+        env=env,
+        cwd=repo,
+        timeout=300,
+    )
+
+
+def test_codex_gets_the_index_and_the_memories_of_a_failed_check_then_one_reminder(
+    session: tuple[dict[str, str], Path, dict[str, str]],
+) -> None:
+    """A session asked to make the tests pass: the index at its start, nothing for a prompt that names
+    nothing the memory holds, the problem's case when the checkout test fails with its error (Codex's
+    PostToolUse carries the output only, no exit status), nothing after the passing run, and at the end
+    of the turn one reminder to rate what was shown, naming the read."""
+    env, repo, ids = session
+    steps = [
+        shell(CHECK),
+        shell(FIX),
+        shell(CHECK),
+        Step("The checkout test passes now."),
+        Step("Nothing to rate."),
+    ]
+    with Model(steps) as model:
+        ran = codex(env, repo, model, "Make the test suite pass.")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert len(model.requests) == 5, [r.get("input", [])[-1:] for r in model.requests]
+    first = "\n".join(model.developer_texts(0))
+    assert "Strata long-term memory is connected" in first and "team/backend" in first
+    assert "Memory of team/backend: 3 memories" in first
+    assert ids["problem"] not in first  # the prompt names nothing the memory holds: nothing for it
+
+    def added(number: int) -> str:  # what the hooks added since the request before
+        before = set(model.developer_texts(number - 1))
+        return "\n".join(t for t in model.developer_texts(number) if t not in before)
+
+    after_failure = added(1)
+    assert ids["problem"] in after_failure and "strata-memories" in after_failure, after_failure
+    assert added(2) == "" and added(3) == ""  # a command that worked, or passed, is shown nothing
+    reminder = json.dumps(model.requests[4].get("input", [])[-1])
+    read_id = re.search(r"read_id ([0-9a-f]{32})", after_failure)
+    assert read_id is not None, after_failure
+    assert "feedback" in reminder and read_id.group(1) in reminder, reminder
+    assert (repo / "src" / "db" / "pool.py").read_text() == FIXED
+
+
+def test_codex_gets_the_memories_of_a_prompt_that_names_their_file(
+    session: tuple[dict[str, str], Path, dict[str, str]],
+) -> None:
+    """A prompt naming the file the problem's case is about gets that case, once: the same prompt again in
+    the session gets nothing more. The stop hook starts its learn of the session in the background."""
+    env, repo, ids = session
+    prompt = "Why does db_pool.acquire hang in src/db/pool.py?"
+    with Model([Step("It waits on Postgres."), Step("Nothing to rate.")]) as model:
+        ran = codex(env, repo, model, prompt)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    context = "\n".join(model.developer_texts(0))
+    assert ids["solution"] in context and ids["problem"] in context, context
+    learned = Path(env["STRATA_DATA_DIR"]) / "hooks" / "learn.log"
+    deadline = time.monotonic() + 60
+    while not (learned.exists() and learned.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert learned.exists() and '"ok"' in learned.read_text(), learned.read_text() if learned.exists() else ""
