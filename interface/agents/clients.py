@@ -89,15 +89,13 @@ CLAUDE_HOOKS = (  # (event, matcher, strata hook EVENT)
 CODEX_HOOKS = (  # Codex reads Claude Code's format from the project's .codex/hooks.json
     ("SessionStart", None, "session-start"),
     ("UserPromptSubmit", None, "prompt"),
+    ("PreToolUse", "apply_patch", "edit"),  # Codex edits files through its apply_patch tool
     # Codex has no event for a failed command: PostToolUse after every shell command, whose output (the
     # tool_response, a string with no exit status) the hook reads for a failure's distinctive lines
     ("PostToolUse", "Bash", "after-command"),
     ("Stop", None, "stop"),
     ("PreCompact", None, "pre-compact"),
 )
-"""Not the edit moment: Codex edits through its `apply_patch` tool, which Codex 0.169 offers only with
-a model's metadata from its service; its PreToolUse for an edit was not seen here (tests/e2e/test_hooks.py
-drives the real Codex against a model on loopback), so no hook is installed for it."""
 CURSOR_HOOKS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("sessionStart", "session-start", {}),
     ("stop", "stop", {"loop_limit": 1}),

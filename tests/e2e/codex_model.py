@@ -13,21 +13,61 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
 @dataclass
 class Step:
-    """A tool call (`tool` and its `arguments`) or, with no tool, an assistant message."""
+    """A tool call (`tool` and its `arguments`), a patch for Codex's freeform `apply_patch` tool, or, with
+    neither, an assistant message."""
 
     text: str = ""
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
+    patch: str | None = None
 
 
 def shell(command: str) -> Step:
     """A call of Codex's shell tool (`exec_command` in 0.169)."""
     return Step(tool="exec_command", arguments={"cmd": command, "yield_time_ms": 30000})
+
+
+def patch(path: str, removed: str, added: str) -> Step:
+    """An `apply_patch` call that replaces one line of a file (the line must be there)."""
+    body = f"*** Begin Patch\n*** Update File: {path}\n@@\n-{removed}\n+{added}\n*** End Patch\n"
+    return Step(patch=body)
+
+
+SLUG = "loopback-model"
+CATALOG = {
+    "models": [
+        {
+            "slug": SLUG,
+            "display_name": SLUG,
+            "description": "the test's scripted model",
+            # the tools Codex offers follow the model's metadata: without it (a provider it does not
+            # know) Codex 0.169 offers no apply_patch, and edits only through the shell
+            "apply_patch_tool_type": "freeform",
+            "shell_type": "shell_command",
+            "experimental_supported_tools": [],
+            "visibility": "list",
+            "supported_in_api": True,
+            "priority": 1,
+            "context_window": 200000,
+            "max_context_window": 200000,
+            "default_reasoning_level": "low",
+            "supported_reasoning_levels": [{"effort": "low", "description": "low"}],
+            "input_modalities": ["text"],
+            "truncation_policy": {"mode": "tokens", "limit": 10000},
+            "supports_parallel_tool_calls": False,
+            "support_verbosity": False,
+            "reasoning_summary_format": "none",
+            "default_reasoning_summary": "none",
+            "base_instructions": "You are a coding agent.",
+        }
+    ]
+}
 
 
 class Model:
@@ -65,8 +105,15 @@ class Model:
     def events(self, number: int) -> bytes:
         step = self.steps[min(number, len(self.steps) - 1)]
         response = f"resp_{number}"
-        if step.tool:
+        if step.patch is not None:
             item: dict[str, Any] = {
+                "type": "custom_tool_call",
+                "call_id": f"call_{number}",
+                "name": "apply_patch",
+                "input": step.patch,
+            }
+        elif step.tool:
+            item = {
                 "type": "function_call",
                 "call_id": f"call_{number}",
                 "name": step.tool,
@@ -97,13 +144,19 @@ class Model:
             for span in item.get("content") or []
         ]
 
-    def config(self) -> list[str]:
-        """`codex exec` options that make this server the session's model provider."""
+    def config(self, folder: Path) -> list[str]:
+        """`codex exec` options that make this server the session's model provider, its metadata (the
+        catalog, written into `folder`) that of a model Codex offers its shell and apply_patch tools."""
+        catalog = folder / "models.json"
+        catalog.write_text(json.dumps(CATALOG))
         provider = (
             f'{{name="loopback",base_url="{self.base_url}",wire_api="responses",env_key="OPENAI_API_KEY",'
             "request_max_retries=0,stream_max_retries=0}"
         )
-        return ["-c", f"model_providers.loopback={provider}", "-c", "model_provider=loopback", "-m", "gpt-5-codex"]
+        return [
+            *("-c", f"model_providers.loopback={provider}", "-c", "model_provider=loopback"),
+            *("-c", f"model_catalog_json={json.dumps(str(catalog))}", "-m", SLUG),
+        ]
 
     def __enter__(self) -> Model:
         self.thread.start()

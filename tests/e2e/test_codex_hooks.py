@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import HOOK_DEADLINE_ENV, STRATA_COMMAND, Served, strata_ok, strata_run
 from tests.e2e import real_clients
-from tests.e2e.codex_model import Model, Step, shell
+from tests.e2e.codex_model import Model, Step, patch, shell
 from tests.e2e.test_hooks import FAILED, PROBLEM, SOLUTION, searchable, served_write
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ POOL = "class PoolTimeoutError(Exception):\n    pass\n\n\ndef acquire(timeout=No
 FIXED = "class PoolTimeoutError(Exception):\n    pass\n\n\ndef acquire(timeout=None):\n    return None\n"
 CHECKOUT = "from src.db.pool import acquire\n\n\ndef test_checkout():\n    assert acquire(timeout=1) is None\n"
 CHECK = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider tests/test_orders.py"
-FIX = 'sed -i "s/raise PoolTimeoutError(.*)/return None/" src/db/pool.py'
+RAISES = "    raise PoolTimeoutError('db_pool.acquire timed out after 300 s')"
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def codex(env: dict[str, str], repo: Path, model: Model, prompt: str) -> subproc
         "--sandbox",
         "danger-full-access",
         "--dangerously-bypass-hook-trust",
-        *model.config(),
+        *model.config(Path(env["CODEX_HOME"])),
         prompt,
         env=env,
         cwd=repo,
@@ -111,7 +111,7 @@ def test_codex_gets_the_index_and_the_memories_of_a_failed_check_then_one_remind
     env, repo, ids = session
     steps = [
         shell(CHECK),
-        shell(FIX),
+        patch("src/db/pool.py", RAISES, "    return None"),
         shell(CHECK),
         Step("The checkout test passes now."),
         Step("Nothing to rate."),
@@ -131,7 +131,10 @@ def test_codex_gets_the_index_and_the_memories_of_a_failed_check_then_one_remind
 
     after_failure = added(1)
     assert ids["problem"] in after_failure and "strata-memories" in after_failure, after_failure
-    assert added(2) == "" and added(3) == ""  # a command that worked, or passed, is shown nothing
+    at_patch = added(2)  # the patch of src/db/pool.py: what of that file the failure did not show
+    assert "editing src/db/pool.py" in at_patch and ids["solution"] in at_patch, at_patch
+    assert ids["problem"] not in at_patch  # never the same memory twice in a session
+    assert added(3) == ""  # the passing run: nothing
     reminder = json.dumps(model.requests[4].get("input", [])[-1])
     read_id = re.search(r"read_id ([0-9a-f]{32})", after_failure)
     assert read_id is not None, after_failure
@@ -156,3 +159,19 @@ def test_codex_gets_the_memories_of_a_prompt_that_names_their_file(
     while not (learned.exists() and learned.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert learned.exists() and '"ok"' in learned.read_text(), learned.read_text() if learned.exists() else ""
+
+
+def test_codex_gets_the_memories_of_the_file_it_patches_failed_tactics_first(
+    session: tuple[dict[str, str], Path, dict[str, str]],
+) -> None:
+    """Codex edits through its apply_patch tool; before the patch of src/db/pool.py runs, the hook shows
+    the memories that name that file, the failed tactic first; the patch itself still applies."""
+    env, repo, ids = session
+    with Model([patch("src/db/pool.py", RAISES, "    return None"), Step("Done."), Step("Nothing to rate.")]) as model:
+        ran = codex(env, repo, model, "Make acquire return instead of raising.")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    before = set(model.developer_texts(0))
+    at_edit = "\n".join(t for t in model.developer_texts(1) if t not in before)
+    assert ids["failed"] in at_edit and ids["solution"] in at_edit, at_edit
+    assert at_edit.index(ids["failed"]) < at_edit.index(ids["solution"])
+    assert (repo / "src" / "db" / "pool.py").read_text() == FIXED
