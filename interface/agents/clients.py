@@ -86,6 +86,16 @@ CLAUDE_HOOKS = (  # (event, matcher, strata hook EVENT)
     ("Stop", None, "stop"),
     ("PreCompact", "manual|auto", "pre-compact"),
 )
+CODEX_HOOKS = (  # Codex reads Claude Code's format from the project's .codex/hooks.json
+    ("SessionStart", None, "session-start"),
+    ("UserPromptSubmit", None, "prompt"),
+    ("PreToolUse", "apply_patch", "edit"),  # Codex edits files through its apply_patch tool
+    # Codex has no event for a failed command: PostToolUse after every shell command, whose output (the
+    # tool_response, a string with no exit status) the hook reads for a failure's distinctive lines
+    ("PostToolUse", "Bash", "after-command"),
+    ("Stop", None, "stop"),
+    ("PreCompact", None, "pre-compact"),
+)
 CURSOR_HOOKS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("sessionStart", "session-start", {}),
     ("stop", "stop", {"loop_limit": 1}),
@@ -220,9 +230,11 @@ def _program(command: str) -> str:
         return ""
 
 
-def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[str, Any]], None]:
-    """Our groups in Claude Code's `hooks`: taken out of every event (whichever events an earlier version
-    used), then, to install, one group per event of CLAUDE_HOOKS."""
+def claude_hooks(
+    target: Target, install: bool, path: Path, events: tuple[tuple[str, str | None, str], ...] = CLAUDE_HOOKS
+) -> Callable[[dict[str, Any]], None]:
+    """Our groups in Claude Code's `hooks` (Codex's are the same format): taken out of every event
+    (whichever events an earlier version used), then, to install, one group per event of `events`."""
 
     def change(data: dict[str, Any]) -> None:
         hooks = config_edits.object_at(data, "hooks", path, create=install)
@@ -233,7 +245,7 @@ def claude_hooks(target: Target, install: bool, path: Path) -> Callable[[dict[st
             if len(kept) != len(groups):
                 hooks[event], touched = kept, touched | {event}
         if install:
-            for event, matcher, name in CLAUDE_HOOKS:
+            for event, matcher, name in events:
                 group: dict[str, Any] = {
                     "hooks": [
                         {
@@ -364,7 +376,8 @@ def _looks_like_ours(entry: dict[str, Any]) -> bool:
 
 
 def _codex(target: Target, hooks: bool, remove: bool) -> Setup:
-    """Codex reads its MCP servers from the user's configuration (it may hold keys: a new one is 600)."""
+    """Codex reads its MCP servers from the user's configuration (it may hold keys: a new one is 600), and
+    a trusted project's hooks from its `.codex/hooks.json`, each run only once the user has reviewed it."""
     if target.http_url:
         table: dict[str, Any] = {"url": target.http_url}
         if target.token_env:
@@ -372,12 +385,23 @@ def _codex(target: Target, hooks: bool, remove: bool) -> Setup:
     else:
         table = {"command": target.command[0], "args": [*target.local_command()[1:], "mcp"]}
     config = config_files.locate(codex_home(), "config.toml", private=True)
-    return Setup(
-        [
-            config_edits.edit_toml_server(config, None if remove else table),
-            config_edits.edit_marked(_in_repo(target, "AGENTS.md"), None if remove else instructions(target)),
-        ]
-    )
+    plans = [
+        config_edits.edit_toml_server(config, None if remove else table),
+        config_edits.edit_marked(_in_repo(target, "AGENTS.md"), None if remove else instructions(target)),
+    ]
+    notes = []
+    if hooks or remove:  # without --hooks, hooks an earlier run installed are left as they are
+        settings = _in_repo(target, ".codex/hooks.json")
+        plans.append(config_edits.edit_json(settings, claude_hooks(target, not remove, settings.path, CODEX_HOOKS)))
+        if hooks and not remove:  # the hooks file goes to git: it names `strata`, as Cursor's does
+            notes += [CODEX_REVIEW, *_elsewhere_note("Codex", target, remove)]
+    return Setup(plans, notes=notes)
+
+
+CODEX_REVIEW = (
+    "Codex runs a project's hooks only in a project it trusts, and each hook only after you review it: start "
+    "`codex` in the repository, trust it, and approve the Strata hooks in /hooks (they run `strata hook ...`)"
+)
 
 
 CURSOR_RULE_HEAD = "---\ndescription: How to use Strata memory in this repository\nalwaysApply: true\n---\n\n"
@@ -447,9 +471,8 @@ WRITERS: dict[str, Callable[[Target, bool, bool], Setup]] = {
     "cursor": _cursor,
     "vscode": _vscode,
 }
-HOOKS = ("claude-code", "cursor")
-"""Clients whose lifecycle hooks `--hooks` installs (Codex's are reviewed per hook and VS Code's in
-preview: not installed yet)."""
+HOOKS = ("claude-code", "codex", "cursor")
+"""Clients whose lifecycle hooks `--hooks` installs (VS Code's are in preview: not installed yet)."""
 APPROVAL = {
     "claude-code": "Claude Code asks once to approve a project's .mcp.json servers (and shows project hooks in "
     "/hooks): start `claude` in the repository and accept `strata`",

@@ -153,11 +153,15 @@ def _edited_file(tool_input: dict[str, Any]) -> str | None:
 
 
 def _replaced_code(tool_input: dict[str, Any]) -> str:
-    """The code the edit replaces (old text), or for a new file nothing: it is the agent's answer."""
+    """The code the edit replaces (old text), or for a new file nothing: it is the agent's answer. Of a
+    Codex patch, its removed lines."""
     parts = [
         tool_input.get("old_string"),
         *(e.get("old_string") for e in tool_input.get("edits") or [] if isinstance(e, dict)),
     ]
+    patch = tool_input.get("command") or tool_input.get("input") or tool_input.get("patch")
+    if isinstance(patch, str) and patch.lstrip().startswith("*** Begin Patch"):
+        parts.append("\n".join(line[1:] for line in patch.splitlines() if line.startswith("-")))
     return "\n".join(p for p in parts if isinstance(p, str))[:4000]
 
 

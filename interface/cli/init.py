@@ -45,7 +45,7 @@ def init_client(
         metavar="URL",
         help="Connect to a running `strata serve` at URL (e.g. http://127.0.0.1:7411/mcp) instead of starting `strata mcp`; the hooks read from it too.",
     ),
-    hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, cursor)."),
+    hooks: bool = typer.Option(False, "--hooks", help="Also install the lifecycle hooks (claude-code, codex, cursor)."),
     remove: bool = typer.Option(
         False,
         "--remove",

@@ -323,6 +323,38 @@ def test_codex_replaces_a_hand_written_table(env: dict[str, str], repo: Path, tm
     assert parsed["history"] == {"persistence": "none"} and parsed["tui"] == {"notifications": True}
 
 
+def test_codex_hooks_go_to_the_project_and_come_out_again(env: dict[str, str], repo: Path) -> None:
+    """Codex reads a trusted project's .codex/hooks.json (Claude Code's format): the session start, the
+    prompt, its apply_patch edits, every shell command's output (it has no event for a failure alone),
+    the stop and the compaction; other groups of the file are kept, and the notes say the hooks wait for the user's review."""
+    (repo / ".codex").mkdir()
+    theirs = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint-guard.sh"}]}
+    (repo / ".codex" / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [theirs]}}))
+    result = strata_ok(init(env, repo, "codex", "--hooks", "--repo-id", "acme/api"))
+    assert actions(result)["hooks.json"] == "updated"
+    assert any("/hooks" in note and "review" in note for note in result["notes"])
+    hooks = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]
+    assert hooks["PreToolUse"][0] == theirs and hooks["PreToolUse"][1]["matcher"] == "apply_patch"
+    assert hooks["PreToolUse"][1]["hooks"][0]["command"] == "${STRATA_COMMAND:-strata} hook edit --repo-id acme/api"
+    assert {
+        event: hook_command(hooks, event)
+        for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact")
+    } == {
+        "SessionStart": "${STRATA_COMMAND:-strata} hook session-start --repo-id acme/api",
+        "UserPromptSubmit": "${STRATA_COMMAND:-strata} hook prompt --repo-id acme/api",
+        "PostToolUse": "${STRATA_COMMAND:-strata} hook after-command --repo-id acme/api",
+        "Stop": "${STRATA_COMMAND:-strata} hook stop --repo-id acme/api",
+        "PreCompact": "${STRATA_COMMAND:-strata} hook pre-compact --repo-id acme/api",
+    }
+    assert [g.get("matcher") for g in hooks["PostToolUse"]] == ["Bash"]
+    assert set(actions(strata_ok(init(env, repo, "codex", "--hooks", "--repo-id", "acme/api"))).values()) == {
+        "unchanged"
+    }
+
+    strata_ok(init(env, repo, "codex", "--remove", "--repo-id", "acme/api"))
+    assert json.loads((repo / ".codex" / "hooks.json").read_text()) == {"hooks": {"PreToolUse": [theirs]}}
+
+
 def test_cursor_mcp_rule_and_hooks(env: dict[str, str], repo: Path) -> None:
     (repo / ".cursor").mkdir()
     (repo / ".cursor" / "mcp.json").write_text(json.dumps(CURSOR_MCP))

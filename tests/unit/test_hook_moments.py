@@ -85,6 +85,18 @@ def test_an_edit_is_the_file_and_the_names_it_replaces_not_the_new_code(tmp_path
     }
     codex = hook_cues.edit_moment(patch, tmp_path)
     assert codex is not None and codex.paths == ("src/app.py",)
+    # Codex 0.169's PreToolUse of its apply_patch tool, as it sends it: the patch under `command`; the
+    # names the patch removes are the query, the ones it adds are the agent's answer
+    sent = {
+        "tool_name": "apply_patch",
+        "tool_input": {
+            "command": "*** Begin Patch\n*** Update File: src/db/pool.py\n@@\n def acquire(timeout=None):\n"
+            "-    return self._conn_queue.get()\n+    return totally_new_helper()\n*** End Patch\n"
+        },
+    }
+    moment = hook_cues.edit_moment(sent, tmp_path)
+    assert moment is not None and moment.paths == ("src/db/pool.py",)
+    assert "_conn_queue" in moment.query and "totally_new_helper" not in moment.query
 
 
 def test_code_tokens_are_identifiers_not_words() -> None:
