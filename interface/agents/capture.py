@@ -201,11 +201,9 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
-    """A Claude Code transcript's commands, edits and reads, in order. Lines that are not JSON objects
-    (a line cut at the start of what was read, another format) are passed over."""
-    out = Transcript()
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+def _objects(lines: Iterable[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, line, its JSON object) of the lines that hold one; any other line (one cut at the
+    start of what was read, another format) is passed over."""
     for at, line in enumerate(lines):
         if not line.startswith("{"):
             continue
@@ -213,8 +211,16 @@ def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
             entry = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(entry, dict):
-            continue
+        if isinstance(entry, dict):
+            yield at, line, entry
+
+
+def parse_claude(lines: Iterable[str], root: Path) -> Transcript:
+    """A Claude Code transcript's commands, edits and reads, in order. Lines that are not JSON objects
+    (a line cut at the start of what was read, another format) are passed over."""
+    out = Transcript()
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    for at, line, entry in _objects(lines):
         out.session_id = out.session_id or str(entry.get("sessionId") or "")
         out.cwd = out.cwd or str(entry.get("cwd") or "")
         when = _time(entry.get("timestamp"))
@@ -268,14 +274,8 @@ def parse_codex(lines: Iterable[str], root: Path) -> Transcript:
     Other lines (the model's calls and their outputs, which repeat these, token counts, a line cut at
     the start of what was read) are passed over."""
     out = Transcript()
-    for at, line in enumerate(lines):
-        if not line.startswith("{"):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        payload = entry.get("payload") if isinstance(entry, dict) else None
+    for at, line, entry in _objects(lines):
+        payload = entry.get("payload")
         if not isinstance(payload, dict):
             continue
         if entry.get("type") == "session_meta":
