@@ -32,6 +32,23 @@ CHECK = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider tests/t
 RAISES = "    raise PoolTimeoutError('db_pool.acquire timed out after 300 s')"
 
 
+def checkout(repo: Path, tmp_path: Path) -> Path:
+    """The repository's failing checkout test, committed; a CODEX_HOME whose config trusts the project."""
+    (repo / "src" / "db").mkdir(parents=True)
+    (repo / "src" / "__init__.py").write_text("")
+    (repo / "src" / "db" / "__init__.py").write_text("")
+    (repo / "src" / "db" / "pool.py").write_text(POOL)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_orders.py").write_text(CHECKOUT)
+    git = ["git", "-C", str(repo), "-c", "user.name=dev", "-c", "user.email=dev@example.com"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "checkout waits on the pool"], check=True)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+    return home
+
+
 @pytest.fixture
 def session(
     serve: Callable[..., Served], strata_env: dict[str, str], git_repo: Path, tmp_path: Path
@@ -48,18 +65,7 @@ def session(
         failed = served_write(http, FAILED, "failed_tactic", problem_id=problem)
         searchable(http, "team/backend", failed["position"])
     ids = {"problem": problem, "solution": solution, "failed": failed["memory_id"]}
-    (git_repo / "src" / "db").mkdir(parents=True)
-    (git_repo / "src" / "__init__.py").write_text("")
-    (git_repo / "src" / "db" / "__init__.py").write_text("")
-    (git_repo / "src" / "db" / "pool.py").write_text(POOL)
-    (git_repo / "tests").mkdir()
-    (git_repo / "tests" / "test_orders.py").write_text(CHECKOUT)
-    git = ["git", "-C", str(git_repo), "-c", "user.name=dev", "-c", "user.email=dev@example.com"]
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "checkout waits on the pool"], check=True)
-    home = tmp_path / "codex-home"
-    home.mkdir()
-    (home / "config.toml").write_text(f'[projects."{git_repo}"]\ntrust_level = "trusted"\n')
+    home = checkout(git_repo, tmp_path)
     env = {
         **strata_env,
         **HOOK_DEADLINE_ENV,
@@ -219,3 +225,63 @@ def test_codex_gets_the_memories_of_the_file_it_patches_failed_tactics_first(
     assert ids["failed"] in at_edit and ids["solution"] in at_edit, at_edit
     assert at_edit.index(ids["failed"]) < at_edit.index(ids["solution"])
     assert (repo / "src" / "db" / "pool.py").read_text() == FIXED
+
+
+def test_codex_on_a_local_store_gets_the_failed_checks_memories_and_learns_the_session(
+    strata_env: dict[str, str], git_repo: Path, tmp_path: Path
+) -> None:
+    """The default setup, no server: `strata init codex --hooks` on a local store. Codex starts the
+    store's `strata mcp` (its MCP server), whose door the hooks ask once its model is loaded, and
+    otherwise search the store by its words. A failing check gets the problem's case; at the turn's end
+    the stop hook's background learn writes what the session proved into the local store: the failed
+    check as a problem and the patch that made it pass as its solution, anchored to the patched file."""
+    data = Path(strata_env["STRATA_DATA_DIR"])
+    env = {
+        **strata_env,
+        **HOOK_DEADLINE_ENV,
+        "OPENAI_API_KEY": "not-used-on-loopback",
+        "STRATA_COMMAND": STRATA_COMMAND,
+    }
+
+    def write(text: str, kind: str, **links: str) -> str:
+        memory = {"text": text, "kind": kind, "scope": "repo", "confidence": 0.9, **({"links": links} if links else {})}
+        return str(
+            strata_ok(strata_run(env, "--json", "write", json.dumps({"repo_id": "acme/api", "memory": memory})))[
+                "memory_id"
+            ]
+        )
+
+    problem = write(PROBLEM, "problem")
+    write(SOLUTION, "solution", problem_id=problem)
+    strata_ok(strata_run(env, "--json", "index", "--repo", "acme/api"))
+    env["CODEX_HOME"] = str(checkout(git_repo, tmp_path))
+    strata_ok(
+        strata_run(
+            env, "--json", "--data-dir", str(data), "init", "codex", "--hooks", "--repo-id", "acme/api", cwd=git_repo
+        )
+    )
+    steps = [("shell", CHECK), ("patch", PATCH), ("shell", CHECK), ("say", "The checkout test passes now.")]
+    script = codex(env, git_repo, steps, "Make the test suite pass.")
+    assert "Strata long-term memory is connected" in added(script, 0)
+    after_failure = added(script, 1)
+    assert problem in after_failure and "strata-memories" in after_failure, after_failure
+
+    learned = data / "hooks" / "learn.log"
+    deadline = time.monotonic() + 180
+    found: dict[str, str] = {}
+    while time.monotonic() < deadline and not {"problem", "solution"} <= set(found):
+        time.sleep(2)
+        answer = strata_ok(
+            strata_run(
+                env,
+                "--json",
+                "read",
+                json.dumps({"repo_id": "acme/api", "query": f"{CHECK} failed", "min_relevance": 0, "limit": 20}),
+            )
+        )
+        for result in answer["results"]:
+            for memory in [result, *(result.get("solutions") or [])]:
+                if str(memory.get("text", "")).startswith(f"`{CHECK}`"):
+                    found[memory["kind"]] = memory["text"]
+    assert {"problem", "solution"} <= set(found), (found, learned.read_text()[-3000:] if learned.exists() else "")
+    assert "src/db/pool.py" in found["solution"]
