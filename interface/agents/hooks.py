@@ -335,7 +335,8 @@ def transcript_reads(path: Any) -> tuple[list[str], set[str]]:
 
 
 def _cited_in(line: str) -> set[str]:
-    """Read ids in the input of a feedback tool call on one transcript line."""
+    """Read ids in the input of a feedback tool call on one transcript line: Claude Code's `tool_use`
+    block, or the `McpToolCall` item of a Codex rollout (its `arguments`; a call that failed cites none)."""
     try:
         entry = json.loads(line)
     except ValueError:
@@ -345,8 +346,15 @@ def _cited_in(line: str) -> set[str]:
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if node.get("type") == "tool_use" and str(node.get("name", "")).endswith("feedback"):
-                ids = (node.get("input") or {}).get("read_ids") or []
+            kind, called = node.get("type"), str(node.get("name") or node.get("tool") or "")
+            given = node.get("input") if kind == "tool_use" else node.get("arguments")
+            if (
+                kind in ("tool_use", "McpToolCall")
+                and called.endswith("feedback")
+                and node.get("status") != "failed"
+                and isinstance(given, dict)
+            ):
+                ids = given.get("read_ids") or []
                 out.update(i for i in ids if isinstance(i, str))
             stack.extend(node.values())
         elif isinstance(node, list):

@@ -4,6 +4,7 @@ directory resolved as the settings module does without importing it."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -321,8 +322,6 @@ def test_a_text_names_the_repositorys_files_by_path_module_or_a_foreign_tracebac
 def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Path) -> None:
     """Claude Code's transcript (JSON lines): the read ids of the Strata tool results, less those a feedback
     call cited, are what the stop hook names for a session whose store is a server."""
-    import json
-
     rated, unrated = "a" * 32, "b" * 32
     lines = [
         {
@@ -373,6 +372,41 @@ def test_the_transcript_says_which_reads_the_session_made_and_rated(tmp_path: Pa
     seen, cited = hooks.transcript_reads(str(transcript))
     assert seen == [unrated] and cited == {rated}
     assert hooks.transcript_reads(str(tmp_path / "missing.jsonl")) == ([], set())
+
+
+def test_a_codex_rollout_shows_its_reads_and_the_feedback_that_rated_them(tmp_path: Path) -> None:
+    """A Codex rollout (the lines Codex 0.169 writes as an MCP call completes, as in
+    tests/data/codex_rollout.jsonl): a read's result shows its read id; a completed `feedback` call's
+    arguments cite one, a failed one cites nothing."""
+    rated, unrated, failed = "a" * 32, "b" * 32, "c" * 32
+
+    def completed(tool: str, arguments: dict, status: str = "completed", result: dict | None = None) -> dict:
+        item = {"type": "McpToolCall", "id": "call_1", "server": "strata", "tool": tool, "arguments": arguments}
+        item |= {"status": status, "result": result or {"content": []}}
+        return {
+            "timestamp": "2026-11-29T16:37:30.000Z",
+            "type": "event_msg",
+            "payload": {"type": "item_completed", "item": item},
+        }
+
+    def read(read_id: str) -> dict:
+        text = json.dumps({"ok": True, "read_id": read_id, "results": []})
+        return completed(
+            "read", {"repo_id": "acme/api", "query": "q"}, result={"content": [{"type": "text", "text": text}]}
+        )
+
+    lines = [
+        {"timestamp": "2026-11-29T16:37:29.000Z", "type": "session_meta", "payload": {"id": "s", "cwd": str(tmp_path)}},
+        read(rated),
+        read(unrated),
+        read(failed),
+        completed("feedback", {"repo_id": "acme/api", "read_ids": [rated], "used": []}),
+        completed("feedback", {"repo_id": "acme/api", "read_ids": [failed], "used": []}, status="failed"),
+    ]
+    rollout = tmp_path / "rollout-2026-11-29T16-37-29-s.jsonl"
+    rollout.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    seen, cited = hooks.transcript_reads(str(rollout))
+    assert seen == [unrated, failed] and cited == {rated}
 
 
 @pytest.mark.parametrize("case", ["default", "env", "config", "env over config", "explicit config"])
