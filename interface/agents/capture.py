@@ -55,6 +55,7 @@ from strata_recall.domain.anchors import fingerprint
 from strata_recall.domain.errors import InvalidInput, StrataError
 from strata_recall.domain.idempotency import CommandKey
 from strata_recall.domain.sanitise import sanitise
+from strata_recall.interface.agents.clients import codex_home
 from strata_recall.interface.agents.hook_cues import TOOLS_THAT_EDIT, failure_moment, relative
 from strata_recall.interface.agents.safe_reads import read_regular
 from strata_recall.interface.app.api import CommandAPI
@@ -845,26 +846,19 @@ def codex_meta(path: Path) -> tuple[str, str]:
         line = _first_line(path)
     if not _is_session_meta(line):
         return "", ""
-    found = []
-    for name in ("session_id", "cwd"):
-        match = re.search(_META_FIELD % name, line) or (
-            re.search(_META_FIELD % "id", line) if name == "session_id" else None
-        )
-        try:
-            found.append(str(json.loads(match.group(1))) if match else "")
-        except ValueError:
-            found.append("")
-    return found[0], found[1]
+    return _meta_field(line, "session_id", "id"), _meta_field(line, "cwd")
+
+
+def _meta_field(line: str, *names: str) -> str:
+    """The string value of the first of `names` a (possibly cut) `session_meta` line holds; "" for none."""
+    match = next((m for name in names if (m := re.search(_META_FIELD % name, line))), None)
+    try:
+        return str(json.loads(match.group(1))) if match else ""
+    except ValueError:
+        return ""
 
 
 # --- where Codex keeps a repository's sessions ----------------------------------------------------
-
-
-def codex_folder(environ: dict[str, str] | None = None) -> Path:
-    """Codex's home folder: CODEX_HOME, else ~/.codex."""
-    env = os.environ if environ is None else environ
-    value = env.get("CODEX_HOME")
-    return Path(value).expanduser() if value else Path.home() / ".codex"
 
 
 def codex_rollouts(root: Path, environ: dict[str, str] | None = None) -> Iterator[Path]:
@@ -872,7 +866,7 @@ def codex_rollouts(root: Path, environ: dict[str, str] | None = None) -> Iterato
     `<home>/sessions/**/rollout-*.jsonl` (Codex files them by day, YYYY/MM/DD) whose `session_meta` names a `cwd` inside the root,
     oldest first. Codex keeps every repository's sessions in that one tree: the others' are passed over
     unread (only their first line is looked at) and not counted."""
-    sessions = codex_folder(environ) / "sessions"
+    sessions = codex_home(environ) / "sessions"
     try:
         found = [p for p in sessions.rglob("rollout-*.jsonl") if p.is_file()]
     except OSError:

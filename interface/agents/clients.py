@@ -299,8 +299,10 @@ def git_exclude(target: Target, files: list[str]) -> Plan | None:
     return config_edits.edit_marked(config_files.locate(git_dir, "info/exclude"), body, begin=LINE_BEGIN, end=LINE_END)
 
 
-def codex_home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").absolute()
+def codex_home(environ: dict[str, str] | None = None) -> Path:
+    """Codex's home folder (its config.toml, its sessions): CODEX_HOME, else ~/.codex."""
+    value = (os.environ if environ is None else environ).get("CODEX_HOME")
+    return (Path(value).expanduser() if value else Path.home() / ".codex").absolute()
 
 
 # --- the clients ------------------------------------------------------------------------------------------

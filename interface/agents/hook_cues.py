@@ -139,13 +139,20 @@ def prompt_moment(payload: dict[str, Any], root: Path) -> Moment | None:
     return Moment("prompt", text, _paths_in(text, root), code_tokens(text))
 
 
+def _patch_of(tool_input: dict[str, Any]) -> str:
+    """The patch text of a Codex apply_patch call (`command` in Codex 0.169's hook payload, `input` or
+    `patch` in other forms); "" for another tool's input."""
+    patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
+    return patch if isinstance(patch, str) else ""
+
+
 def _edited_file(tool_input: dict[str, Any]) -> str | None:
     for key in ("file_path", "notebook_path", "path"):
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():
             return value
-    patch = tool_input.get("input") or tool_input.get("patch") or tool_input.get("command")
-    if isinstance(patch, str):  # Codex's apply_patch: "*** Update File: path"
+    patch = _patch_of(tool_input)
+    if patch:  # Codex's apply_patch: "*** Update File: path"
         found = re.search(r"^\*\*\* (?:Update|Add) File: (.+)$", patch, re.M)
         if found:
             return found.group(1).strip()
@@ -159,8 +166,8 @@ def _replaced_code(tool_input: dict[str, Any]) -> str:
         tool_input.get("old_string"),
         *(e.get("old_string") for e in tool_input.get("edits") or [] if isinstance(e, dict)),
     ]
-    patch = tool_input.get("command") or tool_input.get("input") or tool_input.get("patch")
-    if isinstance(patch, str) and patch.lstrip().startswith("*** Begin Patch"):
+    patch = _patch_of(tool_input)
+    if patch.lstrip().startswith("*** Begin Patch"):
         parts.append("\n".join(line[1:] for line in patch.splitlines() if line.startswith("-")))
     return "\n".join(p for p in parts if isinstance(p, str))[:4000]
 

@@ -17,13 +17,13 @@ from strata_recall.interface.agents import capture
 from strata_recall.interface.agents.capture import (
     Capture,
     client_of,
-    codex_folder,
     codex_meta,
     codex_rollouts,
     pairs,
     parse_claude,
     parse_codex,
 )
+from strata_recall.interface.agents.clients import codex_home
 
 DATA = Path(__file__).parents[1] / "data"
 FIXTURE = DATA / "codex_rollout.jsonl"
@@ -210,4 +210,4 @@ def test_codex_keeps_every_folders_rollouts_in_one_tree_and_only_the_repositorys
     )  # no session_meta: not Codex's
     assert list(codex_rollouts(root, {"CODEX_HOME": str(home)})) == [earlier, later]
     assert list(codex_rollouts(root, {"CODEX_HOME": str(tmp_path / "none")})) == []
-    assert codex_folder({"CODEX_HOME": str(home)}) == home and codex_folder({}) == Path.home() / ".codex"
+    assert codex_home({"CODEX_HOME": str(home)}) == home and codex_home({}) == Path.home() / ".codex"
